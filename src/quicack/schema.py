@@ -1,0 +1,288 @@
+"""The data contract: every table users query, its columns, types and descriptions.
+
+One source of truth for three consumers: the writers (Parquet files get exactly these
+columns in this order), the DuckDB builder (``COMMENT ON`` text), and the README.
+Times are float64 milliseconds relative to the connection's first client Initial at
+that vantage point; sizes are bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType | type[pl.DataType]
+    comment: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    comment: str
+    columns: tuple[Column, ...]
+    derived: bool = False
+
+    @property
+    def schema(self) -> dict[str, pl.DataType | type[pl.DataType]]:
+        return {c.name: c.dtype for c in self.columns}
+
+    def empty(self) -> pl.DataFrame:
+        return pl.DataFrame(schema=self.schema)
+
+    def conform(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Return ``frame`` with exactly this table's columns, in order and cast.
+
+        Missing columns become nulls, so a reader that cannot know a value says so
+        with a null instead of inventing one. Extra columns are an error: the
+        contract grows here first.
+        """
+        extra = set(frame.columns) - set(self.schema)
+        if extra:
+            raise ValueError(f"{self.name}: columns not in the data contract: {sorted(extra)}")
+        return frame.select(
+            [
+                (pl.col(c.name) if c.name in frame.columns else pl.lit(None)).cast(c.dtype).alias(c.name)
+                for c in self.columns
+            ]
+        )
+
+
+S = pl.Utf8
+F = pl.Float64
+I = pl.Int64  # noqa: E741 - short alias keeps the table definitions readable
+B = pl.Boolean
+
+RUN_ID = Column("run_id", S, "Identifier of the measured connection: <server>_<client>/<testcase>/<repetition> within the dataset.")
+SOURCE = Column("source", S, "Where the row comes from: 'pcap' (packet capture) or 'qlog' (implementation log).")
+VANTAGE_PKT = Column(
+    "vantage",
+    S,
+    "Observation point: 'client' or 'server' for qlogs; the capture point for captures ('sim_left' = client side of "
+    "the emulated link, 'sim_right' = server side, else the capture file's stem).",
+)
+DIRECTION = Column("direction", S, "'c2s' (client to server) or 's2c' (server to client).")
+TIME_MS = Column("time_ms", F, "Milliseconds since the first client Initial of this connection at this vantage point.")
+PN_SPACE = Column("pn_space", S, "Packet number space: 'initial', 'handshake' or 'appdata' (0-RTT and 1-RTT).")
+PACKET_NUMBER = Column("packet_number", I, "QUIC packet number (full, decoded).")
+
+RUNS = Table(
+    "runs",
+    "One row per measured (or attempted) connection, with the parameters of the run.",
+    (
+        RUN_ID,
+        Column("dataset", S, "Dataset name (folder under data/)."),
+        Column("client_impl", S, "Client implementation (aioquic, quic-go, go-x-net, ngtcp2, quinn, ...)."),
+        Column("server_impl", S, "Server implementation."),
+        Column("mode", S, "Server handshake mode: 'iack' (instant ACK), 'wfc' (wait for certificate) or null."),
+        Column("scenario", S, "Test case: noloss, amplification, drop_server_flight, drop_client_flight, transfer, ..."),
+        Column("rtt_ms", F, "Configured round-trip time of the emulated path (twice the one-way delay)."),
+        Column("cert_delay_ms", F, "Emulated certificate-store delay Δt before the server processes the ClientHello / sends its ServerHello."),
+        Column("cert_bytes", I, "Size of the server certificate chain in bytes."),
+        Column("file_bytes", I, "Size of the requested file in bytes."),
+        Column("app_protocol", S, "'h3' (HTTP/3) or 'hq' (hq-interop, HTTP/0.9)."),
+        Column("ack_ratio", I, "ACK ratio: ack-eliciting packets received per ACK sent (null = implementation default)."),
+        Column("ack_delay_ms", F, "Configured maximum ACK delay (null = implementation default)."),
+        Column("path_profile", S, "Named path profile (data/reference/path_profiles.csv) or null."),
+        Column("repetition", I, "Repetition index of this configuration."),
+        Column("status", S, "'ok' when the transfer completed and the bytes matched, else 'failed'."),
+        Column("failure_reason", S, "Why the run failed (null when status = 'ok')."),
+        Column("raw_path", S, "Folder of the raw run, relative to the dataset's raw folder."),
+    ),
+)
+
+DATAGRAMS = Table(
+    "datagrams",
+    "One row per UDP datagram seen in a capture.",
+    (
+        RUN_ID,
+        VANTAGE_PKT,
+        DIRECTION,
+        Column("datagram_index", I, "1-based index of the datagram per direction in this capture, as the QUIC Interop Runner droplist counts."),
+        TIME_MS,
+        Column("time_abs_ns", I, "Capture timestamp, Unix epoch nanoseconds."),
+        Column("ip_header_bytes", I, "IP header bytes (20 for IPv4 without options, 40 for IPv6)."),
+        Column("udp_header_bytes", I, "UDP header bytes (8)."),
+        Column("udp_payload_bytes", I, "UDP payload bytes."),
+        Column("quic_packets", I, "Number of (coalesced) QUIC packets in the datagram."),
+    ),
+)
+
+PACKETS = Table(
+    "packets",
+    "One row per QUIC packet, from a capture or from a qlog.",
+    (
+        RUN_ID,
+        SOURCE,
+        VANTAGE_PKT,
+        DIRECTION,
+        Column("event", S, "'sent' or 'received' (qlog), 'captured' (pcap)."),
+        TIME_MS,
+        Column("time_abs_ns", I, "Absolute time, Unix epoch nanoseconds, where known."),
+        Column("datagram_index", I, "Index of the carrying datagram (pcap: per direction, 1-based; qlog: null unless logged)."),
+        Column("packet_type", S, "initial, handshake, 0rtt, 1rtt, retry, version_negotiation, stateless_reset or unknown."),
+        PN_SPACE,
+        PACKET_NUMBER,
+        Column("packet_bytes", I, "Size of the QUIC packet on the wire (header + payload + AEAD tag)."),
+        Column("header_bytes", I, "QUIC header bytes (including the packet number)."),
+        Column("aead_tag_bytes", I, "AEAD authentication tag bytes (16 for QUIC v1/v2 AEADs)."),
+        Column("ack_eliciting", B, "True if the packet carries a frame other than ACK, PADDING or CONNECTION_CLOSE."),
+        Column("decrypted", B, "True if the payload was decrypted (pcap) or its frames were logged (qlog)."),
+        Column("frames_logged", B, "False when the source logs packet headers without frames (e.g. quinn): ack_eliciting is then unknown."),
+    ),
+)
+
+FRAMES = Table(
+    "frames",
+    "One row per QUIC frame inside a packet.",
+    (
+        RUN_ID,
+        SOURCE,
+        VANTAGE_PKT,
+        DIRECTION,
+        Column("event", S, "'sent', 'received' or 'captured', as for the carrying packet."),
+        TIME_MS,
+        PN_SPACE,
+        PACKET_NUMBER,
+        Column("frame_index", I, "0-based position of the frame in its packet."),
+        Column("frame_type", S, "RFC 9000 / extension frame name in lower snake case (ack, crypto, stream, padding, ping, ack_frequency, immediate_ack, ..., unknown)."),
+        Column("frame_bytes", I, "Encoded frame size in bytes, where known."),
+        Column("ack_delay_ms", F, "ACK frames: ACK Delay field in milliseconds (already scaled by the ack_delay_exponent)."),
+        Column("largest_acked", I, "ACK frames: largest acknowledged packet number."),
+        Column("first_ack_range", I, "ACK frames: length of the first ACK range (packets below largest_acked)."),
+        Column("ack_ranges", S, "ACK frames: all acknowledged ranges as JSON [[low, high], ...], highest first."),
+        Column("stream_id", I, "STREAM / RESET_STREAM / ... frames: stream id."),
+        Column("offset", I, "STREAM / CRYPTO frames: byte offset."),
+        Column("length", I, "STREAM / CRYPTO / DATAGRAM frames: payload length in bytes."),
+        Column("fin", B, "STREAM frames: FIN bit."),
+        Column("tls_messages", S, "CRYPTO frames: TLS handshake messages starting inside, comma-separated (client_hello, server_hello, ...)."),
+    ),
+)
+
+METRICS_LOGGED = Table(
+    "metrics_logged",
+    "One row per recovery metrics update as the implementation logged it (qlog recovery:metrics_updated), normalized to ms.",
+    (
+        RUN_ID,
+        Column("vantage", S, "'client' or 'server'."),
+        TIME_MS,
+        Column("smoothed_rtt_ms", F, "Smoothed RTT as logged (null if not in this update)."),
+        Column("rtt_variance_ms", F, "RTT variance as logged (null if not in this update)."),
+        Column("latest_rtt_ms", F, "Latest RTT sample as logged."),
+        Column("min_rtt_ms", F, "Minimum RTT as logged."),
+        Column("pto_count", I, "PTO count as logged."),
+        Column("cwnd_bytes", I, "Congestion window in bytes."),
+        Column("bytes_in_flight", I, "Bytes in flight."),
+    ),
+)
+
+RTT_SAMPLES = Table(
+    "rtt_samples",
+    "One row per RTT sample recomputed per RFC 9002 §5 from an endpoint's sent packets and the ACK frames it received.",
+    (
+        RUN_ID,
+        Column("vantage", S, "Endpoint whose estimator is recomputed: 'client' or 'server'."),
+        SOURCE,
+        Column("sample_index", I, "0-based index of the sample in the connection."),
+        Column("time_ms", F, "Time the acknowledging ACK was received."),
+        PN_SPACE,
+        Column("largest_acked", I, "Largest acknowledged packet number of the ACK that produced the sample."),
+        Column("latest_rtt_ms", F, "latest_rtt: ACK receive time minus send time of the largest acknowledged packet."),
+        Column("ack_delay_ms", F, "ACK delay used in the adjustment (0 in the Initial space, capped at max_ack_delay once the handshake is confirmed)."),
+        Column("adjusted_rtt_ms", F, "latest_rtt minus ack_delay when latest_rtt >= min_rtt + ack_delay, else latest_rtt."),
+        Column("min_rtt_ms", F, "min_rtt after this sample."),
+        Column("smoothed_rtt_ms", F, "smoothed_rtt after this sample."),
+        Column("rttvar_ms", F, "rttvar after this sample."),
+        Column("pto_ms", F, "PTO duration for this packet number space after this sample, without backoff: smoothed_rtt + max(4*rttvar, 1 ms) (+ max_ack_delay for appdata once confirmed)."),
+        Column("handshake_confirmed", B, "Whether the handshake was confirmed at this sample (decides the max_ack_delay terms)."),
+    ),
+    derived=True,
+)
+
+CONNECTIONS = Table(
+    "connections",
+    "One row per connection and vantage: derived handshake and recovery metrics.",
+    (
+        RUN_ID,
+        Column("vantage", S, "Endpoint: 'client' or 'server'."),
+        Column("ttfb_ms", F, "Time to first byte of the response body, from the first client Initial (client qlog)."),
+        Column("first_rtt_ms", F, "First RTT sample recomputed per RFC 9002."),
+        Column("first_pto_ms", F, "PTO after the first RTT sample, recomputed per RFC 9002 (smoothed + max(4*rttvar, 1 ms))."),
+        Column("first_pto_logged_ms", F, "PTO after the first logged metrics update carrying smoothed RTT (and rttvar), as the implementation logged it."),
+        Column("first_pto_delta_ms", F, "first_pto_logged_ms - first_pto_ms: how far the implementation deviates from RFC 9002 on its first sample."),
+        Column("rtt_samples", I, "RTT samples recomputed per RFC 9002 (newly acknowledging ACKs of ack-eliciting packets)."),
+        Column("rtt_samples_logged", I, "Distinct logged (smoothed_rtt, rtt_variance) updates after removing consecutive duplicates."),
+        Column("iack", B, "True if the first server Initial carries an ACK but no CRYPTO (an instant ACK)."),
+        Column("iack_to_sh_ms", F, "Time from the instant ACK to the ServerHello at this vantage point."),
+        Column("handshake_ms", F, "Time from the first client Initial to HANDSHAKE_DONE (client) / handshake confirmation."),
+        Column("pto_expiries", I, "PTO expiries (qlog loss timer events) at this endpoint, where logged."),
+        Column("spurious_retransmissions", I, "Packets declared lost or probed that were later acknowledged, where derivable."),
+    ),
+    derived=True,
+)
+
+SCAN_CONNECTIONS = Table(
+    "scan_connections",
+    "One row per scanner connection attempt (QScanner or emulated CDN scans).",
+    (
+        Column("scan_id", S, "Scan identifier."),
+        Column("vantage_point", S, "Where the scan ran."),
+        Column("scan_date", S, "Date of the scan (ISO 8601)."),
+        Column("domain", S, "Target domain."),
+        Column("ip", S, "Target address."),
+        Column("asn", I, "Origin AS of the address."),
+        Column("cdn", S, "CDN of the AS (imc24 Table 5) or 'Others'."),
+        Column("success", B, "Handshake completed."),
+        Column("iack", B, "First server Initial was a lone ACK (instant ACK)."),
+        Column("coalesced_ack_sh", B, "First server Initial carried ACK and ServerHello together."),
+        Column("ack_to_sh_ms", F, "Delay between the instant ACK and the ServerHello."),
+        Column("first_ack_delay_ms", F, "ACK Delay field of the first server ACK."),
+        Column("rtt_ms", F, "RTT measured by the scanner."),
+        Column("cf_ray_iata", S, "IATA code from Cloudflare's Cf-Ray header, if any."),
+    ),
+)
+
+ACK_BREAKDOWN = Table(
+    "ack_breakdown",
+    "Return-path bytes per (run, direction, component).",
+    (
+        RUN_ID,
+        DIRECTION,
+        Column("component", S, "ip_header, udp_header, quic_header, aead_tag, or a frame type."),
+        Column("bytes", I, "Bytes of this component."),
+        Column("packets", I, "Packets that carried this component."),
+    ),
+    derived=True,
+)
+
+INGEST_ISSUES = Table(
+    "ingest_issues",
+    "One row per input problem found while ingesting; nothing is dropped silently.",
+    (
+        Column("path", S, "Input file or folder, relative to the dataset's raw folder where possible."),
+        RUN_ID,
+        Column("stage", S, "Stage that found the problem: discover, qlog, pcap, keylog, scan, recovery, ..."),
+        Column("severity", S, "'error' (input skipped) or 'warning' (input used, partly)."),
+        Column("message", S, "What is wrong, in words a user can act on."),
+    ),
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        RUNS,
+        DATAGRAMS,
+        PACKETS,
+        FRAMES,
+        METRICS_LOGGED,
+        RTT_SAMPLES,
+        CONNECTIONS,
+        SCAN_CONNECTIONS,
+        ACK_BREAKDOWN,
+        INGEST_ISSUES,
+    )
+}
