@@ -271,6 +271,27 @@ INGEST_ISSUES = Table(
     ),
 )
 
+ENDPOINTS = Table(
+    "endpoints",
+    "One row per (connection, vantage, source): what a log or capture says about the endpoint and how it was read.",
+    (
+        RUN_ID,
+        SOURCE,
+        Column("vantage", S, "'client' or 'server' (qlog), capture point (pcap)."),
+        Column("path", S, "Input file, relative to the dataset's raw folder where possible."),
+        Column("implementation", S, "Implementation that wrote the log, detected from its header (aioquic, quic-go, ngtcp2, ...)."),
+        Column("dialect", S, "qlog dialect detected: e.g. 'json-0.3', 'json-seq-0.3', 'ndjson-draft-02', 'json-draft-00', 'json-seq-main-schema'."),
+        Column("qlog_version", S, "qlog_version / file_schema string from the header."),
+        Column("group_id", S, "Connection identifier in the file (group_id or original destination connection ID)."),
+        Column("time_origin_abs_ns", I, "Absolute time of time_ms = 0 (the first client Initial), Unix epoch ns, where the log has absolute times."),
+        Column("local_max_ack_delay_ms", F, "max_ack_delay this endpoint advertised (ms)."),
+        Column("peer_max_ack_delay_ms", F, "max_ack_delay the peer advertised (ms); used for the appdata PTO."),
+        Column("peer_ack_delay_exponent", I, "ack_delay_exponent the peer advertised (default 3)."),
+        Column("handshake_confirmed_ms", F, "When this endpoint considered the handshake confirmed (client: HANDSHAKE_DONE received; server: HANDSHAKE_DONE sent)."),
+        Column("events", I, "Events read for this connection."),
+    ),
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -283,6 +304,7 @@ TABLES: dict[str, Table] = {
         CONNECTIONS,
         SCAN_CONNECTIONS,
         ACK_BREAKDOWN,
+        ENDPOINTS,
         INGEST_ISSUES,
     )
 }
