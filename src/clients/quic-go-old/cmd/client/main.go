@@ -1,0 +1,152 @@
+// Command client (pinned to quic-go v0.48.2 for its pre-file_schema qlog 0.3 dialect) downloads one URL over QUIC with quic-go (HTTP/3 or hq-interop),
+// writing a TLS keylog and one qlog per connection into a directory.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/qlog"
+)
+
+const alpnHQ = "hq-interop"
+
+func main() {
+	appProtocol := flag.String("alpn", "h3", "application protocol: h3 or hq")
+	keylogPath := flag.String("keylog", "", "write TLS secrets (NSS key log format) to this file")
+	qlogDir := flag.String("qlog-dir", "", "write one qlog file per connection into this directory")
+	downloadDir := flag.String("download-dir", ".", "save the body as <dir>/<basename of the URL path>")
+	timeout := flag.Duration("timeout", 30*time.Second, "give up after this long")
+	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(quicGoVersion())
+		return
+	}
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: client [flags] https://host:port/file")
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *appProtocol, *keylogPath, *qlogDir, *downloadDir, *timeout); err != nil {
+		fmt.Fprintf(os.Stderr, "download failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func quicGoVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/quic-go/quic-go" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout time.Duration) error {
+	target, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	// The testbed servers use self-signed certificates.
+	tlsConf := &tls.Config{InsecureSkipVerify: true}
+	if keylogPath != "" {
+		keylog, err := os.Create(keylogPath)
+		if err != nil {
+			return err
+		}
+		defer keylog.Close()
+		tlsConf.KeyLogWriter = keylog
+	}
+	quicConf := &quic.Config{}
+	if qlogDir != "" {
+		// qlog.DefaultConnectionTracer reads the directory from QLOGDIR.
+		if err := os.Setenv("QLOGDIR", qlogDir); err != nil {
+			return err
+		}
+		quicConf.Tracer = qlog.DefaultConnectionTracer
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	outPath := filepath.Join(downloadDir, path.Base(target.Path))
+	out, err := os.Create(outPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+
+	switch appProtocol {
+	case "h3":
+		return downloadH3(ctx, target, tlsConf, quicConf, out)
+	case "hq":
+		return downloadHQ(ctx, target, tlsConf, quicConf, out)
+	default:
+		return fmt.Errorf("unknown application protocol %q (want h3 or hq)", appProtocol)
+	}
+}
+
+func downloadH3(ctx context.Context, target *url.URL, tlsConf *tls.Config, quicConf *quic.Config, out io.Writer) error {
+	transport := &http3.Transport{TLSClientConfig: tlsConf, QUICConfig: quicConf}
+	// Closing the transport closes the QUIC connection, which flushes the qlog.
+	defer transport.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := transport.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP status %s", resp.Status)
+	}
+	_, err = io.Copy(out, resp.Body)
+	return err
+}
+
+func downloadHQ(ctx context.Context, target *url.URL, tlsConf *tls.Config, quicConf *quic.Config, out io.Writer) error {
+	tlsConf.NextProtos = []string{alpnHQ}
+	conn, err := quic.DialAddr(ctx, target.Host, tlsConf, quicConf)
+	if err != nil {
+		return err
+	}
+	defer conn.CloseWithError(0, "")
+	stream, err := conn.OpenStreamSync(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stream, "GET %s\r\n", target.RequestURI()); err != nil {
+		return err
+	}
+	// Closing the send side sends FIN; the server answers and closes its side.
+	if err := stream.Close(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = stream.SetReadDeadline(deadline)
+	}
+	n, err := io.Copy(out, stream)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("empty response")
+	}
+	return nil
+}
