@@ -1,0 +1,151 @@
+// Command client downloads one URL over hq-interop with golang.org/x/net/quic, writing a
+// TLS keylog and per-connection qlog traces (x/net's slog-based JSON-SEQ handler).
+// x/net/quic has no HTTP/3 layer, so only hq-interop is offered.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"golang.org/x/net/quic"
+	"golang.org/x/net/quic/qlog"
+)
+
+const alpnHQ = "hq-interop"
+
+func main() {
+	appProtocol := flag.String("alpn", "hq", "application protocol: only hq is supported")
+	keylogPath := flag.String("keylog", "", "write TLS secrets (NSS key log format) to this file")
+	qlogDir := flag.String("qlog-dir", "", "write qlog traces into this directory")
+	downloadDir := flag.String("download-dir", ".", "save the body as <dir>/<basename of the URL path>")
+	timeout := flag.Duration("timeout", 30*time.Second, "give up after this long")
+	showVersion := flag.Bool("version", false, "print the golang.org/x/net version and exit")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(xnetVersion())
+		return
+	}
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: client [flags] https://host:port/file")
+		os.Exit(2)
+	}
+	if *appProtocol != "hq" {
+		fmt.Fprintf(os.Stderr, "application protocol %q not supported (only hq)\n", *appProtocol)
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *keylogPath, *qlogDir, *downloadDir, *timeout); err != nil {
+		fmt.Fprintf(os.Stderr, "download failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func xnetVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "golang.org/x/net" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration) error {
+	target, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	port := target.Port()
+	if port == "" {
+		port = "443"
+	}
+	addr := net.JoinHostPort(target.Hostname(), port)
+	config := &quic.Config{
+		TLSConfig: &tls.Config{
+			// The testbed servers use self-signed certificates.
+			InsecureSkipVerify: true,
+			MinVersion:         tls.VersionTLS13,
+			NextProtos:         []string{alpnHQ},
+			ServerName:         target.Hostname(),
+		},
+		// A client only: refuse streams the peer might open.
+		MaxBidiRemoteStreams: -1,
+		MaxUniRemoteStreams:  -1,
+	}
+	if keylogPath != "" {
+		keylog, err := os.Create(keylogPath)
+		if err != nil {
+			return err
+		}
+		defer keylog.Close()
+		config.TLSConfig.KeyLogWriter = keylog
+	}
+	if qlogDir != "" {
+		if err := os.MkdirAll(qlogDir, 0o755); err != nil {
+			return err
+		}
+		// Frame level: the analysis needs every ACK frame, not just packet headers.
+		config.QLogLogger = slog.New(qlog.NewJSONHandler(qlog.HandlerOptions{
+			Level: quic.QLogLevelFrame,
+			Dir:   qlogDir,
+		}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	endpoint, err := quic.Listen("udp", ":0", config)
+	if err != nil {
+		return err
+	}
+	defer endpoint.Close(context.Background())
+	conn, err := endpoint.Dial(ctx, "udp", addr, config)
+	if err != nil {
+		return err
+	}
+	err = fetch(ctx, conn, target, downloadDir)
+	conn.Abort(nil)
+	// Wait for the close to finish so that the connection's qlog trace is complete.
+	_ = conn.Wait(ctx)
+	return err
+}
+
+func fetch(ctx context.Context, conn *quic.Conn, target *url.URL, downloadDir string) error {
+	out, err := os.Create(filepath.Join(downloadDir, path.Base(target.Path)))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	stream, err := conn.NewStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	stream.SetReadContext(ctx)
+	stream.SetWriteContext(ctx)
+	if _, err := stream.Write([]byte("GET " + target.RequestURI() + "\r\n")); err != nil {
+		return err
+	}
+	if err := stream.CloseWrite(); err != nil {
+		return err
+	}
+	n, err := io.Copy(out, stream)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("empty response")
+	}
+	return nil
+}
