@@ -1,0 +1,185 @@
+"""Detect a qlog file's dialect from its first KiB, as qvis does.
+
+qvis decides how to parse a file from the header fields `qlog_format`, `qlog_version` and (for the final
+qlog drafts) `file_schema` / `serialization_format`. We do the same, and additionally name the implementation
+(aioquic, quic-go, ngtcp2, ...) because units and quirks differ per implementation, not per qlog version.
+Only the first KiB is read so that detection of a multi-GB file costs nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import zstandard
+
+HEAD_BYTES = 1024
+RS = 0x1E  # JSON-SEQ record separator (RFC 7464)
+
+# Containers: how records are delimited in the file.
+JSON_SEQ = "json-seq"
+NDJSON = "ndjson"
+JSON = "json"
+UNKNOWN = "unknown"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+_STR_FIELD = {
+    name: re.compile(rb'"' + name.encode() + rb'"\s*:\s*"([^"]{0,200})"')
+    for name in ("qlog_version", "qlog_format", "file_schema", "serialization_format", "title", "code_version", "time_units")
+}
+_VANTAGE = re.compile(rb'"vantage_point"\s*:\s*\{([^}]{0,300})\}')
+_VP_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
+_VP_NAME = re.compile(rb'"name"\s*:\s*"([^"]*)"')
+_EVENT_SCHEMAS = re.compile(rb'"event_schemas"\s*:\s*\[([^\]]{0,400})\]')
+
+# qlog versions this reader understands. Anything else is reported as an issue but still attempted when the
+# container is recognisable, because the event names are what matter and those are matched loosely.
+KNOWN_VERSIONS = ("draft-00", "draft-01", "draft-02", "0.3", "0.4")
+KNOWN_FILE_SCHEMAS = ("urn:ietf:params:qlog:file:sequential", "urn:ietf:params:qlog:file:contained")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the header says about a qlog file.
+
+    ``name`` is the value stored in ``endpoints.dialect``: container plus schema generation, e.g.
+    ``json-0.3`` (aioquic), ``json-seq-0.3`` (ngtcp2, quic-go 0.3, go-x-net), ``ndjson-draft-02`` (old quic-go),
+    ``json-draft-00`` (picoquic, mvfst), ``json-seq-main-schema`` (quic:* event names, file_schema header).
+    """
+
+    container: str  # json-seq | ndjson | json | unknown
+    qlog_version: str | None  # qlog_version or file_schema from the header
+    implementation: str | None  # aioquic, quic-go, ngtcp2, go-x-net, quiche, neqo, quinn, picoquic, mvfst, ...
+    vantage: str | None  # vantage_point.type when inside the first KiB
+    compression: str | None  # gzip | zstd | None
+    main_schema: bool  # final-draft header (file_schema) / quic-NN event schemas
+    known_version: bool
+
+    @property
+    def name(self) -> str:
+        if self.main_schema:
+            return f"{self.container}-main-schema"
+        return f"{self.container}-{self.qlog_version or 'unknown'}"
+
+
+def _compression(head: bytes) -> str | None:
+    if head.startswith(_GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(_ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open ``path`` for binary reading, decompressing gzip/zstd transparently (decided by magic bytes)."""
+    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    magic = raw.read(4)
+    raw.seek(0)
+    kind = _compression(magic)
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if kind == "zstd":
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return io.BufferedReader(reader)  # type: ignore[arg-type]
+    return raw
+
+
+def read_head(path: Path, n: int = HEAD_BYTES) -> tuple[bytes, str | None]:
+    """First ``n`` decompressed bytes of ``path`` and the compression used."""
+    with open(path, "rb") as raw:
+        kind = _compression(raw.read(4))
+    with open_binary(path) as f:
+        return f.read(n), kind
+
+
+def _field(head: bytes, name: str) -> str | None:
+    m = _STR_FIELD[name].search(head)
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def implementation_from_text(text: bytes) -> str | None:
+    """Implementation named anywhere in ``text`` (a header, a title, a vantage point name)."""
+    text = text.lower()
+    for needle, impl in (
+        (b"aioquic", "aioquic"),
+        (b"quic-go", "quic-go"),
+        (b"ngtcp2", "ngtcp2"),
+        (b"picoquic", "picoquic"),
+        (b"mvfst", "mvfst"),
+        (b"quiche", "quiche"),
+        (b"neqo", "neqo"),
+        (b"quinn", "quinn"),
+        (b"lsquic", "lsquic"),
+        (b"msquic", "msquic"),
+        (b"kwik", "kwik"),
+    ):
+        if needle in text:
+            return impl
+    return None
+
+
+def _implementation(head: bytes, title: str | None, vp_name: str | None) -> str | None:
+    impl = implementation_from_text(head)
+    if impl:
+        return impl
+    # golang.org/x/net/quic writes no title and no vantage name; its header is JSON-SEQ 0.3 with
+    # protocol_type ["QUIC"] and a float reference_time (ms since the epoch).
+    if b'"protocol_type":["QUIC"]' in head and title is None and vp_name is None:
+        return "go-x-net"
+    return None
+
+
+def sniff_container(head: bytes) -> str:
+    stripped = head.lstrip(b" \t\r\n")
+    if not stripped:
+        return UNKNOWN
+    if stripped[0] == RS:
+        return JSON_SEQ
+    if stripped[:1] != b"{":
+        return UNKNOWN
+    fmt = _field(head, "qlog_format")
+    if fmt and fmt.upper() == "NDJSON":
+        return NDJSON
+    if fmt and fmt.upper() == "JSON-SEQ":
+        return JSON_SEQ  # JSON-SEQ written without the leading RS: records are still one per line
+    # A single JSON document holds "traces": [...]; a line-delimited file starts with a header that holds
+    # "trace": {...} and ends at the first newline.
+    if re.search(rb'"traces"\s*:', head):
+        return JSON
+    if re.search(rb'"trace"\s*:', head):
+        return NDJSON
+    return JSON
+
+
+def detect_dialect(path: Path) -> Dialect:
+    """Detect the dialect of the qlog at ``path`` from its first KiB (gzip / zstd read transparently)."""
+    head, compression = read_head(Path(path))
+    container = sniff_container(head)
+    version = _field(head, "qlog_version")
+    file_schema = _field(head, "file_schema")
+    schemas = _EVENT_SCHEMAS.search(head)
+    main_schema = file_schema is not None or bool(schemas and b"quic-" in schemas.group(1))
+    title = _field(head, "title")
+    vp_type = vp_name = None
+    vm = _VANTAGE.search(head)
+    if vm:
+        t = _VP_TYPE.search(vm.group(1))
+        n = _VP_NAME.search(vm.group(1))
+        vp_type = t.group(1).decode() if t else None
+        vp_name = n.group(1).decode() if n else None
+    known = (version in KNOWN_VERSIONS) or (file_schema in KNOWN_FILE_SCHEMAS)
+    return Dialect(
+        container=container,
+        qlog_version=version or file_schema,
+        implementation=_implementation(head, title, vp_name),
+        vantage=vp_type if vp_type in ("client", "server") else None,
+        compression=compression,
+        main_schema=main_schema,
+        known_version=known,
+    )

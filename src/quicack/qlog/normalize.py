@@ -1,0 +1,379 @@
+"""Normalize qlog events of one connection into column buffers of the data contract.
+
+Parsing is per event (a Python loop is unavoidable there); the per-row arithmetic that does not need the
+event (time origin, absolute time, direction) is done later with polars expressions when a batch is built.
+Times are kept in the trace's own clock, converted to ms, until the connection's time origin (its first
+client Initial at this vantage point) is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import orjson
+
+    def _dumps(value: Any) -> str:
+        return orjson.dumps(value).decode()
+except ImportError:  # pragma: no cover
+    import json
+
+    def _dumps(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+
+from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_US, Profile
+
+# Event kinds, from the event name without its category (transport:, quic:, recovery:, ...).
+PACKET_SENT = 1
+PACKET_RECEIVED = 2
+METRICS = 3
+PARAMETERS = 4
+DATAGRAM_RX = 5
+OTHER = 0
+
+_KIND_BY_EVENT = {
+    "packet_sent": PACKET_SENT,
+    "packet_received": PACKET_RECEIVED,
+    "metrics_updated": METRICS,  # recovery:metrics_updated (qlog <= 0.4)
+    "recovery_metrics_updated": METRICS,  # quic:recovery_metrics_updated (main schema)
+    "metric_update": METRICS,  # mvfst draft-00 (recovery category)
+    "congestion_metric_update": METRICS,  # mvfst draft-00 (metric_update category)
+    "parameters_set": PARAMETERS,
+    "datagrams_received": DATAGRAM_RX,
+    "datagram_received": DATAGRAM_RX,
+    "udp_datagrams_received": DATAGRAM_RX,
+}
+
+
+def event_kind(name: str, cache: dict[str, int]) -> int:
+    """Kind of a full event name (``transport:packet_sent``, ``quic:packet_sent``, ``PACKET_SENT``, ...)."""
+    kind = cache.get(name)
+    if kind is None:
+        short = name.rsplit(":", 1)[-1].lower()
+        kind = _KIND_BY_EVENT.get(short, OTHER)
+        cache[name] = kind
+    return kind
+
+
+_PACKET_TYPES = {
+    "initial": "initial",
+    "handshake": "handshake",
+    "0rtt": "0rtt",
+    "zerortt": "0rtt",
+    "zero_rtt": "0rtt",
+    "0rtt_protected": "0rtt",
+    "1rtt": "1rtt",
+    "onertt": "1rtt",
+    "one_rtt": "1rtt",
+    "1rtt_protected": "1rtt",
+    "short": "1rtt",
+    "short_header": "1rtt",
+    "retry": "retry",
+    "version_negotiation": "version_negotiation",
+    "stateless_reset": "stateless_reset",
+}
+_PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
+_HAS_TAG = frozenset(("initial", "handshake", "0rtt", "1rtt"))
+
+
+def packet_type(value: Any) -> str:
+    if not isinstance(value, str):
+        return "unknown"
+    return _PACKET_TYPES.get(value.lower(), "unknown")
+
+
+_FRAME_TYPES = {
+    name: name
+    for name in (
+        "padding", "ping", "ack", "reset_stream", "stop_sending", "crypto", "new_token", "stream", "max_data",
+        "max_stream_data", "max_streams", "data_blocked", "stream_data_blocked", "streams_blocked",
+        "new_connection_id", "retire_connection_id", "path_challenge", "path_response", "connection_close",
+        "handshake_done", "datagram", "ack_frequency", "immediate_ack", "time_stamp", "reset_stream_at",
+    )
+}
+_FRAME_TYPES.update(
+    {
+        "ack_ecn": "ack",
+        "rst_stream": "reset_stream",
+        "crypto_frame": "crypto",
+        "max_streams_bidi": "max_streams",
+        "max_streams_uni": "max_streams",
+        "max_streams_bidir": "max_streams",
+        "max_streams_unidir": "max_streams",
+        "blocked": "data_blocked",
+        "stream_blocked": "stream_data_blocked",
+        "streams_blocked_bidi": "streams_blocked",
+        "streams_blocked_uni": "streams_blocked",
+        "application_close": "connection_close",
+        "connection_close_app_err": "connection_close",
+        "datagram_len": "datagram",
+        "datagram_l": "datagram",
+    }
+)
+_NOT_ELICITING = frozenset(("ack", "padding", "connection_close"))
+
+
+def frame_type(value: Any) -> str:
+    if not isinstance(value, str):
+        return "unknown"
+    return _FRAME_TYPES.get(value.lower(), "unknown")
+
+
+def _int(value: Any) -> int | None:
+    """Integer from a number or a numeric string (mvfst logs stream ids as strings); else None."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def _num(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def normalize_ranges(acked: Any) -> list[list[int]] | None:
+    """qlog acked_ranges ([[low, high]] or [n] singletons, any order) as [[low, high], ...] highest first."""
+    if not isinstance(acked, list):
+        return None
+    out: list[list[int]] = []
+    for r in acked:
+        if isinstance(r, list) and r:
+            lo = _int(r[0])
+            hi = _int(r[1]) if len(r) > 1 else lo
+        else:
+            lo = hi = _int(r)
+        if lo is None or hi is None:
+            continue
+        if lo > hi:
+            lo, hi = hi, lo
+        out.append([lo, hi])
+    if len(out) > 1:
+        out.sort(key=lambda x: x[1], reverse=True)
+    return out
+
+
+PACKET_COLUMNS = ("event", "t", "packet_type", "pn_space", "packet_number", "packet_bytes", "aead_tag_bytes",
+                  "ack_eliciting", "frames_logged")
+FRAME_COLUMNS = ("event", "t", "pn_space", "packet_number", "frame_index", "frame_type", "frame_bytes",
+                 "ack_delay_ms", "largest_acked", "first_ack_range", "ack_ranges", "stream_id", "offset", "length",
+                 "fin")
+METRIC_COLUMNS = ("t", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms", "min_rtt_ms", "pto_count",
+                  "cwnd_bytes", "bytes_in_flight")
+
+
+def _columns(names: tuple[str, ...]) -> dict[str, list[Any]]:
+    return {n: [] for n in names}
+
+
+@dataclass
+class Connection:
+    """State of one connection (one trace, or one group_id inside a trace) while its events stream by."""
+
+    run_id: str
+    group_id: str | None
+    vantage: str | None
+    implementation: str | None
+    dialect: str
+    qlog_version: str | None
+    profile: Profile
+    ref_abs_ns: int | None  # absolute Unix ns of trace time 0, when the log says
+    origin_t: float | None = None  # trace time (ms) of the first client Initial at this vantage point
+    first_t: float | None = None
+    first_packet_t: float | None = None
+    events: int = 0
+    pending_events: int = 0  # events buffered since the last flush
+    local_max_ack_delay_ms: float | None = None
+    peer_max_ack_delay_ms: float | None = None
+    local_ack_delay_exponent: int | None = None
+    peer_ack_delay_exponent: int | None = None
+    peer_params_seen: bool = False
+    handshake_confirmed_t: float | None = None
+    last_datagram_rx_t: float | None = None
+    origin_fallback: str | None = None  # why the origin is not a client Initial, if so
+    packets: dict[str, list[Any]] = field(default_factory=lambda: _columns(PACKET_COLUMNS))
+    frames: dict[str, list[Any]] = field(default_factory=lambda: _columns(FRAME_COLUMNS))
+    metrics: dict[str, list[Any]] = field(default_factory=lambda: _columns(METRIC_COLUMNS))
+
+    def take_buffers(self) -> tuple[dict[str, list[Any]], dict[str, list[Any]], dict[str, list[Any]]]:
+        out = (self.packets, self.frames, self.metrics)
+        self.packets = _columns(PACKET_COLUMNS)
+        self.frames = _columns(FRAME_COLUMNS)
+        self.metrics = _columns(METRIC_COLUMNS)
+        self.pending_events = 0
+        return out
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def on_event(self, kind: int, t: float, data: Any) -> None:
+        """Record one event at trace time ``t`` (ms). ``data`` is the event's data object."""
+        self.events += 1
+        self.pending_events += 1
+        if self.first_t is None:
+            self.first_t = t
+        if not isinstance(data, dict):
+            return
+        if kind == PACKET_SENT or kind == PACKET_RECEIVED:
+            self._packet(kind == PACKET_SENT, t, data)
+        elif kind == METRICS:
+            self._metrics(t, data)
+        elif kind == PARAMETERS:
+            self._parameters(data)
+        elif kind == DATAGRAM_RX:
+            self.last_datagram_rx_t = t
+
+    def _packet(self, sent: bool, t: float, data: dict[str, Any]) -> None:
+        header = data.get("header")
+        if not isinstance(header, dict):
+            header = {}
+        ptype = packet_type(header.get("packet_type", data.get("packet_type")))
+        if not sent and self.profile.received_time_from_datagram and self.last_datagram_rx_t is not None:
+            # The packet was logged after processing; its datagram arrived at the datagrams_received time.
+            if self.last_datagram_rx_t <= t:
+                t = self.last_datagram_rx_t
+        if self.first_packet_t is None:
+            self.first_packet_t = t
+        if self.origin_t is None and ptype == "initial":
+            if (sent and self.vantage == "client") or (not sent and self.vantage == "server"):
+                self.origin_t = t
+        pn = _int(header.get("packet_number", data.get("packet_number")))
+        raw = data.get("raw")
+        size = raw.get("length") if isinstance(raw, dict) else None
+        if size is None:
+            size = header.get("packet_size", data.get("packet_size"))
+        space = _PN_SPACE.get(ptype)
+        event = "sent" if sent else "received"
+        frames = data.get("frames")
+        p = self.packets
+        if isinstance(frames, list):
+            eliciting = False
+            f = self.frames
+            fe, ft, fsp, fpn, fidx, ftype, fbytes = (
+                f["event"], f["t"], f["pn_space"], f["packet_number"], f["frame_index"], f["frame_type"],
+                f["frame_bytes"],
+            )
+            fad, fla, ffar, far, fsid, foff, flen, ffin = (
+                f["ack_delay_ms"], f["largest_acked"], f["first_ack_range"], f["ack_ranges"], f["stream_id"],
+                f["offset"], f["length"], f["fin"],
+            )
+            for i, fr in enumerate(frames):
+                if not isinstance(fr, dict):
+                    continue
+                name = frame_type(fr.get("frame_type"))
+                if name not in _NOT_ELICITING:
+                    eliciting = True
+                fraw = fr.get("raw")
+                nbytes = fraw.get("length") if isinstance(fraw, dict) else None
+                fe.append(event)
+                ft.append(t)
+                fsp.append(space)
+                fpn.append(pn)
+                fidx.append(i)
+                ftype.append(name)
+                ad = la = far_ = None
+                ranges = None
+                sid = off = length = fin = None
+                if name == "ack":
+                    ad = self._ack_delay_ms(fr.get("ack_delay"), sent)
+                    rs = normalize_ranges(fr.get("acked_ranges"))
+                    if rs:
+                        la = rs[0][1]
+                        far_ = rs[0][1] - rs[0][0]
+                        ranges = _dumps(rs)
+                elif name == "stream" or name == "crypto" or name == "datagram":
+                    length = fr.get("length", fr.get("len"))
+                    if length is None and isinstance(fraw, dict):
+                        length = fraw.get("payload_length")
+                    length = _int(length)
+                    if name != "datagram":
+                        off = _int(fr.get("offset"))
+                    if name == "stream":
+                        sid = _int(fr.get("stream_id", fr.get("id")))
+                        fin = bool(fr.get("fin", False))
+                elif name == "padding":
+                    if nbytes is None:
+                        nbytes = _int(fr.get("length", fr.get("payload_length")))
+                elif name == "handshake_done":
+                    if self.handshake_confirmed_t is None and sent == (self.vantage == "server"):
+                        self.handshake_confirmed_t = t
+                elif "stream_id" in fr:
+                    sid = _int(fr.get("stream_id"))
+                fbytes.append(_int(nbytes))
+                fad.append(ad)
+                fla.append(la)
+                ffar.append(far_)
+                far.append(ranges)
+                fsid.append(sid)
+                foff.append(off)
+                flen.append(length)
+                ffin.append(fin)
+            p["ack_eliciting"].append(eliciting)
+            p["frames_logged"].append(True)
+        else:
+            p["ack_eliciting"].append(None)
+            p["frames_logged"].append(False)
+        p["event"].append(event)
+        p["t"].append(t)
+        p["packet_type"].append(ptype)
+        p["pn_space"].append(space)
+        p["packet_number"].append(pn)
+        p["packet_bytes"].append(_int(size))
+        p["aead_tag_bytes"].append(16 if ptype in _HAS_TAG else None)
+
+    def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:
+        v = _num(value)
+        if v is None:
+            return None
+        mode = self.profile.ack_delay
+        if mode == ACK_DELAY_US:
+            return v / 1000.0
+        if mode == ACK_DELAY_ENCODED:
+            # The exponent is the ACK sender's: ours for ACKs we send, the peer's for ACKs we receive.
+            exp = self.local_ack_delay_exponent if sent else self.peer_ack_delay_exponent
+            return v * (1 << (3 if exp is None else exp)) / 1000.0
+        return v
+
+    def _metrics(self, t: float, data: dict[str, Any]) -> None:
+        scale = self.profile.rtt_to_ms
+        m = self.metrics
+
+        def rtt(key: str) -> float | None:
+            v = _num(data.get(key))
+            return None if v is None else v * scale
+
+        cwnd = data.get("congestion_window", data.get("cwnd", data.get("current_cwnd")))
+        row = (rtt("smoothed_rtt"), rtt("rtt_variance"), rtt("latest_rtt"), rtt("min_rtt"),
+               _int(data.get("pto_count")), _int(cwnd), _int(data.get("bytes_in_flight")))
+        if all(v is None for v in row):
+            return  # e.g. mvfst pacing updates or quic-go's pacing-only updates carry none of our fields
+        m["t"].append(t)
+        for key, v in zip(METRIC_COLUMNS[1:], row, strict=True):
+            m[key].append(v)
+
+    def _parameters(self, data: dict[str, Any]) -> None:
+        owner = data.get("owner", data.get("initiator"))
+        mad = _num(data.get("max_ack_delay"))
+        ade = _int(data.get("ack_delay_exponent"))
+        if owner == "remote":
+            self.peer_params_seen = True
+            if mad is not None:
+                self.peer_max_ack_delay_ms = mad
+            if ade is not None:
+                self.peer_ack_delay_exponent = ade
+        elif owner == "local":
+            if mad is not None:
+                self.local_max_ack_delay_ms = mad
+            if ade is not None:
+                self.local_ack_delay_exponent = ade

@@ -1,0 +1,44 @@
+"""Per-implementation units and quirks.
+
+The qlog drafts say times and durations are milliseconds, but implementations differ. Everything the reader
+must know about an implementation beyond what the header says lives here, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# How the ACK frame's ack_delay field is logged.
+ACK_DELAY_MS = "ms"  # milliseconds, already scaled (qlog 0.3 and later; aioquic, quic-go, ngtcp2, ...)
+ACK_DELAY_US = "us"  # microseconds (mvfst: std::chrono::microseconds::count())
+ACK_DELAY_ENCODED = "encoded"  # the raw wire field, in units of 2^ack_delay_exponent microseconds (picoquic)
+
+
+@dataclass(frozen=True)
+class Profile:
+    time_to_ms: float  # factor from the log's event time unit to ms
+    rtt_to_ms: float  # factor from the log's RTT metric unit to ms
+    ack_delay: str  # ACK_DELAY_*
+    # aioquic logs transport:packet_received after it processed the packet's frames, with the time of logging;
+    # the socket receive time is that of the preceding transport:datagrams_received event.
+    received_time_from_datagram: bool = False
+
+
+MS = Profile(time_to_ms=1.0, rtt_to_ms=1.0, ack_delay=ACK_DELAY_MS)
+
+
+def profile_for(implementation: str | None, time_units: str | None) -> Profile:
+    """Units for ``implementation``; ``time_units`` is the trace's ``configuration.time_units`` if any."""
+    us = (time_units or "").lower() in ("us", "µs", "microseconds")
+    if implementation == "picoquic":
+        # picoquic's qlog converter prints times and RTT metrics in µs (configuration.time_units "us")
+        # and the ACK frame's ack_delay as the undecoded wire value (loglib/qlog.c: qlog_ack_frame).
+        return Profile(time_to_ms=0.001, rtt_to_ms=0.001, ack_delay=ACK_DELAY_ENCODED)
+    if implementation == "mvfst" and us:
+        # mvfst's draft-00 logger: time_units "us", metric_update RTTs and ACK delays are chrono microseconds.
+        return Profile(time_to_ms=0.001, rtt_to_ms=0.001, ack_delay=ACK_DELAY_US)
+    if implementation == "aioquic":
+        return Profile(time_to_ms=1.0, rtt_to_ms=1.0, ack_delay=ACK_DELAY_MS, received_time_from_datagram=True)
+    if us:
+        return Profile(time_to_ms=0.001, rtt_to_ms=0.001, ack_delay=ACK_DELAY_US)
+    return MS

@@ -1,0 +1,526 @@
+"""Read one qlog file of any dialect into batches of data-contract rows.
+
+``iter_qlog`` never raises on bad input: every problem becomes an ``ingest_issues`` row (stage ``qlog``) and
+every good event before the damage is kept.
+
+Connections and run ids: a file may hold several connections (several traces of a JSON document, several
+header records in a concatenated JSON-SEQ file, or events carrying different ``group_id`` values). The first
+connection of a file gets the caller's ``run_id``; each further connection gets ``"<run_id>#<group_id>"``
+(``#trace<N>`` when it has no group id; ``~2``, ``~3`` appended if that id repeats). This keeps a file with a
+single connection under the plain run id without reading the file twice, which streaming cannot afford.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
+
+from .detect import JSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
+from .normalize import (
+    FRAME_COLUMNS,
+    METRIC_COLUMNS,
+    PACKET_COLUMNS,
+    Connection,
+    event_kind,
+)
+from .profiles import profile_for
+from .records import Damage, Record, iter_records
+
+STAGE = "qlog"
+
+_PACKET_DTYPES = {
+    "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
+    "packet_bytes": pl.Int64, "aead_tag_bytes": pl.Int64, "ack_eliciting": pl.Boolean, "frames_logged": pl.Boolean,
+}
+_FRAME_DTYPES = {
+    "event": pl.Utf8, "t": pl.Float64, "pn_space": pl.Utf8, "packet_number": pl.Int64, "frame_index": pl.Int64,
+    "frame_type": pl.Utf8, "frame_bytes": pl.Int64, "ack_delay_ms": pl.Float64, "largest_acked": pl.Int64,
+    "first_ack_range": pl.Int64, "ack_ranges": pl.Utf8, "stream_id": pl.Int64, "offset": pl.Int64,
+    "length": pl.Int64, "fin": pl.Boolean,
+}
+_METRIC_DTYPES = {
+    "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,
+    "min_rtt_ms": pl.Float64, "pto_count": pl.Int64, "cwnd_bytes": pl.Int64, "bytes_in_flight": pl.Int64,
+}
+assert tuple(_PACKET_DTYPES) == PACKET_COLUMNS and tuple(_FRAME_DTYPES) == FRAME_COLUMNS
+assert tuple(_METRIC_DTYPES) == METRIC_COLUMNS
+
+# Trace times above this many ms are absolute Unix-epoch ms (aioquic logs time.time() * 1000): 1e11 ms is 1973.
+_EPOCH_MS_THRESHOLD = 1e11
+# A reference_time.wall_clock_time anchors trace time 0 only if the trace's times are small (relative).
+_MAX_RELATIVE_MS = 86_400_000.0
+
+
+@dataclass
+class QlogBatch:
+    """Rows read from a part of one qlog file; each frame conforms to the data contract (maybe empty)."""
+
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    metrics_logged: pl.DataFrame
+    ingest_issues: pl.DataFrame
+    endpoints: pl.DataFrame  # only the file's last batch holds rows (a connection is summarised at its end)
+    events: int = 0  # events read since the previous batch
+
+
+@dataclass
+class QlogResult:
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    metrics_logged: pl.DataFrame
+    endpoints: pl.DataFrame
+    ingest_issues: pl.DataFrame
+
+
+@dataclass
+class _Trace:
+    """What a trace header says; shared by the connections of that trace."""
+
+    index: int
+    vantage: str | None
+    group_id: str | None
+    implementation: str | None
+    qlog_version: str | None
+    time_units: str | None
+    reference: Any
+    time_format: str | None
+    event_fields: list[str] | None = None
+    ref_abs_ns: int | None = None
+    ref_resolved: bool = False
+    last_t: float = 0.0
+
+
+def _parse_rfc3339_ns(value: str) -> int | None:
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+
+
+def _vantage_from_path(path: Path) -> str | None:
+    parts = [p.lower() for p in path.parts]
+    # QUIC Interop Runner layout: .../client/qlog/<file> and .../server/qlog/<file>
+    for p in reversed(parts[:-1]):
+        if p in ("client", "server"):
+            return p
+    name = parts[-1] if parts else ""
+    has_c, has_s = "client" in name, "server" in name
+    if has_c != has_s:
+        return "client" if has_c else "server"
+    return None
+
+
+class _FileReader:
+    def __init__(self, path: Path, run_id: str, vantage: str | None, batch_events: int) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.vantage_arg = vantage
+        self.batch_events = max(1, batch_events)
+        self.issues: list[dict[str, Any]] = []
+        self.conns: dict[tuple[int, str | None], Connection] = {}
+        self.used_run_ids: set[str] = set()
+        self.dialect: Dialect | None = None
+        self.pending = 0
+        self.kind_cache: dict[str, int] = {}
+        self.events_since_batch = 0
+
+    # -- issues ----------------------------------------------------------------------------------------------
+
+    def issue(self, severity: str, message: str, run_id: str | None = None) -> None:
+        self.issues.append({"path": str(self.path), "run_id": run_id or self.run_id, "stage": STAGE,
+                            "severity": severity, "message": message})
+
+    # -- main loop -------------------------------------------------------------------------------------------
+
+    def run(self) -> Iterator[QlogBatch]:
+        try:
+            yield from self._run()
+        except Exception as exc:  # noqa: BLE001 - bad input must never stop the pipeline
+            self.issue("error", f"{self.path}: reading stopped by an unexpected {type(exc).__name__}: {exc}; "
+                                "rows before this point are kept (please report this file)")
+            yield self._flush(final=True)
+
+    def _run(self) -> Iterator[QlogBatch]:
+        path = self.path
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            self.issue("error", f"{path}: cannot read qlog file ({exc.strerror or exc})")
+            yield self._flush(final=True)
+            return
+        if size == 0:
+            self.issue("error", f"{path}: empty file (0 bytes); expected a qlog written by the endpoint")
+            yield self._flush(final=True)
+            return
+        try:
+            dialect = detect_dialect(path)
+            head, _ = read_head(path, 64)
+        except (OSError, EOFError, ValueError) as exc:
+            self.issue("error", f"{path}: cannot decompress or read the file header ({exc})")
+            yield self._flush(final=True)
+            return
+        self.dialect = dialect
+        if dialect.container == UNKNOWN:
+            shown = head[:16].hex(" ") if head.strip() else "only whitespace"
+            self.issue("error", f"{path}: not a qlog file: expected JSON, NDJSON or JSON-SEQ (RS-separated) text "
+                                f"starting with '{{' or 0x1e, found {shown}")
+            yield self._flush(final=True)
+            return
+        if not dialect.known_version:
+            self.issue("warning", f"{path}: unknown qlog version {dialect.qlog_version!r} (known: draft-00, "
+                                  "draft-01, draft-02, 0.3, 0.4, file_schema urn:ietf:params:qlog:file:*); "
+                                  "read with best effort, check the rows")
+        records = iter_records(path, dialect.container)
+        if dialect.container == JSON:
+            yield from self._document(records)
+        else:
+            yield from self._sequence(records)
+        yield self._flush(final=True)
+
+    # -- single JSON document (aioquic, picoquic, mvfst) ------------------------------------------------------
+
+    def _document(self, records: Iterator[Record | Damage]) -> Iterator[QlogBatch]:
+        for rec in records:
+            if isinstance(rec, Damage):
+                kept = sum(c.events for c in self.conns.values())
+                self.issue("warning", f"{self.path}: JSON document damaged at byte {rec.offset} ({rec.message}); "
+                                      f"the file was probably cut while being written; kept the {kept} events "
+                                      "before the damage")
+                continue
+            doc = rec.value
+            if not isinstance(doc, dict):
+                self.issue("error", f"{self.path}: top-level JSON value is a {type(doc).__name__}, expected an "
+                                    "object with 'traces'")
+                continue
+            traces = doc.get("traces")
+            if traces is None and "trace" in doc:
+                traces = [doc["trace"]]
+            if not isinstance(traces, list) or not traces:
+                self.issue("error", f"{self.path}: JSON document has no 'traces' list; not a qlog file?")
+                continue
+            for index, tr in enumerate(traces):
+                if not isinstance(tr, dict):
+                    continue
+                if "error_description" in tr:  # qlog: a trace the tool could not produce
+                    self.issue("warning", f"{self.path}: trace {index} is an error trace: {tr['error_description']}")
+                    continue
+                trace = self._make_trace(index, doc, tr)
+                events = tr.get("events")
+                if not isinstance(events, list):
+                    self.issue("warning", f"{self.path}: trace {index} has no events list")
+                    continue
+                for ev in events:
+                    self._event(trace, ev)
+                    if self.pending >= self.batch_events:
+                        yield self._flush(final=False)
+                tr["events"] = None  # release parsed events as we go
+
+    # -- JSON-SEQ / NDJSON --------------------------------------------------------------------------------------
+
+    def _sequence(self, records: Iterator[Record | Damage]) -> Iterator[QlogBatch]:
+        trace: _Trace | None = None
+        traces = 0
+        for rec in records:
+            if isinstance(rec, Damage):
+                if rec.at_end:
+                    self.issue("warning", f"{self.path}: file cut mid-event: record {rec.number} at byte "
+                                          f"{rec.offset} is incomplete ({rec.message}); kept the events before it")
+                else:
+                    self.issue("warning", f"{self.path}: skipped unreadable record {rec.number} at byte "
+                                          f"{rec.offset} ({rec.message})")
+                continue
+            value = rec.value
+            if not isinstance(value, dict):
+                self.issue("warning", f"{self.path}: record {rec.number} at byte {rec.offset} is a "
+                                      f"{type(value).__name__}, expected an object; skipped")
+                continue
+            if "trace" in value or "qlog_version" in value or "file_schema" in value or "traces" in value:
+                tr = value.get("trace")
+                if not isinstance(tr, dict):
+                    trs = value.get("traces")
+                    tr = trs[0] if isinstance(trs, list) and trs and isinstance(trs[0], dict) else {}
+                trace = self._make_trace(traces, value, tr)
+                traces += 1
+                continue
+            if trace is None:
+                self.issue("warning", f"{self.path}: no qlog header record before the first event; using the "
+                                      "dialect detected from the file start")
+                trace = self._make_trace(traces, {}, {})
+                traces += 1
+            self._event(trace, value)
+            if self.pending >= self.batch_events:
+                yield self._flush(final=False)
+        if traces == 0:
+            self.issue("error", f"{self.path}: no qlog records found")
+
+    # -- traces and connections ----------------------------------------------------------------------------------
+
+    def _make_trace(self, index: int, top: dict[str, Any], tr: dict[str, Any]) -> _Trace:
+        d = self.dialect
+        vp = tr.get("vantage_point") if isinstance(tr.get("vantage_point"), dict) else {}
+        vantage = vp.get("type") if vp.get("type") in ("client", "server") else None
+        if vantage is None and vp.get("type") in (None, "unknown") and d and d.vantage:
+            vantage = d.vantage
+        if vantage is None:
+            vantage = self.vantage_arg or _vantage_from_path(self.path)
+            if vantage is None and vp.get("type") != "network":
+                self.issue("warning", f"{self.path}: trace {index} has no client/server vantage point and none was "
+                                      "given; direction will be null (pass vantage= or use the .../client/qlog/ "
+                                      "layout)")
+        elif self.vantage_arg and self.vantage_arg != vantage:
+            self.issue("warning", f"{self.path}: file says vantage {vantage!r} but the caller said "
+                                  f"{self.vantage_arg!r}; using the file's")
+        common = tr.get("common_fields") if isinstance(tr.get("common_fields"), dict) else {}
+        group = common.get("group_id") or common.get("ODCID") or common.get("odcid") or common.get("dcid")
+        if not group and isinstance(tr.get("description"), str) and re.fullmatch(r"[0-9a-fA-F]{8,40}",
+                                                                                 tr["description"]):
+            group = tr["description"]  # picoquic puts the initial CID in the trace description
+        config = tr.get("configuration") if isinstance(tr.get("configuration"), dict) else {}
+        time_units = config.get("time_units") or common.get("time_units")
+        impl = d.implementation if d else None
+        if impl is None and isinstance(vp.get("name"), str):
+            # aioquic writes vantage_point (name "aioquic") after the events, beyond the first KiB
+            impl = implementation_from_text(vp["name"].encode())
+        if impl is None and isinstance(top.get("title"), str):
+            impl = implementation_from_text(top["title"].encode())
+        version = top.get("qlog_version") or top.get("file_schema") or (d.qlog_version if d else None)
+        fields = tr.get("event_fields")
+        return _Trace(
+            index=index,
+            vantage=vantage,
+            group_id=str(group) if group else None,
+            implementation=impl,
+            qlog_version=version,
+            time_units=time_units,
+            reference=common.get("reference_time", tr.get("reference_time")),
+            time_format=common.get("time_format"),
+            event_fields=[str(x).lower() for x in fields] if isinstance(fields, list) else None,
+        )
+
+    def _connection(self, trace: _Trace, group: str | None) -> Connection:
+        key = (trace.index, group)
+        conn = self.conns.get(key)
+        if conn is not None:
+            return conn
+        if not self.used_run_ids:
+            run_id = self.run_id
+        else:
+            run_id = f"{self.run_id}#{group or f'trace{trace.index}'}"
+            base, n = run_id, 1
+            while run_id in self.used_run_ids:
+                n += 1
+                run_id = f"{base}~{n}"
+        self.used_run_ids.add(run_id)
+        d = self.dialect
+        conn = Connection(
+            run_id=run_id,
+            group_id=group,
+            vantage=trace.vantage,
+            implementation=trace.implementation,
+            dialect=d.name if d else "unknown",
+            qlog_version=trace.qlog_version,
+            profile=profile_for(trace.implementation, trace.time_units),
+            ref_abs_ns=None,
+        )
+        self.conns[key] = conn
+        return conn
+
+    def _resolve_reference(self, trace: _Trace, conn: Connection, first_t: float) -> None:
+        """Absolute time of trace time 0, from reference_time or from absolute event times."""
+        if not trace.ref_resolved:
+            trace.ref_resolved = True
+            ref = trace.reference
+            scale = conn.profile.time_to_ms
+            if isinstance(ref, dict):
+                epoch = ref.get("epoch")
+                wall = ref.get("wall_clock_time")
+                if isinstance(epoch, str) and epoch != "unknown":
+                    trace.ref_abs_ns = _parse_rfc3339_ns(epoch)
+                elif isinstance(wall, str) and abs(first_t) < _MAX_RELATIVE_MS:
+                    trace.ref_abs_ns = _parse_rfc3339_ns(wall)
+            elif ref is not None:
+                try:
+                    ms = float(ref) * scale
+                except (TypeError, ValueError):
+                    ms = math.nan
+                # 0 (ngtcp2 0.12, mvfst) and small values mean "no absolute reference".
+                if ms > _EPOCH_MS_THRESHOLD:
+                    trace.ref_abs_ns = round(ms * 1e6)
+            if trace.ref_abs_ns is None and first_t > _EPOCH_MS_THRESHOLD:
+                trace.ref_abs_ns = 0  # event times are themselves Unix-epoch ms (aioquic)
+        conn.ref_abs_ns = trace.ref_abs_ns
+
+    # -- events ----------------------------------------------------------------------------------------------------
+
+    def _event(self, trace: _Trace, ev: Any) -> None:
+        self.pending += 1
+        self.events_since_batch += 1
+        if isinstance(ev, dict):
+            t_raw = ev.get("time")
+            name = ev.get("name")
+            if name is None:  # qlog draft-01: separate category / event fields
+                name = f"{ev.get('category', '')}:{ev.get('event', ev.get('event_type', ''))}"
+            data = ev.get("data")
+            group = ev.get("group_id") or trace.group_id
+        elif isinstance(ev, list) and trace.event_fields:
+            f = trace.event_fields
+            try:
+                t_raw = ev[f.index("relative_time")] if "relative_time" in f else ev[f.index("time")]
+                cat = ev[f.index("category")] if "category" in f else ""
+                evn = ev[f.index("event_type")] if "event_type" in f else ev[f.index("event")]
+                data = ev[f.index("data")]
+            except (ValueError, IndexError):
+                return
+            name = f"{cat}:{evn}"
+            group = trace.group_id
+        else:
+            return
+        if not isinstance(name, str):
+            return
+        try:
+            t = float(t_raw)
+        except (TypeError, ValueError):
+            return
+        if math.isnan(t):
+            return
+        conn = self._connection(trace, str(group) if group is not None else None)
+        t *= conn.profile.time_to_ms
+        if trace.time_format == "delta":
+            t = trace.last_t + t
+            trace.last_t = t
+        if conn.first_t is None:
+            self._resolve_reference(trace, conn, t)
+        conn.on_event(event_kind(name, self.kind_cache), t, data)
+
+    # -- batches ---------------------------------------------------------------------------------------------------
+
+    def _flush(self, final: bool) -> QlogBatch:
+        packets, frames, metrics = [], [], []
+        for conn in self.conns.values():
+            if conn.pending_events == 0 and not conn.packets["t"] and not conn.metrics["t"]:
+                continue
+            if conn.origin_t is None:
+                if not final and conn.pending_events < self.batch_events:
+                    continue  # wait for the first client Initial to fix the time origin
+                self._fallback_origin(conn)
+            p, f, m = conn.take_buffers()
+            packets.append(self._frame(conn, p, _PACKET_DTYPES, PACKETS, packet=True))
+            frames.append(self._frame(conn, f, _FRAME_DTYPES, FRAMES, packet=True))
+            metrics.append(self._frame(conn, m, _METRIC_DTYPES, METRICS_LOGGED, packet=False))
+        self.pending = sum(c.pending_events for c in self.conns.values())
+        endpoints = self._endpoints() if final else ENDPOINTS.empty()
+        issues = INGEST_ISSUES.conform(pl.DataFrame(self.issues, schema=INGEST_ISSUES.schema)) if self.issues \
+            else INGEST_ISSUES.empty()
+        self.issues = []
+        n, self.events_since_batch = self.events_since_batch, 0
+        return QlogBatch(
+            packets=_concat(packets, PACKETS),
+            frames=_concat(frames, FRAMES),
+            metrics_logged=_concat(metrics, METRICS_LOGGED),
+            ingest_issues=issues,
+            endpoints=endpoints,
+            events=n,
+        )
+
+    def _fallback_origin(self, conn: Connection) -> None:
+        what = "first sent Initial" if conn.vantage == "client" else "first received Initial"
+        if conn.first_packet_t is not None:
+            conn.origin_t = conn.first_packet_t
+            conn.origin_fallback = "first packet"
+        else:
+            conn.origin_t = conn.first_t if conn.first_t is not None else 0.0
+            conn.origin_fallback = "first event"
+        self.issue("warning", f"{self.path}: connection {conn.group_id or conn.run_id}: no {what} logged; "
+                              f"time_ms is relative to the {conn.origin_fallback} instead", conn.run_id)
+
+    def _frame(self, conn: Connection, cols: dict[str, list[Any]], dtypes: dict[str, Any], table: Any,
+               packet: bool) -> pl.DataFrame:
+        if not cols["t"]:
+            return table.empty()
+        df = pl.DataFrame(cols, schema=dtypes, strict=False)
+        origin = conn.origin_t or 0.0
+        exprs: list[pl.Expr] = [
+            pl.lit(conn.run_id).alias("run_id"),
+            pl.lit(conn.vantage, dtype=pl.Utf8).alias("vantage"),
+            (pl.col("t") - origin).alias("time_ms"),
+        ]
+        if packet:
+            c2s, s2c = pl.lit("c2s"), pl.lit("s2c")
+            if conn.vantage == "client":
+                direction = pl.when(pl.col("event") == "sent").then(c2s).otherwise(s2c)
+            elif conn.vantage == "server":
+                direction = pl.when(pl.col("event") == "sent").then(s2c).otherwise(c2s)
+            else:
+                direction = pl.lit(None, dtype=pl.Utf8)
+            exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
+            if table is PACKETS:
+                exprs.append(pl.lit(True).alias("decrypted"))
+                if conn.ref_abs_ns is not None:
+                    exprs.append((pl.col("t") * 1e6 + conn.ref_abs_ns).round().cast(pl.Int64).alias("time_abs_ns"))
+        cols_keep = [c for c in df.columns if c != "t" and c in table.schema]
+        return table.conform(df.select([*cols_keep, *exprs]))
+
+    def _endpoints(self) -> pl.DataFrame:
+        rows = []
+        for conn in self.conns.values():
+            origin = conn.origin_t
+            hs = None
+            if conn.handshake_confirmed_t is not None and origin is not None:
+                hs = conn.handshake_confirmed_t - origin
+            abs_origin = None
+            if conn.ref_abs_ns is not None and origin is not None:
+                abs_origin = round(conn.ref_abs_ns + origin * 1e6)
+            peer_ade = conn.peer_ack_delay_exponent
+            if peer_ade is None and conn.peer_params_seen:
+                peer_ade = 3  # RFC 9000 §18.2 default when the peer did not send ack_delay_exponent
+            rows.append({
+                "run_id": conn.run_id, "source": "qlog", "vantage": conn.vantage, "path": str(self.path),
+                "implementation": conn.implementation, "dialect": conn.dialect, "qlog_version": conn.qlog_version,
+                "group_id": conn.group_id, "time_origin_abs_ns": abs_origin,
+                "local_max_ack_delay_ms": conn.local_max_ack_delay_ms,
+                "peer_max_ack_delay_ms": conn.peer_max_ack_delay_ms, "peer_ack_delay_exponent": peer_ade,
+                "handshake_confirmed_ms": hs, "events": conn.events,
+            })
+        if not rows:
+            return ENDPOINTS.empty()
+        return ENDPOINTS.conform(pl.DataFrame(rows, schema=ENDPOINTS.schema))
+
+
+def _concat(frames: list[pl.DataFrame], table: Any) -> pl.DataFrame:
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return table.empty()
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+
+
+def iter_qlog(path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000) -> Iterator[QlogBatch]:
+    """Stream the rows of one qlog file in batches of about ``batch_events`` events.
+
+    The last batch carries the file's ``endpoints`` rows. Bad input yields ``ingest_issues`` rows, never an
+    exception. Memory is bounded by one batch for JSON-SEQ / NDJSON and by one file for JSON documents.
+    """
+    return _FileReader(Path(path), run_id, vantage, batch_events).run()
+
+
+def read_qlog(path: Path, run_id: str, vantage: str | None = None) -> QlogResult:
+    """All rows of one qlog file (the batches of ``iter_qlog`` concatenated)."""
+    parts: dict[str, list[pl.DataFrame]] = {k: [] for k in ("packets", "frames", "metrics_logged", "endpoints",
+                                                            "ingest_issues")}
+    for batch in iter_qlog(path, run_id, vantage):
+        for k, lst in parts.items():
+            df = getattr(batch, k)
+            if df.height:
+                lst.append(df)
+    tables = {"packets": PACKETS, "frames": FRAMES, "metrics_logged": METRICS_LOGGED, "endpoints": ENDPOINTS,
+              "ingest_issues": INGEST_ISSUES}
+    return QlogResult(**{k: _concat(v, tables[k]) for k, v in parts.items()})
