@@ -1,0 +1,115 @@
+"""`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like listing.
+
+The lead's `quicack` command wires this in through `add_subparser(subparsers)` (or calls `pcap_command(argv)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from quicack.schema import TABLES
+
+from .decode import CaptureBatch, decode_capture
+
+OUTPUT_TABLES = ("datagrams", "packets", "frames", "ingest_issues")
+
+
+def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
+    """Stream batches into DIR/<table>.parquet (one row group per batch); return rows written per table."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, pq.ParquetWriter] = {}
+    counts = dict.fromkeys(OUTPUT_TABLES, 0)
+    try:
+        for batch in batches:
+            for name in OUTPUT_TABLES:
+                frame: pl.DataFrame = getattr(batch, name)
+                table = frame.to_arrow()
+                if name not in writers:
+                    writers[name] = pq.ParquetWriter(out_dir / f"{name}.parquet", table.schema, compression="zstd")
+                if frame.height:
+                    writers[name].write_table(table)
+                counts[name] += frame.height
+    finally:
+        for writer in writers.values():
+            writer.close()
+    for name in OUTPUT_TABLES:  # an empty capture still gets (empty) files with the contract's schema
+        if name not in writers:
+            TABLES[name].empty().write_parquet(out_dir / f"{name}.parquet")
+    return counts
+
+
+def format_packets(batch: CaptureBatch) -> Iterator[str]:
+    """One line per QUIC packet, like tshark's summary: time, direction, type, packet number, frames."""
+    frames = (
+        batch.frames.group_by(["direction", "pn_space", "packet_number", "time_ms"], maintain_order=True)
+        .agg(pl.col("frame_type"), pl.col("ack_delay_ms"), pl.col("largest_acked"))
+    )
+    summaries: dict[tuple, str] = {}
+    for direction, pn_space, packet_number, time_ms, types, delays, largest in frames.iter_rows():
+        parts = []
+        for frame_type, delay, acked in zip(types, delays, largest, strict=True):
+            if frame_type == "ack":
+                parts.append(f"ACK({acked}, delay {delay:.3f} ms)")
+            else:
+                parts.append(frame_type.upper())
+        summaries[(direction, pn_space, packet_number, time_ms)] = ", ".join(parts)
+    columns = ["time_ms", "direction", "datagram_index", "packet_type", "pn_space", "packet_number", "packet_bytes", "decrypted"]
+    for time_ms, direction, datagram_index, packet_type, pn_space, packet_number, packet_bytes, decrypted in batch.packets.select(columns).iter_rows():
+        arrow = "->" if direction == "c2s" else "<-"
+        time_text = f"{time_ms:10.3f}" if time_ms is not None else " " * 10
+        number = "" if packet_number is None else str(packet_number)
+        content = summaries.get((direction, pn_space, packet_number, time_ms), "") if decrypted else "(not decrypted)"
+        yield f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} {packet_bytes:>5} B  {content}"
+
+
+def _print_batches(batches: Iterable[CaptureBatch], stream: TextIO) -> Iterator[CaptureBatch]:
+    for batch in batches:
+        for line in format_packets(batch):
+            stream.write(line + "\n")
+        yield batch
+
+
+def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("pcap", help="decode a packet capture (QUIC, with keylog) to Parquet tables")
+    _add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("capture", type=Path, help="pcap or pcapng file, optionally .gz / .zst")
+    parser.add_argument("--keylog", type=Path, action="append", default=[], help="NSS keylog (SSLKEYLOGFILE); repeatable")
+    parser.add_argument("--out", type=Path, required=True, help="output folder for <table>.parquet")
+    parser.add_argument("--run-id", default="", help="run_id of the rows (default: the capture's stem)")
+    parser.add_argument("--vantage", default=None, help="capture point (default: sim_left/sim_right/the file stem)")
+    parser.add_argument("--print", dest="print_packets", action="store_true", help="print one line per QUIC packet")
+
+
+def run(args: argparse.Namespace) -> int:
+    batches: Iterable[CaptureBatch] = decode_capture(args.capture, args.keylog or None, args.run_id, args.vantage)
+    if args.print_packets:
+        batches = _print_batches(batches, sys.stdout)
+    counts = write_capture_parquet(batches, args.out)
+    issues = pl.read_parquet(args.out / "ingest_issues.parquet")
+    summary = ", ".join(f"{count} {name}" for name, count in counts.items())
+    print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)
+    for severity, message in issues.select("severity", "message").iter_rows():
+        print(f"  {severity}: {message}", file=sys.stderr)
+    return 1 if counts["packets"] == 0 and (issues["severity"] == "error").any() else 0
+
+
+def pcap_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="quicack pcap", description=__doc__)
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(pcap_command(sys.argv[1:]))

@@ -1,0 +1,145 @@
+"""Per-connection decoding state: who is client and server, connection IDs, keys, CRYPTO streams.
+
+One `Connection` per QUIC connection in a capture. Keys are made lazily the first time a packet of a
+space needs them: Initial keys from the client's first Destination Connection ID, the other spaces from
+the keylog secrets of the connection's client random once the ClientHello (and, for the cipher suite,
+the ServerHello) has been read from the Initial CRYPTO streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .keylog import (
+    CLIENT_APPLICATION,
+    CLIENT_EARLY,
+    CLIENT_HANDSHAKE,
+    SERVER_APPLICATION,
+    SERVER_HANDSHAKE,
+    Keylog,
+)
+from .quic import CIPHER_SUITES_TO_TRY, CryptoError, DecryptedPacket, PacketKeys, initial_keys
+from .tls import CryptoStream, TransportParameters
+
+C2S, S2C = "c2s", "s2c"
+SECRET_LABELS = {
+    ("handshake", C2S): CLIENT_HANDSHAKE,
+    ("handshake", S2C): SERVER_HANDSHAKE,
+    ("1rtt", C2S): CLIENT_APPLICATION,
+    ("1rtt", S2C): SERVER_APPLICATION,
+    ("0rtt", C2S): CLIENT_EARLY,
+}
+MAX_CLIENT_RANDOM_GUESSES = 32
+MAX_FAILED_KEY_SEARCHES = 8
+
+
+@dataclass
+class Endpoint:
+    """One side of a connection."""
+
+    address: tuple[str, int]
+    cid_length: int | None = None  # length of the connection IDs this endpoint chose (DCIDs of packets to it)
+    transport_parameters: TransportParameters | None = None
+
+    @property
+    def ack_delay_exponent(self) -> int:
+        return self.transport_parameters.ack_delay_exponent if self.transport_parameters else 3
+
+
+@dataclass
+class Connection:
+    number: int
+    client: Endpoint
+    server: Endpoint
+    version: int
+    initial_secret_dcid: bytes  # client's first DCID, or the Retry's SCID after a Retry
+    time_origin_ns: int
+    keylog: Keylog
+    cids: set[bytes] = field(default_factory=set)
+    keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
+    largest_pn: dict[tuple[str, str], int] = field(default_factory=dict)
+    crypto_streams: dict[tuple[str, str], CryptoStream] = field(default_factory=dict)
+    client_random: bytes | None = None
+    cipher_suite: int | None = None
+    failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def sender(self, direction: str) -> Endpoint:
+        return self.client if direction == C2S else self.server
+
+    def receiver(self, direction: str) -> Endpoint:
+        return self.server if direction == C2S else self.client
+
+    def crypto_stream(self, direction: str, pn_space: str) -> CryptoStream:
+        key = (direction, pn_space)
+        stream = self.crypto_streams.get(key)
+        if stream is None:
+            stream = self.crypto_streams[key] = CryptoStream()
+        return stream
+
+    def learn_from_crypto(self, direction: str, stream: CryptoStream) -> None:
+        facts = stream.facts
+        if facts.client_random is not None and self.client_random is None:
+            self.client_random = facts.client_random
+        if facts.cipher_suite is not None and self.cipher_suite is None:
+            self.cipher_suite = facts.cipher_suite
+        if facts.transport_parameters is not None:
+            self.sender(direction).transport_parameters = facts.transport_parameters
+
+    def on_retry(self, retry_scid: bytes) -> None:
+        # After a Retry the client derives new Initial keys from the Retry's Source Connection ID.
+        self.initial_secret_dcid = retry_scid
+        self.keys.pop(("initial", C2S), None)
+        self.keys.pop(("initial", S2C), None)
+        self.cids.add(retry_scid)
+
+    def packet_keys(self, key_type: str, direction: str) -> PacketKeys | None:
+        """Keys for a space ('initial', 'handshake', '0rtt', '1rtt') and direction; None if unavailable."""
+        key = (key_type, direction)
+        keys = self.keys.get(key, False)
+        if keys is not False:
+            return keys  # type: ignore[return-value]
+        if key_type == "initial":
+            client_keys, server_keys = initial_keys(self.initial_secret_dcid, self.version)
+            self.keys[("initial", C2S)] = client_keys
+            self.keys[("initial", S2C)] = server_keys
+            return self.keys[key]
+        return None  # decided on the first packet by `decrypt_with_keylog`
+
+    def decrypt_with_keylog(
+        self, key_type: str, direction: str, data: bytes, start: int, pn_offset: int, end: int, expected: int, short: bool
+    ) -> DecryptedPacket | None:
+        """Find the keys of a space from the keylog by trying the plausible (client random, cipher suite) pairs."""
+        label = SECRET_LABELS.get((key_type, direction))
+        if label is None or not self.keylog.secrets:
+            return None
+        failures = self.failed_key_searches.get((key_type, direction), 0)
+        if failures >= MAX_FAILED_KEY_SEARCHES:
+            return None
+        if self.client_random is not None:
+            randoms = [self.client_random]
+        else:
+            # No ClientHello seen (capture started late): try the keylog's connections.
+            randoms = list(self.keylog.secrets)[:MAX_CLIENT_RANDOM_GUESSES]
+        suites = [self.cipher_suite] if self.cipher_suite is not None and key_type != "0rtt" else list(CIPHER_SUITES_TO_TRY)
+        for client_random in randoms:
+            secret = self.keylog.get(client_random, label)
+            if secret is None:
+                continue
+            for suite in suites:
+                if len(secret) == 48 and suite != 0x1302 or len(secret) == 32 and suite == 0x1302:
+                    continue  # the secret's size follows the suite's hash
+                try:
+                    keys = PacketKeys.from_secret(suite, secret, self.version)
+                    packet = keys.decrypt(data, start, pn_offset, end, expected, short)
+                except (CryptoError, ValueError):
+                    continue
+                self.keys[(key_type, direction)] = keys
+                if self.client_random is None:
+                    self.client_random = client_random
+                return packet
+        # Give up after a few packets, or the search would run for every packet of a capture without secrets.
+        self.failed_key_searches[(key_type, direction)] = failures + 1
+        return None
+
+    def key_search_failed(self, key_type: str, direction: str) -> bool:
+        return self.failed_key_searches.get((key_type, direction), 0) > 0

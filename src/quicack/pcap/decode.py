@@ -1,0 +1,602 @@
+"""A capture to columnar batches of the `datagrams`, `packets`, `frames` and `ingest_issues` tables.
+
+`decode_capture` streams: it reads one datagram at a time, appends rows to column lists and yields a
+`CaptureBatch` of polars frames every `batch_rows` frames, so memory depends on the batch size, not on
+the capture. Rows of one datagram are never split across batches.
+
+Byte accounting (checked by the tests on every capture):
+    ip_header_bytes + udp_header_bytes + sum(packet_bytes) == IP datagram bytes on the wire, and
+    header_bytes + aead_tag_bytes + sum(frame_bytes) == packet_bytes for every decrypted packet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
+
+from .connection import C2S, S2C, Connection, Endpoint
+from .frames import FrameColumns, walk_frames
+from .keylog import Keylog, load_keylogs
+from .quic import AEAD_TAG_BYTES, VERSION_1, VERSION_2, CryptoError, HeaderError, LongHeader, parse_long_header
+from .reader import UDP_HEADER_BYTES, ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
+
+PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
+DEFAULT_BATCH_ROWS = 100_000
+# An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
+# after its first Initial ACK. Batches wait for it, up to this many times the batch size.
+MAX_DEFERRAL = 8
+MAX_ISSUE_EXAMPLES = 3
+
+
+def vantage_from_path(path: Path) -> str:
+    """Capture point name: the testbed's router captures are sim_left / sim_right, else the file stem."""
+    stem = path.name.split(".")[0]
+    match = re.fullmatch(r"trace_node_(left|right)", stem)
+    return f"sim_{match.group(1)}" if match else stem
+
+
+@dataclass
+class CaptureBatch:
+    datagrams: pl.DataFrame
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    ingest_issues: pl.DataFrame
+
+
+@dataclass
+class _Issues:
+    """Aggregates repeated problems into one row each, so a broken capture gives a few rows, not millions."""
+
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    examples: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+
+    def add(self, severity: str, message: str, record: int | None) -> None:
+        key = (severity, message)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if record is not None:
+            examples = self.examples.setdefault(key, [])
+            if len(examples) < MAX_ISSUE_EXAMPLES:
+                examples.append(record)
+
+    def rows(self) -> list[tuple[str, str]]:
+        out = []
+        for (severity, message), count in self.counts.items():
+            examples = self.examples.get((severity, message))
+            where = f" (capture frame {', '.join(map(str, examples))}{', ...' if count > len(examples) else ''})" if examples else ""
+            times = f" [{count} times]" if count > 1 else ""
+            out.append((severity, f"{message}{times}{where}"))
+        return out
+
+
+@dataclass
+class _PacketColumns:
+    direction: list[str] = field(default_factory=list)
+    time_ms: list[float | None] = field(default_factory=list)
+    time_abs_ns: list[int] = field(default_factory=list)
+    datagram_index: list[int] = field(default_factory=list)
+    packet_type: list[str] = field(default_factory=list)
+    pn_space: list[str | None] = field(default_factory=list)
+    packet_number: list[int | None] = field(default_factory=list)
+    packet_bytes: list[int] = field(default_factory=list)
+    header_bytes: list[int | None] = field(default_factory=list)
+    aead_tag_bytes: list[int | None] = field(default_factory=list)
+    ack_eliciting: list[bool | None] = field(default_factory=list)
+    decrypted: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class _DatagramColumns:
+    direction: list[str] = field(default_factory=list)
+    datagram_index: list[int] = field(default_factory=list)
+    time_ms: list[float | None] = field(default_factory=list)
+    time_abs_ns: list[int] = field(default_factory=list)
+    ip_header_bytes: list[int] = field(default_factory=list)
+    udp_payload_bytes: list[int] = field(default_factory=list)
+    quic_packets: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _FrameContext:
+    """Per-frame columns that come from the packet, plus the ACK sender for the delay exponent."""
+
+    direction: list[str] = field(default_factory=list)
+    time_ms: list[float | None] = field(default_factory=list)
+    pn_space: list[str | None] = field(default_factory=list)
+    packet_number: list[int | None] = field(default_factory=list)
+    sender: list[Endpoint] = field(default_factory=list)
+
+
+class CaptureDecoder:
+    """Stateful decoder of one capture; feed datagrams in file order, take batches."""
+
+    def __init__(self, keylog: Keylog, run_id: str, vantage: str, path: str) -> None:
+        self.keylog = keylog
+        self.run_id = run_id
+        self.vantage = vantage
+        self.path = path
+        self.flows: dict[tuple[str, int, str, int], tuple[Connection, str]] = {}
+        self.connections_by_cid: dict[bytes, Connection] = {}
+        self.connection_count = 0
+        self.datagram_counts = {C2S: 0, S2C: 0}
+        self.non_quic_datagrams = 0
+        self.issues = _Issues()
+        self._reset_columns()
+
+    def _reset_columns(self) -> None:
+        self.datagrams = _DatagramColumns()
+        self.packets = _PacketColumns()
+        self.frames = FrameColumns()
+        self.frame_context = _FrameContext()
+        self.waiting_for_parameters: set[int] = set()  # ids of endpoints whose ACKs are in this batch without their exponent
+
+    # ----------------------------------------------------------------------------------------------
+    # datagrams
+
+    def add_datagram(self, datagram: UdpDatagram) -> None:
+        """Add the rows of one datagram, all or nothing: an internal error rolls its rows back and re-raises."""
+        lengths = [(column, len(column)) for column in self._all_columns()]
+        try:
+            self._add_datagram(datagram)
+        except Exception:
+            for column, length in lengths:
+                del column[length:]
+            raise
+
+    def _all_columns(self) -> list[list]:
+        return [
+            *vars(self.datagrams).values(),
+            *vars(self.packets).values(),
+            *vars(self.frames).values(),
+            *vars(self.frame_context).values(),
+        ]
+
+    def _add_datagram(self, datagram: UdpDatagram) -> None:
+        flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))
+        payload = datagram.payload
+        if flow is None:
+            flow = self._new_flow(datagram)
+            if flow is None:
+                self.non_quic_datagrams += 1
+                return
+        connection, direction = flow
+        self.datagram_counts[direction] += 1
+        datagram_index = self.datagram_counts[direction]
+        time_abs_ns = datagram.time_abs_ns
+        time_ms = (time_abs_ns - connection.time_origin_ns) / 1e6
+        wire_bytes = datagram.udp_payload_bytes
+        if len(payload) < wire_bytes:
+            self.issues.add("warning", "datagram truncated by the capture (snap length): the cut packet is not decrypted", datagram.record_number)
+        packets_before = len(self.packets.packet_bytes)
+        self._add_packets(connection, direction, payload, wire_bytes, time_ms, time_abs_ns, datagram_index, datagram.record_number)
+        columns = self.datagrams
+        columns.direction.append(direction)
+        columns.datagram_index.append(datagram_index)
+        columns.time_ms.append(time_ms)
+        columns.time_abs_ns.append(time_abs_ns)
+        columns.ip_header_bytes.append(datagram.ip_header_bytes)
+        columns.udp_payload_bytes.append(wire_bytes)
+        columns.quic_packets.append(len(self.packets.packet_bytes) - packets_before)
+
+    def _new_flow(self, datagram: UdpDatagram) -> tuple[Connection, str] | None:
+        """Recognise QUIC on a flow not seen before: a long header of a known version, or a known connection ID."""
+        payload = datagram.payload
+        if not payload:
+            return None
+        forward = (datagram.src, datagram.src_port, datagram.dst, datagram.dst_port)
+        backward = (datagram.dst, datagram.dst_port, datagram.src, datagram.src_port)
+        if payload[0] & 0x80:
+            try:
+                header = parse_long_header(payload, 0)
+            except HeaderError:
+                return None
+            if header.packet_type == "version_negotiation":
+                return None  # only meaningful on a flow we already know
+            known = self.connections_by_cid.get(header.dcid) if header.dcid else None
+            if known is not None:  # the connection moved to a new address (migration, NAT rebinding)
+                direction = C2S if known.server.cid_length == len(header.dcid) else S2C
+                return self._register_flow(known, direction, forward, backward)
+            if header.packet_type in ("initial", "0rtt"):
+                client, server = (datagram.src, datagram.src_port), (datagram.dst, datagram.dst_port)
+            else:
+                # Capture started after the client's Initial: guess the client by its (ephemeral, higher) port.
+                client_is_src = datagram.src_port > datagram.dst_port
+                self.issues.add("warning", "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet", datagram.record_number)
+                client = (datagram.src, datagram.src_port) if client_is_src else (datagram.dst, datagram.dst_port)
+                server = (datagram.dst, datagram.dst_port) if client_is_src else (datagram.src, datagram.src_port)
+            self.connection_count += 1
+            connection = Connection(
+                number=self.connection_count,
+                client=Endpoint(client),
+                server=Endpoint(server),
+                version=header.version,
+                initial_secret_dcid=header.dcid,
+                time_origin_ns=datagram.time_abs_ns,
+                keylog=self.keylog,
+            )
+            connection.cids.add(header.dcid)
+            if header.dcid:
+                self.connections_by_cid[header.dcid] = connection
+            direction = C2S if client == (datagram.src, datagram.src_port) else S2C
+            return self._register_flow(connection, direction, forward, backward)
+        # Short header on an unknown flow: QUIC only if its DCID is one we know.
+        for connection in {id(c): c for c in self.connections_by_cid.values()}.values():
+            for direction in (C2S, S2C):
+                length = connection.receiver(direction).cid_length
+                if length and payload[1 : 1 + length] in connection.cids:
+                    return self._register_flow(connection, direction, forward, backward)
+        return None
+
+    def _register_flow(self, connection: Connection, direction: str, forward, backward) -> tuple[Connection, str]:
+        self.flows[forward] = (connection, direction)
+        self.flows[backward] = (connection, S2C if direction == C2S else C2S)
+        return connection, direction
+
+    # ----------------------------------------------------------------------------------------------
+    # packets
+
+    def _add_packets(
+        self,
+        connection: Connection,
+        direction: str,
+        payload: bytes,
+        wire_bytes: int,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+        record: int,
+    ) -> None:
+        position = 0
+        captured = len(payload)
+        while position < wire_bytes:
+            if position >= captured:
+                self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                return
+            first = payload[position]
+            if first & 0x80:
+                try:
+                    header = parse_long_header(payload, position)
+                except HeaderError as error:
+                    self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", record)
+                    self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                    return
+                self._add_long_header_packet(connection, direction, header, payload, position, time_ms, time_abs_ns, datagram_index, record)
+                position += header.packet_bytes
+            elif not first & 0x40 and not any(payload[position:]):
+                # Zeros after the last packet: datagram padding outside any QUIC packet.
+                self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                return
+            else:
+                self._add_short_header_packet(connection, direction, payload, position, wire_bytes, time_ms, time_abs_ns, datagram_index, record)
+                return
+
+    def _add_long_header_packet(
+        self,
+        connection: Connection,
+        direction: str,
+        header: LongHeader,
+        payload: bytes,
+        start: int,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+        record: int,
+    ) -> None:
+        packet_type = header.packet_type
+        if packet_type == "version_negotiation":
+            self._add_packet_row(direction, packet_type, None, None, header.packet_bytes, header.packet_bytes, 0, False, True, time_ms, time_abs_ns, datagram_index)
+            return
+        if packet_type == "retry":
+            connection.on_retry(header.scid)
+            self.connections_by_cid[header.scid] = connection
+            self._add_packet_row(direction, packet_type, None, None, header.packet_bytes, header.packet_bytes - AEAD_TAG_BYTES, AEAD_TAG_BYTES, False, True, time_ms, time_abs_ns, datagram_index)
+            return
+        # Learn the connection IDs: a long header carries the sender's own ID as its Source Connection ID.
+        sender = connection.sender(direction)
+        if sender.cid_length is None or (header.scid and header.scid not in connection.cids):
+            sender.cid_length = len(header.scid)
+            connection.cids.add(header.scid)
+            if header.scid:
+                self.connections_by_cid[header.scid] = connection
+        if header.version in (VERSION_1, VERSION_2) and header.version != connection.version:
+            connection.version = header.version  # compatible version negotiation (RFC 9368)
+        self._decrypt_and_walk(connection, direction, packet_type, payload, start, header.pn_offset, start + header.packet_bytes, header.packet_bytes, False, time_ms, time_abs_ns, datagram_index, record)
+
+    def _add_short_header_packet(
+        self,
+        connection: Connection,
+        direction: str,
+        payload: bytes,
+        start: int,
+        wire_bytes: int,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+        record: int,
+    ) -> None:
+        cid_length = connection.receiver(direction).cid_length
+        if cid_length is None:
+            self.issues.add("warning", f"{direction} short header packet before any long header: connection ID length unknown, not decrypted", record)
+            self._add_opaque_packet(direction, "1rtt", "appdata", wire_bytes - start, time_ms, time_abs_ns, datagram_index)
+            return
+        self._decrypt_and_walk(connection, direction, "1rtt", payload, start, 1 + cid_length, len(payload), wire_bytes - start, True, time_ms, time_abs_ns, datagram_index, record)
+
+    def _decrypt_and_walk(
+        self,
+        connection: Connection,
+        direction: str,
+        packet_type: str,
+        payload: bytes,
+        start: int,
+        pn_offset: int,
+        end: int,
+        packet_bytes: int,
+        short: bool,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+        record: int,
+    ) -> None:
+        pn_space = PN_SPACE[packet_type]
+        space_key = (direction, pn_space)
+        expected = connection.largest_pn.get(space_key, -1) + 1
+        keys = connection.packet_keys(packet_type, direction)
+        packet = None
+        try:
+            if keys is not None:
+                packet = keys.decrypt(payload, start, pn_offset, end, expected, short)
+            elif packet_type != "initial":
+                packet = connection.decrypt_with_keylog(packet_type, direction, payload, start, pn_offset, end, expected, short)
+                if packet is None:
+                    self._report_missing_keys(connection, packet_type, direction, record)
+        except (CryptoError, ValueError):
+            self.issues.add("warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", record)
+        if packet is None:
+            self._add_opaque_packet(direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index)
+            return
+        packet_number = packet.packet_number
+        if packet_number >= expected:
+            connection.largest_pn[space_key] = packet_number
+        frames = self.frames
+        first_row = len(frames)
+        walked = walk_frames(packet.payload, frames)
+        count = walked.frames
+        context = self.frame_context
+        context.direction.extend([direction] * count)
+        context.time_ms.extend([time_ms] * count)
+        context.pn_space.extend([pn_space] * count)
+        context.packet_number.extend([packet_number] * count)
+        sender = connection.sender(direction)
+        context.sender.extend([sender] * count)
+        if sender.transport_parameters is None and "ack" in frames.frame_type[first_row:]:
+            self.waiting_for_parameters.add(id(sender))
+        if walked.unknown is not None:
+            self.issues.add("warning", f"{direction} {packet_type} packet {packet_number}: {walked.unknown}; the rest of the packet is counted as 'unknown'", record)
+        for row, offset, data in walked.crypto:
+            stream = connection.crypto_stream(direction, pn_space)
+            frames.tls_messages[row] = stream.add(offset, data)
+            connection.learn_from_crypto(direction, stream)
+        for cid in walked.new_connection_ids:
+            connection.cids.add(cid)
+            self.connections_by_cid[cid] = connection
+        self._add_packet_row(
+            direction,
+            packet_type,
+            pn_space,
+            packet_number,
+            packet_bytes,
+            packet.header_bytes,
+            AEAD_TAG_BYTES,
+            walked.ack_eliciting,
+            True,
+            time_ms,
+            time_abs_ns,
+            datagram_index,
+        )
+
+    def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
+        if not self.keylog.secrets:
+            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: no keylog given", record)
+        elif connection.client_random is not None and connection.keylog.get(connection.client_random, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") is None:
+            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: the keylog has no secrets for this connection's client random", record)
+        else:
+            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)", record)
+
+    def _add_opaque_packet(self, direction: str, packet_type: str, pn_space: str | None, packet_bytes: int, time_ms: float, time_abs_ns: int, datagram_index: int) -> None:
+        tag = AEAD_TAG_BYTES if packet_type in PN_SPACE else None
+        self._add_packet_row(direction, packet_type, pn_space, None, packet_bytes, None, tag, None, False, time_ms, time_abs_ns, datagram_index)
+
+    def _add_packet_row(
+        self,
+        direction: str,
+        packet_type: str,
+        pn_space: str | None,
+        packet_number: int | None,
+        packet_bytes: int,
+        header_bytes: int | None,
+        aead_tag_bytes: int | None,
+        ack_eliciting: bool | None,
+        decrypted: bool,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+    ) -> None:
+        columns = self.packets
+        columns.direction.append(direction)
+        columns.time_ms.append(time_ms)
+        columns.time_abs_ns.append(time_abs_ns)
+        columns.datagram_index.append(datagram_index)
+        columns.packet_type.append(packet_type)
+        columns.pn_space.append(pn_space)
+        columns.packet_number.append(packet_number)
+        columns.packet_bytes.append(packet_bytes)
+        columns.header_bytes.append(header_bytes)
+        columns.aead_tag_bytes.append(aead_tag_bytes)
+        columns.ack_eliciting.append(ack_eliciting)
+        columns.decrypted.append(decrypted)
+
+    # ----------------------------------------------------------------------------------------------
+    # batches
+
+    def batch_ready(self, batch_rows: int) -> bool:
+        rows = max(len(self.frames), len(self.packets.packet_bytes))
+        if rows < batch_rows:
+            return False
+        if rows >= batch_rows * MAX_DEFERRAL:
+            return True
+        return not self.waiting_for_parameters or all(
+            connection.client.transport_parameters is not None and connection.server.transport_parameters is not None
+            for connection, _ in self.flows.values()
+        )
+
+    def take_batch(self, final: bool = False) -> CaptureBatch:
+        constants = {"run_id": self.run_id, "vantage": self.vantage}
+        datagrams = self.datagrams
+        datagram_frame = pl.DataFrame(
+            {
+                "direction": datagrams.direction,
+                "datagram_index": datagrams.datagram_index,
+                "time_ms": datagrams.time_ms,
+                "time_abs_ns": datagrams.time_abs_ns,
+                "ip_header_bytes": datagrams.ip_header_bytes,
+                "udp_payload_bytes": datagrams.udp_payload_bytes,
+                "quic_packets": datagrams.quic_packets,
+            },
+            schema_overrides={"time_ms": pl.Float64, "time_abs_ns": pl.Int64},
+        ).with_columns(
+            run_id=pl.lit(constants["run_id"]),
+            vantage=pl.lit(constants["vantage"]),
+            udp_header_bytes=pl.lit(UDP_HEADER_BYTES),
+        )
+        packets = self.packets
+        packet_frame = pl.DataFrame(
+            {
+                "direction": packets.direction,
+                "time_ms": packets.time_ms,
+                "time_abs_ns": packets.time_abs_ns,
+                "datagram_index": packets.datagram_index,
+                "packet_type": packets.packet_type,
+                "pn_space": packets.pn_space,
+                "packet_number": packets.packet_number,
+                "packet_bytes": packets.packet_bytes,
+                "header_bytes": packets.header_bytes,
+                "aead_tag_bytes": packets.aead_tag_bytes,
+                "ack_eliciting": packets.ack_eliciting,
+                "decrypted": packets.decrypted,
+            },
+            schema_overrides={
+                "time_ms": pl.Float64,
+                "pn_space": pl.Utf8,
+                "packet_number": pl.Int64,
+                "header_bytes": pl.Int64,
+                "aead_tag_bytes": pl.Int64,
+                "ack_eliciting": pl.Boolean,
+            },
+        ).with_columns(
+            run_id=pl.lit(self.run_id),
+            source=pl.lit("pcap"),
+            vantage=pl.lit(self.vantage),
+            event=pl.lit("captured"),
+            frames_logged=pl.col("decrypted"),
+        )
+        frames = self.frames
+        context = self.frame_context
+        # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default 3).
+        ack_delay_ms = [
+            None if raw is None else raw * (1 << endpoint.ack_delay_exponent) / 1000.0
+            for raw, endpoint in zip(frames.ack_delay_raw, context.sender, strict=True)
+        ]
+        frame_frame = pl.DataFrame(
+            {
+                "direction": context.direction,
+                "time_ms": context.time_ms,
+                "pn_space": context.pn_space,
+                "packet_number": context.packet_number,
+                "frame_index": frames.frame_index,
+                "frame_type": frames.frame_type,
+                "frame_bytes": frames.frame_bytes,
+                "ack_delay_ms": ack_delay_ms,
+                "largest_acked": frames.largest_acked,
+                "first_ack_range": frames.first_ack_range,
+                "ack_ranges": frames.ack_ranges,
+                "stream_id": frames.stream_id,
+                "offset": frames.offset,
+                "length": frames.length,
+                "fin": frames.fin,
+                "tls_messages": frames.tls_messages,
+            },
+            schema_overrides={name: column.dtype for name, column in ((c.name, c) for c in FRAMES.columns) if name in {
+                "time_ms", "pn_space", "packet_number", "ack_delay_ms", "largest_acked", "first_ack_range",
+                "ack_ranges", "stream_id", "offset", "length", "fin", "tls_messages", "frame_bytes", "frame_index",
+            }},
+        ).with_columns(
+            run_id=pl.lit(self.run_id),
+            source=pl.lit("pcap"),
+            vantage=pl.lit(self.vantage),
+            event=pl.lit("captured"),
+        )
+        issue_rows = self._final_issue_rows() if final else []
+        issues_frame = pl.DataFrame(
+            {
+                "path": [self.path] * len(issue_rows),
+                "run_id": [self.run_id] * len(issue_rows),
+                "stage": ["pcap"] * len(issue_rows),
+                "severity": [severity for severity, _ in issue_rows],
+                "message": [message for _, message in issue_rows],
+            },
+            schema=INGEST_ISSUES.schema,
+        )
+        self._reset_columns()
+        return CaptureBatch(
+            DATAGRAMS.conform(datagram_frame),
+            PACKETS.conform(packet_frame),
+            FRAMES.conform(frame_frame),
+            INGEST_ISSUES.conform(issues_frame),
+        )
+
+    def _final_issue_rows(self) -> list[tuple[str, str]]:
+        if self.non_quic_datagrams:
+            self.issues.add("warning", f"{self.non_quic_datagrams} UDP datagrams are not QUIC (or of an unknown connection) and were skipped", None)
+        if self.connection_count == 0:
+            self.issues.add("warning", "no QUIC connection found in the capture", None)
+        return self.issues.rows()
+
+
+def decode_capture(
+    path: Path,
+    keylog: Path | list[Path] | None = None,
+    run_id: str = "",
+    vantage: str | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Iterator[CaptureBatch]:
+    """Decode one capture into batches of table rows; never raises on bad input (problems go to ingest_issues).
+
+    `keylog` is one or more NSS keylog files; secrets in a pcapng Decryption Secrets Block are used too.
+    `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
+    """
+    path = Path(path)
+    keylog_paths = [] if keylog is None else [Path(keylog)] if isinstance(keylog, (str, Path)) else [Path(p) for p in keylog]
+    secrets = load_keylogs(keylog_paths)
+    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or vantage_from_path(path), str(path))
+    for problem in secrets.problems:
+        decoder.issues.add("warning", f"keylog: {problem}", None)
+    issues = decoder.issues
+    for item in read_udp(path):
+        if type(item) is UdpDatagram:
+            try:
+                decoder.add_datagram(item)
+            except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
+                issues.add("error", f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}", item.record_number)
+                continue
+            if decoder.batch_ready(batch_rows):
+                yield decoder.take_batch()
+        elif isinstance(item, ReadIssue):
+            issues.add(item.severity, item.message, item.record_number)
+        elif isinstance(item, TlsKeylogSecrets):
+            secrets.add_text(item.text, f"{path.name} (decryption secrets block)")
+    yield decoder.take_batch(final=True)

@@ -1,0 +1,249 @@
+"""The frame walker: a decrypted QUIC payload to frame rows (RFC 9000 §19, ack-frequency, DATAGRAM).
+
+Rows go straight into column lists (`FrameColumns`), because one Python object per frame would cost
+more than the decoding. Every byte of the payload ends in exactly one frame row: consecutive PADDING
+bytes form one `padding` row (as tshark shows them), and an unknown or malformed frame becomes one
+`unknown` row holding the rest of the payload.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from aioquic.buffer import Buffer, BufferReadError
+
+NOT_PADDING = re.compile(rb"[^\x00]")
+
+FRAME_NAMES: dict[int, str] = {
+    0x00: "padding",
+    0x01: "ping",
+    0x02: "ack",
+    0x03: "ack",
+    0x04: "reset_stream",
+    0x05: "stop_sending",
+    0x06: "crypto",
+    0x07: "new_token",
+    **{t: "stream" for t in range(0x08, 0x10)},
+    0x10: "max_data",
+    0x11: "max_stream_data",
+    0x12: "max_streams",
+    0x13: "max_streams",
+    0x14: "data_blocked",
+    0x15: "stream_data_blocked",
+    0x16: "streams_blocked",
+    0x17: "streams_blocked",
+    0x18: "new_connection_id",
+    0x19: "retire_connection_id",
+    0x1A: "path_challenge",
+    0x1B: "path_response",
+    0x1C: "connection_close",
+    0x1D: "connection_close",
+    0x1E: "handshake_done",
+    0x1F: "immediate_ack",  # draft-ietf-quic-ack-frequency-05 and later
+    0x30: "datagram",
+    0x31: "datagram",
+    0xAC: "immediate_ack",  # draft-ietf-quic-ack-frequency-01 .. -04
+    0xAF: "ack_frequency",
+}
+# Frames that do not make a packet ack-eliciting (RFC 9002 §2).
+NON_ACK_ELICITING = frozenset({0x00, 0x02, 0x03, 0x1C, 0x1D})
+
+
+@dataclass
+class FrameColumns:
+    """Per-frame values, one list per column; packet context columns are filled by the caller."""
+
+    frame_index: list[int] = field(default_factory=list)
+    frame_type: list[str] = field(default_factory=list)
+    frame_bytes: list[int] = field(default_factory=list)
+    ack_delay_raw: list[int | None] = field(default_factory=list)
+    largest_acked: list[int | None] = field(default_factory=list)
+    first_ack_range: list[int | None] = field(default_factory=list)
+    ack_ranges: list[str | None] = field(default_factory=list)
+    stream_id: list[int | None] = field(default_factory=list)
+    offset: list[int | None] = field(default_factory=list)
+    length: list[int | None] = field(default_factory=list)
+    fin: list[bool | None] = field(default_factory=list)
+    tls_messages: list[str | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.frame_index)
+
+    def add(
+        self,
+        index: int,
+        name: str,
+        size: int,
+        ack_delay_raw: int | None = None,
+        largest_acked: int | None = None,
+        first_ack_range: int | None = None,
+        ack_ranges: str | None = None,
+        stream_id: int | None = None,
+        offset: int | None = None,
+        length: int | None = None,
+        fin: bool | None = None,
+    ) -> None:
+        self.frame_index.append(index)
+        self.frame_type.append(name)
+        self.frame_bytes.append(size)
+        self.ack_delay_raw.append(ack_delay_raw)
+        self.largest_acked.append(largest_acked)
+        self.first_ack_range.append(first_ack_range)
+        self.ack_ranges.append(ack_ranges)
+        self.stream_id.append(stream_id)
+        self.offset.append(offset)
+        self.length.append(length)
+        self.fin.append(fin)
+        self.tls_messages.append(None)
+
+
+@dataclass(slots=True)
+class WalkResult:
+    frames: int
+    ack_eliciting: bool
+    crypto: list[tuple[int, int, bytes]]  # (row in FrameColumns, stream offset, data)
+    new_connection_ids: list[bytes]
+    unknown: str | None  # why decoding stopped early, None if the payload decoded completely
+
+
+def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
+    """Append one row per frame of `payload` to `out`; never raises on malformed input."""
+    buf = Buffer(data=payload)
+    pull = buf.pull_uint_var
+    end = len(payload)
+    index = 0
+    ack_eliciting = False
+    crypto: list[tuple[int, int, bytes]] = []
+    new_cids: list[bytes] = []
+    unknown: str | None = None
+    position = 0
+    add = out.add
+    while position < end:
+        try:
+            frame_type = pull()
+            if frame_type == 0x00:
+                match = NOT_PADDING.search(payload, position)
+                stop = match.start() if match else end
+                add(index, "padding", stop - position)
+                buf.seek(stop)
+                position = stop
+                index += 1
+                continue
+            if 0x08 <= frame_type <= 0x0F:
+                stream_id = pull()
+                offset = pull() if frame_type & 0x04 else 0
+                if frame_type & 0x02:
+                    length = pull()
+                    data_end = buf.tell() + length
+                    if data_end > end:
+                        raise BufferReadError
+                else:
+                    data_end = end
+                    length = end - buf.tell()
+                buf.seek(data_end)
+                add(index, "stream", data_end - position, stream_id=stream_id, offset=offset, length=length, fin=bool(frame_type & 0x01))
+            elif frame_type == 0x02 or frame_type == 0x03:
+                largest = pull()
+                delay = pull()
+                range_count = pull()
+                first_range = pull()
+                high = largest
+                low = largest - first_range
+                ranges = [f"[{low},{high}]"]
+                for _ in range(range_count):
+                    gap = pull()
+                    range_length = pull()
+                    high = low - gap - 2
+                    low = high - range_length
+                    ranges.append(f"[{low},{high}]")
+                if frame_type == 0x03:
+                    pull()
+                    pull()
+                    pull()
+                add(
+                    index,
+                    "ack",
+                    buf.tell() - position,
+                    ack_delay_raw=delay,
+                    largest_acked=largest,
+                    first_ack_range=first_range,
+                    ack_ranges="[" + ",".join(ranges) + "]",
+                )
+            elif frame_type == 0x06:
+                offset = pull()
+                length = pull()
+                data_start = buf.tell()
+                data = buf.pull_bytes(length)
+                crypto.append((len(out), offset, data))
+                add(index, "crypto", data_start + length - position, offset=offset, length=length)
+                ack_eliciting = True
+            elif frame_type == 0x01 or frame_type == 0x1E or frame_type == 0x1F or frame_type == 0xAC:
+                add(index, FRAME_NAMES[frame_type], buf.tell() - position)
+                ack_eliciting = True
+            elif frame_type == 0x30 or frame_type == 0x31:
+                if frame_type == 0x31:
+                    length = pull()
+                    if buf.tell() + length > end:
+                        raise BufferReadError
+                else:
+                    length = end - buf.tell()
+                buf.seek(buf.tell() + length)
+                add(index, "datagram", buf.tell() - position, length=length)
+                ack_eliciting = True
+            else:
+                name, stream_id = _skip_other_frame(frame_type, buf, new_cids)
+                if name is None:
+                    unknown = f"unknown frame type 0x{frame_type:x}"
+                    add(index, "unknown", end - position)
+                    index += 1
+                    break
+                add(index, name, buf.tell() - position, stream_id=stream_id)
+                if frame_type not in NON_ACK_ELICITING:
+                    ack_eliciting = True
+        except BufferReadError:
+            unknown = "frame runs past the end of the packet (malformed)"
+            add(index, "unknown", end - position)
+            index += 1
+            break
+        index += 1
+        position = buf.tell()
+    return WalkResult(index, ack_eliciting, crypto, new_cids, unknown)
+
+
+def _skip_other_frame(frame_type: int, buf: Buffer, new_cids: list[bytes]) -> tuple[str | None, int | None]:
+    """Move past the less frequent frames; return their name (None if the type is unknown) and stream id."""
+    pull = buf.pull_uint_var
+    stream_id = None
+    if frame_type == 0x04:  # RESET_STREAM: id, error, final size
+        stream_id = pull()
+        pull(), pull()
+    elif frame_type == 0x05:  # STOP_SENDING: id, error
+        stream_id = pull()
+        pull()
+    elif frame_type == 0x07:  # NEW_TOKEN
+        buf.pull_bytes(pull())
+    elif frame_type in (0x10, 0x12, 0x13, 0x14, 0x16, 0x17, 0x19):
+        pull()
+    elif frame_type in (0x11, 0x15):  # MAX_STREAM_DATA, STREAM_DATA_BLOCKED: id, value
+        stream_id = pull()
+        pull()
+    elif frame_type == 0x18:  # NEW_CONNECTION_ID: seq, retire prior to, cid, reset token
+        pull(), pull()
+        cid_length = buf.pull_uint8()
+        new_cids.append(buf.pull_bytes(cid_length))
+        buf.pull_bytes(16)
+    elif frame_type in (0x1A, 0x1B):
+        buf.pull_bytes(8)
+    elif frame_type == 0x1C:  # CONNECTION_CLOSE (transport): error, frame type, reason
+        pull(), pull()
+        buf.pull_bytes(pull())
+    elif frame_type == 0x1D:  # CONNECTION_CLOSE (application): error, reason
+        pull()
+        buf.pull_bytes(pull())
+    elif frame_type == 0xAF:  # ACK_FREQUENCY: sequence, threshold, max ack delay, reordering threshold
+        # The last field was 8 bits in early drafts and is a varint since -04; for values < 64 both read the same.
+        pull(), pull(), pull(), pull()
+    else:
+        return None, None
+    return FRAME_NAMES[frame_type], stream_id
