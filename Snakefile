@@ -1,0 +1,20 @@
+# quicack: raw QUIC captures and qlogs -> Parquet + DuckDB -> every table and figure.
+# Rules live in workflow/rules/, one file per stage. The default target stays here because
+# Snakemake takes the default target only from the main Snakefile, not from includes.
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/ingest.smk"
+include: "workflow/rules/derive.smk"
+include: "workflow/rules/database.smk"
+include: "workflow/rules/render.smk"
+
+
+rule all:
+    input:
+        RESULTS / "quicack.duckdb",
+        RESULTS / "summary.txt",
+        RESULTS / "notebooks" / "imc24_pto_model.ipynb",

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what quicack needs on a fresh Debian 12 machine with Python 3.11, as root.
+#   bash install.sh          the pipeline: Debian packages + the Python package (pinned)
+#   bash install.sh --dev    also test tools, the testbed's packages and the QUIC client programs
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+dev=0
+[ "${1:-}" = "--dev" ] && dev=1
+
+python=${PYTHON:-python3}
+"$python" -c 'import sys; assert sys.version_info >= (3, 11), "quicack needs Python >= 3.11"'
+
+apt_packages=(tshark tcpdump)
+if [ $dev = 1 ]; then
+  # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
+  apt_packages+=(iproute2 iptables nftables ethtool libnetfilter-queue-dev ngtcp2-client ngtcp2-server hyperfine time build-essential)
+fi
+missing=()
+for package in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+extras=""
+[ $dev = 1 ] && extras="[dev,testbed]"
+"$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".${extras}"
+"$python" -m ipykernel install --sys-prefix --name python3 >/dev/null
+
+if [ $dev = 1 ] && [ -x src/clients/build.sh ]; then
+  bash src/clients/build.sh
+fi
+echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'))"

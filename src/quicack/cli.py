@@ -1,0 +1,197 @@
+"""The ``quicack`` command.
+
+User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``sql``
+(query the database). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+``dataset-issues``, ``derive-group``, ``build-db``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from quicack import pipeline, recovery, store
+from quicack.schema import TABLES
+
+DEFAULT_DB = Path("results/sample/quicack.duckdb")
+QLOG_OUTPUT_TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues", "rtt_samples")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
+    qlog.add_argument("paths", nargs="+", type=Path)
+    qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
+    qlog.set_defaults(handler=_qlog)
+
+    sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
+    sql.add_argument("query", nargs="?")
+    sql.add_argument("--db", type=Path, default=DEFAULT_DB)
+    sql.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    sql.set_defaults(handler=_sql)
+
+    pcap = commands.add_parser("pcap", help="decode one capture to Parquet (see quicack pcap --help)", add_help=False)
+    pcap.add_argument("rest", nargs=argparse.REMAINDER)
+    pcap.set_defaults(handler=_pcap)
+
+    group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
+    group.add_argument("--raw", type=Path, required=True)
+    group.add_argument("--group", required=True)
+    group.add_argument("--dataset", required=True)
+    group.add_argument("--parquet", type=Path, required=True)
+    group.set_defaults(handler=_ingest_group)
+
+    dataset = commands.add_parser("dataset-issues", help="(pipeline) dataset-level input problems")
+    dataset.add_argument("--raw", type=Path, required=True)
+    dataset.add_argument("--parquet", type=Path, required=True)
+    dataset.set_defaults(handler=_dataset_issues)
+
+    derive = commands.add_parser("derive-group", help="(pipeline) rtt_samples and connections of one run group")
+    derive.add_argument("--parquet", type=Path, required=True)
+    derive.add_argument("--group", required=True)
+    derive.add_argument("--initial-rtt-ms", type=float, default=recovery.K_INITIAL_RTT_MS)
+    derive.add_argument("--rttvar-order", choices=[o.value for o in recovery.RttOrder], default="appendix_a")
+    derive.set_defaults(handler=_derive_group)
+
+    database = commands.add_parser("build-db", help="(pipeline) DuckDB views over the Parquet files + summary")
+    database.add_argument("--parquet", type=Path, required=True)
+    database.add_argument("--db", type=Path, required=True)
+    database.add_argument("--summary", type=Path, required=True)
+    database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
+    database.set_defaults(handler=_build_db)
+
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def _qlog(args: argparse.Namespace) -> int:
+    from quicack.metrics.rtt import recompute_rtt_samples
+    from quicack.qlog import read_qlog
+
+    files = _expand_qlog_paths(args.paths)
+    args.out.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, pq.ParquetWriter] = {}
+    readable = 0
+    try:
+        for path in files:
+            result = read_qlog(path, run_id=path.stem.split(".")[0], vantage=None)
+            rtt = recompute_rtt_samples(result.packets, result.frames, result.endpoints)
+            tables = {
+                "packets": result.packets,
+                "frames": result.frames,
+                "metrics_logged": result.metrics_logged,
+                "endpoints": result.endpoints,
+                "ingest_issues": result.ingest_issues,
+                "rtt_samples": rtt,
+            }
+            for name, frame in tables.items():
+                _append(writers, args.out, name, frame)
+            errors = result.ingest_issues.filter(pl.col("severity") == "error").height
+            readable += result.packets.height > 0 or result.metrics_logged.height > 0
+            dialect = result.endpoints["dialect"].first() if result.endpoints.height else "?"
+            print(
+                f"{path}: {dialect}, {result.endpoints.height} connection(s), {result.packets.height} packets, "
+                f"{result.frames.height} frames, {result.metrics_logged.height} metrics updates, "
+                f"{rtt.height} RTT samples recomputed, {result.ingest_issues.height} issue(s) ({errors} errors)"
+            )
+        for name in QLOG_OUTPUT_TABLES:
+            if name not in writers:
+                _append(writers, args.out, name, TABLES[name].empty())
+    finally:
+        for writer in writers.values():
+            writer.close()
+    if not files:
+        print("no qlog files found", file=sys.stderr)
+    return 0 if readable else 1
+
+
+def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
+    from quicack.ingest import QLOG_SUFFIXES, _has_suffix
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and _has_suffix(p, QLOG_SUFFIXES)))
+        else:
+            files.append(path)
+    return files
+
+
+def _append(writers: dict[str, pq.ParquetWriter], out: Path, name: str, frame: pl.DataFrame) -> None:
+    arrow = TABLES[name].conform(frame).to_arrow()
+    if name not in writers:
+        writers[name] = pq.ParquetWriter(out / f"{name}.parquet", arrow.schema, compression="zstd")
+    writers[name].write_table(arrow)
+
+
+def _sql(args: argparse.Namespace) -> int:
+    if not args.db.exists():
+        print(f"no database at {args.db}: run `snakemake --cores all` first, or pass --db", file=sys.stderr)
+        return 1
+    if args.query is None:
+        shell = shutil.which("duckdb")
+        if shell is None:
+            print("the DuckDB CLI is not installed: pip install duckdb-cli", file=sys.stderr)
+            return 1
+        os.execv(shell, [shell, "-readonly", str(args.db)])
+    with store.connect(args.db) as con:
+        frame = con.execute(args.query).pl()
+    if args.csv:
+        sys.stdout.write(frame.write_csv())
+    else:
+        with pl.Config(tbl_rows=50, tbl_cols=20, fmt_str_lengths=60):
+            print(frame)
+    return 0
+
+
+def _pcap(args: argparse.Namespace) -> int:
+    try:
+        from quicack.pcap.cli import pcap_command
+    except ImportError:
+        print("the capture decoder (quicack.pcap) is not available in this installation", file=sys.stderr)
+        return 1
+    return pcap_command(args.rest)
+
+
+def _ingest_group(args: argparse.Namespace) -> int:
+    counts = pipeline.ingest_group_stage(args.raw, args.group, args.dataset, args.parquet)
+    print(f"{args.group}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    return 0
+
+
+def _dataset_issues(args: argparse.Namespace) -> int:
+    pipeline.dataset_issues_stage(args.raw, args.parquet)
+    return 0
+
+
+def _derive_group(args: argparse.Namespace) -> int:
+    params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
+    counts = pipeline.derive_group_stage(args.parquet, args.group, params)
+    print(f"{args.group}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    return 0
+
+
+def _build_db(args: argparse.Namespace) -> int:
+    repo_root = Path.cwd()
+    counts = store.build_database(args.db, args.parquet, repo_root)
+    summary = pipeline.summarize(args.parquet, counts)
+    args.summary.parent.mkdir(parents=True, exist_ok=True)
+    args.summary.write_text(summary.text)
+    print(summary.text)
+    if args.strict and (summary.errors or summary.warnings):
+        print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
+        args.db.unlink(missing_ok=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

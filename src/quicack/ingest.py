@@ -1,0 +1,215 @@
+"""Raw dataset → ingest tables, one run group at a time.
+
+A dataset's raw folder follows the QUIC Interop Runner layout
+``<server>_<client>/<testcase>/<repetition>/{client,server,sim}/`` with a ``run.json`` per run
+(the testbed writes it); folders without ``run.json`` (the original imc24 artifact, QIR logs)
+are described from their names. Every input file ends either as rows or as a row in
+``ingest_issues``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from quicack.schema import INGEST_ISSUES, RUNS, TABLES
+
+QLOG_SUFFIXES = (".qlog", ".sqlog", ".json", ".ndjson", ".jsonseq")
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
+COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
+RUN_MARKERS = ("run.json", "client", "server", "sim")
+CAPTURE_VANTAGES = {"trace_node_left": "sim_left", "trace_node_right": "sim_right"}
+
+# Tables one run group writes, in this order.
+INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    run_id: str
+    path: Path
+
+
+def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
+    return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
+
+
+def run_groups(raw_root: Path) -> list[str]:
+    """Run groups of a dataset: the folders directly below its raw folder, sorted."""
+    if not raw_root.is_dir():
+        return []
+    return sorted(p.name for p in raw_root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def discover_runs(group_root: Path, raw_root: Path) -> Iterator[RunFolder]:
+    """Every run folder below a group: a folder holding run.json or client/server/sim folders."""
+    for path in sorted(p for p in [group_root, *group_root.rglob("*")] if p.is_dir()):
+        if path.name in ("client", "server", "sim", "qlog"):
+            continue
+        if any((path / marker).exists() for marker in RUN_MARKERS):
+            yield RunFolder(run_id=path.relative_to(raw_root).as_posix(), path=path)
+
+
+def _has_suffix(path: Path, suffixes: tuple[str, ...]) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(s + c) for s in suffixes for c in COMPRESSED_SUFFIXES)
+
+
+def qlog_files(run: RunFolder) -> list[tuple[Path, str | None]]:
+    """qlog files of a run with the vantage their folder implies (client/server) or None."""
+    found = []
+    for path in sorted(run.path.rglob("*")):
+        if not path.is_file() or not _has_suffix(path, QLOG_SUFFIXES) or path.name == "run.json":
+            continue
+        parts = path.relative_to(run.path).parts
+        vantage = next((p for p in parts if p in ("client", "server")), None)
+        found.append((path, vantage))
+    return found
+
+
+def capture_files(run: RunFolder) -> list[tuple[Path, str]]:
+    """Captures of a run with their vantage name (sim_left / sim_right / file stem)."""
+    found = []
+    for path in sorted(run.path.rglob("*")):
+        if path.is_file() and _has_suffix(path, CAPTURE_SUFFIXES):
+            stem = path.name.split(".")[0]
+            found.append((path, CAPTURE_VANTAGES.get(stem, stem)))
+    return found
+
+
+def keylog_files(run: RunFolder) -> list[Path]:
+    return sorted(p for p in run.path.rglob("*") if p.is_file() and p.name.lower() in ("keys.log", "keylog.txt", "sslkeylogfile.txt"))
+
+
+def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[dict]]:
+    """The ``runs`` row of a run folder, from run.json or, failing that, from its path."""
+    issues: list[dict] = []
+    meta: dict = {}
+    run_json = run.path / "run.json"
+    if run_json.exists():
+        try:
+            meta = json.loads(run_json.read_text())
+            if not isinstance(meta, dict):
+                raise ValueError("top level is not an object")
+        except (ValueError, UnicodeDecodeError) as error:
+            issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
+            meta = {}
+    else:
+        meta = _describe_from_path(run, issues, raw_root)
+    row = {c.name: meta.get(c.name) for c in RUNS.columns}
+    group, *rest = run.run_id.split("/")
+    server, _, client = group.partition("_")
+    row.update(run_id=run.run_id, dataset=dataset, raw_path=run.run_id)
+    row["server_impl"] = row["server_impl"] or server or None
+    row["client_impl"] = row["client_impl"] or client or None
+    if row["scenario"] is None and rest:
+        row["scenario"] = rest[0]
+    if row["repetition"] is None and len(rest) > 1 and rest[-1].isdigit():
+        row["repetition"] = int(rest[-1])
+    if row["status"] not in ("ok", "failed"):
+        if row["status"] is not None:
+            issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        row["status"] = None
+    return row, issues
+
+
+def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> dict:
+    """Settings encoded in folder names (imc24 artifact, QIR logs) when there is no run.json."""
+    try:
+        from quicack.testbed.layout import parse_run_folder
+    except ImportError:
+        parse_run_folder = None
+    if parse_run_folder is not None:
+        try:
+            return dict(parse_run_folder(run.path))
+        except (ValueError, KeyError) as error:
+            issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+            return {}
+    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", "no run.json: parameters taken from the folder names only"))
+    return {}
+
+
+def _rel(path: Path, raw_root: Path) -> str:
+    try:
+        return path.relative_to(raw_root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataFrame]:
+    """All ingest tables of one run group."""
+    from quicack.qlog import read_qlog
+
+    parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
+    issues: list[dict] = []
+    runs: list[dict] = []
+    group_root = raw_root / group
+    found_any = False
+    for run in discover_runs(group_root, raw_root):
+        found_any = True
+        row, run_issues = run_row(run, dataset, raw_root)
+        runs.append(row)
+        issues.extend(run_issues)
+        qlogs = qlog_files(run)
+        if not qlogs:
+            issues.append(issue(run.run_id, run.run_id, "qlog", "warning", "run has no qlog file (looked for *.qlog, *.sqlog, *.json below the run folder)"))
+        for path, vantage in qlogs:
+            result = read_qlog(path, run.run_id, vantage)
+            for name in ("packets", "frames", "metrics_logged", "endpoints"):
+                parts[name].append(getattr(result, name))
+            parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
+        _ingest_captures(run, raw_root, parts, issues)
+    if not found_any:
+        issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+    parts["runs"].append(pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty())
+    parts["ingest_issues"].append(pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty())
+    return {name: _concat(name, frames) for name, frames in parts.items()}
+
+
+def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], issues: list[dict]) -> None:
+    captures = capture_files(run)
+    if not captures:
+        return
+    try:
+        from quicack.pcap import decode_capture_tables
+    except ImportError:
+        for path, _ in captures:
+            issues.append(issue(_rel(path, raw_root), run.run_id, "pcap", "warning", "capture not decoded: the capture decoder (quicack.pcap) is not installed"))
+        return
+    keylogs = keylog_files(run)
+    for path, vantage in captures:
+        tables = decode_capture_tables(path, keylogs, run.run_id, vantage)
+        for name, frame in tables.items():
+            if name in parts:
+                frame = _relative_paths(frame, raw_root) if name == "ingest_issues" else frame
+                parts[name].append(frame)
+
+
+def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
+    if frame.is_empty():
+        return frame
+    prefix = str(raw_root.resolve()) + "/"
+    return frame.with_columns(pl.col("path").str.replace(prefix, "", literal=True))
+
+
+def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
+    table = TABLES[name]
+    conformed = [table.conform(f) for f in frames if f is not None and not f.is_empty()]
+    return pl.concat(conformed, how="vertical") if conformed else table.empty()
+
+
+def dataset_issues(raw_root: Path) -> pl.DataFrame:
+    """Problems of the dataset as a whole (missing or empty raw folder, stray files)."""
+    issues = []
+    if not raw_root.is_dir():
+        issues.append(issue(str(raw_root), None, "discover", "error", "raw folder does not exist"))
+    else:
+        if not run_groups(raw_root):
+            issues.append(issue(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
+        for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
+            issues.append(issue(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+    return pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()

@@ -1,0 +1,112 @@
+"""The first ``connections`` table: one row per (run, qlog vantage), polars only."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from quicack.recovery import K_GRANULARITY_MS
+from quicack.schema import CONNECTIONS
+
+KEY = ["run_id", "vantage"]
+
+
+def logged_pto(smoothed: pl.Expr, rttvar: pl.Expr) -> pl.Expr:
+    """PTO from logged estimator values, the RFC 9002 way; null when rttvar is not logged."""
+    return smoothed + pl.max_horizontal(4 * rttvar, pl.lit(K_GRANULARITY_MS))
+
+
+def logged_estimates(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Logged (smoothed_rtt, rtt_variance) per update, carried forward where an update omits one
+    (implementations log only changed fields), with consecutive duplicates removed.
+
+    The count of what is left is how many RTT samples the implementation exposed (imc24 App. E:
+    "we remove consecutive duplicates", which may merge two samples with equal values).
+    """
+    filled = (
+        metrics.sort([*KEY, "time_ms"], maintain_order=True)
+        .with_columns(pl.col("smoothed_rtt_ms", "rtt_variance_ms").forward_fill().over(KEY))
+        .filter(pl.col("smoothed_rtt_ms").is_not_null())
+    )
+    changed = (pl.col("smoothed_rtt_ms") != pl.col("smoothed_rtt_ms").shift(1).over(KEY)) | (
+        pl.col("rtt_variance_ms").fill_null(-1.0) != pl.col("rtt_variance_ms").shift(1).over(KEY).fill_null(-1.0)
+    )
+    return filled.filter(changed.fill_null(True)).select(*KEY, "time_ms", "smoothed_rtt_ms", "rtt_variance_ms")
+
+
+def connections_table(
+    packets: pl.DataFrame,
+    frames: pl.DataFrame,
+    metrics: pl.DataFrame,
+    endpoints: pl.DataFrame,
+    rtt_samples: pl.DataFrame,
+) -> pl.DataFrame:
+    qlog_endpoints = (
+        endpoints.filter(pl.col("source") == "qlog")
+        .group_by(KEY, maintain_order=True)
+        .agg(pl.col("handshake_confirmed_ms").min().alias("handshake_ms"))
+    )
+    recomputed = (
+        rtt_samples.filter(pl.col("source") == "qlog")
+        .sort([*KEY, "sample_index"])
+        .group_by(KEY, maintain_order=True)
+        .agg(
+            pl.col("latest_rtt_ms").first().alias("first_rtt_ms"),
+            pl.col("pto_ms").first().alias("first_pto_ms"),
+            pl.len().cast(pl.Int64).alias("rtt_samples"),
+        )
+    )
+    estimates = logged_estimates(metrics)
+    logged = estimates.group_by(KEY, maintain_order=True).agg(
+        logged_pto(pl.col("smoothed_rtt_ms"), pl.col("rtt_variance_ms")).first().alias("first_pto_logged_ms"),
+        pl.len().cast(pl.Int64).alias("rtt_samples_logged"),
+    )
+    qlog_frames = frames.filter(pl.col("source") == "qlog")
+    # The client's first bidirectional stream (id 0) carries the request and its response;
+    # the first byte the client receives on it is the response's first byte. For HTTP/3 that
+    # byte starts the HEADERS frame, which shares the packet with the body in small responses.
+    ttfb = (
+        qlog_frames.filter(
+            (pl.col("vantage") == "client")
+            & (pl.col("event") == "received")
+            & (pl.col("frame_type") == "stream")
+            & (pl.col("stream_id") == 0)
+            & (pl.col("length").fill_null(1) > 0)
+        )
+        .group_by(KEY)
+        .agg(pl.col("time_ms").min().alias("ttfb_ms"))
+    )
+    handshake = instant_ack_timing(qlog_frames)
+    return CONNECTIONS.conform(
+        qlog_endpoints.join(recomputed, on=KEY, how="left", nulls_equal=True)
+        .join(logged, on=KEY, how="left", nulls_equal=True)
+        .join(ttfb, on=KEY, how="left", nulls_equal=True)
+        .join(handshake, on=KEY, how="left", nulls_equal=True)
+        .with_columns((pl.col("first_pto_logged_ms") - pl.col("first_pto_ms")).alias("first_pto_delta_ms"))
+        .sort(KEY)
+    )
+
+
+def instant_ack_timing(frames: pl.DataFrame) -> pl.DataFrame:
+    """Per client qlog: was the first server Initial an ACK without CRYPTO (instant ACK), and
+    how long after it did the ServerHello (first received Initial CRYPTO) arrive."""
+    initial_s2c = frames.filter(
+        (pl.col("vantage") == "client") & (pl.col("event") == "received") & (pl.col("pn_space") == "initial")
+    )
+    per_packet = initial_s2c.group_by([*KEY, "packet_number"]).agg(
+        pl.col("time_ms").min(),
+        (pl.col("frame_type") == "ack").any().alias("has_ack"),
+        (pl.col("frame_type") == "crypto").any().alias("has_crypto"),
+    )
+    return (
+        per_packet.sort([*KEY, "time_ms", "packet_number"])
+        .group_by(KEY, maintain_order=True)
+        .agg(
+            (pl.col("has_ack") & ~pl.col("has_crypto")).first().alias("iack"),
+            pl.col("time_ms").first().alias("first_initial_ms"),
+            pl.col("time_ms").filter(pl.col("has_crypto")).first().alias("server_hello_ms"),
+        )
+        .with_columns(
+            pl.when(pl.col("iack")).then(pl.col("server_hello_ms") - pl.col("first_initial_ms")).alias("iack_to_sh_ms")
+        )
+        .select(*KEY, "iack", "iack_to_sh_ms")
+    )

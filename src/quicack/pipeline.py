@@ -1,0 +1,65 @@
+"""The stages the Snakemake rules run, as functions: ingest a group, derive a group, build the
+database, summarise. Each reads only what the stage before it wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from quicack import ingest, recovery, store
+from quicack.metrics.connections import connections_table
+from quicack.metrics.rtt import recompute_rtt_samples
+
+DERIVED_TABLES = ("rtt_samples", "connections")
+
+
+class StrictModeError(RuntimeError):
+    """Raised when ``strict`` is set and the input had problems."""
+
+
+def ingest_group_stage(raw_root: Path, group: str, dataset: str, parquet_root: Path) -> dict[str, int]:
+    tables = ingest.ingest_group(raw_root, group, dataset)
+    store.write_tables(tables, parquet_root, group)
+    return {name: frame.height for name, frame in tables.items()}
+
+
+def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
+    frame = ingest.dataset_issues(raw_root)
+    store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
+    return frame.height
+
+
+def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
+    read = {name: store.read_table(parquet_root, name, [group]) for name in ("packets", "frames", "metrics_logged", "endpoints")}
+    rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
+    connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt)
+    store.write_tables({"rtt_samples": rtt, "connections": connections}, parquet_root, group)
+    return {"rtt_samples": rtt.height, "connections": connections.height}
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    errors: int
+    warnings: int
+
+
+def summarize(parquet_root: Path, counts: dict[str, int]) -> Summary:
+    """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt."""
+    issues = store.read_table(parquet_root, "ingest_issues")
+    runs = store.read_table(parquet_root, "runs")
+    lines = ["quicack ingest summary", ""]
+    lines += [f"  {name:<18} {rows:>10,} rows" for name, rows in counts.items()]
+    ok = runs.filter(pl.col("status") == "ok").height
+    failed = runs.filter(pl.col("status") == "failed").height
+    lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
+    errors = issues.filter(pl.col("severity") == "error").height
+    warnings = issues.height - errors
+    lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
+    for row in issues.sort("severity", "path").head(50).iter_rows(named=True):
+        lines.append(f"    [{row['severity']}] {row['stage']}: {row['path']}: {row['message']}")
+    if issues.height > 50:
+        lines.append(f"    ... {issues.height - 50} more: SELECT * FROM ingest_issues")
+    return Summary("\n".join(lines) + "\n", errors, warnings)

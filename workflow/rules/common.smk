@@ -1,0 +1,58 @@
+# Shared configuration, paths and input functions of the quicack workflow.
+
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+validate(config, "../schemas/config.schema.yaml")
+
+DATASET = config["dataset"]
+RAW = Path(config["raw_dir"])
+RESULTS = Path(config["results_dir"]) / DATASET
+PARQUET = RESULTS / "parquet"
+LOGS = RESULTS / "logs"
+INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
+DERIVED_TABLES = ("rtt_samples", "connections")
+FIGURE_FORMATS = config["figures"]["formats"]
+
+
+def run_groups():
+    """Run groups (<server>_<client> folders) of the raw dataset, read when the DAG is built."""
+    if not RAW.is_dir():
+        return []
+    return sorted(p.name for p in RAW.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+GROUPS = run_groups()
+
+
+def group_inputs(wildcards):
+    """Every file of a run group, so that a changed or added raw file re-runs its group."""
+    return sorted(str(p) for p in (RAW / wildcards.group).rglob("*") if p.is_file())
+
+
+def table_parts(tables, groups):
+    return [str(PARQUET / table / f"{group}.parquet") for table in tables for group in groups]
+
+
+def all_parquet():
+    return (
+        table_parts(INGEST_TABLES, GROUPS)
+        + table_parts(DERIVED_TABLES, GROUPS)
+        + [str(PARQUET / "ingest_issues" / "_dataset.parquet")]
+    )
+
+
+FIGURES = RESULTS / "figures"
+NOTEBOOKS_OUT = RESULTS / "notebooks"
+
+
+def figure_outputs(figure_id):
+    """The figure's files; the PNG goes into the report with the figure's caption."""
+    paths = [FIGURES / f"{figure_id}.{fmt}" for fmt in FIGURE_FORMATS]
+    caption = f"../report/{figure_id}.rst"
+    # (`report` must not start a line here: the Snakefile parser reads that as the directive.)
+    return [(report(p, caption=caption, category="imc24") if p.suffix == ".png" else p) for p in paths]

@@ -1,0 +1,19 @@
+# Stage 2: ingest tables -> derived tables (rtt_samples recomputed per RFC 9002, connections).
+
+
+rule derive_group:
+    input:
+        expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
+    output:
+        expand(PARQUET / "{table}" / "{{group}}.parquet", table=DERIVED_TABLES),
+    log:
+        LOGS / "derive" / "{group}.log",
+    params:
+        parquet=PARQUET,
+        initial_rtt_ms=config["recovery"]["initial_rtt_ms"],
+        rttvar_order=config["recovery"]["rttvar_order"],
+    conda:
+        "../../environment.yml"
+    shell:
+        "quicack derive-group --parquet {params.parquet:q} --group {wildcards.group:q} "
+        "--initial-rtt-ms {params.initial_rtt_ms} --rttvar-order {params.rttvar_order} > {log:q} 2>&1"

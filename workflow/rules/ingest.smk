@@ -1,0 +1,34 @@
+# Stage 1: raw run groups -> ingest tables (runs, packets, frames, metrics_logged, datagrams,
+# endpoints, ingest_issues), one Parquet file per table and run group.
+
+
+rule ingest_group:
+    input:
+        group_inputs,
+    output:
+        expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
+    log:
+        LOGS / "ingest" / "{group}.log",
+    params:
+        raw=RAW,
+        dataset=DATASET,
+        parquet=PARQUET,
+    conda:
+        "../../environment.yml"
+    shell:
+        "quicack ingest-group --raw {params.raw:q} --group {wildcards.group:q} "
+        "--dataset {params.dataset:q} --parquet {params.parquet:q} > {log:q} 2>&1"
+
+
+rule ingest_dataset_issues:
+    output:
+        PARQUET / "ingest_issues" / "_dataset.parquet",
+    log:
+        LOGS / "ingest" / "_dataset.log",
+    params:
+        raw=RAW,
+        parquet=PARQUET,
+    conda:
+        "../../environment.yml"
+    shell:
+        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} > {log:q} 2>&1"
