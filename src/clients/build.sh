@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the compiled QUIC clients of the testbed into src/clients/<impl>/bin/.
+# Idempotent: go and cargo rebuild only what changed, so a second run takes seconds.
+# Versions are pinned by the committed go.mod/go.sum and Cargo.lock (--locked).
+# Needs Go and Rust toolchains; the aioquic client is a Python script (aioquic from pip)
+# and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
+#
+# usage: src/clients/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn)
+set -uo pipefail
+
+CLIENTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ALL_IMPLS=(quic-go quic-go-old go-x-net quinn)
+if [ "$#" -gt 0 ]; then IMPLS=("$@"); else IMPLS=("${ALL_IMPLS[@]}"); fi
+
+# The Go toolchain is often installed outside PATH.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+    export PATH="$PATH:/usr/local/go/bin"
+fi
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$PATH:$HOME/.cargo/bin"
+fi
+
+failed=()
+
+build_go() {  # build_go <impl dir> <output name> <package>
+    local dir="$CLIENTS_DIR/$1" out="$2" pkg="$3"
+    if ! command -v go >/dev/null 2>&1; then
+        echo "build.sh: $1: go not found (install Go >= 1.24)" >&2
+        return 1
+    fi
+    (cd "$dir" && go build -trimpath -mod=readonly -o "bin/$out" "$pkg") || {
+        echo "build.sh: $1: go build failed" >&2
+        return 1
+    }
+}
+
+build_quinn() {
+    local dir="$CLIENTS_DIR/quinn"
+    if ! command -v cargo >/dev/null 2>&1; then
+        echo "build.sh: quinn: cargo not found (install Rust >= 1.85)" >&2
+        return 1
+    fi
+    (cd "$dir" && cargo build --release --locked --quiet) || {
+        echo "build.sh: quinn: cargo build failed" >&2
+        return 1
+    }
+    mkdir -p "$dir/bin"
+    # Copy only when changed so that the binary's mtime tells when it was last rebuilt.
+    cmp -s "$dir/target/release/quicack-quinn-client" "$dir/bin/quinn-client" ||
+        cp "$dir/target/release/quicack-quinn-client" "$dir/bin/quinn-client"
+}
+
+for impl in "${IMPLS[@]}"; do
+    case "$impl" in
+        quic-go)
+            build_go quic-go quic-go-client ./cmd/client &&
+                build_go quic-go quic-go-server ./cmd/server &&
+                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-client (quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-client" --version))" &&
+                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-server" ||
+                failed+=("$impl")
+            ;;
+        quic-go-old)
+            build_go quic-go-old quic-go-old-client ./cmd/client &&
+                echo "built $CLIENTS_DIR/quic-go-old/bin/quic-go-old-client (quic-go $("$CLIENTS_DIR/quic-go-old/bin/quic-go-old-client" --version))" ||
+                failed+=("$impl")
+            ;;
+        go-x-net)
+            build_go go-x-net go-x-net-client ./cmd/client &&
+                echo "built $CLIENTS_DIR/go-x-net/bin/go-x-net-client (golang.org/x/net $("$CLIENTS_DIR/go-x-net/bin/go-x-net-client" --version))" ||
+                failed+=("$impl")
+            ;;
+        quinn)
+            build_quinn &&
+                echo "built $CLIENTS_DIR/quinn/bin/quinn-client ($("$CLIENTS_DIR/quinn/bin/quinn-client" --version))" ||
+                failed+=("$impl")
+            ;;
+        *)
+            echo "build.sh: unknown client '$impl' (known: ${ALL_IMPLS[*]})" >&2
+            failed+=("$impl")
+            ;;
+    esac
+done
+
+# Not built here, but reported so that one command shows every client's state.
+if [ "$#" -eq 0 ]; then
+    if command -v gtlsclient >/dev/null 2>&1; then
+        echo "found $(command -v gtlsclient) (ngtcp2 $(dpkg-query -W -f='${Version}' ngtcp2-client 2>/dev/null || echo unknown))"
+    else
+        echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
+    fi
+    if python3 -c 'import aioquic' 2>/dev/null; then
+        echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"
+    else
+        echo "note: aioquic client needs the aioquic Python package"
+    fi
+fi
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "build.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi

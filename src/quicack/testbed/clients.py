@@ -1,0 +1,198 @@
+"""The QUIC client programs of the testbed: how to run each one for a single download.
+
+Every client downloads one URL, saves the body as ``download_dir / <basename of the URL path>``,
+writes a TLS keylog (NSS ``SSLKEYLOGFILE`` format) and one qlog per connection into ``qlog_dir``.
+The compiled clients live in ``src/clients/<impl>/`` and are built by ``src/clients/build.sh``.
+
+``client_command`` only builds the command line; the caller runs it (inside the client's network
+namespace in the testbed) and enforces ``timeout_s`` on the whole process as well.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import urlsplit
+
+H3 = "h3"
+HQ = "hq"  # ALPN "hq-interop"
+
+# Order: the imc24 testbed clients first, then the extra dialect for the qlog reader.
+KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quic-go-old")
+
+_PROTOCOLS: dict[str, frozenset[str]] = {
+    "aioquic": frozenset({H3, HQ}),
+    "quic-go": frozenset({H3, HQ}),
+    "quic-go-old": frozenset({H3, HQ}),
+    # golang.org/x/net/quic has no HTTP/3 layer.
+    "go-x-net": frozenset({HQ}),
+    # Debian ships ngtcp2's HTTP/3 example client only (no HTTP/0.9 "h09client").
+    "ngtcp2": frozenset({H3}),
+    "quinn": frozenset({H3, HQ}),
+}
+
+# Binaries built by src/clients/build.sh, relative to src/clients/.
+_BUILT_BINARIES: dict[str, str] = {
+    "quic-go": "quic-go/bin/quic-go-client",
+    "quic-go-old": "quic-go-old/bin/quic-go-old-client",
+    "go-x-net": "go-x-net/bin/go-x-net-client",
+    "quinn": "quinn/bin/quinn-client",
+}
+_AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
+_NGTCP2_CLIENT = "gtlsclient"
+_NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
+
+
+@dataclass(frozen=True)
+class ClientRequest:
+    impl: str  # one of KNOWN_IMPLS
+    url: str  # https://<host>:<port>/<file>
+    app_protocol: str  # 'h3' or 'hq' (hq = ALPN "hq-interop")
+    download_dir: Path  # body saved as download_dir / <basename of the URL path>
+    keylog_path: Path
+    qlog_dir: Path
+    timeout_s: float = 30.0
+
+
+def clients_dir() -> Path:
+    """Where the client programs are: ``src/clients`` of this checkout, or ``$QUICACK_CLIENTS_DIR``."""
+    override = os.environ.get("QUICACK_CLIENTS_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "clients"
+
+
+def supported_protocols(impl: str) -> frozenset[str]:
+    """Application protocols ('h3', 'hq') that the client of `impl` can speak."""
+    try:
+        return _PROTOCOLS[impl]
+    except KeyError:
+        raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(KNOWN_IMPLS)}") from None
+
+
+def preferred_protocol(impl: str) -> str:
+    """HTTP/3 where the client supports it, else hq-interop."""
+    return H3 if H3 in supported_protocols(impl) else HQ
+
+
+def client_executable(impl: str) -> Path | None:
+    """The program that runs the client of `impl`, or None if it is not built/installed."""
+    supported_protocols(impl)
+    if impl == "aioquic":
+        script = clients_dir() / _AIOQUIC_SCRIPT
+        return script if script.is_file() else None
+    if impl == "ngtcp2":
+        found = shutil.which(_NGTCP2_CLIENT)
+        return Path(found) if found else None
+    binary = clients_dir() / _BUILT_BINARIES[impl]
+    return binary if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
+def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
+    """argv and the extra environment variables that make the client of ``req.impl`` do ``req``.
+
+    Creates ``download_dir``, ``qlog_dir`` and the keylog's directory, because some clients
+    (ngtcp2) fail when they are missing and the others would each behave differently.
+    """
+    if req.app_protocol not in supported_protocols(req.impl):
+        raise ValueError(
+            f"{req.impl} client does not support {req.app_protocol!r} "
+            f"(supports {', '.join(sorted(supported_protocols(req.impl)))})"
+        )
+    url = urlsplit(req.url)
+    if url.scheme != "https" or not url.hostname or not url.port:
+        raise ValueError(f"expected https://<host>:<port>/<file>, got {req.url!r}")
+    if not url.path.rstrip("/"):
+        raise ValueError(f"URL has no file path: {req.url!r}")
+    executable = client_executable(req.impl)
+    if executable is None:
+        raise FileNotFoundError(f"{req.impl} client is not built (run src/clients/build.sh)")
+
+    for directory in (req.download_dir, req.qlog_dir, req.keylog_path.parent):
+        directory.mkdir(parents=True, exist_ok=True)
+
+    if req.impl == "ngtcp2":
+        return _ngtcp2_command(executable, req, url.hostname, url.port)
+
+    options = [
+        "--alpn", req.app_protocol,
+        "--keylog", str(req.keylog_path),
+        "--qlog-dir", str(req.qlog_dir),
+        "--download-dir", str(req.download_dir),
+    ]  # fmt: skip
+    if req.impl == "aioquic":
+        return [sys.executable, str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
+    if req.impl == "quinn":
+        return [str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
+    # Go's flag package takes "--name value" as well as "-name value"; durations need a unit.
+    return [str(executable), *options, "--timeout", f"{req.timeout_s:g}s", req.url], {}
+
+
+def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) -> tuple[list[str], dict[str, str]]:
+    # gtlsclient logs TLS secrets through GnuTLS, which reads SSLKEYLOGFILE; there is no flag.
+    timeout_ms = max(1, round(req.timeout_s * 1000))
+    argv = [
+        str(executable),
+        "--quiet",
+        "--no-quic-dump",
+        "--no-http-dump",
+        "--exit-on-all-streams-close",
+        f"--download={req.download_dir}",
+        f"--qlog-dir={req.qlog_dir}",
+        # An idle timeout; the caller bounds the whole run.
+        f"--timeout={timeout_ms}ms",
+        f"--handshake-timeout={timeout_ms}ms",
+        host,
+        str(port),
+        req.url,
+    ]
+    return argv, {"SSLKEYLOGFILE": str(req.keylog_path)}
+
+
+def client_versions() -> dict[str, str]:
+    """impl -> version string, only for clients that are built or installed."""
+    versions: dict[str, str] = {}
+    for impl in KNOWN_IMPLS:
+        executable = client_executable(impl)
+        if executable is None:
+            continue
+        version = _version_of(impl, executable)
+        if version:
+            versions[impl] = version
+    return versions
+
+
+def _version_of(impl: str, executable: Path) -> str | None:
+    if impl == "aioquic":
+        try:
+            return f"aioquic {metadata.version('aioquic')}"
+        except metadata.PackageNotFoundError:
+            return None
+    if impl == "ngtcp2":
+        # gtlsclient has no --version flag (-v selects the QUIC version).
+        return _debian_package_version(_NGTCP2_DEBIAN_PACKAGE, prefix="ngtcp2 (Debian ngtcp2-client) ")
+    try:
+        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    version = out.stdout.strip()
+    if impl in ("quic-go", "quic-go-old"):
+        return f"quic-go {version}"
+    if impl == "go-x-net":
+        return f"golang.org/x/net {version}"
+    return version or None
+
+
+def _debian_package_version(package: str, prefix: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return f"{prefix.strip()} unknown"
+    return prefix + out.stdout.strip()
