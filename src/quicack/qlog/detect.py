@@ -132,6 +132,10 @@ def _implementation(head: bytes, title: str | None, vp_name: str | None) -> str 
     # protocol_type ["QUIC"] and a float reference_time (ms since the epoch).
     if b'"protocol_type":["QUIC"]' in head and title is None and vp_name is None:
         return "go-x-net"
+    # aioquic's QuicFileLogger writes vantage_point (with its name) after the events; its file starts with
+    # {"qlog_format": "JSON", "qlog_version": "0.3", "traces": [{"common_fields": {"ODCID": ...
+    if re.match(rb'\{"qlog_format": "JSON", "qlog_version": "0\.3", "traces": \[\{"common_fields": \{"ODCID"', head):
+        return "aioquic"
     return None
 
 

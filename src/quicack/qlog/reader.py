@@ -466,7 +466,8 @@ class _FileReader:
             if table is PACKETS:
                 exprs.append(pl.lit(True).alias("decrypted"))
                 if conn.ref_abs_ns is not None:
-                    exprs.append((pl.col("t") * 1e6 + conn.ref_abs_ns).round().cast(pl.Int64).alias("time_abs_ns"))
+                    # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
+                    exprs.append(((pl.col("t") * 1e6).round().cast(pl.Int64) + conn.ref_abs_ns).alias("time_abs_ns"))
         cols_keep = [c for c in df.columns if c != "t" and c in table.schema]
         return table.conform(df.select([*cols_keep, *exprs]))
 
@@ -479,7 +480,7 @@ class _FileReader:
                 hs = conn.handshake_confirmed_t - origin
             abs_origin = None
             if conn.ref_abs_ns is not None and origin is not None:
-                abs_origin = round(conn.ref_abs_ns + origin * 1e6)
+                abs_origin = conn.ref_abs_ns + round(origin * 1e6)
             peer_ade = conn.peer_ack_delay_exponent
             if peer_ade is None and conn.peer_params_seen:
                 peer_ade = 3  # RFC 9000 §18.2 default when the peer did not send ack_delay_exponent

@@ -1,0 +1,146 @@
+"""Bad input never raises: each case yields an ingest_issues row a user can act on, and good events are kept.
+
+The damaged files are made here from the real fixtures (hand-made malformed input, as the names say).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import polars as pl
+from test_qlog_common import QLOG_DATA
+
+from quicack.qlog import discover_qlogs, read_qlog, write_qlog_parquet
+
+AIOQUIC = QLOG_DATA / "aioquic" / "client.qlog"
+NGTCP2 = QLOG_DATA / "ngtcp2" / "client.sqlog"
+
+
+def _issues(r) -> list[tuple[str, str]]:
+    assert (r.ingest_issues["stage"] == "qlog").all()
+    return list(r.ingest_issues.select("severity", "message").iter_rows())
+
+
+def test_malformed_truncated_json_document_keeps_events_before_the_cut(tmp_path: Path):
+    data = AIOQUIC.read_bytes()
+    p = tmp_path / "cut.qlog"
+    p.write_bytes(data[: len(data) * 6 // 10])
+    full = read_qlog(AIOQUIC, "r")
+    # aioquic writes vantage_point after the events, so the cut removed it: the caller's vantage is used
+    r = read_qlog(p, "r", vantage="client")
+    (severity, message), = _issues(r)
+    assert severity == "warning"
+    assert "damaged at byte" in message and "cut" in message and str(p) in message
+    # every packet before the damage is kept, identical to the full read
+    assert 0 < r.packets.height < full.packets.height
+    assert r.packets.select("event", "packet_number", "time_ms").equals(
+        full.packets.head(r.packets.height).select("event", "packet_number", "time_ms"))
+
+
+def test_malformed_json_seq_cut_mid_event(tmp_path: Path):
+    data = NGTCP2.read_bytes()
+    cut = data.rfind(b"\x1e") + 20  # inside the last record
+    p = tmp_path / "cut.sqlog"
+    p.write_bytes(data[:cut])
+    full = read_qlog(NGTCP2, "r")
+    r = read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "cut mid-event" in message and "byte" in message
+    assert r.endpoints["events"][0] == full.endpoints["events"][0] - 1
+    assert r.packets.equals(full.packets.head(r.packets.height))
+
+
+def test_malformed_json_seq_bad_record_in_the_middle_is_skipped(tmp_path: Path):
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    records[5] = b'{"time": 3, "name": "transport:packet_sent", "data": {'  # broken, not the last one
+    p = tmp_path / "mid.sqlog"
+    p.write_bytes(b"\x1e".join(records))
+    r = read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "skipped unreadable record 5" in message
+    assert r.packets.height > 0
+
+
+def test_malformed_unknown_qlog_version_is_reported_and_read_best_effort(tmp_path: Path):
+    p = tmp_path / "v9.sqlog"
+    p.write_bytes(NGTCP2.read_bytes().replace(b'"qlog_version":"0.3"', b'"qlog_version":"9.9"', 1))
+    r = read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "unknown qlog version '9.9'" in message
+    assert r.packets.height == read_qlog(NGTCP2, "r").packets.height
+
+
+def test_malformed_empty_file(tmp_path: Path):
+    p = tmp_path / "empty.sqlog"
+    p.write_bytes(b"")
+    r = read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "error" and "empty file" in message
+    assert r.packets.height == 0 and r.endpoints.height == 0
+
+
+def test_malformed_whitespace_only_file(tmp_path: Path):
+    p = tmp_path / "blank.qlog"
+    p.write_bytes(b"\n\n   \n")
+    (severity, message), = _issues(read_qlog(p, "r"))
+    assert severity == "error" and "not a qlog file" in message
+
+
+def test_malformed_binary_garbage(tmp_path: Path):
+    p = tmp_path / "garbage.qlog"
+    p.write_bytes(bytes(random.Random(7).randrange(256) for _ in range(4096)).replace(b"{", b"x").replace(b"\x1e", b"y"))
+    r = read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "error" and "not a qlog file" in message and "0x1e" in message
+
+
+def test_malformed_missing_file_is_an_issue_not_an_exception(tmp_path: Path):
+    (severity, message), = _issues(read_qlog(tmp_path / "nope.qlog", "r"))
+    assert severity == "error" and "cannot read" in message
+
+
+def test_malformed_json_seq_without_header_record(tmp_path: Path):
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    p = tmp_path / "nohead.sqlog"
+    p.write_bytes(b"\x1e" + b"\x1e".join(records[2:]))
+    r = read_qlog(p, "r", vantage="client")
+    msgs = [m for _, m in _issues(r)]
+    assert any("no qlog header record" in m for m in msgs)
+    assert r.packets.height > 0
+
+
+def test_malformed_document_without_traces(tmp_path: Path):
+    p = tmp_path / "x.qlog"
+    p.write_text('{"qlog_version": "0.3", "hello": 1}')
+    (severity, message), = _issues(read_qlog(p, "r"))
+    assert severity == "error" and "no 'traces'" in message
+
+
+def test_discover_reports_an_empty_folder_and_a_run_without_qlog(tmp_path: Path):
+    files, issues = discover_qlogs(tmp_path, run_id="a_b/handshake/1")
+    assert files == [] and issues.height == 1 and "no qlog files" in issues["message"][0]
+    files, issues = discover_qlogs(tmp_path / "missing")
+    assert files == [] and "does not exist" in issues["message"][0]
+    (tmp_path / "client" / "qlog").mkdir(parents=True)
+    (tmp_path / "client" / "qlog" / "x.sqlog").write_bytes(NGTCP2.read_bytes())
+    files, issues = discover_qlogs(tmp_path)
+    assert files == [(tmp_path / "client" / "qlog" / "x.sqlog", "client")] and issues.height == 0
+
+
+def test_write_parquet_with_no_files_writes_an_issue_and_empty_tables(tmp_path: Path):
+    s = write_qlog_parquet([], tmp_path / "out", run_id_for=lambda p: "r")
+    assert s.files == 0 and s.issues == 1
+    issues = pl.read_parquet(tmp_path / "out" / "ingest_issues.parquet")
+    assert "no qlog files" in issues["message"][0]
+    assert pl.read_parquet(tmp_path / "out" / "packets.parquet").height == 0
+
+
+def test_bad_file_among_good_ones_the_rest_goes_on(tmp_path: Path):
+    bad = tmp_path / "bad.qlog"
+    bad.write_bytes(b"\x00\x01garbage")
+    s = write_qlog_parquet([AIOQUIC, bad, NGTCP2], tmp_path / "out", run_id_for=lambda p: p.stem)
+    assert s.files == 3 and s.issues == 1
+    packets = pl.read_parquet(tmp_path / "out" / "packets.parquet")
+    assert packets["run_id"].unique().sort().to_list() == ["client"]  # both good files have stem "client"
+    assert packets.height == read_qlog(AIOQUIC, "x").packets.height + read_qlog(NGTCP2, "x").packets.height
