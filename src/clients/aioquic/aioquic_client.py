@@ -33,15 +33,21 @@ class DownloadProtocol(QuicConnectionProtocol):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._http: H3Connection | None = None
+        # Created with the connection: the server's control and QPACK streams may arrive before
+        # the request is sent, and must not be mistaken for the body.
+        self._http: H3Connection | None = (
+            H3Connection(self._quic) if self._quic.configuration.alpn_protocols == H3_ALPN else None
+        )
+        self._request_stream_id: int | None = None
         self._body = bytearray()
         self._status: int | None = None
         self._finished: asyncio.Future[bytes] = self._loop.create_future()
 
     async def fetch(self, authority: str, path: str, use_h3: bool) -> bytes:
         stream_id = self._quic.get_next_available_stream_id()
+        self._request_stream_id = stream_id
         if use_h3:
-            self._http = H3Connection(self._quic)
+            assert self._http is not None
             self._http.send_headers(
                 stream_id,
                 [
@@ -62,11 +68,13 @@ class DownloadProtocol(QuicConnectionProtocol):
         return body
 
     def quic_event_received(self, event: QuicEvent) -> None:
-        if isinstance(event, StreamReset) and not self._finished.done():
+        if isinstance(event, StreamReset) and event.stream_id == self._request_stream_id and not self._finished.done():
             self._finished.set_exception(RuntimeError(f"stream reset, error code {event.error_code}"))
             return
         if self._http is not None:
             for http_event in self._http.handle_event(event):
+                if getattr(http_event, "stream_id", None) != self._request_stream_id:
+                    continue
                 if isinstance(http_event, HeadersReceived):
                     self._status = int(dict(http_event.headers).get(b":status", b"0"))
                     if http_event.stream_ended:
@@ -75,7 +83,7 @@ class DownloadProtocol(QuicConnectionProtocol):
                     self._body += http_event.data
                     if http_event.stream_ended:
                         self._finish()
-        elif isinstance(event, StreamDataReceived):
+        elif isinstance(event, StreamDataReceived) and event.stream_id == self._request_stream_id:
             self._body += event.data
             if event.end_stream:
                 self._finish()
