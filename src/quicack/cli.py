@@ -82,7 +82,7 @@ def _qlog(args: argparse.Namespace) -> int:
     readable = 0
     try:
         for path in files:
-            result = read_qlog(path, run_id=path.stem.split(".")[0], vantage=None)
+            result = read_qlog(path, run_id=_run_id_for(path), vantage=None)
             rtt = recompute_rtt_samples(result.packets, result.frames, result.endpoints)
             tables = {
                 "packets": result.packets,
@@ -111,6 +111,11 @@ def _qlog(args: argparse.Namespace) -> int:
     if not files:
         print("no qlog files found", file=sys.stderr)
     return 0 if readable else 1
+
+
+def _run_id_for(path: Path) -> str:
+    """The file's path without its suffixes: unique per file, readable in query results."""
+    return path.with_name(path.name.split(".")[0]).as_posix()
 
 
 def _expand_qlog_paths(paths: list[Path]) -> list[Path]:

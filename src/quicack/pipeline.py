@@ -9,10 +9,11 @@ from pathlib import Path
 import polars as pl
 
 from quicack import ingest, recovery, store
+from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
 from quicack.metrics.rtt import recompute_rtt_samples
 
-DERIVED_TABLES = ("rtt_samples", "connections")
+DERIVED_TABLES = ("rtt_samples", "connections", "estimator_agreement")
 
 
 class StrictModeError(RuntimeError):
@@ -35,8 +36,10 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     read = {name: store.read_table(parquet_root, name, [group]) for name in ("packets", "frames", "metrics_logged", "endpoints")}
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
     connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt)
-    store.write_tables({"rtt_samples": rtt, "connections": connections}, parquet_root, group)
-    return {"rtt_samples": rtt.height, "connections": connections.height}
+    agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
+    tables = {"rtt_samples": rtt, "connections": connections, "estimator_agreement": agreement}
+    store.write_tables(tables, parquet_root, group)
+    return {name: frame.height for name, frame in tables.items()}
 
 
 @dataclass(frozen=True)

@@ -292,6 +292,26 @@ ENDPOINTS = Table(
     ),
 )
 
+ESTIMATOR_AGREEMENT = Table(
+    "estimator_agreement",
+    "One row per recomputed RTT sample beside what the implementation logged right after it: how far it deviates from RFC 9002.",
+    (
+        RUN_ID,
+        Column("vantage", S, "'client' or 'server'."),
+        Column("implementation", S, "Implementation that wrote the qlog."),
+        Column("sample_index", I, "Index of the recomputed sample (rtt_samples.sample_index)."),
+        Column("time_ms", F, "Time of the sample."),
+        Column("smoothed_rtt_ms", F, "smoothed_rtt recomputed per RFC 9002."),
+        Column("smoothed_rtt_logged_ms", F, "smoothed_rtt the implementation logged at or after the sample (carried forward)."),
+        Column("rttvar_ms", F, "rttvar recomputed per RFC 9002."),
+        Column("rttvar_logged_ms", F, "rtt_variance the implementation logged at or after the sample (null if it never logs it)."),
+        Column("smoothed_delta_ms", F, "smoothed_rtt_logged_ms - smoothed_rtt_ms."),
+        Column("rttvar_delta_ms", F, "rttvar_logged_ms - rttvar_ms."),
+        Column("pto_delta_ms", F, "Logged-state PTO minus recomputed PTO (smoothed + max(4*rttvar, 1 ms), no max_ack_delay)."),
+    ),
+    derived=True,
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -302,6 +322,7 @@ TABLES: dict[str, Table] = {
         METRICS_LOGGED,
         RTT_SAMPLES,
         CONNECTIONS,
+        ESTIMATOR_AGREEMENT,
         SCAN_CONNECTIONS,
         ACK_BREAKDOWN,
         ENDPOINTS,

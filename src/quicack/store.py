@@ -65,7 +65,11 @@ def build_database(db_path: Path, parquet_root: Path, repo_root: Path) -> dict[s
     db_path.parent.mkdir(parents=True, exist_ok=True)
     tmp_path = db_path.with_suffix(".duckdb.tmp")
     tmp_path.unlink(missing_ok=True)
-    relative_root = Path(parquet_root).resolve().relative_to(Path(repo_root).resolve())
+    parquet_root = Path(parquet_root).resolve()
+    try:
+        view_root = parquet_root.relative_to(Path(repo_root).resolve())
+    except ValueError:
+        view_root = parquet_root  # results outside the repository: absolute paths
     counts: dict[str, int] = {}
     with duckdb.connect(str(tmp_path)) as con:
         con.execute(f"SET file_search_path = {_sql_string(str(Path(repo_root).resolve()))}")
@@ -75,7 +79,7 @@ def build_database(db_path: Path, parquet_root: Path, repo_root: Path) -> dict[s
                 f"CAST({_quote(c.name)} AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns
             )
             if files:
-                glob = _sql_string(f"{relative_root}/{table.name}/*.parquet")
+                glob = _sql_string(f"{view_root}/{table.name}/*.parquet")
                 source = f"read_parquet({glob}, union_by_name = true)"
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM {source}")
             else:

@@ -4,6 +4,9 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
+from quicack.ingest import INGEST_TABLES
+from quicack.pipeline import DERIVED_TABLES
+
 min_version("9.0")
 
 
@@ -14,8 +17,6 @@ RAW = Path(config["raw_dir"])
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 LOGS = RESULTS / "logs"
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
-DERIVED_TABLES = ("rtt_samples", "connections")
 FIGURE_FORMATS = config["figures"]["formats"]
 
 

@@ -1,0 +1,46 @@
+"""Shared fixtures: small QIR-layout datasets assembled from real recorded files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
+
+
+def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path | None, meta: dict | None) -> Path:
+    """A run folder in the QUIC Interop Runner layout holding copies of real qlogs."""
+    run = raw / run_id
+    for vantage, source in (("client", client_qlog), ("server", server_qlog)):
+        (run / vantage).mkdir(parents=True, exist_ok=True)
+        if source is not None:
+            (run / vantage / "qlog").mkdir(exist_ok=True)
+            shutil.copy(source, run / vantage / "qlog" / source.name)
+    if meta is not None:
+        (run / "run.json").write_text(json.dumps(meta))
+    return run
+
+
+@pytest.fixture
+def real_raw(tmp_path: Path) -> Path:
+    """Two run groups recorded on loopback: aioquic↔aioquic and ngtcp2↔ngtcp2 (real qlogs)."""
+    raw = tmp_path / "raw"
+    make_run(
+        raw,
+        "aioquic_aioquic/transfer/1",
+        QLOG_FIXTURES / "aioquic" / "client.qlog",
+        QLOG_FIXTURES / "aioquic" / "server.qlog",
+        {"client_impl": "aioquic", "server_impl": "aioquic", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3"},
+    )
+    make_run(
+        raw,
+        "ngtcp2_ngtcp2/transfer/1",
+        QLOG_FIXTURES / "ngtcp2" / "client.sqlog",
+        QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
+        {"client_impl": "ngtcp2", "server_impl": "ngtcp2", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3"},
+    )
+    return raw
