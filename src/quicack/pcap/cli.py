@@ -47,9 +47,8 @@ def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dic
 
 def format_packets(batch: CaptureBatch) -> Iterator[str]:
     """One line per QUIC packet, like tshark's summary: time, direction, type, packet number, frames."""
-    frames = (
-        batch.frames.group_by(["direction", "pn_space", "packet_number", "time_ms"], maintain_order=True)
-        .agg(pl.col("frame_type"), pl.col("ack_delay_ms"), pl.col("largest_acked"))
+    frames = batch.frames.group_by(["direction", "pn_space", "packet_number", "time_ms"], maintain_order=True).agg(
+        pl.col("frame_type"), pl.col("ack_delay_ms"), pl.col("largest_acked")
     )
     summaries: dict[tuple, str] = {}
     for direction, pn_space, packet_number, time_ms, types, delays, largest in frames.iter_rows():
@@ -60,8 +59,26 @@ def format_packets(batch: CaptureBatch) -> Iterator[str]:
             else:
                 parts.append(frame_type.upper())
         summaries[(direction, pn_space, packet_number, time_ms)] = ", ".join(parts)
-    columns = ["time_ms", "direction", "datagram_index", "packet_type", "pn_space", "packet_number", "packet_bytes", "decrypted"]
-    for time_ms, direction, datagram_index, packet_type, pn_space, packet_number, packet_bytes, decrypted in batch.packets.select(columns).iter_rows():
+    columns = [
+        "time_ms",
+        "direction",
+        "datagram_index",
+        "packet_type",
+        "pn_space",
+        "packet_number",
+        "packet_bytes",
+        "decrypted",
+    ]
+    for (
+        time_ms,
+        direction,
+        datagram_index,
+        packet_type,
+        pn_space,
+        packet_number,
+        packet_bytes,
+        decrypted,
+    ) in batch.packets.select(columns).iter_rows():
         arrow = "->" if direction == "c2s" else "<-"
         time_text = f"{time_ms:10.3f}" if time_ms is not None else " " * 10
         number = "" if packet_number is None else str(packet_number)
@@ -85,7 +102,9 @@ def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", type=Path, help="pcap or pcapng file, optionally .gz / .zst")
-    parser.add_argument("--keylog", type=Path, action="append", default=[], help="NSS keylog (SSLKEYLOGFILE); repeatable")
+    parser.add_argument(
+        "--keylog", type=Path, action="append", default=[], help="NSS keylog (SSLKEYLOGFILE); repeatable"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder for <table>.parquet")
     parser.add_argument("--run-id", default="", help="run_id of the rows (default: the capture's stem)")
     parser.add_argument("--vantage", default=None, help="capture point (default: sim_left/sim_right/the file stem)")

@@ -88,6 +88,10 @@ class Connection:
     def on_retry(self, retry_scid: bytes) -> None:
         # After a Retry the client derives new Initial keys from the Retry's Source Connection ID.
         self.initial_secret_dcid = retry_scid
+        # The client answers with a new Initial whose CRYPTO stream starts again at offset 0, and some
+        # clients (aioquic) restart TLS with a new ClientHello (new client random) there.
+        self.crypto_streams.pop((C2S, "initial"), None)
+        self.client_random = None
         self.keys.pop(("initial", C2S), None)
         self.keys.pop(("initial", S2C), None)
         self.cids.add(retry_scid)
@@ -106,7 +110,15 @@ class Connection:
         return None  # decided on the first packet by `decrypt_with_keylog`
 
     def decrypt_with_keylog(
-        self, key_type: str, direction: str, data: bytes, start: int, pn_offset: int, end: int, expected: int, short: bool
+        self,
+        key_type: str,
+        direction: str,
+        data: bytes,
+        start: int,
+        pn_offset: int,
+        end: int,
+        expected: int,
+        short: bool,
     ) -> DecryptedPacket | None:
         """Find the keys of a space from the keylog by trying the plausible (client random, cipher suite) pairs."""
         label = SECRET_LABELS.get((key_type, direction))
@@ -120,7 +132,9 @@ class Connection:
         else:
             # No ClientHello seen (capture started late): try the keylog's connections.
             randoms = list(self.keylog.secrets)[:MAX_CLIENT_RANDOM_GUESSES]
-        suites = [self.cipher_suite] if self.cipher_suite is not None and key_type != "0rtt" else list(CIPHER_SUITES_TO_TRY)
+        suites = (
+            [self.cipher_suite] if self.cipher_suite is not None and key_type != "0rtt" else list(CIPHER_SUITES_TO_TRY)
+        )
         for client_random in randoms:
             secret = self.keylog.get(client_random, label)
             if secret is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +32,28 @@ DEFAULT_BATCH_ROWS = 100_000
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
 MAX_ISSUE_EXAMPLES = 3
+GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
+
+
+def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
+    """Segment size of a GSO super-datagram of short header packets, found by where the same DCID recurs.
+
+    Every segment but the last has the same size and starts with a short header carrying the same
+    Destination Connection ID, so the smallest offset where that pattern repeats to the end is the size.
+    """
+    if not cid_length or cid_length < 4:
+        return None
+    dcid = payload[1 : 1 + cid_length]
+    position = payload.find(dcid, 2)
+    while position > 0:
+        size = position - 1
+        if size >= 21 and all(
+            not payload[offset] & 0x80 and payload[offset + 1 : offset + 1 + cid_length] == dcid
+            for offset in range(size, len(payload), size)
+        ):
+            return size
+        position = payload.find(dcid, position + 1)
+    return None
 
 
 def vantage_from_path(path: Path) -> str:
@@ -68,7 +90,11 @@ class _Issues:
         out = []
         for (severity, message), count in self.counts.items():
             examples = self.examples.get((severity, message))
-            where = f" (capture frame {', '.join(map(str, examples))}{', ...' if count > len(examples) else ''})" if examples else ""
+            where = (
+                f" (capture frame {', '.join(map(str, examples))}{', ...' if count > len(examples) else ''})"
+                if examples
+                else ""
+            )
             times = f" [{count} times]" if count > 1 else ""
             out.append((severity, f"{message}{times}{where}"))
         return out
@@ -133,7 +159,9 @@ class CaptureDecoder:
         self.packets = _PacketColumns()
         self.frames = FrameColumns()
         self.frame_context = _FrameContext()
-        self.waiting_for_parameters: set[int] = set()  # ids of endpoints whose ACKs are in this batch without their exponent
+        self.waiting_for_parameters: set[int] = (
+            set()
+        )  # ids of endpoints whose ACKs are in this batch without their exponent
 
     # ----------------------------------------------------------------------------------------------
     # datagrams
@@ -165,15 +193,40 @@ class CaptureDecoder:
                 self.non_quic_datagrams += 1
                 return
         connection, direction = flow
+        if len(payload) > GSO_MIN_BYTES and not payload[0] & 0x80 and len(payload) == datagram.udp_payload_bytes:
+            segment = find_gso_segment_size(payload, connection.receiver(direction).cid_length)
+            if segment:
+                # A UDP GSO super-datagram captured before segmentation (loopback): one row per real datagram.
+                self.issues.add(
+                    "warning",
+                    f"UDP GSO super-datagrams split into segments (segment size {segment})",
+                    datagram.record_number,
+                )
+                for start in range(0, len(payload), segment):
+                    piece = payload[start : start + segment]
+                    self._add_one_datagram(
+                        connection, direction, replace(datagram, payload=piece, udp_payload_bytes=len(piece))
+                    )
+                return
+        self._add_one_datagram(connection, direction, datagram)
+
+    def _add_one_datagram(self, connection: Connection, direction: str, datagram: UdpDatagram) -> None:
+        payload = datagram.payload
         self.datagram_counts[direction] += 1
         datagram_index = self.datagram_counts[direction]
         time_abs_ns = datagram.time_abs_ns
         time_ms = (time_abs_ns - connection.time_origin_ns) / 1e6
         wire_bytes = datagram.udp_payload_bytes
         if len(payload) < wire_bytes:
-            self.issues.add("warning", "datagram truncated by the capture (snap length): the cut packet is not decrypted", datagram.record_number)
+            self.issues.add(
+                "warning",
+                "datagram truncated by the capture (snap length): the cut packet is not decrypted",
+                datagram.record_number,
+            )
         packets_before = len(self.packets.packet_bytes)
-        self._add_packets(connection, direction, payload, wire_bytes, time_ms, time_abs_ns, datagram_index, datagram.record_number)
+        self._add_packets(
+            connection, direction, payload, wire_bytes, time_ms, time_abs_ns, datagram_index, datagram.record_number
+        )
         columns = self.datagrams
         columns.direction.append(direction)
         columns.datagram_index.append(datagram_index)
@@ -206,7 +259,11 @@ class CaptureDecoder:
             else:
                 # Capture started after the client's Initial: guess the client by its (ephemeral, higher) port.
                 client_is_src = datagram.src_port > datagram.dst_port
-                self.issues.add("warning", "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet", datagram.record_number)
+                self.issues.add(
+                    "warning",
+                    "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet",
+                    datagram.record_number,
+                )
                 client = (datagram.src, datagram.src_port) if client_is_src else (datagram.dst, datagram.dst_port)
                 server = (datagram.dst, datagram.dst_port) if client_is_src else (datagram.src, datagram.src_port)
             self.connection_count += 1
@@ -255,7 +312,9 @@ class CaptureDecoder:
         captured = len(payload)
         while position < wire_bytes:
             if position >= captured:
-                self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                self._add_opaque_packet(
+                    direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
+                )
                 return
             first = payload[position]
             if first & 0x80:
@@ -263,16 +322,24 @@ class CaptureDecoder:
                     header = parse_long_header(payload, position)
                 except HeaderError as error:
                     self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", record)
-                    self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                    self._add_opaque_packet(
+                        direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
+                    )
                     return
-                self._add_long_header_packet(connection, direction, header, payload, position, time_ms, time_abs_ns, datagram_index, record)
+                self._add_long_header_packet(
+                    connection, direction, header, payload, position, time_ms, time_abs_ns, datagram_index, record
+                )
                 position += header.packet_bytes
             elif not first & 0x40 and not any(payload[position:]):
                 # Zeros after the last packet: datagram padding outside any QUIC packet.
-                self._add_opaque_packet(direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index)
+                self._add_opaque_packet(
+                    direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
+                )
                 return
             else:
-                self._add_short_header_packet(connection, direction, payload, position, wire_bytes, time_ms, time_abs_ns, datagram_index, record)
+                self._add_short_header_packet(
+                    connection, direction, payload, position, wire_bytes, time_ms, time_abs_ns, datagram_index, record
+                )
                 return
 
     def _add_long_header_packet(
@@ -289,12 +356,38 @@ class CaptureDecoder:
     ) -> None:
         packet_type = header.packet_type
         if packet_type == "version_negotiation":
-            self._add_packet_row(direction, packet_type, None, None, header.packet_bytes, header.packet_bytes, 0, False, True, time_ms, time_abs_ns, datagram_index)
+            self._add_packet_row(
+                direction,
+                packet_type,
+                None,
+                None,
+                header.packet_bytes,
+                header.packet_bytes,
+                0,
+                False,
+                True,
+                time_ms,
+                time_abs_ns,
+                datagram_index,
+            )
             return
         if packet_type == "retry":
             connection.on_retry(header.scid)
             self.connections_by_cid[header.scid] = connection
-            self._add_packet_row(direction, packet_type, None, None, header.packet_bytes, header.packet_bytes - AEAD_TAG_BYTES, AEAD_TAG_BYTES, False, True, time_ms, time_abs_ns, datagram_index)
+            self._add_packet_row(
+                direction,
+                packet_type,
+                None,
+                None,
+                header.packet_bytes,
+                header.packet_bytes - AEAD_TAG_BYTES,
+                AEAD_TAG_BYTES,
+                False,
+                True,
+                time_ms,
+                time_abs_ns,
+                datagram_index,
+            )
             return
         # Learn the connection IDs: a long header carries the sender's own ID as its Source Connection ID.
         sender = connection.sender(direction)
@@ -305,7 +398,21 @@ class CaptureDecoder:
                 self.connections_by_cid[header.scid] = connection
         if header.version in (VERSION_1, VERSION_2) and header.version != connection.version:
             connection.version = header.version  # compatible version negotiation (RFC 9368)
-        self._decrypt_and_walk(connection, direction, packet_type, payload, start, header.pn_offset, start + header.packet_bytes, header.packet_bytes, False, time_ms, time_abs_ns, datagram_index, record)
+        self._decrypt_and_walk(
+            connection,
+            direction,
+            packet_type,
+            payload,
+            start,
+            header.pn_offset,
+            start + header.packet_bytes,
+            header.packet_bytes,
+            False,
+            time_ms,
+            time_abs_ns,
+            datagram_index,
+            record,
+        )
 
     def _add_short_header_packet(
         self,
@@ -321,10 +428,30 @@ class CaptureDecoder:
     ) -> None:
         cid_length = connection.receiver(direction).cid_length
         if cid_length is None:
-            self.issues.add("warning", f"{direction} short header packet before any long header: connection ID length unknown, not decrypted", record)
-            self._add_opaque_packet(direction, "1rtt", "appdata", wire_bytes - start, time_ms, time_abs_ns, datagram_index)
+            self.issues.add(
+                "warning",
+                f"{direction} short header packet before any long header: connection ID length unknown, not decrypted",
+                record,
+            )
+            self._add_opaque_packet(
+                direction, "1rtt", "appdata", wire_bytes - start, time_ms, time_abs_ns, datagram_index
+            )
             return
-        self._decrypt_and_walk(connection, direction, "1rtt", payload, start, 1 + cid_length, len(payload), wire_bytes - start, True, time_ms, time_abs_ns, datagram_index, record)
+        self._decrypt_and_walk(
+            connection,
+            direction,
+            "1rtt",
+            payload,
+            start,
+            1 + cid_length,
+            len(payload),
+            wire_bytes - start,
+            True,
+            time_ms,
+            time_abs_ns,
+            datagram_index,
+            record,
+        )
 
     def _decrypt_and_walk(
         self,
@@ -351,13 +478,19 @@ class CaptureDecoder:
             if keys is not None:
                 packet = keys.decrypt(payload, start, pn_offset, end, expected, short)
             elif packet_type != "initial":
-                packet = connection.decrypt_with_keylog(packet_type, direction, payload, start, pn_offset, end, expected, short)
+                packet = connection.decrypt_with_keylog(
+                    packet_type, direction, payload, start, pn_offset, end, expected, short
+                )
                 if packet is None:
                     self._report_missing_keys(connection, packet_type, direction, record)
         except (CryptoError, ValueError):
-            self.issues.add("warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", record)
+            self.issues.add(
+                "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", record
+            )
         if packet is None:
-            self._add_opaque_packet(direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index)
+            self._add_opaque_packet(
+                direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index
+            )
             return
         packet_number = packet.packet_number
         if packet_number >= expected:
@@ -376,7 +509,11 @@ class CaptureDecoder:
         if sender.transport_parameters is None and "ack" in frames.frame_type[first_row:]:
             self.waiting_for_parameters.add(id(sender))
         if walked.unknown is not None:
-            self.issues.add("warning", f"{direction} {packet_type} packet {packet_number}: {walked.unknown}; the rest of the packet is counted as 'unknown'", record)
+            self.issues.add(
+                "warning",
+                f"{direction} {packet_type} packet {packet_number}: {walked.unknown}; the rest of the packet is counted as 'unknown'",
+                record,
+            )
         for row, offset, data in walked.crypto:
             stream = connection.crypto_stream(direction, pn_space)
             frames.tls_messages[row] = stream.add(offset, data)
@@ -402,14 +539,47 @@ class CaptureDecoder:
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
             self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: no keylog given", record)
-        elif connection.client_random is not None and connection.keylog.get(connection.client_random, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") is None:
-            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: the keylog has no secrets for this connection's client random", record)
+        elif (
+            connection.client_random is not None
+            and connection.keylog.get(connection.client_random, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") is None
+        ):
+            self.issues.add(
+                "warning",
+                f"{direction} {packet_type} packets not decrypted: the keylog has no secrets for this connection's client random",
+                record,
+            )
         else:
-            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)", record)
+            self.issues.add(
+                "warning",
+                f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)",
+                record,
+            )
 
-    def _add_opaque_packet(self, direction: str, packet_type: str, pn_space: str | None, packet_bytes: int, time_ms: float, time_abs_ns: int, datagram_index: int) -> None:
+    def _add_opaque_packet(
+        self,
+        direction: str,
+        packet_type: str,
+        pn_space: str | None,
+        packet_bytes: int,
+        time_ms: float,
+        time_abs_ns: int,
+        datagram_index: int,
+    ) -> None:
         tag = AEAD_TAG_BYTES if packet_type in PN_SPACE else None
-        self._add_packet_row(direction, packet_type, pn_space, None, packet_bytes, None, tag, None, False, time_ms, time_abs_ns, datagram_index)
+        self._add_packet_row(
+            direction,
+            packet_type,
+            pn_space,
+            None,
+            packet_bytes,
+            None,
+            tag,
+            None,
+            False,
+            time_ms,
+            time_abs_ns,
+            datagram_index,
+        )
 
     def _add_packet_row(
         self,
@@ -530,10 +700,27 @@ class CaptureDecoder:
                 "fin": frames.fin,
                 "tls_messages": frames.tls_messages,
             },
-            schema_overrides={name: column.dtype for name, column in ((c.name, c) for c in FRAMES.columns) if name in {
-                "time_ms", "pn_space", "packet_number", "ack_delay_ms", "largest_acked", "first_ack_range",
-                "ack_ranges", "stream_id", "offset", "length", "fin", "tls_messages", "frame_bytes", "frame_index",
-            }},
+            schema_overrides={
+                name: column.dtype
+                for name, column in ((c.name, c) for c in FRAMES.columns)
+                if name
+                in {
+                    "time_ms",
+                    "pn_space",
+                    "packet_number",
+                    "ack_delay_ms",
+                    "largest_acked",
+                    "first_ack_range",
+                    "ack_ranges",
+                    "stream_id",
+                    "offset",
+                    "length",
+                    "fin",
+                    "tls_messages",
+                    "frame_bytes",
+                    "frame_index",
+                }
+            },
         ).with_columns(
             run_id=pl.lit(self.run_id),
             source=pl.lit("pcap"),
@@ -561,7 +748,11 @@ class CaptureDecoder:
 
     def _final_issue_rows(self) -> list[tuple[str, str]]:
         if self.non_quic_datagrams:
-            self.issues.add("warning", f"{self.non_quic_datagrams} UDP datagrams are not QUIC (or of an unknown connection) and were skipped", None)
+            self.issues.add(
+                "warning",
+                f"{self.non_quic_datagrams} UDP datagrams are not QUIC (or of an unknown connection) and were skipped",
+                None,
+            )
         if self.connection_count == 0:
             self.issues.add("warning", "no QUIC connection found in the capture", None)
         return self.issues.rows()
@@ -580,7 +771,9 @@ def decode_capture(
     `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
     """
     path = Path(path)
-    keylog_paths = [] if keylog is None else [Path(keylog)] if isinstance(keylog, (str, Path)) else [Path(p) for p in keylog]
+    keylog_paths = (
+        [] if keylog is None else [Path(keylog)] if isinstance(keylog, (str, Path)) else [Path(p) for p in keylog]
+    )
     secrets = load_keylogs(keylog_paths)
     decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or vantage_from_path(path), str(path))
     for problem in secrets.problems:
@@ -591,7 +784,11 @@ def decode_capture(
             try:
                 decoder.add_datagram(item)
             except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
-                issues.add("error", f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}", item.record_number)
+                issues.add(
+                    "error",
+                    f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}",
+                    item.record_number,
+                )
                 continue
             if decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()

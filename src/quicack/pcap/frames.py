@@ -142,7 +142,15 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                     data_end = end
                     length = end - buf.tell()
                 buf.seek(data_end)
-                add(index, "stream", data_end - position, stream_id=stream_id, offset=offset, length=length, fin=bool(frame_type & 0x01))
+                add(
+                    index,
+                    "stream",
+                    data_end - position,
+                    stream_id=stream_id,
+                    offset=offset,
+                    length=length,
+                    fin=bool(frame_type & 0x01),
+                )
             elif frame_type == 0x02 or frame_type == 0x03:
                 largest = pull()
                 delay = pull()

@@ -90,9 +90,7 @@ def parse_long_header(data: bytes, start: int) -> LongHeader:
     if position > end:
         raise HeaderError("long header ends inside the connection IDs")
     if version == VERSION_NEGOTIATION:
-        versions = tuple(
-            int.from_bytes(data[offset : offset + 4], "big") for offset in range(position, end - 3, 4)
-        )
+        versions = tuple(int.from_bytes(data[offset : offset + 4], "big") for offset in range(position, end - 3, 4))
         return LongHeader("version_negotiation", version, dcid, scid, end - start, end - start, b"", versions)
     if version == VERSION_2:
         packet_type = LONG_TYPES_V2[(first >> 4) & 0x03]
@@ -139,7 +137,9 @@ class PacketKeys:
         context.setup(cipher_suite=CipherSuite(cipher_suite), secret=secret, version=version)
         return cls(context)
 
-    def decrypt(self, data: bytes, start: int, pn_offset: int, packet_end: int, expected_pn: int, short: bool) -> DecryptedPacket:
+    def decrypt(
+        self, data: bytes, start: int, pn_offset: int, packet_end: int, expected_pn: int, short: bool
+    ) -> DecryptedPacket:
         """Remove header protection and decrypt one packet (data[start:packet_end]); raises CryptoError."""
         current = self.current
         header_end_max = start + pn_offset + 4
@@ -155,9 +155,13 @@ class PacketKeys:
             key_phase = (plain_header[0] >> 2) & 1
             if key_phase != self.key_phase:
                 return self._decrypt_other_phase(ciphertext, plain_header, packet_number, header_bytes, key_phase)
-        return DecryptedPacket(header_bytes, packet_number, current.aead.decrypt(ciphertext, plain_header, packet_number), self.key_phase)
+        return DecryptedPacket(
+            header_bytes, packet_number, current.aead.decrypt(ciphertext, plain_header, packet_number), self.key_phase
+        )
 
-    def _decrypt_other_phase(self, ciphertext: bytes, header: bytes, packet_number: int, header_bytes: int, key_phase: int) -> DecryptedPacket:
+    def _decrypt_other_phase(
+        self, ciphertext: bytes, header: bytes, packet_number: int, header_bytes: int, key_phase: int
+    ) -> DecryptedPacket:
         # A reordered packet from before the last update, or the first packet after a new one.
         if self.previous is not None:
             try:

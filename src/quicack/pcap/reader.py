@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,7 +92,9 @@ def open_capture(path: Path) -> BinaryIO:
     if magic == b"\x28\xb5\x2f\xfd":
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True), 1 << 20)
+        return io.BufferedReader(
+            zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True), 1 << 20
+        )
     return raw
 
 
@@ -177,7 +180,9 @@ def _read_pcapng(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIss
         (block_type,) = struct.unpack(endian + "I", block_type_bytes)
         (total_length,) = struct.unpack(endian + "I", length_bytes)
         if total_length < 12 or total_length % 4 or total_length > 0x4000000:
-            yield ReadIssue(number or None, "error", f"pcapng block length {total_length} is invalid: file corrupt, reading stops")
+            yield ReadIssue(
+                number or None, "error", f"pcapng block length {total_length} is invalid: file corrupt, reading stops"
+            )
             return
         body = read(total_length - 8)
         if len(body) < total_length - 8:
@@ -219,22 +224,21 @@ def _pcapng_ticks_per_second(options: bytes, endian: str) -> int:
             break
         if code == 9 and length >= 1:
             resolution = options[position + 4]
-            return 2 ** (resolution & 0x7F) if resolution & 0x80 else 10 ** resolution
+            return 2 ** (resolution & 0x7F) if resolution & 0x80 else 10**resolution
         position += 4 + ((length + 3) & ~3)
     return 1_000_000
 
 
-def _format_ipv4(address: bytes) -> str:
-    return "%d.%d.%d.%d" % tuple(address)
+def _address_name(address: bytes, names: dict[bytes, str]) -> str:
+    """Text form of an IPv4/IPv6 address, cached: a capture has few addresses and many datagrams."""
+    name = names.get(address)
+    if name is None:
+        family = socket.AF_INET if len(address) == 4 else socket.AF_INET6
+        name = names[address] = socket.inet_ntop(family, address)
+    return name
 
 
-def _format_ipv6(address: bytes) -> str:
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(address))
-
-
-def link_to_udp(record: LinkRecord, ipv6_names: dict[bytes, str]) -> UdpDatagram | ReadIssue | None:
+def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatagram | ReadIssue | None:
     """Strip link, IP and UDP headers; None for anything that is not UDP (not our business)."""
     data = record.data
     linktype = record.linktype
@@ -284,9 +288,11 @@ def link_to_udp(record: LinkRecord, ipv6_names: dict[bytes, str]) -> UdpDatagram
         total_length = (data[offset + 2] << 8) | data[offset + 3]
         flags_fragment = (data[offset + 6] << 8) | data[offset + 7]
         if flags_fragment & 0x3FFF:
-            return ReadIssue(record.record_number, "warning", "fragmented IPv4 UDP datagram skipped (reassembly not supported)")
-        src = _format_ipv4(data[offset + 12 : offset + 16])
-        dst = _format_ipv4(data[offset + 16 : offset + 20])
+            return ReadIssue(
+                record.record_number, "warning", "fragmented IPv4 UDP datagram skipped (reassembly not supported)"
+            )
+        src = _address_name(data[offset + 12 : offset + 16], address_names)
+        dst = _address_name(data[offset + 16 : offset + 20], address_names)
         ip_header_bytes = ihl
         udp_offset = offset + ihl
         ip_payload_length = total_length - ihl
@@ -302,11 +308,13 @@ def link_to_udp(record: LinkRecord, ipv6_names: dict[bytes, str]) -> UdpDatagram
             next_header, extension_length = data[position], (data[position + 1] + 1) * 8
             position += extension_length
         if next_header == IPV6_FRAGMENT:
-            return ReadIssue(record.record_number, "warning", "fragmented IPv6 UDP datagram skipped (reassembly not supported)")
+            return ReadIssue(
+                record.record_number, "warning", "fragmented IPv6 UDP datagram skipped (reassembly not supported)"
+            )
         if next_header != IPPROTO_UDP:
             return None
-        src = ipv6_names.get(src_raw) or ipv6_names.setdefault(src_raw, _format_ipv6(src_raw))
-        dst = ipv6_names.get(dst_raw) or ipv6_names.setdefault(dst_raw, _format_ipv6(dst_raw))
+        src = _address_name(src_raw, address_names)
+        dst = _address_name(dst_raw, address_names)
         ip_header_bytes = position - offset
         udp_offset = position
         ip_payload_length = payload_length - (ip_header_bytes - 40)
@@ -322,7 +330,11 @@ def link_to_udp(record: LinkRecord, ipv6_names: dict[bytes, str]) -> UdpDatagram
         if udp_length == 0 and ethertype == ETHERTYPE_IPV6:
             udp_length = ip_payload_length  # jumbogram convention
         else:
-            return ReadIssue(record.record_number, "warning", f"UDP length {udp_length} inconsistent with IP payload {ip_payload_length}")
+            return ReadIssue(
+                record.record_number,
+                "warning",
+                f"UDP length {udp_length} inconsistent with IP payload {ip_payload_length}",
+            )
     payload_start = udp_offset + UDP_HEADER_BYTES
     payload_length = udp_length - UDP_HEADER_BYTES
     # Slicing by the UDP length drops Ethernet padding of short frames.
@@ -347,12 +359,12 @@ def read_udp(path: Path) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]
     except OSError as error:
         yield ReadIssue(None, "error", f"cannot open capture: {error}")
         return
-    ipv6_names: dict[bytes, str] = {}
+    address_names: dict[bytes, str] = {}
     with stream:
         try:
             for item in read_link_records(stream):
                 if isinstance(item, LinkRecord):
-                    converted = link_to_udp(item, ipv6_names)
+                    converted = link_to_udp(item, address_names)
                     if converted is not None:
                         yield converted
                 else:

@@ -97,7 +97,9 @@ class CryptoStream:
             length = int.from_bytes(buffer[1:4], "big")
             if len(self.starts) < MAX_MESSAGE_STARTS:
                 if not self.starts or self.starts[-1][0] != self.message_start:
-                    self.starts.append((self.message_start, HANDSHAKE_MESSAGE_NAMES.get(message_type, f"tls_{message_type}")))
+                    self.starts.append(
+                        (self.message_start, HANDSHAKE_MESSAGE_NAMES.get(message_type, f"tls_{message_type}"))
+                    )
             if length > MAX_BUFFERED_BYTES:
                 self.broken = True  # not TLS (wrong keys would not get here, but garbage might)
                 return

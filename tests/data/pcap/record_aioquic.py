@@ -2,7 +2,7 @@
 
 Usage (root, tcpdump on PATH):
     python tests/data/pcap/record_aioquic.py OUTDIR --port 5433 --bytes 200000 [--v2] [--chacha]
-        [--key-update] [--retry] [--ipv6] [--iface lo|any] [--datagram]
+        [--key-update] [--retry] [--ipv6] [--iface lo|any] [--linktype LINUX_SLL] [--datagram]
 
 Writes OUTDIR/capture.pcap (tcpdump) and OUTDIR/keys.log (SSLKEYLOGFILE format, both endpoints).
 """
@@ -129,16 +129,20 @@ def main() -> int:
     parser.add_argument("--ipv6", action="store_true")
     parser.add_argument("--datagram", action="store_true")
     parser.add_argument("--iface", default="lo")
+    parser.add_argument("--linktype", default=None, help="tcpdump -y, e.g. LINUX_SLL with --iface any")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     keylog = args.out / "keys.log"
     keylog.unlink(missing_ok=True)
     capture = args.out / "capture.pcap"
     tcpdump = subprocess.Popen(
-        ["tcpdump", "-i", args.iface, "-U", "-s", "0", "-w", str(capture), f"udp port {args.port}"],
-        stderr=subprocess.DEVNULL,
+        ["tcpdump", "-i", args.iface, "--immediate-mode", "-U", "-s", "0", "-w", str(capture)]
+        + (["-y", args.linktype] if args.linktype else [])
+        + [f"udp port {args.port}"],
+        stderr=subprocess.PIPE,
     )
-    time.sleep(1.0)  # tcpdump needs a moment before it captures
+    tcpdump.stderr.readline()  # "listening on ...": from here on it captures
+    time.sleep(0.2)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             cert, key = make_certificate(Path(tmp))
@@ -146,7 +150,7 @@ def main() -> int:
         time.sleep(0.5)
     finally:
         os.kill(tcpdump.pid, signal.SIGINT)
-        tcpdump.wait()
+        print(tcpdump.communicate()[1].decode().strip())
     print(f"{capture}: {capture.stat().st_size} bytes, status {status}")
     return status
 

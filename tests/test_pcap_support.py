@@ -1,0 +1,67 @@
+"""Support for the test_pcap_* modules (no tests here): the real captures of the test data, decoded once per session."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from quicack.pcap.decode import decode_capture
+
+DATA = Path(__file__).parent / "data"
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".pcap.gz", ".pcapng.gz", ".pcap.zst", ".pcapng.zst")
+
+
+@dataclass(frozen=True)
+class Capture:
+    path: Path
+    keylogs: tuple[Path, ...]
+
+    @property
+    def name(self) -> str:
+        return str(self.path.relative_to(DATA))
+
+
+def _is_capture(path: Path) -> bool:
+    return path.is_file() and any(path.name.endswith(suffix) for suffix in CAPTURE_SUFFIXES)
+
+
+def find_captures() -> list[Capture]:
+    """Every capture under tests/data with its keylogs.
+
+    tests/data/pcap/<stem>.<ext> uses <stem>.keys.log; runs (loopback and testbed) use the run's
+    client/keys.log and server/keys.log next to sim/.
+    """
+    captures = []
+    for path in sorted(DATA.rglob("*")):
+        if not _is_capture(path):
+            continue
+        if path.parent.name == "sim":
+            run = path.parent.parent
+            keylogs = tuple(p for p in (run / "client" / "keys.log", run / "server" / "keys.log") if p.exists())
+        else:
+            keylog = path.parent / f"{path.name.split('.')[0]}.keys.log"
+            keylogs = (keylog,) if keylog.exists() else ()
+        captures.append(Capture(path, keylogs))
+    return captures
+
+
+@dataclass(frozen=True)
+class Decoded:
+    datagrams: pl.DataFrame
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    ingest_issues: pl.DataFrame
+
+
+@functools.cache
+def decode(capture: Capture) -> Decoded:
+    batches = list(decode_capture(capture.path, list(capture.keylogs) or None, run_id=capture.name))
+    return Decoded(
+        *(
+            pl.concat([getattr(b, name) for b in batches])
+            for name in ("datagrams", "packets", "frames", "ingest_issues")
+        )
+    )
