@@ -1,0 +1,133 @@
+"""The Snakemake workflow end to end on real recorded data: database, comments, README queries,
+idempotence, determinism, strict mode, and the default pipeline on the embedded dataset."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from quicack.schema import TABLES
+from quicack.store import connect
+from tests.conftest import QLOG_FIXTURES, REPO
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def config_for(raw: Path, results: Path, *extra: str) -> list[str]:
+    return ["--config", "dataset=t", f"raw_dir={raw}", f"results_dir={results}", *extra]
+
+
+def readme_queries() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    return re.findall(r"```sql\n(.*?)```", text, flags=re.S)
+
+
+def test_database_has_every_table_commented_and_readme_queries_return_rows(real_raw, tmp_path):
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    done = snakemake(str(db), *config_for(real_raw, results))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with connect(db) as con:
+        views = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
+        assert set(views) == set(TABLES)
+        assert all(views.values())
+        uncommented = con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = '')"
+        ).fetchall()
+        assert uncommented == []
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+        assert con.execute("SELECT count(DISTINCT vantage) FROM rtt_samples").fetchone()[0] == 2
+        queries = readme_queries()
+        assert len(queries) >= 3
+        for query in queries[1:]:  # the first lists ingest issues, which this clean input has none of
+            assert con.execute(query).fetchall(), query
+    summary = (results / "t" / "summary.txt").read_text()
+    assert "runs: 2 (2 ok" in summary
+
+    again = snakemake(str(db), *config_for(real_raw, results))
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_ingest_is_deterministic(real_raw, tmp_path):
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+
+    def digests():
+        return {p.relative_to(results): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(results.rglob("*.parquet"))}
+
+    assert snakemake(str(db), *config_for(real_raw, results)).returncode == 0
+    first = digests()
+    assert snakemake(str(db), "--forceall", *config_for(real_raw, results)).returncode == 0
+    assert digests() == first
+
+
+def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
+    broken = real_raw / "aioquic_aioquic" / "transfer" / "2" / "client" / "qlog"
+    broken.mkdir(parents=True)
+    (broken / "broken.qlog").write_text('{"qlog_version": "0.3", "traces": [{"events": [')  # hand-made, cut
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    lenient = snakemake(str(db), *config_for(real_raw, results))
+    assert lenient.returncode == 0, lenient.stderr[-2000:]
+    with connect(db) as con:
+        rows = con.execute("SELECT path, stage FROM ingest_issues WHERE path LIKE '%broken.qlog'").fetchall()
+    assert rows and rows[0][1] == "qlog"
+    shutil.rmtree(results)
+    strict = snakemake(str(db), *config_for(real_raw, results, "strict=true"))
+    assert strict.returncode != 0
+    assert not db.exists()
+
+
+@pytest.mark.slow
+def test_default_pipeline_on_the_embedded_dataset(tmp_path):
+    """README command 1, with the results in a temporary folder: database, figures, report inputs."""
+    results = tmp_path / "results"
+    done = snakemake("--config", f"results_dir={results}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = results / "sample"
+    for figure in ("imc24-fig02", "imc24-fig04"):
+        for fmt in ("pdf", "png"):
+            assert (out / "figures" / f"{figure}.{fmt}").stat().st_size > 1000
+    with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == len(TABLES)
+
+
+def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_path):
+    cli = shutil.which("duckdb")
+    if cli is None:
+        pytest.skip("DuckDB CLI not installed (pip install duckdb-cli)")
+    results = REPO / "results" / "_test_cli"
+    try:
+        db = results / "t" / "quicack.duckdb"
+        assert snakemake(str(db.relative_to(REPO)), *config_for(real_raw, results.relative_to(REPO))).returncode == 0
+        out = subprocess.run(
+            [cli, "-readonly", "-csv", str(db.relative_to(REPO)), "-c", "SELECT count(*) AS n FROM packets"],
+            cwd=REPO, capture_output=True, text=True, timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert int(out.stdout.splitlines()[-1]) > 0
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+
+
+def test_qlog_command_writes_tables_and_fails_only_when_nothing_is_readable(tmp_path):
+    ok = subprocess.run(
+        ["quicack", "qlog", str(QLOG_FIXTURES / "ngtcp2"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert len(ok.stdout.strip().splitlines()) == 2  # one summary line per file
+    for table in ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues", "rtt_samples"):
+        assert (tmp_path / "out" / f"{table}.parquet").exists()
+    garbage = tmp_path / "garbage.qlog"
+    garbage.write_bytes(b"\x00\x01 not a qlog")  # hand-made malformed input
+    bad = subprocess.run(["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode == 1
