@@ -245,7 +245,7 @@ class CaptureDecoder:
         backward = (datagram.dst, datagram.dst_port, datagram.src, datagram.src_port)
         if payload[0] & 0x80:
             try:
-                header = parse_long_header(payload, 0)
+                header = parse_long_header(payload, 0, datagram.udp_payload_bytes)
             except HeaderError:
                 return None
             if header.packet_type == "version_negotiation":
@@ -319,7 +319,7 @@ class CaptureDecoder:
             first = payload[position]
             if first & 0x80:
                 try:
-                    header = parse_long_header(payload, position)
+                    header = parse_long_header(payload, position, wire_bytes)
                 except HeaderError as error:
                     self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", record)
                     self._add_opaque_packet(

@@ -68,8 +68,12 @@ def read_varint(data: bytes, position: int) -> tuple[int, int]:
     return value, position + length
 
 
-def parse_long_header(data: bytes, start: int) -> LongHeader:
-    """Parse the long header at `start` of a datagram (RFC 9000 §17.2)."""
+def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> LongHeader:
+    """Parse the long header at `start` of a datagram (RFC 9000 §17.2).
+
+    `wire_end` is the datagram's size on the wire when the capture cut it (snap length): the Length
+    field is checked against it, so a cut packet keeps its true size.
+    """
     end = len(data)
     if start + 7 > end:
         raise HeaderError("long header shorter than its fixed fields")
@@ -106,7 +110,7 @@ def parse_long_header(data: bytes, start: int) -> LongHeader:
         token = data[position : position + token_length]
         position += token_length
     length, position = read_varint(data, position)
-    if position + length > end:
+    if position + length > (end if wire_end is None else wire_end):
         raise HeaderError(f"Length field {length} runs past the end of the datagram")
     return LongHeader(packet_type, version, dcid, scid, position - start, position - start + length, token)
 

@@ -1,0 +1,200 @@
+"""Malformed input never stops the pipeline: it becomes rows in ingest_issues (hand-made inputs, derived from real captures).
+
+Also a hypothesis fuzz test that mutates a real capture and a real decrypted payload.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from pathlib import Path
+
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from quicack.pcap.decode import decode_capture
+from quicack.pcap.frames import FrameColumns, walk_frames
+from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
+
+DATA = Path(__file__).parent / "data" / "pcap"
+SMALL = DATA / "aioquic_sll.pcap"  # real aioquic run, Linux cooked capture v1
+SMALL_KEYS = DATA / "aioquic_sll.keys.log"
+LINKTYPE_LINUX_SLL = 113
+
+
+def records(path: Path) -> list[LinkRecord]:
+    with open_capture(path) as stream:
+        return [r for r in read_link_records(stream) if isinstance(r, LinkRecord)]
+
+
+def write_pcap(
+    path: Path, items: list[tuple[int, bytes]] | list[LinkRecord], linktype: int = LINKTYPE_LINUX_SLL
+) -> Path:
+    """A little-endian nanosecond pcap of (time_ns, data) records."""
+    out = bytearray(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, linktype))
+    for item in items:
+        time_ns, data = (item.time_abs_ns, item.data) if isinstance(item, LinkRecord) else item
+        out += struct.pack("<IIII", time_ns // 1_000_000_000, time_ns % 1_000_000_000, len(data), len(data)) + data
+    path.write_bytes(bytes(out))
+    return path
+
+
+def decode_all(path: Path, keylog: Path | None = SMALL_KEYS) -> dict[str, pl.DataFrame]:
+    batches = list(decode_capture(path, keylog))
+    return {
+        name: pl.concat([getattr(b, name) for b in batches])
+        for name in ("datagrams", "packets", "frames", "ingest_issues")
+    }
+
+
+def messages(tables: dict[str, pl.DataFrame]) -> str:
+    return "\n".join(tables["ingest_issues"]["message"])
+
+
+def assert_bytes_consistent(tables: dict[str, pl.DataFrame]) -> None:
+    per_datagram = tables["packets"].group_by("direction", "datagram_index").agg(pl.col("packet_bytes").sum())
+    joined = tables["datagrams"].join(per_datagram, on=["direction", "datagram_index"], how="left")
+    assert (joined["udp_payload_bytes"] == joined["packet_bytes"].fill_null(0)).all()
+
+
+def test_malformed_truncated_file(tmp_path: Path) -> None:
+    data = SMALL.read_bytes()
+    cut = write_bytes(tmp_path / "cut.pcap", data[: len(data) // 2 + 7])
+    tables = decode_all(cut)
+    assert tables["packets"].height > 0
+    assert "truncated file" in messages(tables)
+    assert (tables["ingest_issues"]["stage"] == "pcap").all()
+    assert_bytes_consistent(tables)
+
+
+def test_malformed_truncated_gzip(tmp_path: Path) -> None:
+    compressed = gzip.compress(SMALL.read_bytes())
+    tables = decode_all(write_bytes(tmp_path / "cut.pcap.gz", compressed[: len(compressed) // 2]))
+    assert tables["packets"].height > 0
+    assert "unreadable after this point" in messages(tables)
+
+
+def test_malformed_truncated_packets_snaplen(tmp_path: Path) -> None:
+    # As `tcpdump -s 120` would have recorded it: records cut, original lengths kept in the IP/UDP headers.
+    cut = [LinkRecord(r.record_number, r.time_abs_ns, r.linktype, r.data[:120], r.wire_length) for r in records(SMALL)]
+    tables = decode_all(write_pcap(tmp_path / "snap.pcap", cut))
+    assert "truncated by the capture" in messages(tables)
+    assert tables["datagrams"].height == len(cut)
+    assert_bytes_consistent(tables)  # wire sizes still come from the headers
+
+
+def test_malformed_corrupted_ciphertext(tmp_path: Path) -> None:
+    originals = records(SMALL)
+    corrupted = []
+    for record in originals:
+        data = bytearray(record.data)
+        if len(data) > 200:
+            data[-20] ^= 0xFF  # inside the AEAD-protected payload of the last packet
+        corrupted.append(
+            LinkRecord(record.record_number, record.time_abs_ns, record.linktype, bytes(data), record.wire_length)
+        )
+    tables = decode_all(write_pcap(tmp_path / "corrupt.pcap", corrupted))
+    assert "failed to decrypt" in messages(tables)
+    assert (~tables["packets"]["decrypted"]).sum() > 0
+    assert tables["packets"]["decrypted"].sum() > 0  # small packets were left intact and still decrypt
+    assert_bytes_consistent(tables)
+
+
+def test_malformed_garbage_udp(tmp_path: Path) -> None:
+    originals = records(SMALL)
+    first = originals[0]
+    header_length = 16 + 20  # SLL + IPv4 without options
+    garbage_payload = bytes(range(256)) * 3
+    # The same flow (same addresses and ports) carrying bytes that are not QUIC, and a non-QUIC flow.
+    same_flow = bytearray(first.data[: header_length + 8] + garbage_payload)
+    struct.pack_into(">H", same_flow, 16 + 2, 20 + 8 + len(garbage_payload))
+    struct.pack_into(">H", same_flow, header_length + 4, 8 + len(garbage_payload))
+    other_flow = bytearray(same_flow)
+    struct.pack_into(">H", other_flow, header_length + 2, 9999)
+    items = [*originals[:3], LinkRecord(0, first.time_abs_ns + 1, LINKTYPE_LINUX_SLL, bytes(same_flow), 0)]
+    items += [LinkRecord(0, first.time_abs_ns + 2, LINKTYPE_LINUX_SLL, bytes(other_flow), 0), *originals[3:]]
+    tables = decode_all(write_pcap(tmp_path / "garbage.pcap", items))
+    assert "not QUIC" in messages(tables)
+    assert (
+        tables["datagrams"].height == len(originals) + 1
+    )  # the non-QUIC flow is skipped, the garbage in the flow kept
+    assert tables["packets"]["decrypted"].sum() == decode_all(SMALL)["packets"]["decrypted"].sum()
+    assert_bytes_consistent(tables)
+
+
+def test_malformed_keylog_with_wrong_secrets(tmp_path: Path) -> None:
+    lines = []
+    for line in SMALL_KEYS.read_text().splitlines():
+        label, client_random, secret = line.split()
+        lines.append(f"{label} {client_random} {'ab' * (len(secret) // 2)}")
+    wrong = tmp_path / "wrong.keys.log"
+    wrong.write_text("\n".join(lines) + "\nnot a keylog line\n")
+    tables = decode_all(SMALL, wrong)
+    packets = tables["packets"]
+    assert packets.filter(pl.col("packet_type") == "initial")["decrypted"].all()  # Initial keys need no keylog
+    assert not packets.filter(pl.col("packet_type") == "1rtt")["decrypted"].any()
+    assert "failed to decrypt" in messages(tables)
+    assert "keylog:" in messages(tables)
+    assert_bytes_consistent(tables)
+
+
+def test_malformed_no_keylog(tmp_path: Path) -> None:
+    tables = decode_all(SMALL, None)
+    assert "no keylog given" in messages(tables)
+    assert tables["packets"].filter(pl.col("packet_type") == "initial")["decrypted"].all()
+
+
+def test_malformed_not_a_capture(tmp_path: Path) -> None:
+    for name, content in (("empty.pcap", b""), ("text.pcap", b"hello, this is not a capture\n" * 10)):
+        tables = decode_all(write_bytes(tmp_path / name, content))
+        assert tables["datagrams"].height == 0
+        assert (tables["ingest_issues"]["severity"] == "error").any()
+    tables = decode_all(tmp_path / "missing.pcap")
+    assert "cannot open" in messages(tables)
+
+
+def test_malformed_unknown_frame_is_counted() -> None:
+    # A real 1-RTT payload start (PING) followed by an unassigned frame type: bytes all counted, rest 'unknown'.
+    payload = b"\x01" + b"\x40\x21" + b"\x00" * 30
+    columns = FrameColumns()
+    result = walk_frames(payload, columns)
+    assert columns.frame_type == ["ping", "unknown"]
+    assert sum(columns.frame_bytes) == len(payload)
+    assert result.unknown is not None
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=10**9), st.integers(min_value=0, max_value=255)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(min_value=0, max_value=10**9),
+)
+def test_fuzz_mutated_capture_never_raises(tmp_path_factory, mutations: list[tuple[int, int]], cut: int) -> None:
+    data = bytearray(SMALL.read_bytes())
+    for position, value in mutations:
+        data[position % len(data)] = value
+    data = data[: max(24, len(data) - cut % 2000)]
+    path = tmp_path_factory.mktemp("fuzz") / "mutated.pcap"
+    path.write_bytes(bytes(data))
+    tables = decode_all(path)
+    assert_bytes_consistent(tables)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1, max_size=300))
+def test_fuzz_frame_walker_counts_every_byte(payload: bytes) -> None:
+    columns = FrameColumns()
+    walk_frames(payload, columns)
+    assert sum(columns.frame_bytes) == len(payload)
+    assert columns.frame_index == list(range(len(columns.frame_index)))
