@@ -28,13 +28,19 @@ RFC_FOLLOWING = [
 
 @pytest.mark.parametrize("path", RFC_FOLLOWING, ids=lambda p: str(p.relative_to(REPO)))
 def test_rfc_following_implementations_agree_within_1ms(path):
+    """smoothed_rtt and rttvar recomputed from the qlog's own packet events agree with the
+    logged values within 1 ms. The PTO (smoothed + 4·rttvar) multiplies the residual, which
+    comes from the log's timestamps, not from the formulas: quic-go stamps packet_sent and
+    packet_received events a little after its internal send/receive times (tenths of a ms),
+    and ngtcp2 0.12 logs whole milliseconds, truncated."""
     samples, agreement = agreement_for(path)
     assert samples.height >= 2, "need at least two RTT samples to compare"
     compared = agreement.filter(pl.col("smoothed_rtt_logged_ms").is_not_null())
     assert compared.height >= 2
     assert compared["smoothed_delta_ms"].abs().max() < 1.0
     assert compared["rttvar_delta_ms"].abs().max() < 1.0
-    assert compared["pto_delta_ms"].abs().max() < 4.0  # 4 × rttvar tolerance
+    whole_ms = (compared["smoothed_rtt_logged_ms"] % 1 == 0).all()
+    assert compared["pto_delta_ms"].abs().max() < (5.0 if whole_ms else 2.0)
 
 
 def test_aioquic_rttvar_deviation_is_shown_and_explained():

@@ -22,7 +22,6 @@ QLOG_SUFFIXES = (".qlog", ".sqlog", ".json", ".ndjson", ".jsonseq")
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
 RUN_MARKERS = ("run.json", "client", "server", "sim")
-CAPTURE_VANTAGES = {"trace_node_left": "sim_left", "trace_node_right": "sim_right"}
 
 # Tables one run group writes, in this order.
 INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
@@ -71,14 +70,9 @@ def qlog_files(run: RunFolder) -> list[tuple[Path, str | None]]:
     return found
 
 
-def capture_files(run: RunFolder) -> list[tuple[Path, str]]:
-    """Captures of a run with their vantage name (sim_left / sim_right / file stem)."""
-    found = []
-    for path in sorted(run.path.rglob("*")):
-        if path.is_file() and _has_suffix(path, CAPTURE_SUFFIXES):
-            stem = path.name.split(".")[0]
-            found.append((path, CAPTURE_VANTAGES.get(stem, stem)))
-    return found
+def capture_files(run: RunFolder) -> list[Path]:
+    """Captures of a run (the decoder names the vantage: sim_left / sim_right / file stem)."""
+    return [p for p in sorted(run.path.rglob("*")) if p.is_file() and _has_suffix(p, CAPTURE_SUFFIXES)]
 
 
 def keylog_files(run: RunFolder) -> list[Path]:
@@ -162,7 +156,7 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
             for name in ("packets", "frames", "metrics_logged", "endpoints"):
                 parts[name].append(getattr(result, name))
             parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
-        _ingest_captures(run, raw_root, parts, issues)
+        _ingest_captures(run, raw_root, parts)
     if not found_any:
         issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     parts["runs"].append(pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty())
@@ -170,30 +164,24 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
     return {name: _concat(name, frames) for name, frames in parts.items()}
 
 
-def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], issues: list[dict]) -> None:
-    captures = capture_files(run)
-    if not captures:
-        return
-    try:
-        from quicack.pcap import decode_capture_tables
-    except ImportError:
-        for path, _ in captures:
-            issues.append(issue(_rel(path, raw_root), run.run_id, "pcap", "warning", "capture not decoded: the capture decoder (quicack.pcap) is not installed"))
-        return
+def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]]) -> None:
+    from quicack.pcap.decode import decode_capture
+
     keylogs = keylog_files(run)
-    for path, vantage in captures:
-        tables = decode_capture_tables(path, keylogs, run.run_id, vantage)
-        for name, frame in tables.items():
-            if name in parts:
-                frame = _relative_paths(frame, raw_root) if name == "ingest_issues" else frame
-                parts[name].append(frame)
+    for path in capture_files(run):
+        for batch in decode_capture(path, keylogs, run.run_id):
+            for name in ("datagrams", "packets", "frames"):
+                parts[name].append(getattr(batch, name))
+            parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))
 
 
 def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
     if frame.is_empty():
         return frame
-    prefix = str(raw_root.resolve()) + "/"
-    return frame.with_columns(pl.col("path").str.replace(prefix, "", literal=True))
+    path = pl.col("path")
+    for prefix in {str(raw_root.resolve()) + "/", str(raw_root) + "/"}:
+        path = path.str.strip_prefix(prefix)
+    return frame.with_columns(path)
 
 
 def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:

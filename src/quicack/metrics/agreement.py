@@ -1,9 +1,9 @@
 """Recomputed RFC 9002 estimator beside the implementation's own logged values.
 
-Each recomputed sample is paired with the first *change* of the logged (smoothed_rtt,
-rtt_variance) at or after it (implementations log right after processing the ACK; most log
-only the fields that changed, so fields are carried forward). A sample that leaves the logged
-values unchanged therefore pairs with the next change: the comparison is then conservative.
+Each recomputed sample is paired, in order, with a *change* of the logged (smoothed_rtt,
+rtt_variance) close to it in time (most implementations log only the fields that changed, so
+fields are carried forward; see ``pair_in_order``). A sample the implementation did not take
+pairs with no change or with a later one: the comparison is then conservative.
 """
 
 from __future__ import annotations
@@ -14,35 +14,50 @@ from quicack.metrics.connections import logged_estimates, logged_pto
 from quicack.schema import ESTIMATOR_AGREEMENT
 
 KEY = ["run_id", "vantage"]
-# A logged update more than this after the sample belongs to a later event, not this sample.
+# A logged change more than this after the sample belongs to a later event, not this sample.
 MATCH_TOLERANCE_MS = 5.0
+# quic-go logs the metrics update before the packet_received event of the ACK that caused it.
+LOOK_BACK_MS = 1.0
+
+
+def pair_in_order(sample_times: list[float], change_times: list[float], back_ms: float, forward_ms: float) -> list[int | None]:
+    """Pair each sample with the earliest not yet paired logged change within
+    [sample - back_ms, sample + forward_ms], in time order.
+
+    In order, because several samples may share one timestamp (integer-ms logs); with a
+    small look-back, because some implementations log the metrics update while processing
+    the ACK and the packet_received event only after it (quic-go).
+    """
+    pairs: list[int | None] = []
+    next_change = 0
+    for time in sample_times:
+        while next_change < len(change_times) and change_times[next_change] < time - back_ms:
+            next_change += 1
+        if next_change < len(change_times) and change_times[next_change] <= time + forward_ms:
+            pairs.append(next_change)
+            next_change += 1
+        else:
+            pairs.append(None)
+    return pairs
 
 
 def estimator_agreement(rtt_samples: pl.DataFrame, metrics: pl.DataFrame, endpoints: pl.DataFrame) -> pl.DataFrame:
     samples = rtt_samples.filter(pl.col("source") == "qlog").sort([*KEY, "sample_index"])
-    # Each distinct logged estimate, in order; index them so that several samples processed
-    # within one logged timestamp (integer-ms logs) pair with successive logged changes.
-    logged = (
+    changes = (
         logged_estimates(metrics)
         .with_columns(pl.int_range(pl.len()).over(KEY).alias("logged_index"))
         .rename({"time_ms": "logged_time_ms", "smoothed_rtt_ms": "smoothed_rtt_logged_ms", "rtt_variance_ms": "rttvar_logged_ms"})
     )
-    first_at_or_after = samples.select(*KEY, "sample_index", "time_ms").sort("time_ms").join_asof(
-        logged.select(*KEY, "logged_time_ms", "logged_index").sort("logged_time_ms"),
-        left_on="time_ms",
-        right_on="logged_time_ms",
-        by=KEY,
-        strategy="forward",
-        tolerance=MATCH_TOLERANCE_MS,
-        check_sortedness=False,  # sorted by time above; polars cannot verify it per group
-    )
-    matched = first_at_or_after.with_columns(
-        (pl.col("logged_index") + pl.int_range(pl.len()).over([*KEY, "logged_index"])).alias("logged_index")
-    ).select(*KEY, "sample_index", "logged_index")
+    pairs = []
+    for (run_id, vantage), endpoint_samples in samples.group_by(KEY, maintain_order=True):
+        change_times = changes.filter((pl.col("run_id") == run_id) & (pl.col("vantage") == vantage))["logged_time_ms"].to_list()
+        indices = pair_in_order(endpoint_samples["time_ms"].to_list(), change_times, LOOK_BACK_MS, MATCH_TOLERANCE_MS)
+        pairs.append(endpoint_samples.select(*KEY, "sample_index").with_columns(pl.Series("logged_index", indices, dtype=pl.Int64)))
+    matched = pl.concat(pairs) if pairs else samples.select(*KEY, "sample_index").with_columns(pl.lit(None, pl.Int64).alias("logged_index"))
     implementations = endpoints.filter(pl.col("source") == "qlog").unique(KEY, keep="first").select(*KEY, "implementation")
     return ESTIMATOR_AGREEMENT.conform(
         samples.join(matched, on=[*KEY, "sample_index"], how="left")
-        .join(logged.drop("logged_time_ms"), on=[*KEY, "logged_index"], how="left")
+        .join(changes.drop("logged_time_ms"), on=[*KEY, "logged_index"], how="left")
         .join(implementations, on=KEY, how="left")
         .with_columns(
             (pl.col("smoothed_rtt_logged_ms") - pl.col("smoothed_rtt_ms")).alias("smoothed_delta_ms"),
