@@ -74,6 +74,7 @@ _PACKET_TYPES = {
     "version_negotiation": "version_negotiation",
     "stateless_reset": "stateless_reset",
 }
+_PACKET_TYPES.update({k.upper(): v for k, v in _PACKET_TYPES.items()})  # "1RTT", "INITIAL", ... without .lower()
 _PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 _HAS_TAG = frozenset(("initial", "handshake", "0rtt", "1rtt"))
 
@@ -123,10 +124,10 @@ def frame_type(value: Any) -> str:
 
 def _int(value: Any) -> int | None:
     """Integer from a number or a numeric string (mvfst logs stream ids as strings); else None."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if value.__class__ is int or value is None:
         return value
+    if isinstance(value, bool):
+        return None
     try:
         return int(float(value))
     except (TypeError, ValueError):
@@ -174,13 +175,16 @@ METRIC_COLUMNS = ("t", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms", "m
                   "cwnd_bytes", "bytes_in_flight")
 
 
-def _columns(names: tuple[str, ...]) -> dict[str, list[Any]]:
-    return {n: [] for n in names}
+_EMPTY: dict[str, Any] = {}
 
 
 @dataclass
 class Connection:
-    """State of one connection (one trace, or one group_id inside a trace) while its events stream by."""
+    """State of one connection (one trace, or one group_id inside a trace) while its events stream by.
+
+    Rows are buffered as tuples in the order of PACKET_COLUMNS / FRAME_COLUMNS / METRIC_COLUMNS: one tuple
+    append per row is the cheapest thing Python can do per parsed frame, and polars builds columns from them.
+    """
 
     run_id: str
     group_id: str | None
@@ -203,15 +207,13 @@ class Connection:
     handshake_confirmed_t: float | None = None
     last_datagram_rx_t: float | None = None
     origin_fallback: str | None = None  # why the origin is not a client Initial, if so
-    packets: dict[str, list[Any]] = field(default_factory=lambda: _columns(PACKET_COLUMNS))
-    frames: dict[str, list[Any]] = field(default_factory=lambda: _columns(FRAME_COLUMNS))
-    metrics: dict[str, list[Any]] = field(default_factory=lambda: _columns(METRIC_COLUMNS))
+    packets: list[tuple[Any, ...]] = field(default_factory=list)
+    frames: list[tuple[Any, ...]] = field(default_factory=list)
+    metrics: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def take_buffers(self) -> tuple[dict[str, list[Any]], dict[str, list[Any]], dict[str, list[Any]]]:
+    def take_buffers(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         out = (self.packets, self.frames, self.metrics)
-        self.packets = _columns(PACKET_COLUMNS)
-        self.frames = _columns(FRAME_COLUMNS)
-        self.metrics = _columns(METRIC_COLUMNS)
+        self.packets, self.frames, self.metrics = [], [], []
         self.pending_events = 0
         return out
 
@@ -223,7 +225,7 @@ class Connection:
         self.pending_events += 1
         if self.first_t is None:
             self.first_t = t
-        if not isinstance(data, dict):
+        if data.__class__ is not dict:
             return
         if kind == PACKET_SENT or kind == PACKET_RECEIVED:
             self._packet(kind == PACKET_SENT, t, data)
@@ -236,9 +238,12 @@ class Connection:
 
     def _packet(self, sent: bool, t: float, data: dict[str, Any]) -> None:
         header = data.get("header")
-        if not isinstance(header, dict):
-            header = {}
-        ptype = packet_type(header.get("packet_type", data.get("packet_type")))
+        if header.__class__ is not dict:
+            header = _EMPTY
+        pt = header.get("packet_type") or data.get("packet_type")
+        ptype = _PACKET_TYPES.get(pt) if pt.__class__ is str else None
+        if ptype is None:
+            ptype = packet_type(pt)
         if not sent and self.profile.received_time_from_datagram and self.last_datagram_rx_t is not None:
             # The packet was logged after processing; its datagram arrived at the datagrams_received time.
             if self.last_datagram_rx_t <= t:
@@ -248,89 +253,76 @@ class Connection:
         if self.origin_t is None and ptype == "initial":
             if (sent and self.vantage == "client") or (not sent and self.vantage == "server"):
                 self.origin_t = t
-        pn = _int(header.get("packet_number", data.get("packet_number")))
+        pn = header.get("packet_number", data.get("packet_number"))
+        if pn.__class__ is not int:
+            pn = _int(pn)
         raw = data.get("raw")
-        size = raw.get("length") if isinstance(raw, dict) else None
+        size = raw.get("length") if raw.__class__ is dict else None
         if size is None:
             size = header.get("packet_size", data.get("packet_size"))
+        if size is not None and size.__class__ is not int:
+            size = _int(size)
         space = _PN_SPACE.get(ptype)
         event = "sent" if sent else "received"
         frames = data.get("frames")
-        p = self.packets
-        if isinstance(frames, list):
+        if frames.__class__ is list:
             eliciting = False
-            f = self.frames
-            fe, ft, fsp, fpn, fidx, ftype, fbytes = (
-                f["event"], f["t"], f["pn_space"], f["packet_number"], f["frame_index"], f["frame_type"],
-                f["frame_bytes"],
-            )
-            fad, fla, ffar, far, fsid, foff, flen, ffin = (
-                f["ack_delay_ms"], f["largest_acked"], f["first_ack_range"], f["ack_ranges"], f["stream_id"],
-                f["offset"], f["length"], f["fin"],
-            )
+            append = self.frames.append
             for i, fr in enumerate(frames):
-                if not isinstance(fr, dict):
+                if fr.__class__ is not dict:
                     continue
-                name = frame_type(fr.get("frame_type"))
+                ft = fr.get("frame_type")
+                name = _FRAME_TYPES.get(ft) if ft.__class__ is str else None
+                if name is None:
+                    name = frame_type(ft)
                 if name not in _NOT_ELICITING:
                     eliciting = True
                 fraw = fr.get("raw")
-                nbytes = fraw.get("length") if isinstance(fraw, dict) else None
-                fe.append(event)
-                ft.append(t)
-                fsp.append(space)
-                fpn.append(pn)
-                fidx.append(i)
-                ftype.append(name)
-                ad = la = far_ = None
-                ranges = None
-                sid = off = length = fin = None
+                nbytes = fraw.get("length") if fraw.__class__ is dict else None
                 if name == "ack":
-                    ad = self._ack_delay_ms(fr.get("ack_delay"), sent)
                     rs = normalize_ranges(fr.get("acked_ranges"))
                     if rs:
-                        la = rs[0][1]
-                        far_ = rs[0][1] - rs[0][0]
-                        ranges = _dumps(rs)
+                        top = rs[0]
+                        la, far, ranges = top[1], top[1] - top[0], _dumps(rs)
+                    else:
+                        la = far = ranges = None
+                    append((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
+                            la, far, ranges, None, None, None, None))
                 elif name == "stream" or name == "crypto" or name == "datagram":
-                    length = fr.get("length", fr.get("len"))
-                    if length is None and isinstance(fraw, dict):
-                        length = fraw.get("payload_length")
-                    length = _int(length)
-                    if name != "datagram":
-                        off = _int(fr.get("offset"))
+                    length = fr.get("length")
+                    if length is None:
+                        length = fr.get("len")  # mvfst CRYPTO
+                        if length is None and fraw.__class__ is dict:
+                            length = fraw.get("payload_length")  # main schema RawInfo
+                    if length.__class__ is not int:
+                        length = _int(length)
                     if name == "stream":
-                        sid = _int(fr.get("stream_id", fr.get("id")))
-                        fin = bool(fr.get("fin", False))
-                elif name == "padding":
-                    if nbytes is None:
-                        nbytes = _int(fr.get("length", fr.get("payload_length")))
-                elif name == "handshake_done":
-                    if self.handshake_confirmed_t is None and sent == (self.vantage == "server"):
-                        self.handshake_confirmed_t = t
-                elif "stream_id" in fr:
-                    sid = _int(fr.get("stream_id"))
-                fbytes.append(_int(nbytes))
-                fad.append(ad)
-                fla.append(la)
-                ffar.append(far_)
-                far.append(ranges)
-                fsid.append(sid)
-                foff.append(off)
-                flen.append(length)
-                ffin.append(fin)
-            p["ack_eliciting"].append(eliciting)
-            p["frames_logged"].append(True)
+                        sid = fr.get("stream_id", fr.get("id"))  # picoquic: "id"
+                        if sid.__class__ is not int:
+                            sid = _int(sid)  # mvfst logs stream ids as strings
+                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid,
+                                _int(fr.get("offset")), length, bool(fr.get("fin", False))))
+                    elif name == "crypto":
+                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
+                                _int(fr.get("offset")), length, None))
+                    else:
+                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
+                                None))
+                else:
+                    sid = None
+                    if name == "padding":
+                        if nbytes is None:
+                            nbytes = fr.get("length", fr.get("payload_length"))
+                    elif name == "handshake_done":
+                        if self.handshake_confirmed_t is None and sent == (self.vantage == "server"):
+                            self.handshake_confirmed_t = t
+                    elif "stream_id" in fr:
+                        sid = _int(fr.get("stream_id"))
+                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
+            self.packets.append((event, t, ptype, space, pn, size, 16 if ptype in _HAS_TAG else None, eliciting,
+                                 True))
         else:
-            p["ack_eliciting"].append(None)
-            p["frames_logged"].append(False)
-        p["event"].append(event)
-        p["t"].append(t)
-        p["packet_type"].append(ptype)
-        p["pn_space"].append(space)
-        p["packet_number"].append(pn)
-        p["packet_bytes"].append(_int(size))
-        p["aead_tag_bytes"].append(16 if ptype in _HAS_TAG else None)
+            self.packets.append((event, t, ptype, space, pn, size, 16 if ptype in _HAS_TAG else None, None, False))
 
     def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:
         v = _num(value)
@@ -346,21 +338,24 @@ class Connection:
         return v
 
     def _metrics(self, t: float, data: dict[str, Any]) -> None:
+        g = data.get
+        srtt, var, lat, mn = g("smoothed_rtt"), g("rtt_variance"), g("latest_rtt"), g("min_rtt")
+        cwnd = g("congestion_window")
+        if cwnd is None:
+            cwnd = g("cwnd", g("current_cwnd"))  # picoquic / mvfst names
+        pto, bif = g("pto_count"), g("bytes_in_flight")
+        if srtt is None and var is None and lat is None and mn is None and cwnd is None and pto is None \
+                and bif is None:
+            return  # e.g. pacing-only updates carry none of our fields
         scale = self.profile.rtt_to_ms
-        m = self.metrics
-
-        def rtt(key: str) -> float | None:
-            v = _num(data.get(key))
-            return None if v is None else v * scale
-
-        cwnd = data.get("congestion_window", data.get("cwnd", data.get("current_cwnd")))
-        row = (rtt("smoothed_rtt"), rtt("rtt_variance"), rtt("latest_rtt"), rtt("min_rtt"),
-               _int(data.get("pto_count")), _int(cwnd), _int(data.get("bytes_in_flight")))
-        if all(v is None for v in row):
-            return  # e.g. mvfst pacing updates or quic-go's pacing-only updates carry none of our fields
-        m["t"].append(t)
-        for key, v in zip(METRIC_COLUMNS[1:], row, strict=True):
-            m[key].append(v)
+        rtts = [srtt, var, lat, mn]
+        for j, v in enumerate(rtts):
+            if v is not None and v.__class__ is not float and v.__class__ is not int:
+                v = _num(v)
+            if v is not None and scale != 1.0:
+                v = v * scale
+            rtts[j] = v
+        self.metrics.append((t, rtts[0], rtts[1], rtts[2], rtts[3], _int(pto), _int(cwnd), _int(bif)))
 
     def _parameters(self, data: dict[str, Any]) -> None:
         owner = data.get("owner", data.get("initiator"))

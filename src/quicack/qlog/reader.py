@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
@@ -33,7 +34,7 @@ from .normalize import (
     event_kind,
 )
 from .profiles import profile_for
-from .records import Damage, Record, iter_records
+from .records import Damage, iter_records
 
 STAGE = "qlog"
 
@@ -97,6 +98,7 @@ class _Trace:
     ref_abs_ns: int | None = None
     ref_resolved: bool = False
     last_t: float = 0.0
+    conn: Connection | None = None  # the connection of events without their own group_id
 
 
 def _parse_rfc3339_ns(value: str) -> int | None:
@@ -128,7 +130,9 @@ class _FileReader:
         self.batch_events = max(1, batch_events)
         self.issues: list[dict[str, Any]] = []
         self.conns: dict[tuple[int, str | None], Connection] = {}
+        self.dirty: dict[tuple[int, str | None], None] = {}  # connections with buffered rows, in first-seen order
         self.used_run_ids: set[str] = set()
+        self.repeats: dict[str, int] = {}
         self.dialect: Dialect | None = None
         self.pending = 0
         self.kind_cache: dict[str, int] = {}
@@ -189,15 +193,15 @@ class _FileReader:
 
     # -- single JSON document (aioquic, picoquic, mvfst) ------------------------------------------------------
 
-    def _document(self, records: Iterator[Record | Damage]) -> Iterator[QlogBatch]:
+    def _document(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
         for rec in records:
-            if isinstance(rec, Damage):
+            if rec.__class__ is Damage:
                 kept = sum(c.events for c in self.conns.values())
                 self.issue("warning", f"{self.path}: JSON document damaged at byte {rec.offset} ({rec.message}); "
                                       f"the file was probably cut while being written; kept the {kept} events "
                                       "before the damage")
                 continue
-            doc = rec.value
+            doc = rec
             if not isinstance(doc, dict):
                 self.issue("error", f"{self.path}: top-level JSON value is a {type(doc).__name__}, expected an "
                                     "object with 'traces'")
@@ -227,11 +231,12 @@ class _FileReader:
 
     # -- JSON-SEQ / NDJSON --------------------------------------------------------------------------------------
 
-    def _sequence(self, records: Iterator[Record | Damage]) -> Iterator[QlogBatch]:
+    def _sequence(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
         trace: _Trace | None = None
         traces = 0
-        for rec in records:
-            if isinstance(rec, Damage):
+        for value in records:
+            if value.__class__ is Damage:
+                rec = value
                 if rec.at_end:
                     self.issue("warning", f"{self.path}: file cut mid-event: record {rec.number} at byte "
                                           f"{rec.offset} is incomplete ({rec.message}); kept the events before it")
@@ -239,12 +244,8 @@ class _FileReader:
                     self.issue("warning", f"{self.path}: skipped unreadable record {rec.number} at byte "
                                           f"{rec.offset} ({rec.message})")
                 continue
-            value = rec.value
-            if not isinstance(value, dict):
-                self.issue("warning", f"{self.path}: record {rec.number} at byte {rec.offset} is a "
-                                      f"{type(value).__name__}, expected an object; skipped")
-                continue
-            if "trace" in value or "qlog_version" in value or "file_schema" in value or "traces" in value:
+            if "name" not in value and ("trace" in value or "qlog_version" in value or "file_schema" in value
+                                        or "traces" in value):
                 tr = value.get("trace")
                 if not isinstance(tr, dict):
                     trs = value.get("traces")
@@ -316,10 +317,14 @@ class _FileReader:
             run_id = self.run_id
         else:
             run_id = f"{self.run_id}#{group or f'trace{trace.index}'}"
-            base, n = run_id, 1
-            while run_id in self.used_run_ids:
-                n += 1
-                run_id = f"{base}~{n}"
+            if run_id in self.used_run_ids:
+                # the same group id again (concatenated logs): number the repeats, in O(1) per connection
+                base = run_id
+                n = self.repeats.get(base, 1)
+                while run_id in self.used_run_ids:
+                    n += 1
+                    run_id = f"{base}~{n}"
+                self.repeats[base] = n
         self.used_run_ids.add(run_id)
         d = self.dialect
         conn = Connection(
@@ -363,70 +368,83 @@ class _FileReader:
     # -- events ----------------------------------------------------------------------------------------------------
 
     def _event(self, trace: _Trace, ev: Any) -> None:
+        # Hot path: one call per event. Plain dict lookups and class checks, no exceptions in the common case.
         self.pending += 1
         self.events_since_batch += 1
-        if isinstance(ev, dict):
-            t_raw = ev.get("time")
+        if ev.__class__ is dict:
+            t = ev.get("time")
             name = ev.get("name")
             if name is None:  # qlog draft-01: separate category / event fields
                 name = f"{ev.get('category', '')}:{ev.get('event', ev.get('event_type', ''))}"
             data = ev.get("data")
-            group = ev.get("group_id") or trace.group_id
-        elif isinstance(ev, list) and trace.event_fields:
+            group = ev.get("group_id")
+        elif ev.__class__ is list and trace.event_fields:
             f = trace.event_fields
             try:
-                t_raw = ev[f.index("relative_time")] if "relative_time" in f else ev[f.index("time")]
+                t = ev[f.index("relative_time")] if "relative_time" in f else ev[f.index("time")]
                 cat = ev[f.index("category")] if "category" in f else ""
                 evn = ev[f.index("event_type")] if "event_type" in f else ev[f.index("event")]
                 data = ev[f.index("data")]
             except (ValueError, IndexError):
                 return
             name = f"{cat}:{evn}"
-            group = trace.group_id
+            group = None
         else:
             return
-        if not isinstance(name, str):
+        if name.__class__ is not str:
             return
-        try:
-            t = float(t_raw)
-        except (TypeError, ValueError):
-            return
-        if math.isnan(t):
-            return
-        conn = self._connection(trace, str(group) if group is not None else None)
+        if t.__class__ is not float and t.__class__ is not int:
+            try:
+                t = float(t)  # picoquic / mvfst write times as strings
+            except (TypeError, ValueError):
+                return
+            if t != t:  # NaN
+                return
+        if group is None or group == trace.group_id:
+            conn = trace.conn
+            if conn is None:
+                conn = trace.conn = self._connection(trace, trace.group_id)
+            key = (trace.index, trace.group_id)
+        else:
+            key = (trace.index, str(group))
+            conn = self.conns.get(key) or self._connection(trace, key[1])
+        self.dirty[key] = None
         t *= conn.profile.time_to_ms
         if trace.time_format == "delta":
             t = trace.last_t + t
             trace.last_t = t
         if conn.first_t is None:
             self._resolve_reference(trace, conn, t)
-        conn.on_event(event_kind(name, self.kind_cache), t, data)
+        kind = self.kind_cache.get(name)
+        if kind is None:
+            kind = event_kind(name, self.kind_cache)
+        conn.on_event(kind, t, data)
 
     # -- batches ---------------------------------------------------------------------------------------------------
 
     def _flush(self, final: bool) -> QlogBatch:
-        packets, frames, metrics = [], [], []
-        for conn in self.conns.values():
-            if conn.pending_events == 0 and not conn.packets["t"] and not conn.metrics["t"]:
-                continue
+        # Rows of all ready connections go into one frame per table: building many small frames per batch
+        # (a concatenation of short traces) would cost more than parsing.
+        merged = [_Merged(), _Merged(), _Merged()]
+        for key in list(self.dirty):
+            conn = self.conns[key]
             if conn.origin_t is None:
                 if not final and conn.pending_events < self.batch_events:
                     continue  # wait for the first client Initial to fix the time origin
                 self._fallback_origin(conn)
-            p, f, m = conn.take_buffers()
-            packets.append(self._frame(conn, p, _PACKET_DTYPES, PACKETS, packet=True))
-            frames.append(self._frame(conn, f, _FRAME_DTYPES, FRAMES, packet=True))
-            metrics.append(self._frame(conn, m, _METRIC_DTYPES, METRICS_LOGGED, packet=False))
-        self.pending = sum(c.pending_events for c in self.conns.values())
+            for m, cols in zip(merged, conn.take_buffers(), strict=True):
+                m.add(conn, cols)
+            del self.dirty[key]
+        self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
         issues = INGEST_ISSUES.conform(pl.DataFrame(self.issues, schema=INGEST_ISSUES.schema)) if self.issues \
             else INGEST_ISSUES.empty()
         self.issues = []
         n, self.events_since_batch = self.events_since_batch, 0
         return QlogBatch(
-            packets=_concat(packets, PACKETS),
-            frames=_concat(frames, FRAMES),
-            metrics_logged=_concat(metrics, METRICS_LOGGED),
+            packets=merged[0].frame(_PACKET_DTYPES, PACKETS),
+            frames=merged[1].frame(_FRAME_DTYPES, FRAMES),
+            metrics_logged=merged[2].frame(_METRIC_DTYPES, METRICS_LOGGED),
             ingest_issues=issues,
             endpoints=endpoints,
             events=n,
@@ -442,34 +460,6 @@ class _FileReader:
             conn.origin_fallback = "first event"
         self.issue("warning", f"{self.path}: connection {conn.group_id or conn.run_id}: no {what} logged; "
                               f"time_ms is relative to the {conn.origin_fallback} instead", conn.run_id)
-
-    def _frame(self, conn: Connection, cols: dict[str, list[Any]], dtypes: dict[str, Any], table: Any,
-               packet: bool) -> pl.DataFrame:
-        if not cols["t"]:
-            return table.empty()
-        df = pl.DataFrame(cols, schema=dtypes, strict=False)
-        origin = conn.origin_t or 0.0
-        exprs: list[pl.Expr] = [
-            pl.lit(conn.run_id).alias("run_id"),
-            pl.lit(conn.vantage, dtype=pl.Utf8).alias("vantage"),
-            (pl.col("t") - origin).alias("time_ms"),
-        ]
-        if packet:
-            c2s, s2c = pl.lit("c2s"), pl.lit("s2c")
-            if conn.vantage == "client":
-                direction = pl.when(pl.col("event") == "sent").then(c2s).otherwise(s2c)
-            elif conn.vantage == "server":
-                direction = pl.when(pl.col("event") == "sent").then(s2c).otherwise(c2s)
-            else:
-                direction = pl.lit(None, dtype=pl.Utf8)
-            exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
-            if table is PACKETS:
-                exprs.append(pl.lit(True).alias("decrypted"))
-                if conn.ref_abs_ns is not None:
-                    # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
-                    exprs.append(((pl.col("t") * 1e6).round().cast(pl.Int64) + conn.ref_abs_ns).alias("time_abs_ns"))
-        cols_keep = [c for c in df.columns if c != "t" and c in table.schema]
-        return table.conform(df.select([*cols_keep, *exprs]))
 
     def _endpoints(self) -> pl.DataFrame:
         rows = []
@@ -495,6 +485,59 @@ class _FileReader:
         if not rows:
             return ENDPOINTS.empty()
         return ENDPOINTS.conform(pl.DataFrame(rows, schema=ENDPOINTS.schema))
+
+
+class _Merged:
+    """Row tuples of several connections plus, per connection, its attributes and row count."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.lengths: list[int] = []
+        self.conns: list[Connection] = []
+
+    def add(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            self.rows.extend(rows)
+            self.lengths.append(len(rows))
+            self.conns.append(conn)
+
+    def frame(self, dtypes: dict[str, Any], table: Any) -> pl.DataFrame:
+        if not self.rows:
+            return table.empty()
+        df = pl.DataFrame(self.rows, schema=dtypes, orient="row")
+        attrs = pl.DataFrame(
+            {
+                "run_id": [c.run_id for c in self.conns],
+                "vantage": [c.vantage for c in self.conns],
+                "_origin": [c.origin_t or 0.0 for c in self.conns],
+                "_ref": [c.ref_abs_ns for c in self.conns],
+            },
+            schema={"run_id": pl.Utf8, "vantage": pl.Utf8, "_origin": pl.Float64, "_ref": pl.Int64},
+        )
+        if len(self.conns) == 1:
+            df = df.with_columns([pl.lit(v, dtype=attrs.schema[k]).alias(k)
+                                  for k, v in attrs.row(0, named=True).items()])
+        else:
+            idx = pl.Series("_i", np.repeat(np.arange(len(self.conns)), self.lengths))
+            df = pl.concat([df, attrs[idx]], how="horizontal")
+        exprs: list[pl.Expr] = [(pl.col("t") - pl.col("_origin")).alias("time_ms")]
+        if table is not METRICS_LOGGED:
+            sent = pl.col("event") == "sent"
+            client = pl.col("vantage") == "client"
+            server = pl.col("vantage") == "server"
+            # client sent / server received -> c2s; client received / server sent -> s2c
+            direction = (
+                pl.when((client & sent) | (server & ~sent)).then(pl.lit("c2s"))
+                .when((client & ~sent) | (server & sent)).then(pl.lit("s2c"))
+                .otherwise(pl.lit(None, dtype=pl.Utf8))
+            )
+            exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
+        if table is PACKETS:
+            # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
+            exprs += [pl.lit(True).alias("decrypted"),
+                      ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
+        keep = [c for c in df.columns if c in table.schema]
+        return table.conform(df.select([*keep, *exprs]))
 
 
 def _concat(frames: list[pl.DataFrame], table: Any) -> pl.DataFrame:
