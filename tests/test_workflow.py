@@ -98,6 +98,11 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
             assert (out / "figures" / f"{figure}.{fmt}").stat().st_size > 1000
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == len(TABLES)
+    report = tmp_path / "report.html"
+    made = snakemake("--report", str(report), "--config", f"results_dir={results}")
+    assert made.returncode == 0, made.stderr[-2000:]
+    html = report.read_text(errors="replace")
+    assert "imc24-fig02" in html and "numerical sweet spot" in html
 
 
 def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_path):
