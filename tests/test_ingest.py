@@ -40,7 +40,7 @@ def test_run_without_qlog_is_reported(tmp_path):
     tables = ingest.ingest_group(raw, "aioquic_ngtcp2", "t")
     assert tables["runs"].row(0, named=True)["status"] == "failed"
     issues = tables["ingest_issues"]
-    assert issues.filter(pl.col("message").str.contains("no qlog")).height == 1
+    assert issues.filter(pl.col("message").str.contains("no qlog files")).height == 1
 
 
 def test_malformed_truncated_qlog_keeps_good_events_and_reports(tmp_path):

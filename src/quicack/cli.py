@@ -119,12 +119,12 @@ def _run_id_for(path: Path) -> str:
 
 
 def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
-    from quicack.ingest import QLOG_SUFFIXES, _has_suffix
+    from quicack.qlog.discover import is_qlog_name
 
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and _has_suffix(p, QLOG_SUFFIXES)))
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_qlog_name(p)))
         else:
             files.append(path)
     return files

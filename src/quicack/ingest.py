@@ -18,7 +18,6 @@ import polars as pl
 
 from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 
-QLOG_SUFFIXES = (".qlog", ".sqlog", ".json", ".ndjson", ".jsonseq")
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
 RUN_MARKERS = ("run.json", "client", "server", "sim")
@@ -56,18 +55,6 @@ def discover_runs(group_root: Path, raw_root: Path) -> Iterator[RunFolder]:
 def _has_suffix(path: Path, suffixes: tuple[str, ...]) -> bool:
     name = path.name.lower()
     return any(name.endswith(s + c) for s in suffixes for c in COMPRESSED_SUFFIXES)
-
-
-def qlog_files(run: RunFolder) -> list[tuple[Path, str | None]]:
-    """qlog files of a run with the vantage their folder implies (client/server) or None."""
-    found = []
-    for path in sorted(run.path.rglob("*")):
-        if not path.is_file() or not _has_suffix(path, QLOG_SUFFIXES) or path.name == "run.json":
-            continue
-        parts = path.relative_to(run.path).parts
-        vantage = next((p for p in parts if p in ("client", "server")), None)
-        found.append((path, vantage))
-    return found
 
 
 def capture_files(run: RunFolder) -> list[Path]:
@@ -136,7 +123,7 @@ def _rel(path: Path, raw_root: Path) -> str:
 
 def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataFrame]:
     """All ingest tables of one run group."""
-    from quicack.qlog import read_qlog
+    from quicack.qlog import discover_qlogs, read_qlog
 
     parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
     issues: list[dict] = []
@@ -148,9 +135,8 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
         row, run_issues = run_row(run, dataset, raw_root)
         runs.append(row)
         issues.extend(run_issues)
-        qlogs = qlog_files(run)
-        if not qlogs:
-            issues.append(issue(run.run_id, run.run_id, "qlog", "warning", "run has no qlog file (looked for *.qlog, *.sqlog, *.json below the run folder)"))
+        qlogs, missing = discover_qlogs(run.path, run.run_id)
+        parts["ingest_issues"].append(_relative_paths(missing, raw_root))
         for path, vantage in qlogs:
             result = read_qlog(path, run.run_id, vantage)
             for name in ("packets", "frames", "metrics_logged", "endpoints"):

@@ -14,6 +14,8 @@ COMPRESSED = (".gz", ".zst")
 
 def is_qlog_name(path: Path) -> bool:
     name = path.name.lower()
+    if name == "run.json":  # the testbed's run description sits beside the logs
+        return False
     for c in COMPRESSED:
         if name.endswith(c):
             name = name[: -len(c)]
