@@ -144,3 +144,15 @@ def test_bad_file_among_good_ones_the_rest_goes_on(tmp_path: Path):
     packets = pl.read_parquet(tmp_path / "out" / "packets.parquet")
     assert packets["run_id"].unique().sort().to_list() == ["client"]  # both good files have stem "client"
     assert packets.height == read_qlog(AIOQUIC, "x").packets.height + read_qlog(NGTCP2, "x").packets.height
+
+
+def test_malformed_non_numeric_metric_values_become_null_with_a_warning(tmp_path: Path):
+    text = NGTCP2.read_text().replace('"smoothed_rtt":26', '"smoothed_rtt":"abc"', 1)
+    p = tmp_path / "x.sqlog"
+    p.write_text(text)
+    r = read_qlog(p, "r")
+    full = read_qlog(NGTCP2, "r")
+    assert r.metrics_logged.height == full.metrics_logged.height
+    assert r.metrics_logged["smoothed_rtt_ms"].null_count() == full.metrics_logged["smoothed_rtt_ms"].null_count() + 1
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "non-numeric" in message

@@ -348,14 +348,13 @@ class Connection:
                 and bif is None:
             return  # e.g. pacing-only updates carry none of our fields
         scale = self.profile.rtt_to_ms
-        rtts = [srtt, var, lat, mn]
-        for j, v in enumerate(rtts):
-            if v is not None and v.__class__ is not float and v.__class__ is not int:
-                v = _num(v)
-            if v is not None and scale != 1.0:
-                v = v * scale
-            rtts[j] = v
-        self.metrics.append((t, rtts[0], rtts[1], rtts[2], rtts[3], _int(pto), _int(cwnd), _int(bif)))
+        if scale == 1.0:
+            # Raw values: polars casts numbers (and numeric strings) when the batch is built; anything else is
+            # sanitized there (see reader._Merged), which keeps this per-event path short.
+            self.metrics.append((t, srtt, var, lat, mn, pto, cwnd, bif))
+            return
+        rtts = [_num(v) for v in (srtt, var, lat, mn)]
+        self.metrics.append((t, *(None if v is None else v * scale for v in rtts), _int(pto), _int(cwnd), _int(bif)))
 
     def _parameters(self, data: dict[str, Any]) -> None:
         owner = data.get("owner", data.get("initiator"))

@@ -31,6 +31,8 @@ from .normalize import (
     METRIC_COLUMNS,
     PACKET_COLUMNS,
     Connection,
+    _int,
+    _num,
     event_kind,
 )
 from .profiles import profile_for
@@ -437,14 +439,21 @@ class _FileReader:
             del self.dirty[key]
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
-        issues = INGEST_ISSUES.conform(pl.DataFrame(self.issues, schema=INGEST_ISSUES.schema)) if self.issues \
-            else INGEST_ISSUES.empty()
-        self.issues = []
         n, self.events_since_batch = self.events_since_batch, 0
+        tables = (merged[0].frame(_PACKET_DTYPES, PACKETS), merged[1].frame(_FRAME_DTYPES, FRAMES),
+                  merged[2].frame(_METRIC_DTYPES, METRICS_LOGGED))
+        for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
+            if m.sanitized:
+                self.issue("warning", f"{self.path}: some {name} fields held non-numeric values where numbers "
+                                      "belong; those values were set to null")
+        issues = INGEST_ISSUES.empty()
+        if self.issues:
+            issues = INGEST_ISSUES.conform(pl.DataFrame(self.issues, schema=INGEST_ISSUES.schema))
+            self.issues = []
         return QlogBatch(
-            packets=merged[0].frame(_PACKET_DTYPES, PACKETS),
-            frames=merged[1].frame(_FRAME_DTYPES, FRAMES),
-            metrics_logged=merged[2].frame(_METRIC_DTYPES, METRICS_LOGGED),
+            packets=tables[0],
+            frames=tables[1],
+            metrics_logged=tables[2],
             ingest_issues=issues,
             endpoints=endpoints,
             events=n,
@@ -494,6 +503,7 @@ class _Merged:
         self.rows: list[tuple[Any, ...]] = []
         self.lengths: list[int] = []
         self.conns: list[Connection] = []
+        self.sanitized = False
 
     def add(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         if rows:
@@ -504,7 +514,12 @@ class _Merged:
     def frame(self, dtypes: dict[str, Any], table: Any) -> pl.DataFrame:
         if not self.rows:
             return table.empty()
-        df = pl.DataFrame(self.rows, schema=dtypes, orient="row")
+        try:
+            df = pl.DataFrame(self.rows, schema=dtypes, orient="row", strict=False)
+        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+            # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
+            df = pl.DataFrame([_sanitize(r, dtypes) for r in self.rows], schema=dtypes, orient="row", strict=False)
+            self.sanitized = True
         attrs = pl.DataFrame(
             {
                 "run_id": [c.run_id for c in self.conns],
@@ -538,6 +553,22 @@ class _Merged:
                       ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
         keep = [c for c in df.columns if c in table.schema]
         return table.conform(df.select([*keep, *exprs]))
+
+
+def _sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:
+    out = []
+    for v, dt in zip(row, dtypes.values(), strict=True):
+        if v is None:
+            out.append(None)
+        elif dt == pl.Int64:
+            out.append(_int(v))
+        elif dt == pl.Float64:
+            out.append(_num(v))
+        elif dt == pl.Boolean:
+            out.append(v if isinstance(v, bool) else None)
+        else:
+            out.append(v if isinstance(v, str) else str(v))
+    return tuple(out)
 
 
 def _concat(frames: list[pl.DataFrame], table: Any) -> pl.DataFrame:
