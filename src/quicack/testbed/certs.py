@@ -56,9 +56,7 @@ def _ca(key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
     )
 
 
-def _leaf(
-    key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey, pad: int
-) -> x509.Certificate:
+def _leaf(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey, pad: int) -> x509.Certificate:
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name("server"))
@@ -73,9 +71,7 @@ def _leaf(
         )
     )
     if pad > 0:
-        builder = builder.add_extension(
-            x509.UnrecognizedExtension(_PAD_OID, b"\x00" * pad), critical=False
-        )
+        builder = builder.add_extension(x509.UnrecognizedExtension(_PAD_OID, b"\x00" * pad), critical=False)
     return builder.sign(ca_key, hashes.SHA256())
 
 

@@ -128,14 +128,8 @@ class DeferredHandshakeConnection(QuicConnection):
         return super().datagrams_to_send(now)
 
     # --- IACK: hold CRYPTO frames of Initial packets; the packets themselves are processed and ACKed --------
-    def _handle_crypto_frame(
-        self, context: QuicReceiveContext, frame_type: int, buf: Buffer
-    ) -> None:
-        if (
-            self._hs_mode is HandshakeMode.IACK
-            and not self._hs_released
-            and context.epoch == Epoch.INITIAL
-        ):
+    def _handle_crypto_frame(self, context: QuicReceiveContext, frame_type: int, buf: Buffer) -> None:
+        if self._hs_mode is HandshakeMode.IACK and not self._hs_released and context.epoch == Epoch.INITIAL:
             start = buf.tell()
             buf.pull_uint_var()  # offset
             length = buf.pull_uint_var()
@@ -152,9 +146,7 @@ class DeferredHandshakeConnection(QuicConnection):
                 off = b.pull_uint_var()
                 ln = b.pull_uint_var()
                 context.quic_logger_frames.append(
-                    self._quic_logger.encode_crypto_frame(
-                        QuicStreamFrame(offset=off, data=b.pull_bytes(ln))
-                    )
+                    self._quic_logger.encode_crypto_frame(QuicStreamFrame(offset=off, data=b.pull_bytes(ln)))
                 )
             self._held_crypto.append((context, frame_type, raw))
             return
@@ -287,9 +279,7 @@ class TestbedQuicServer(QuicServer):
     def datagram_received(self, data: bytes | str, addr: NetworkAddress) -> None:
         data = bytes(data)  # type: ignore[arg-type]
         try:
-            header = pull_quic_header(
-                Buffer(data=data), host_cid_length=self._configuration.connection_id_length
-            )
+            header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
         except ValueError:
             return
         if (

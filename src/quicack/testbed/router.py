@@ -1,0 +1,77 @@
+"""Router namespace configuration: NFQUEUE rules for the impairment program and tbf for the bandwidth."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from quicack.testbed.netns import Topology, ns_argv
+from quicack.testbed.procs import Managed, ProcessSet, wait_until
+
+
+@dataclass(frozen=True)
+class PathImpairment:
+    """What the router does to each direction (c2s: client to server, s2c: server to client)."""
+
+    delay_c2s_ms: float
+    delay_s2c_ms: float
+    bandwidth_c2s_mbit: float | None = 10.0
+    bandwidth_s2c_mbit: float | None = 10.0
+    loss_c2s: float = 0.0
+    loss_s2c: float = 0.0
+    drop_c2s: tuple[int, ...] = ()
+    drop_s2c: tuple[int, ...] = ()
+    seed: int = 1
+    queue_limit_packets: int = 100
+    spin_ms: float = 0.15  # see impair.py: wake early and spin (costs CPU; helps only on idle cores)
+    rt_priority: int = 50  # SCHED_FIFO priority of the impairment program (0 = normal)
+
+
+def _run(argv: list[str]) -> None:
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip()}")
+
+
+def _tbf(topo: Topology, dev: str, mbit: float, limit_packets: int) -> None:
+    rate_bps = mbit * 1e6
+    # Bucket: at least two full-size frames, and at least 1 ms worth of tokens.
+    burst = max(3200, int(rate_bps / 8 / 1000))
+    limit = limit_packets * 1514
+    _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "root", "tbf",
+                                  "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]))  # fmt: skip
+
+
+def configure(topo: Topology, imp: PathImpairment, queue: int = 0) -> None:
+    """NFQUEUE for forwarded UDP (per input interface = per direction), tbf on each egress interface."""
+    for dev, q in ((topo.router_left_if, queue), (topo.router_right_if, queue + 1)):
+        # No --queue-bypass: if the impairment program is not there, datagrams are dropped, not passed unimpaired.
+        _run(ns_argv(topo.router_ns, ["iptables", "-w", "-A", "FORWARD", "-i", dev, "-p", "udp",
+                                      "-j", "NFQUEUE", "--queue-num", str(q)]))  # fmt: skip
+    # s2c leaves the router on the left interface, c2s on the right one.
+    if imp.bandwidth_s2c_mbit:
+        _tbf(topo, topo.router_left_if, imp.bandwidth_s2c_mbit, imp.queue_limit_packets)
+    if imp.bandwidth_c2s_mbit:
+        _tbf(topo, topo.router_right_if, imp.bandwidth_c2s_mbit, imp.queue_limit_packets)
+
+
+def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, summary: Path, queue: int = 0) -> Managed:
+    argv = [
+        sys.executable, "-m", "quicack.testbed.impair",
+        "--queue", str(queue),
+        "--delay-c2s-ms", f"{imp.delay_c2s_ms}", "--delay-s2c-ms", f"{imp.delay_s2c_ms}",
+        "--loss-c2s", f"{imp.loss_c2s}", "--loss-s2c", f"{imp.loss_s2c}",
+        "--drop-c2s", ",".join(map(str, imp.drop_c2s)), "--drop-s2c", ",".join(map(str, imp.drop_s2c)),
+        "--seed", str(imp.seed), "--summary", str(summary),
+        "--spin-ms", f"{imp.spin_ms}", "--rt-priority", str(imp.rt_priority),
+    ]  # fmt: skip
+    m = procs.start("impair", ns_argv(topo.router_ns, argv))
+    wait_until(lambda: b'"ready": true' in m.stdout_path.read_bytes(), 15.0, m, "impairment to bind its queues")
+    return m
+
+
+def qdisc_stats(topo: Topology) -> str:
+    p = subprocess.run(ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True)
+    return p.stdout
