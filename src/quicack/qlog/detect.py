@@ -118,6 +118,7 @@ def implementation_from_text(text: bytes) -> str | None:
         (b"lsquic", "lsquic"),
         (b"msquic", "msquic"),
         (b"kwik", "kwik"),
+        (b'"go quic"', "go-x-net"),  # golang.org/x/net/quic names its vantage point "go quic"
     ):
         if needle in text:
             return impl

@@ -204,6 +204,7 @@ class Connection:
     local_ack_delay_exponent: int | None = None
     peer_ack_delay_exponent: int | None = None
     peer_params_seen: bool = False
+    local_params_seen: bool = False
     handshake_confirmed_t: float | None = None
     last_datagram_rx_t: float | None = None
     origin_fallback: str | None = None  # why the origin is not a client Initial, if so
@@ -259,7 +260,9 @@ class Connection:
         raw = data.get("raw")
         size = raw.get("length") if raw.__class__ is dict else None
         if size is None:
-            size = header.get("packet_size", data.get("packet_size"))
+            size = header.get("packet_size", data.get("packet_size"))  # picoquic / mvfst
+            if size is None and self.profile.header_length_is_packet_size:
+                size = header.get("length")
         if size is not None and size.__class__ is not int:
             size = _int(size)
         space = _PN_SPACE.get(ptype)
@@ -325,9 +328,9 @@ class Connection:
             self.packets.append((event, t, ptype, space, pn, size, 16 if ptype in _HAS_TAG else None, None, False))
 
     def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:
-        v = _num(value)
+        v = value if value.__class__ is float else _num(value)
         if v is None:
-            return None
+            return 0.0 if value is None and self.profile.missing_ack_delay_is_zero else None
         mode = self.profile.ack_delay
         if mode == ACK_DELAY_US:
             return v / 1000.0
@@ -367,6 +370,7 @@ class Connection:
             if ade is not None:
                 self.peer_ack_delay_exponent = ade
         elif owner == "local":
+            self.local_params_seen = True
             if mad is not None:
                 self.local_max_ack_delay_ms = mad
             if ade is not None:

@@ -22,6 +22,13 @@ class Profile:
     # aioquic logs transport:packet_received after it processed the packet's frames, with the time of logging;
     # the socket receive time is that of the preceding transport:datagrams_received event.
     received_time_from_datagram: bool = False
+    # quinn logs the size of packets it sends in header.length (also for 1-RTT packets, which have no Length field)
+    header_length_is_packet_size: bool = False
+    # quinn puts the *current* connection ID in each event's group_id: it changes from the client's initial DCID
+    # to the server's CID during the handshake, within one connection. Such a file is one connection per trace.
+    group_id_per_event_is_connection: bool = True
+    # quic-go omits ack_delay from ACK frames when it is zero (omitempty): absent means 0, not unknown
+    missing_ack_delay_is_zero: bool = False
 
 
 MS = Profile(time_to_ms=1.0, rtt_to_ms=1.0, ack_delay=ACK_DELAY_MS)
@@ -37,6 +44,13 @@ def profile_for(implementation: str | None, time_units: str | None) -> Profile:
     if implementation == "mvfst" and us:
         # mvfst's draft-00 logger: time_units "us", metric_update RTTs and ACK delays are chrono microseconds.
         return Profile(time_to_ms=0.001, rtt_to_ms=0.001, ack_delay=ACK_DELAY_US)
+    if implementation == "quinn":
+        # quinn (0.11, qlog feature) writes recovery:metrics_updated RTTs in SECONDS (Duration::as_secs_f32),
+        # although qlog says milliseconds: the initial RTT shows as 0.333.
+        return Profile(time_to_ms=1.0, rtt_to_ms=1000.0, ack_delay=ACK_DELAY_MS, header_length_is_packet_size=True,
+                       group_id_per_event_is_connection=False)
+    if implementation == "quic-go":
+        return Profile(time_to_ms=1.0, rtt_to_ms=1.0, ack_delay=ACK_DELAY_MS, missing_ack_delay_is_zero=True)
     if implementation == "aioquic":
         return Profile(time_to_ms=1.0, rtt_to_ms=1.0, ack_delay=ACK_DELAY_MS, received_time_from_datagram=True)
     if us:

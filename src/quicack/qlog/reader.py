@@ -101,6 +101,7 @@ class _Trace:
     ref_resolved: bool = False
     last_t: float = 0.0
     conn: Connection | None = None  # the connection of events without their own group_id
+    group_is_connection: bool = True  # False: per-event group_id values do not split connections (quinn)
 
 
 def _parse_rfc3339_ns(value: str) -> int | None:
@@ -109,6 +110,16 @@ def _parse_rfc3339_ns(value: str) -> int | None:
     except ValueError:
         return None
     return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+
+
+def _vantage_from_title(*titles: Any) -> str | None:
+    """quinn writes vantage_point.type "unknown" but ends its title with "client" or "server"."""
+    for title in titles:
+        if isinstance(title, str):
+            words = set(re.findall(r"[a-z]+", title.lower()))
+            if ("client" in words) != ("server" in words):
+                return "client" if "client" in words else "server"
+    return None
 
 
 def _vantage_from_path(path: Path) -> str | None:
@@ -275,7 +286,8 @@ class _FileReader:
         if vantage is None and vp.get("type") in (None, "unknown") and d and d.vantage:
             vantage = d.vantage
         if vantage is None:
-            vantage = self.vantage_arg or _vantage_from_path(self.path)
+            vantage = self.vantage_arg or _vantage_from_title(tr.get("title"), top.get("title")) \
+                or _vantage_from_path(self.path)
             if vantage is None and vp.get("type") != "network":
                 self.issue("warning", f"{self.path}: trace {index} has no client/server vantage point and none was "
                                       "given; direction will be null (pass vantage= or use the .../client/qlog/ "
@@ -308,6 +320,7 @@ class _FileReader:
             reference=common.get("reference_time", tr.get("reference_time")),
             time_format=common.get("time_format"),
             event_fields=[str(x).lower() for x in fields] if isinstance(fields, list) else None,
+            group_is_connection=profile_for(impl, time_units).group_id_per_event_is_connection,
         )
 
     def _connection(self, trace: _Trace, group: str | None) -> Connection:
@@ -402,7 +415,9 @@ class _FileReader:
                 return
             if t != t:  # NaN
                 return
-        if group is None or group == trace.group_id:
+        if group is None or group == trace.group_id or not trace.group_is_connection:
+            if trace.conn is None and trace.group_id is None and group is not None:
+                trace.group_id = str(group)  # quinn: the first event's group_id (the original DCID) names it
             conn = trace.conn
             if conn is None:
                 conn = trace.conn = self._connection(trace, trace.group_id)
@@ -481,14 +496,20 @@ class _FileReader:
             if conn.ref_abs_ns is not None and origin is not None:
                 abs_origin = conn.ref_abs_ns + round(origin * 1e6)
             peer_ade = conn.peer_ack_delay_exponent
-            if peer_ade is None and conn.peer_params_seen:
-                peer_ade = 3  # RFC 9000 §18.2 default when the peer did not send ack_delay_exponent
+            peer_mad = conn.peer_max_ack_delay_ms
+            if conn.peer_params_seen:
+                # RFC 9000 §18.2 defaults when the peer's logged transport parameters omit them
+                peer_ade = 3 if peer_ade is None else peer_ade
+                peer_mad = 25.0 if peer_mad is None else peer_mad
+            local_mad = conn.local_max_ack_delay_ms
+            if local_mad is None and conn.local_params_seen:
+                local_mad = 25.0
             rows.append({
                 "run_id": conn.run_id, "source": "qlog", "vantage": conn.vantage, "path": str(self.path),
                 "implementation": conn.implementation, "dialect": conn.dialect, "qlog_version": conn.qlog_version,
                 "group_id": conn.group_id, "time_origin_abs_ns": abs_origin,
-                "local_max_ack_delay_ms": conn.local_max_ack_delay_ms,
-                "peer_max_ack_delay_ms": conn.peer_max_ack_delay_ms, "peer_ack_delay_exponent": peer_ade,
+                "local_max_ack_delay_ms": local_mad,
+                "peer_max_ack_delay_ms": peer_mad, "peer_ack_delay_exponent": peer_ade,
                 "handshake_confirmed_ms": hs, "events": conn.events,
             })
         if not rows:
