@@ -1,0 +1,121 @@
+"""qlog ingest throughput and peak memory (not a test: run by hand, prints a table).
+
+Builds large JSON-SEQ inputs in a temporary folder (never committed) by concatenating the real JSON-SEQ traces
+of the repository (tests/data/loopback/**/qlog/*.sqlog and tests/data/qlog/**/*.sqlog) until each reaches the
+requested size, so the input holds thousands of real connections. For each size a fresh child process:
+
+1. runs ``quicack.qlog.write_qlog_parquet`` on it and reads its peak RSS (``resource.getrusage``) right after;
+2. runs the reference in the same process: plain line iteration + ``json.loads`` per record, no normalization
+   (and the same with ``orjson.loads``).
+
+It prints MB/s, events/s, peak RSS and the ratio ingest time / reference time. Wall-clock numbers depend on the
+machine's load; the ratio to the reference run in the same process is the number to compare.
+
+    python bench/qlog_throughput.py                 # 100 MB and 500 MB
+    python bench/qlog_throughput.py --sizes 50 200  # other sizes (MB)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def real_traces() -> list[Path]:
+    found = sorted((REPO / "tests" / "data").rglob("*.sqlog"))
+    return [p for p in found if p.read_bytes()[:1] == b"\x1e"]
+
+
+def build_input(path: Path, size_mb: float, sources: list[Path]) -> Path:
+    """Concatenate ``sources`` round-robin into ``path`` until it holds at least ``size_mb`` MB."""
+    target = int(size_mb * 1e6)
+    if path.exists() and path.stat().st_size >= target:
+        return path
+    blobs = [p.read_bytes() for p in sources]
+    written = 0
+    with open(path, "wb") as f:
+        while written < target:
+            for b in blobs:
+                f.write(b)
+                written += len(b)
+    return path
+
+
+def reference(path: Path, loads) -> tuple[float, float, int]:  # noqa: ANN001
+    """Plain iteration: one JSON record per line (RS stripped), parsed and dropped."""
+    wall, cpu, n = time.perf_counter(), time.process_time(), 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line[:1] == b"\x1e":
+                line = line[1:]
+            if line.strip():
+                loads(line)
+                n += 1
+    return time.perf_counter() - wall, time.process_time() - cpu, n
+
+
+def child(path: Path, out_dir: Path) -> None:
+    sys.path.insert(0, str(REPO / "src"))
+    from quicack.qlog import write_qlog_parquet
+
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    wall, cpu = time.perf_counter(), time.process_time()
+    summary = write_qlog_parquet([path], out_dir, run_id_for=lambda p: p.stem)
+    ingest_wall, ingest_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    ref_wall, ref_cpu, records = reference(path, json.loads)
+    try:
+        import orjson
+
+        or_wall, or_cpu, _ = reference(path, orjson.loads)
+    except ImportError:
+        or_wall = or_cpu = float("nan")
+    print(json.dumps({
+        "bytes": path.stat().st_size, "events": summary.events, "records": records, "rows": summary.rows,
+        "ingest_wall_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ref_json_wall_s": ref_wall,
+        "ref_json_cpu_s": ref_cpu, "ref_orjson_wall_s": or_wall, "ref_orjson_cpu_s": or_cpu,
+        "rss_start_mib": rss_before / 1024, "rss_peak_mib": rss_peak / 1024,
+    }))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=float, nargs="+", default=[100, 500], help="input sizes in MB")
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "quicack_qlog_bench")
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.out)
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    sources = real_traces()
+    print(f"{len(sources)} real JSON-SEQ traces, {sum(p.stat().st_size for p in sources) / 1e3:.0f} kB, "
+          f"concatenated into {args.workdir}")
+    print(f"{'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} {'cpu MB/s':>8} {'peak RSS MiB':>12} "
+          f"{'ref json MB/s':>13} {'ratio wall':>10} {'ratio cpu':>9} {'orjson-only MB/s':>16}")
+    for size in args.sizes:
+        path = build_input(args.workdir / f"qlog_{int(size)}MB.sqlog", size, sources)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(path), "--out", str(args.workdir / f"out_{int(size)}")],
+            check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        mb = r["bytes"] / 1e6
+        print(f"{mb:9.0f} {r['events']:10d} {r['rows']['endpoints']:7d} {mb / r['ingest_wall_s']:7.1f} "
+              f"{r['events'] / r['ingest_wall_s']:9.0f} {mb / r['ingest_cpu_s']:8.1f} {r['rss_peak_mib']:12.0f} "
+              f"{mb / r['ref_json_wall_s']:13.1f} {r['ingest_wall_s'] / r['ref_json_wall_s']:10.2f} "
+              f"{r['ingest_cpu_s'] / r['ref_json_cpu_s']:9.2f} {mb / r['ref_orjson_wall_s']:16.1f}")
+
+
+if __name__ == "__main__":
+    main()
