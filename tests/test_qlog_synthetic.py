@@ -24,6 +24,7 @@ SYN = QLOG_DATA / "synthetic"
         ("mvfst_client.qlog", "json", "draft-00", "mvfst", "json-draft-00"),
         ("neqo_client.sqlog", "json-seq", "urn:ietf:params:qlog:file:sequential", "neqo", "json-seq-main-schema"),
         ("quinn_client.sqlog", "json-seq", "0.3", "quinn", "json-seq-0.3"),
+        ("quic_go_draft02_client.qlog", "ndjson", "draft-02", "quic-go", "ndjson-draft-02"),
     ],
 )
 def test_documented_schema_detection(name, container, version, impl, dialect):
@@ -104,3 +105,14 @@ def test_documented_schema_quinn_headers_without_frames():
     assert r.packets["ack_eliciting"].null_count() == 3
     assert r.frames.height == 0
     assert r.packets["packet_bytes"].to_list() == [1200, 180, 80]
+
+
+def test_documented_schema_quic_go_ndjson_draft02():
+    """Old quic-go (v0.2x) and QScanner's fork: NDJSON draft-02 (newline-delimited, no RS), reference_time in
+    Unix-epoch ms, packet size in header.packet_size, ACK without ack_delay meaning 0."""
+    r = read_qlog(SYN / "quic_go_draft02_client.qlog", "r")
+    assert r.packets["packet_bytes"].to_list() == [1252, 181, 60]
+    assert r.packets["time_ms"].to_list() == pytest.approx([0.0, 20.5, 40.969])
+    assert r.frames.filter(pl.col("frame_type") == "ack")["ack_delay_ms"].to_list() == [0.0, 0.5]
+    # float64 ms since the epoch carries sub-microsecond rounding
+    assert abs(r.endpoints["time_origin_abs_ns"][0] - (1_763_700_000_000_500_000 + 31_000)) < 1_000

@@ -11,6 +11,7 @@ picoquic, mvfst and neqo cannot be built here, so these files follow each implem
 * neqo_client.sqlog — the qlog crate's main-schema JSON-SEQ as neqo/quiche write it (file_schema header,
   quic:* names, reference_time object with wall_clock_time, RawInfo frame sizes, "initiator" in parameters_set,
   acked_ranges with [n] singletons in ascending order).
+* quic_go_draft02_client.qlog — NDJSON draft-02 as quic-go v0.2x and QScanner's quic-go fork wrote it.
 * quinn_client.sqlog — JSON-SEQ 0.3 with transport:packet_* events that carry a header but no frames list.
 
 Each file is one client connection over a path with a 20 ms RTT: client Initial at t=0, server Initial with
@@ -189,11 +190,39 @@ def quinn() -> str:
     return "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events])
 
 
+def quic_go_draft02() -> str:
+    """NDJSON draft-02 as quic-go v0.2x (and QScanner's fork) wrote it (qlog/trace.go topLevel: qlog_format NDJSON,
+    newline-delimited records without RS, reference_time in Unix-epoch ms, header.packet_size)."""
+    header = {"qlog_format": "NDJSON", "qlog_version": "draft-02", "title": "quic-go qlog",
+              "configuration": {"code_version": "v0.24.0"},
+              "trace": {"vantage_point": {"type": "client"},
+                        "common_fields": {"ODCID": DCID, "group_id": DCID, "reference_time": 1763700000000.5,
+                                          "time_format": "relative"}}}
+    events = [
+        {"time": 0.031, "name": "transport:packet_sent", "data": {
+            "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 1252, "payload_length": 1206},
+            "frames": [{"frame_type": "crypto", "offset": 0, "length": 286}, {"frame_type": "padding", "length": 916}]}},
+        {"time": 20.531, "name": "transport:packet_received", "data": {
+            "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 181},
+            "frames": [{"frame_type": "ack", "acked_ranges": [[0, 0]]},
+                       {"frame_type": "crypto", "offset": 0, "length": 90}]}},
+        {"time": 20.6, "name": "recovery:metrics_updated", "data": {
+            "min_rtt": 20.5, "smoothed_rtt": 20.5, "latest_rtt": 20.5, "rtt_variance": 10.25,
+            "congestion_window": 32000, "bytes_in_flight": 0}},
+        {"time": 41.0, "name": "transport:packet_received", "data": {
+            "header": {"packet_type": "1RTT", "packet_number": 1, "packet_size": 60},
+            "frames": [{"frame_type": "handshake_done"}, {"frame_type": "ack", "ack_delay": 0.5,
+                                                           "acked_ranges": [[0, 1]]}]}},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in [header, *events])
+
+
 def main() -> None:
     (HERE / "picoquic_client.qlog").write_text(picoquic())
     (HERE / "mvfst_client.qlog").write_text(mvfst())
     (HERE / "neqo_client.sqlog").write_text(neqo())
     (HERE / "quinn_client.sqlog").write_text(quinn())
+    (HERE / "quic_go_draft02_client.qlog").write_text(quic_go_draft02())
 
 
 if __name__ == "__main__":
