@@ -30,17 +30,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def real_traces() -> list[Path]:
-    found = sorted((REPO / "tests" / "data").rglob("*.sqlog"))
-    return [p for p in found if p.read_bytes()[:1] == b"\x1e"]
+def real_traces() -> list[bytes]:
+    """Contents of the real JSON-SEQ traces, read once (the testbed may re-record files meanwhile)."""
+    out = []
+    for p in sorted((REPO / "tests" / "data").rglob("*.sqlog")):
+        try:
+            data = p.read_bytes()
+        except OSError:
+            continue
+        if data[:1] == b"\x1e":
+            out.append(data)
+    return out
 
 
-def build_input(path: Path, size_mb: float, sources: list[Path]) -> Path:
+def build_input(path: Path, size_mb: float, sources: list[bytes]) -> Path:
     """Concatenate ``sources`` round-robin into ``path`` until it holds at least ``size_mb`` MB."""
     target = int(size_mb * 1e6)
     if path.exists() and path.stat().st_size >= target:
         return path
-    blobs = [p.read_bytes() for p in sources]
+    blobs = sources
     written = 0
     with open(path, "wb") as f:
         while written < target:

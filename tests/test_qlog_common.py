@@ -13,7 +13,7 @@ def direct_events(path: Path) -> list[dict]:
     """Every event of a qlog file as a dict (name, time, data), parsed with the standard library only."""
     text = Path(path).read_text()
     # note: str.strip() treats RS (0x1e) as whitespace, so test the raw start
-    if text[:1] == "\x1e" or text.startswith('{"qlog_format":"NDJSON"'):
+    if text[:1] == "\x1e" or '"NDJSON"' in text[:200]:
         records = [json.loads(r) for r in text.replace("\x1e", "\n").split("\n") if r.strip()]
         return [r for r in records if "name" in r]
     doc = json.loads(text)
