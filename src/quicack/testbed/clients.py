@@ -130,7 +130,9 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     if req.impl == "quinn":
         return [str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
     # Go's flag package takes "--name value" as well as "-name value"; durations need a unit.
-    return [str(executable), *options, "--timeout", f"{req.timeout_s:g}s", req.url], {}
+    # Without GSO every datagram is its own packet on the wire and in captures, whatever the
+    # interface's offload settings (loopback accepts UDP GSO super-packets as they are).
+    return [str(executable), *options, "--timeout", f"{req.timeout_s:g}s", req.url], {"QUIC_GO_DISABLE_GSO": "true"}
 
 
 def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) -> tuple[list[str], dict[str, str]]:

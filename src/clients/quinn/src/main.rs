@@ -104,6 +104,8 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
 
     let mut transport = quinn::TransportConfig::default();
+    // One datagram per packet on the wire and in captures, whatever the interface's offloads.
+    transport.enable_segmentation_offload(false);
     if let Some(qlog_dir) = &options.qlog_dir {
         std::fs::create_dir_all(qlog_dir)?;
         // quinn has no per-connection file naming of its own; this client makes one connection.

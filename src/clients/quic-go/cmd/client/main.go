@@ -19,7 +19,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
-	"github.com/quic-go/quic-go/qlog"
 )
 
 const alpnHQ = "hq-interop"
@@ -74,11 +73,14 @@ func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout t
 	}
 	quicConf := &quic.Config{}
 	if qlogDir != "" {
-		// qlog.DefaultConnectionTracer reads the directory from QLOGDIR.
-		if err := os.Setenv("QLOGDIR", qlogDir); err != nil {
-			return err
-		}
-		quicConf.Tracer = qlog.DefaultConnectionTracer
+		qlogs := &qlogFiles{dir: qlogDir}
+		quicConf.Tracer = qlogs.tracer
+		// Deferred first, so it runs last: after the connection is closed.
+		defer func() {
+			if !qlogs.wait(5 * time.Second) {
+				fmt.Fprintln(os.Stderr, "qlog: a trace was still open at exit")
+			}
+		}()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

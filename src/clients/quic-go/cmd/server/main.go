@@ -19,7 +19,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
-	"github.com/quic-go/quic-go/qlog"
 )
 
 const alpnHQ = "hq-interop"
@@ -51,10 +50,7 @@ func main() {
 	}
 	quicConf := &quic.Config{}
 	if *qlogDir != "" {
-		if err := os.Setenv("QLOGDIR", *qlogDir); err != nil {
-			log.Fatal(err)
-		}
-		quicConf.Tracer = qlog.DefaultConnectionTracer
+		quicConf.Tracer = (&qlogFiles{dir: *qlogDir}).tracer
 	}
 	listener, err := quic.ListenAddr(*listen, tlsConf, quicConf)
 	if err != nil {
