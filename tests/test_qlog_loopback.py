@@ -145,3 +145,20 @@ def test_real_discover_finds_both_vantages_of_a_run():
         pytest.skip("no recording")
     files, issues = discover_qlogs(run)
     assert issues.height == 0 and sorted(v for _, v in files) == ["client", "server"]
+
+
+def test_real_aioquic_logs_unquantized_ack_delay_for_sent_acks():
+    """Quirk (aioquic): a sent ACK's ack_delay is the exact delay it measured, while the wire field is quantized to
+    2^ack_delay_exponent µs (8 µs); the receiver (quic-go here) logs the quantized value. Both are kept as logged."""
+    run = "aioquic_quic-go/transfer_10KB/1"
+    server = read_qlog(_qlog(run, "server"), "r").frames
+    client = read_qlog(_qlog(run, "client"), "r").frames
+    key = ["pn_space", "packet_number", "frame_type"]
+    sent = server.filter((pl.col("event") == "sent") & (pl.col("frame_type") == "ack")).select(*key, "ack_delay_ms")
+    recv = client.filter((pl.col("event") == "received") & (pl.col("frame_type") == "ack")).select(
+        *key, pl.col("ack_delay_ms").alias("received_ms"))
+    both = sent.join(recv, on=key)
+    assert both.height > 0
+    diff = (both["ack_delay_ms"] - both["received_ms"]).abs()
+    assert diff.max() < 0.008 + 1e-9  # within one 8 µs step (quic-go prints 3 decimals)
+    assert (diff > 0).any()
