@@ -41,7 +41,7 @@ def start_captures(topo: Topology, sim_dir: Path, procs: ProcessSet, snaplen: in
         ("tcpdump_right", topo.router_right_if, RIGHT),
     ):
         path = sim_dir / fname
-        argv = ["tcpdump", "-i", dev, "-n", "-U", "-s", str(snaplen), "-w", str(path), "udp"]
+        argv = ["tcpdump", "-i", dev, "-n", "-U", "--immediate-mode", "-s", str(snaplen), "-w", str(path), "udp"]
         m = procs.start(name, ns_argv(topo.router_ns, argv))
         handles.append((m, path))
     for m, _ in handles:

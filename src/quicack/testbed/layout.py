@@ -1,0 +1,188 @@
+"""Raw-data layout: where a run's files go, and reading run settings back from a folder path.
+
+quicack layout (QUIC Interop Runner style)::
+
+    <dataset>/raw/<server>_<client>/<testcase>/<repetition>/
+        run.json
+        client/{keys.log, qlog/*.qlog, ...}
+        server/{keys.log, qlog/*.qlog, ...}
+        sim/{trace_node_left.pcap[.gz], trace_node_right.pcap[.gz]}
+
+with ``<testcase> = <scenario>-<mode>-rtt<rtt>ms-<file>-<app>`` (e.g. ``noloss-iack-rtt9ms-10KB-h3``).
+
+The imc24 artifact (a fork of the QIR) encodes the settings in the name of the top-level log folder instead:
+``logs_<k=v,k=v,...>_<YYYY-MM-DDTHH:MM:SS>/<server>_<client>/<testcase>/<repetition>/...``, e.g.
+``logs_delay=10ms,c=aioquic,drop-to-client=2_3,drop-to-server=,file_size=10KB,instant-ack=1_2024-08-14T01:43:00``.
+There ``delay`` is the one-way delay, ``instant-ack`` marks IACK and ``delay-first-packet`` marks WFC
+(``extract_key_val`` and ``folder_to_df`` in its ``preprocess_qlog.py``). `parse_run_folder` reads both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RUN_JSON = "run.json"
+_TESTCASE_RE = re.compile(
+    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-rtt(?P<rtt>[0-9.]+)ms-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)$"
+)
+_IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
+_SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
+
+
+@dataclass(frozen=True)
+class RunLocation:
+    """A run's place in the raw layout."""
+
+    server: str
+    client: str
+    testcase: str
+    repetition: int
+
+    def relative(self) -> Path:
+        return Path(f"{self.server}_{self.client}") / self.testcase / str(self.repetition)
+
+
+def testcase_name(scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str) -> str:
+    return f"{scenario}-{mode}-rtt{rtt_ms:g}ms-{file_name}-{app_protocol}"
+
+
+def file_size_bytes(text: str) -> int | None:
+    """'10KB' -> 10240 (binary units, as the QIR generates files); '10' (MB, QIR's -q flag) -> None."""
+    m = _SIZE_RE.match(text.strip())
+    if not m:
+        return None
+    return int(float(m.group("n")) * _UNITS[m.group("u").upper()])
+
+
+def _ms(text: str) -> float | None:
+    t = text.strip().lower()
+    if not t:
+        return None
+    for unit, factor in (("ms", 1.0), ("us", 0.001), ("s", 1000.0)):
+        if t.endswith(unit):
+            try:
+                return float(t[: -len(unit)]) * factor
+            except ValueError:
+                return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def _indices(text: str) -> list[int]:
+    return [int(p) for p in re.split(r"[_,]", text) if p.strip().isdigit()]
+
+
+def parse_imc24_folder_name(name: str) -> dict[str, Any]:
+    """Settings encoded in an imc24 artifact log folder name (see module docstring)."""
+    body = name.split("_", 1)[1] if name.startswith("logs_") else name
+    ts = _IMC24_TS_RE.search(body)
+    timestamp = None
+    if ts:
+        timestamp = ts.group(1)
+        body = body[: ts.start()]
+    raw: dict[str, str] = {}
+    for item in body.split(","):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            raw[k.strip()] = v.strip()
+    iack = "instant-ack" in raw and "delay-first-packet" not in raw
+    wfc = "delay-first-packet" in raw and "instant-ack" not in raw
+    one_way = _ms(raw.get("delay", ""))
+    out: dict[str, Any] = {
+        "naming": "imc24",
+        "settings": raw,
+        "timestamp": timestamp,
+        "mode": "iack" if iack else "wfc" if wfc else None,
+        "one_way_delay_ms": one_way,
+        "rtt_ms": one_way * 2 if one_way is not None else None,
+        "drop_to_client": _indices(raw.get("drop-to-client", "")),
+        "drop_to_server": _indices(raw.get("drop-to-server", "")),
+        "file_size": raw.get("file_size"),
+        "file_bytes": file_size_bytes(raw["file_size"]) if "file_size" in raw else None,
+    }
+    if "c" in raw:
+        out["client_impl"] = raw["c"]
+    if wfc:
+        out["cert_delay_ms"] = _ms(raw["delay-first-packet"])
+    elif iack:
+        out["cert_delay_ms"] = _ms(raw.get("instant-ack-delay", ""))
+    return out
+
+
+def _parse_testcase(name: str) -> dict[str, Any]:
+    m = _TESTCASE_RE.match(name)
+    if not m:
+        return {"testcase": name}
+    return {
+        "testcase": name,
+        "scenario": m.group("scenario"),
+        "mode": None if m.group("mode") == "none" else m.group("mode"),
+        "rtt_ms": float(m.group("rtt")),
+        "file_size": m.group("file"),
+        "file_bytes": file_size_bytes(m.group("file")),
+        "app_protocol": m.group("app"),
+    }
+
+
+def parse_run_folder(path: str | Path) -> dict[str, Any]:
+    """Settings of the run stored at `path` (a run folder or any file inside one), for either naming.
+
+    Keys (present when known): naming ('quicack' or 'imc24'), server_impl, client_impl, testcase, scenario,
+    mode ('iack'/'wfc'/None), rtt_ms, one_way_delay_ms, cert_delay_ms, file_size, file_bytes, app_protocol,
+    drop_to_client, drop_to_server (1-based datagram indices), repetition, settings (imc24 raw key-values),
+    run_json (the run.json content when the folder has one; its values win).
+    """
+    p = Path(path)
+    parts = list(p.parts)
+    out: dict[str, Any] = {}
+    # imc24: the settings live in a 'logs_...k=v...' ancestor.
+    for i, part in enumerate(parts):
+        if part.startswith("logs_") and "=" in part:
+            out.update(parse_imc24_folder_name(part))
+            below = parts[i + 1 :]
+            if len(below) >= 1 and "_" in below[0]:
+                out["server_impl"], client = below[0].split("_", 1)
+                out.setdefault("client_impl", client)
+            if len(below) >= 2:
+                out["testcase"] = below[1]
+                out.setdefault("scenario", below[1])
+            if len(below) >= 3 and below[2].isdigit():
+                out["repetition"] = int(below[2])
+            return out
+    # quicack: find the run folder (the one with run.json, or <server>_<client>/<testcase>/<rep>).
+    run_dir = None
+    for cand in [p, *p.parents]:
+        if (cand / RUN_JSON).is_file():
+            run_dir = cand
+            break
+    if run_dir is None:
+        for cand in [p, *p.parents]:
+            if cand.name.isdigit() and "_" in cand.parent.parent.name:
+                run_dir = cand
+                break
+    out["naming"] = "quicack"
+    if run_dir is None:
+        return out
+    out["repetition"] = int(run_dir.name) if run_dir.name.isdigit() else None
+    out.update(_parse_testcase(run_dir.parent.name))
+    sc = run_dir.parent.parent.name
+    if "_" in sc:
+        out["server_impl"], out["client_impl"] = sc.split("_", 1)
+    rj = run_dir / RUN_JSON
+    if rj.is_file():
+        data = json.loads(rj.read_text())
+        out["run_json"] = data
+        for k in (
+            "server_impl", "client_impl", "scenario", "mode", "rtt_ms", "cert_delay_ms", "file_bytes",
+            "app_protocol", "drop_to_client", "drop_to_server", "repetition", "one_way_delay_ms",
+        ):  # fmt: skip
+            if k in data:
+                out[k] = data[k]
+    return out

@@ -1,0 +1,368 @@
+"""Run testbed measurements: one run = one connection through client/router/server namespaces.
+
+    python -m quicack.testbed.run --config config/testbed.yaml --out data/sample/raw           # whole matrix
+    python -m quicack.testbed.run --config config/testbed.yaml --out ... --group KEY          # one run group
+    python -m quicack.testbed.run --config config/testbed.yaml --list                         # group keys
+
+Every exit path (success, failure, exception, Ctrl-C, SIGTERM) stops the processes of the run and deletes
+its namespaces, which takes their veths, qdiscs and iptables rules with them. A run that fails is written as
+data (``status: failed`` with a ``failure_reason``), never counted as a success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import yaml
+
+from quicack.testbed import capture, netns, router
+from quicack.testbed.calibrate import calibrate
+from quicack.testbed.clients import ClientRequest, client_command, client_versions
+from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
+from quicack.testbed.layout import RUN_JSON, RunLocation, testcase_name
+from quicack.testbed.procs import ProcessSet, wait_until
+from quicack.testbed.scenarios import RunGroup, expand, with_drops
+
+SERVER_PORT = 443
+GROUP_JSON = "group.json"
+
+
+@dataclass
+class RunResult:
+    status: str  # ok | failed
+    failure_reason: str | None
+    run_json: dict[str, Any]
+    run_dir: Path
+
+
+@dataclass
+class _Timing:
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = time.time()
+
+
+def _www_dir() -> Path:
+    # Shared, content-addressed by the fixed seed: every run of every job serves identical files.
+    return Path(os.environ.get("QUICACK_WWW", Path(tempfile.gettempdir()) / "quicack-www"))
+
+
+def _tail(path: Path, n: int = 600) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:].strip()
+    except OSError:
+        return ""
+
+
+def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path | None = None) -> RunResult:
+    """One connection of `group`; writes the raw layout and run.json under `raw_root` (or `run_dir`)."""
+    netns.require_root()
+    testcase = testcase_name(group.scenario, group.mode, group.rtt_ms, group.file_name, group.app_protocol)
+    loc = RunLocation(group.server, group.client, testcase, repetition)
+    if run_dir is None:
+        run_dir = raw_root / loc.relative()
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    (run_dir / "client" / "qlog").mkdir(parents=True)
+    (run_dir / "server" / "qlog").mkdir(parents=True)
+    sim_dir = run_dir / "sim"
+    sim_dir.mkdir()
+    logs = run_dir / "logs"
+
+    served = ensure_files(_www_dir(), [group.file_name])[group.file_name]
+    one_way = group.rtt_ms / 2
+    imp = router.PathImpairment(
+        delay_c2s_ms=one_way,
+        delay_s2c_ms=one_way,
+        bandwidth_c2s_mbit=group.bandwidth_c2s_mbit,
+        bandwidth_s2c_mbit=group.bandwidth_s2c_mbit,
+        drop_c2s=group.drop_to_server,
+        drop_s2c=group.drop_to_client,
+        seed=group.seed * 1000 + repetition,
+    )
+    topo = netns.Topology(netns.new_job_id())
+    procs = ProcessSet(logs)
+    timing = _Timing()
+    timing.mark("start")
+    status, reason = "failed", "testbed did not complete"
+    server_info: dict[str, Any] = {}
+    client_exit: int | None = None
+    downloaded: dict[str, Any] = {}
+    impairment: dict[str, Any] = {}
+    cleanup_problems: list[str] = []
+    download_tmp = Path(tempfile.mkdtemp(prefix="quicack-dl-"))
+    try:
+        netns.create(topo)
+        router.configure(topo, imp)
+        impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
+        caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen)
+        ready = run_dir / "server" / "server_info.json"
+        server_argv = [
+            sys.executable, "-m", "quicack.testbed.server",
+            "--host", str(topo.server_addr), "--port", str(SERVER_PORT),
+            "--cert-size", group.cert_size, "--mode", group.mode, "--cert-delay-ms", f"{group.cert_delay_ms:g}",
+            "--www", str(_www_dir()), "--qlog-dir", str(run_dir / "server" / "qlog"),
+            "--keylog", str(run_dir / "server" / "keys.log"), "--ready-file", str(ready),
+        ]  # fmt: skip
+        if group.server_initial_rtt_ms is not None:
+            server_argv += ["--initial-rtt-ms", f"{group.server_initial_rtt_ms:g}"]
+        server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv))
+        wait_until(ready.exists, 20.0, server, "server to listen")
+        server_info = json.loads(ready.read_text())
+        timing.mark("server_ready")
+
+        req = ClientRequest(
+            impl=group.client,
+            url=f"https://{topo.server_addr}:{SERVER_PORT}/{group.file_name}",
+            app_protocol=group.app_protocol,
+            download_dir=download_tmp,
+            keylog_path=run_dir / "client" / "keys.log",
+            qlog_dir=run_dir / "client" / "qlog",
+            timeout_s=group.timeout_s,
+        )
+        argv, env = client_command(req)
+        timing.mark("client_start")
+        client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
+        try:
+            client_exit = client.popen.wait(timeout=group.timeout_s + 10)
+        except subprocess.TimeoutExpired:
+            client.stop(signal.SIGKILL, grace_s=2)
+            client_exit = None
+        timing.mark("client_end")
+        # Let the last datagrams (CONNECTION_CLOSE, final ACKs) cross the emulated path before capturing stops.
+        time.sleep(min(2.0, group.rtt_ms / 1000 * 2 + 0.2))
+        server.stop(signal.SIGTERM, grace_s=5)
+        caps.stop()
+        impair_proc.stop(signal.SIGTERM, grace_s=5)
+        timing.mark("stopped")
+        if (logs / "impairment.json").exists():
+            impairment = json.loads((logs / "impairment.json").read_text())
+
+        got = download_tmp / group.file_name
+        if got.exists():
+            downloaded = {"bytes": got.stat().st_size, "sha256": sha256_file(got)}
+        if client_exit is None:
+            reason = f"timeout: client did not finish within {group.timeout_s + 10:g} s"
+        elif not got.exists():
+            reason = f"no download (client exit {client_exit}): {_tail(logs / 'client.stderr', 300)}"
+        elif downloaded["sha256"] != served.sha256:
+            reason = f"checksum mismatch: got {downloaded['bytes']} B, expected {served.size_bytes} B"
+        elif client_exit != 0:
+            reason = f"client exit code {client_exit} although the file arrived intact"
+        else:
+            status, reason = "ok", None
+    except (Exception, KeyboardInterrupt, SystemExit) as exc:
+        reason = f"testbed error: {type(exc).__name__}: {exc}"
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            _write_run_json(run_dir, _run_json(group, repetition, loc, served, server_info, status, reason,
+                                               client_exit, downloaded, impairment, timing, topo, []))  # fmt: skip
+            raise
+    finally:
+        procs.stop_all()
+        cleanup_problems = netns.destroy(topo)
+        shutil.rmtree(download_tmp, ignore_errors=True)
+    if group.compress:
+        _compress_outputs(run_dir)
+    rj = _run_json(
+        group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
+        topo, cleanup_problems,
+    )  # fmt: skip
+    _write_run_json(run_dir, rj)
+    return RunResult(status, reason, rj, run_dir)
+
+
+def _compress_outputs(run_dir: Path) -> None:
+    for p in list((run_dir / "sim").glob("*.pcap")):
+        capture.gzip_file(p)
+    for side in ("client", "server"):
+        for p in list((run_dir / side / "qlog").glob("*")):
+            if p.is_file() and not p.name.endswith((".gz", ".zst")):
+                capture.gzip_file(p)
+
+
+def _versions() -> dict[str, str]:
+    try:
+        return client_versions()
+    except Exception as exc:  # a broken client build must not lose the run record
+        return {"error": str(exc)}
+
+
+def _run_json(
+    group: RunGroup,
+    repetition: int,
+    loc: RunLocation,
+    served: Any,
+    server_info: dict[str, Any],
+    status: str,
+    reason: str | None,
+    client_exit: int | None,
+    downloaded: dict[str, Any],
+    impairment: dict[str, Any],
+    timing: _Timing,
+    topo: netns.Topology,
+    cleanup_problems: list[str],
+) -> dict[str, Any]:
+    raw_path = loc.relative().as_posix()
+    versions = _versions()
+    t = timing.marks
+    return {
+        "run_id": f"{group.dataset}/{raw_path}",
+        "dataset": group.dataset,
+        "raw_path": raw_path,
+        "client_impl": group.client,
+        "client_version": versions.get(group.client),
+        "server_impl": group.server,
+        "server_version": server_info.get("server_version"),
+        "mode": group.mode if group.mode != "none" else None,
+        "scenario": group.scenario,
+        "testcase": loc.testcase,
+        "repetition": repetition,
+        "rtt_ms": group.rtt_ms,
+        "one_way_delay_ms": {"c2s": group.rtt_ms / 2, "s2c": group.rtt_ms / 2},
+        "cert_delay_ms": group.cert_delay_ms,
+        "cert_size": group.cert_size,
+        "cert_bytes": server_info.get("cert_bytes"),
+        "file_name": group.file_name,
+        "file_bytes": FILE_SIZES[group.file_name],
+        "file_sha256": served.sha256,
+        "app_protocol": group.app_protocol,
+        "ack_ratio": None,
+        "ack_delay_ms": None,
+        "path_profile": group.path_profile,
+        "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
+        "loss": {"c2s": 0.0, "s2c": 0.0},
+        "drop_to_client": list(group.drop_to_client),
+        "drop_to_server": list(group.drop_to_server),
+        "drop_calibration": group.extra.get("calibration"),
+        "server_initial_rtt_ms": server_info.get("server_initial_rtt_ms"),
+        "server_initial_pto_ms": server_info.get("server_initial_pto_ms"),
+        "status": status,
+        "failure_reason": reason,
+        "client_exit_code": client_exit,
+        "downloaded": downloaded,
+        "impairment": impairment,
+        "timings": {
+            "start_unix_s": t.get("start"),
+            "server_ready_unix_s": t.get("server_ready"),
+            "client_start_unix_s": t.get("client_start"),
+            "client_end_unix_s": t.get("client_end"),
+            "client_duration_s": (t["client_end"] - t["client_start"]) if "client_end" in t and "client_start" in t else None,
+            "total_s": (t["stopped"] - t["start"]) if "stopped" in t else None,
+        },
+        "versions": {"clients": versions, "server": server_info.get("server_version"), "python": platform.python_version()},
+        "testbed": {
+            "kernel": platform.release(),
+            "job": topo.job,
+            "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
+            "capture_snaplen": group.capture_snaplen,
+            "compressed": group.compress,
+            "seed": group.seed * 1000 + repetition,
+            "cleanup_problems": cleanup_problems,
+        },
+    }  # fmt: skip
+
+
+def _write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / RUN_JSON).write_text(json.dumps(data, indent=1, default=str) + "\n")
+
+
+def calibrate_group(group: RunGroup, work: Path) -> RunGroup:
+    """Run a no-loss baseline of the same client/mode/RTT and derive the drop list of `group`."""
+    baseline = RunGroup(**{**asdict(group), "scenario": "noloss", "repetitions": 1, "compress": False,
+                           "calibrate": None, "drop_to_client": (), "drop_to_server": (), "extra": {}})  # fmt: skip
+    res = execute_run(baseline, 0, work, run_dir=work / "baseline")
+    sim = res.run_dir / "sim"
+    cal = calibrate(sim / capture.LEFT, sim / capture.RIGHT, netns.Topology("x").client_addr)
+    info = cal.as_dict() | {"baseline_status": res.status, "baseline_failure_reason": res.failure_reason}
+    to_client = cal.drop_to_client if group.calibrate == "server_flight" else ()
+    to_server = cal.drop_to_server if group.calibrate == "client_flight" else ()
+    out = with_drops(group, to_client, to_server)
+    out.extra["calibration"] = info
+    return out
+
+
+def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  # type: ignore[no-untyped-def]
+    """Every repetition of `group` (after drop-list calibration when the scenario needs it)."""
+    if group.calibrate:
+        with tempfile.TemporaryDirectory(prefix="quicack-calib-") as tmp:
+            group = calibrate_group(group, Path(tmp))
+        cal = group.extra["calibration"]
+        log(f"[{group.key}] calibrated: drop_to_client={list(group.drop_to_client)} "
+            f"drop_to_server={list(group.drop_to_server)} {cal.get('note') or ''}")  # fmt: skip
+    results = []
+    for rep in range(1, group.repetitions + 1):
+        res = execute_run(group, rep, raw_root)
+        log(f"[{group.key}] rep {rep}: {res.status}" + (f" ({res.failure_reason})" if res.failure_reason else ""))
+        results.append(res)
+    testcase_dir = results[0].run_dir.parent if results else raw_root
+    summary = {
+        "group": group.key,
+        "calibration": group.extra.get("calibration"),
+        "runs": [{"repetition": r.run_json["repetition"], "status": r.status, "failure_reason": r.failure_reason}
+                 for r in results],
+    }  # fmt: skip
+    (testcase_dir / GROUP_JSON).write_text(json.dumps(summary, indent=1) + "\n")
+    return results
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    cfg = yaml.safe_load(path.read_text())
+    return cfg.get("testbed", cfg)
+
+
+def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # SystemExit unwinds through every `finally`, so namespaces and processes are cleaned up.
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="quicack emulation testbed runner (needs root)")
+    ap.add_argument("--config", type=Path, required=True, help="YAML with a `testbed:` section")
+    ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
+    ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
+    ap.add_argument("--list", action="store_true", help="print the group keys and exit")
+    a = ap.parse_args(argv)
+    cfg = load_config(a.config)
+    groups = expand(cfg)
+    if a.list:
+        for g in groups:
+            print(g.key)
+        return 0
+    try:
+        netns.require_root()
+    except PermissionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    out = a.out or Path(cfg.get("out", f"data/{cfg['dataset']}/raw"))
+    if a.group:
+        wanted = set(a.group)
+        unknown = wanted - {g.key for g in groups}
+        if unknown:
+            print(f"error: unknown group(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        groups = [g for g in groups if g.key in wanted]
+    failed = 0
+    for g in groups:
+        failed += sum(r.status != "ok" for r in run_group(g, out))
+    print(f"done: {len(groups)} group(s), {failed} failed run(s) recorded as data")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Test scenarios of imc24 (§3, §4, Appendix F) and the expansion of a testbed config into run groups."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from quicack.testbed.clients import preferred_protocol, supported_protocols
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a scenario fixes; drop lists of the loss scenarios are calibrated per client and mode."""
+
+    name: str
+    cert_size: str  # 'small' (1,212 B) or 'large' (5,113 B)
+    cert_delay_ms: float  # Δt
+    file_name: str = "10KB"
+    calibrate: str | None = None  # None | 'server_flight' | 'client_flight'
+    description: str = ""
+
+
+# imc24 §4.1: "Unless specified otherwise, we do not add delays" (Δt = 0); amplification: 5,113 B and 200 ms.
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("noloss", "small", 0.0, description="baseline handshake and transfer, no loss (imc24 §4.1)"),
+        Scenario(
+            "amplification", "large", 200.0,
+            description="certificate exceeds the anti-amplification limit, Δt = 200 ms (imc24 §4.1, Fig. 5)",
+        ),
+        Scenario(
+            "drop_server_flight", "small", 0.0, calibrate="server_flight",
+            description="the remaining first server flight is dropped (imc24 §4.2, Fig. 6/12)",
+        ),
+        Scenario(
+            "drop_client_flight", "small", 0.0, calibrate="client_flight",
+            description="the second client flight is dropped (imc24 §4.2, Fig. 7/13, Table 4)",
+        ),
+        Scenario("transfer", "small", 0.0, file_name="10MB", description="bulk transfer (imc24 Appendix E, Fig. 11)"),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """One Snakemake job: every repetition of one (client, mode, scenario, RTT, file) combination."""
+
+    dataset: str
+    server: str
+    client: str
+    mode: str
+    scenario: str
+    rtt_ms: float
+    repetitions: int
+    file_name: str
+    app_protocol: str
+    cert_size: str
+    cert_delay_ms: float
+    bandwidth_c2s_mbit: float | None
+    bandwidth_s2c_mbit: float | None
+    server_initial_rtt_ms: float | None
+    timeout_s: float
+    capture_snaplen: int
+    compress: bool
+    seed: int
+    calibrate: str | None
+    path_profile: str | None = None
+    drop_to_client: tuple[int, ...] = ()
+    drop_to_server: tuple[int, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        """Stable name of the group (used for Snakemake targets and the group marker file)."""
+        return f"{self.server}_{self.client}/{self.scenario}-{self.mode}-rtt{self.rtt_ms:g}ms-{self.file_name}-{self.app_protocol}"
+
+
+def _as_list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[RunGroup]:
+    cfg = defaults | block
+    out = []
+    for client, mode, scen_name, rtt in itertools.product(
+        _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]), _as_list(cfg["rtts_ms"])
+    ):
+        scen = SCENARIOS[scen_name]
+        app = cfg.get("app_protocol", "auto")
+        if app == "auto":
+            app = preferred_protocol(client)
+        if app not in supported_protocols(client):
+            continue
+        bw = cfg.get("bandwidth_mbit", 10.0)
+        out.append(
+            RunGroup(
+                dataset=cfg["dataset"],
+                server=cfg.get("server", "aioquic"),
+                client=client,
+                mode=mode,
+                scenario=scen_name,
+                rtt_ms=float(rtt),
+                repetitions=int(cfg.get("repetitions", 1)),
+                file_name=cfg.get("file") or scen.file_name,
+                app_protocol=app,
+                cert_size=cfg.get("cert_size") or scen.cert_size,
+                cert_delay_ms=float(cfg["cert_delay_ms"])
+                if cfg.get("cert_delay_ms") is not None
+                else scen.cert_delay_ms,
+                bandwidth_c2s_mbit=cfg.get("bandwidth_up_mbit", bw),
+                bandwidth_s2c_mbit=cfg.get("bandwidth_down_mbit", bw),
+                server_initial_rtt_ms=cfg.get("server_initial_rtt_ms"),
+                timeout_s=float(cfg.get("timeout_s", 30)),
+                capture_snaplen=int(cfg.get("capture_snaplen", 0)),
+                compress=bool(cfg.get("compress", True)),
+                seed=int(cfg.get("seed", 1)),
+                calibrate=scen.calibrate,
+                path_profile=cfg.get("path_profile"),
+            )
+        )
+    return out
+
+
+def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
+    """All run groups of a ``testbed:`` config section: the main matrix plus each entry of ``extra``."""
+    defaults = {k: v for k, v in testbed_cfg.items() if k != "extra"}
+    groups = _groups_from_block({}, defaults)
+    for block in testbed_cfg.get("extra", []) or []:
+        groups += _groups_from_block(block, defaults)
+    seen: dict[str, RunGroup] = {}
+    for g in groups:
+        seen.setdefault(g.key, g)
+    return list(seen.values())
+
+
+def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...]) -> RunGroup:
+    return replace(group, drop_to_client=to_client, drop_to_server=to_server, extra=dict(group.extra))
