@@ -111,17 +111,19 @@ def test_agrees_with_tshark(capture: Capture) -> None:
     assert all(e == 3 for e in exponents), "fixtures use the default exponent; the comparison below assumes it"
     # Our direction for tshark's source port: the client sent the first Initial.
     first_initial_port = theirs[0]["srcport"]
-    ours = (
-        decoded.frames.group_by("direction", "pn_space", "packet_number", maintain_order=True)
-        .agg(pl.col("frame_type"), pl.col("ack_delay_ms").drop_nulls())
-        .rows_by_key(["direction", "pn_space", "packet_number"], unique=True)
+    # A packet can be sent twice verbatim (quic-go's CONNECTION_CLOSE): keep every copy's frames.
+    ours: dict[tuple, list[tuple[list[str], list[float]]]] = {}
+    per_packet = decoded.frames.group_by("direction", "pn_space", "packet_number", "time_ms", maintain_order=True).agg(
+        pl.col("frame_type"), pl.col("ack_delay_ms").drop_nulls()
     )
+    for direction, pn_space, packet_number, _time, types, delays in per_packet.iter_rows():
+        ours.setdefault((direction, pn_space, packet_number), []).append((types, delays))
     compared = extension_prefix = 0
     for packet in theirs:
         direction = "c2s" if packet["srcport"] == first_initial_port else "s2c"
         key = (direction, packet["pn_space"], packet["packet_number"])
         assert key in ours, f"tshark decrypted {key}, we did not"
-        our_types, our_delays = ours[key]
+        our_types, our_delays = ours[key][0]
         their_types = packet["frame_types"]
         if their_types != our_types:
             # tshark stops at frames it does not know; ours must continue with exactly such a frame.

@@ -27,7 +27,7 @@ from .quic import AEAD_TAG_BYTES, VERSION_1, VERSION_2, CryptoError, HeaderError
 from .reader import UDP_HEADER_BYTES, ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
-DEFAULT_BATCH_ROWS = 100_000
+DEFAULT_BATCH_ROWS = 32_768
 # An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
@@ -159,30 +159,29 @@ class CaptureDecoder:
         self.packets = _PacketColumns()
         self.frames = FrameColumns()
         self.frame_context = _FrameContext()
-        self.waiting_for_parameters: set[int] = (
-            set()
-        )  # ids of endpoints whose ACKs are in this batch without their exponent
+        # ids of endpoints whose ACKs are in this batch without their ack_delay_exponent
+        self.waiting_for_parameters: set[int] = set()
 
     # ----------------------------------------------------------------------------------------------
     # datagrams
 
     def add_datagram(self, datagram: UdpDatagram) -> None:
         """Add the rows of one datagram, all or nothing: an internal error rolls its rows back and re-raises."""
-        lengths = [(column, len(column)) for column in self._all_columns()]
+        # All columns of a group have the same length between datagrams, so one length per group suffices.
+        lengths = (len(self.datagrams.direction), len(self.packets.direction), len(self.frames.frame_index))
         try:
             self._add_datagram(datagram)
         except Exception:
-            for column, length in lengths:
-                del column[length:]
+            groups = (
+                (self.datagrams,),
+                (self.packets,),
+                (self.frames, self.frame_context),
+            )
+            for length, group in zip(lengths, groups, strict=True):
+                for columns in group:
+                    for column in vars(columns).values():
+                        del column[length:]
             raise
-
-    def _all_columns(self) -> list[list]:
-        return [
-            *vars(self.datagrams).values(),
-            *vars(self.packets).values(),
-            *vars(self.frames).values(),
-            *vars(self.frame_context).values(),
-        ]
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
         flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))

@@ -43,9 +43,12 @@ IPPROTO_UDP = 17
 IPV6_EXTENSION_HEADERS = (0, 43, 60)  # hop-by-hop, routing, destination options: skippable
 IPV6_FRAGMENT = 44
 UDP_HEADER_BYTES = 8
+CHUNK_BYTES = 1 << 20
+IPV4_HEADER = struct.Struct("!BxHHHxB2x4s4s")  # version/IHL, total length, id, flags/fragment, protocol, addresses
+UDP_HEADER = struct.Struct("!HHH")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: frozen dataclasses are slow to build, and this is built per datagram
 class UdpDatagram:
     """One UDP datagram as it went over the wire."""
 
@@ -74,7 +77,7 @@ class TlsKeylogSecrets:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LinkRecord:
     record_number: int
     time_abs_ns: int
@@ -83,18 +86,53 @@ class LinkRecord:
     wire_length: int
 
 
+class _SalvagingReader(io.RawIOBase):
+    """A decompressing stream that, when the compressed data is cut or corrupt, first returns what it could
+    decompress and raises only on the next read, so the records before the damage are not lost."""
+
+    PIECE_BYTES = 1 << 13  # what a damaged stream can lose at most
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self.inner = inner
+        self.error: Exception | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        pieces = []
+        remaining = size if size >= 0 else 1 << 62
+        while remaining > 0:
+            try:
+                piece = self.inner.read(min(remaining, self.PIECE_BYTES))
+            except (OSError, EOFError, ValueError) as error:
+                self.error = error
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            remaining -= len(piece)
+        return b"".join(pieces)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
 def open_capture(path: Path) -> BinaryIO:
     """Open a capture, transparently decompressing gzip and zstd by their magic bytes."""
     raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed by it
-    magic = raw.peek(4)[:4] if isinstance(raw, io.BufferedReader) else b""
+    magic = raw.peek(4)[:4]
     if magic[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return _SalvagingReader(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[return-value]
     if magic == b"\x28\xb5\x2f\xfd":
         import zstandard
 
-        return io.BufferedReader(
-            zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True), 1 << 20
-        )
+        stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
+        return _SalvagingReader(stream)  # type: ignore[return-value]
     return raw
 
 
@@ -126,26 +164,39 @@ def _read_pcap(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue
     _major, _minor, _zone, _sigfigs, _snaplen, linktype_field = struct.unpack(endian + "HHiIII", rest)
     linktype = linktype_field & 0x0FFFFFFF  # upper bits may carry FCS information
     record_header = struct.Struct(endian + "IIII")
+    unpack_header = record_header.unpack_from
     read = stream.read
     scale = 1 if nanoseconds else 1000
     number = 0
+    # Read in large chunks and cut records out of them: two small reads per record cost more than decoding.
+    buffer = b""
+    position = 0
     while True:
-        header = read(16)
-        if not header:
-            return
+        if position + 16 > len(buffer):
+            buffer = buffer[position:] + read(CHUNK_BYTES)
+            position = 0
+            if not buffer:
+                return
+            if len(buffer) < 16:
+                yield ReadIssue(number + 1, "error", "capture ends inside a record header (truncated file)")
+                return
+        seconds, fraction, caplen, wire_length = unpack_header(buffer, position)
         number += 1
-        if len(header) < 16:
-            yield ReadIssue(number, "error", "capture ends inside a record header (truncated file)")
-            return
-        seconds, fraction, caplen, wire_length = record_header.unpack(header)
         if caplen > 0x4000000:
             yield ReadIssue(number, "error", f"record length {caplen} is implausible: file corrupt, reading stops")
             return
-        data = read(caplen)
-        if len(data) < caplen:
-            yield ReadIssue(number, "error", "capture ends inside a record (truncated file)")
-            return
-        yield LinkRecord(number, seconds * 1_000_000_000 + fraction * scale, linktype, data, wire_length)
+        end = position + 16 + caplen
+        if end > len(buffer):
+            buffer = buffer[position:] + read(max(CHUNK_BYTES, caplen + 16))
+            position = 0
+            end = 16 + caplen
+            if end > len(buffer):
+                yield ReadIssue(number, "error", "capture ends inside a record (truncated file)")
+                return
+        yield LinkRecord(
+            number, seconds * 1_000_000_000 + fraction * scale, linktype, buffer[position + 16 : end], wire_length
+        )
+        position = end
 
 
 def _read_pcapng(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
@@ -282,17 +333,18 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
     if ethertype == ETHERTYPE_IPV4:
         if len(data) < offset + 20:
             return ReadIssue(record.record_number, "warning", "IPv4 header truncated in capture")
-        ihl = (data[offset] & 0x0F) * 4
-        if data[offset + 9] != IPPROTO_UDP:
+        version_ihl, total_length, _id, flags_fragment, protocol, src_raw, dst_raw = IPV4_HEADER.unpack_from(
+            data, offset
+        )
+        if protocol != IPPROTO_UDP:
             return None
-        total_length = (data[offset + 2] << 8) | data[offset + 3]
-        flags_fragment = (data[offset + 6] << 8) | data[offset + 7]
+        ihl = (version_ihl & 0x0F) * 4
         if flags_fragment & 0x3FFF:
             return ReadIssue(
                 record.record_number, "warning", "fragmented IPv4 UDP datagram skipped (reassembly not supported)"
             )
-        src = _address_name(data[offset + 12 : offset + 16], address_names)
-        dst = _address_name(data[offset + 16 : offset + 20], address_names)
+        src = address_names.get(src_raw) or _address_name(src_raw, address_names)
+        dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
         ip_header_bytes = ihl
         udp_offset = offset + ihl
         ip_payload_length = total_length - ihl
@@ -323,9 +375,7 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
 
     if len(data) < udp_offset + UDP_HEADER_BYTES:
         return ReadIssue(record.record_number, "warning", "UDP header truncated in capture")
-    src_port = (data[udp_offset] << 8) | data[udp_offset + 1]
-    dst_port = (data[udp_offset + 2] << 8) | data[udp_offset + 3]
-    udp_length = (data[udp_offset + 4] << 8) | data[udp_offset + 5]
+    src_port, dst_port, udp_length = UDP_HEADER.unpack_from(data, udp_offset)
     if udp_length < UDP_HEADER_BYTES or udp_length > ip_payload_length:
         if udp_length == 0 and ethertype == ETHERTYPE_IPV6:
             udp_length = ip_payload_length  # jumbogram convention

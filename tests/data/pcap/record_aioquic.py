@@ -136,7 +136,7 @@ def main() -> int:
     keylog.unlink(missing_ok=True)
     capture = args.out / "capture.pcap"
     tcpdump = subprocess.Popen(
-        ["tcpdump", "-i", args.iface, "--immediate-mode", "-U", "-s", "0", "-w", str(capture)]
+        ["tcpdump", "-i", args.iface, "--immediate-mode", "-B", "65536", "-U", "-s", "0", "-w", str(capture)]
         + (["-y", args.linktype] if args.linktype else [])
         + [f"udp port {args.port}"],
         stderr=subprocess.PIPE,
