@@ -107,7 +107,7 @@ def main() -> None:
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     sources = real_traces()
-    print(f"{len(sources)} real JSON-SEQ traces, {sum(p.stat().st_size for p in sources) / 1e3:.0f} kB, "
+    print(f"{len(sources)} real JSON-SEQ traces, {sum(len(b) for b in sources) / 1e3:.0f} kB, "
           f"concatenated into {args.workdir}")
     print(f"{'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} {'cpu MB/s':>8} {'peak RSS MiB':>12} "
           f"{'ref json MB/s':>13} {'ratio wall':>10} {'ratio cpu':>9} {'orjson-only MB/s':>16}")
