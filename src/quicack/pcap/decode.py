@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
@@ -114,6 +115,10 @@ class _PacketColumns:
     aead_tag_bytes: list[int | None] = field(default_factory=list)
     ack_eliciting: list[bool | None] = field(default_factory=list)
     decrypted: list[bool] = field(default_factory=list)
+    # Not output: how many frame rows each packet has (frames get the packet's columns at batch time) and
+    # the sending endpoint, whose ack_delay_exponent scales the ACK delays of the packet.
+    frame_count: list[int] = field(default_factory=list)
+    sender: list[Endpoint | None] = field(default_factory=list)
 
 
 @dataclass
@@ -125,17 +130,6 @@ class _DatagramColumns:
     ip_header_bytes: list[int] = field(default_factory=list)
     udp_payload_bytes: list[int] = field(default_factory=list)
     quic_packets: list[int] = field(default_factory=list)
-
-
-@dataclass
-class _FrameContext:
-    """Per-frame columns that come from the packet, plus the ACK sender for the delay exponent."""
-
-    direction: list[str] = field(default_factory=list)
-    time_ms: list[float | None] = field(default_factory=list)
-    pn_space: list[str | None] = field(default_factory=list)
-    packet_number: list[int | None] = field(default_factory=list)
-    sender: list[Endpoint] = field(default_factory=list)
 
 
 class CaptureDecoder:
@@ -158,7 +152,6 @@ class CaptureDecoder:
         self.datagrams = _DatagramColumns()
         self.packets = _PacketColumns()
         self.frames = FrameColumns()
-        self.frame_context = _FrameContext()
         # ids of endpoints whose ACKs are in this batch without their ack_delay_exponent
         self.waiting_for_parameters: set[int] = set()
 
@@ -175,7 +168,7 @@ class CaptureDecoder:
             groups = (
                 (self.datagrams,),
                 (self.packets,),
-                (self.frames, self.frame_context),
+                (self.frames,),
             )
             for length, group in zip(lengths, groups, strict=True):
                 for columns in group:
@@ -495,45 +488,41 @@ class CaptureDecoder:
         if packet_number >= expected:
             connection.largest_pn[space_key] = packet_number
         frames = self.frames
-        first_row = len(frames)
-        walked = walk_frames(packet.payload, frames)
-        count = walked.frames
-        context = self.frame_context
-        context.direction.extend([direction] * count)
-        context.time_ms.extend([time_ms] * count)
-        context.pn_space.extend([pn_space] * count)
-        context.packet_number.extend([packet_number] * count)
+        first_row = len(frames.frame_index)
+        count, ack_eliciting, crypto, new_cids, unknown = walk_frames(packet.payload, frames)
         sender = connection.sender(direction)
-        context.sender.extend([sender] * count)
         if sender.transport_parameters is None and "ack" in frames.frame_type[first_row:]:
             self.waiting_for_parameters.add(id(sender))
-        if walked.unknown is not None:
+        if unknown is not None:
             self.issues.add(
                 "warning",
-                f"{direction} {packet_type} packet {packet_number}: {walked.unknown}; the rest of the packet is counted as 'unknown'",
+                f"{direction} {packet_type} packet {packet_number}: {unknown}; the rest of the packet is counted as 'unknown'",
                 record,
             )
-        for row, offset, data in walked.crypto:
-            stream = connection.crypto_stream(direction, pn_space)
-            frames.tls_messages[row] = stream.add(offset, data)
-            connection.learn_from_crypto(direction, stream)
-        for cid in walked.new_connection_ids:
-            connection.cids.add(cid)
-            self.connections_by_cid[cid] = connection
-        self._add_packet_row(
-            direction,
-            packet_type,
-            pn_space,
-            packet_number,
-            packet_bytes,
-            packet.header_bytes,
-            AEAD_TAG_BYTES,
-            walked.ack_eliciting,
-            True,
-            time_ms,
-            time_abs_ns,
-            datagram_index,
-        )
+        if crypto:
+            for row, offset, data in crypto:
+                stream = connection.crypto_stream(direction, pn_space)
+                frames.tls_messages[row] = stream.add(offset, data)
+                connection.learn_from_crypto(direction, stream)
+        if new_cids:
+            for cid in new_cids:
+                connection.cids.add(cid)
+                self.connections_by_cid[cid] = connection
+        columns = self.packets
+        columns.direction.append(direction)
+        columns.time_ms.append(time_ms)
+        columns.time_abs_ns.append(time_abs_ns)
+        columns.datagram_index.append(datagram_index)
+        columns.packet_type.append(packet_type)
+        columns.pn_space.append(pn_space)
+        columns.packet_number.append(packet_number)
+        columns.packet_bytes.append(packet_bytes)
+        columns.header_bytes.append(packet.header_bytes)
+        columns.aead_tag_bytes.append(AEAD_TAG_BYTES)
+        columns.ack_eliciting.append(ack_eliciting)
+        columns.decrypted.append(True)
+        columns.frame_count.append(count)
+        columns.sender.append(sender)
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
@@ -608,6 +597,8 @@ class CaptureDecoder:
         columns.aead_tag_bytes.append(aead_tag_bytes)
         columns.ack_eliciting.append(ack_eliciting)
         columns.decrypted.append(decrypted)
+        columns.frame_count.append(0)
+        columns.sender.append(None)
 
     # ----------------------------------------------------------------------------------------------
     # batches
@@ -674,57 +665,42 @@ class CaptureDecoder:
             frames_logged=pl.col("decrypted"),
         )
         frames = self.frames
-        context = self.frame_context
+        # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
+        packet_of_frame = np.repeat(
+            np.arange(len(packets.frame_count)), np.asarray(packets.frame_count, dtype=np.int64)
+        )
         # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default 3).
-        ack_delay_ms = [
-            None if raw is None else raw * (1 << endpoint.ack_delay_exponent) / 1000.0
-            for raw, endpoint in zip(frames.ack_delay_raw, context.sender, strict=True)
-        ]
-        frame_frame = pl.DataFrame(
-            {
-                "direction": context.direction,
-                "time_ms": context.time_ms,
-                "pn_space": context.pn_space,
-                "packet_number": context.packet_number,
-                "frame_index": frames.frame_index,
-                "frame_type": frames.frame_type,
-                "frame_bytes": frames.frame_bytes,
-                "ack_delay_ms": ack_delay_ms,
-                "largest_acked": frames.largest_acked,
-                "first_ack_range": frames.first_ack_range,
-                "ack_ranges": frames.ack_ranges,
-                "stream_id": frames.stream_id,
-                "offset": frames.offset,
-                "length": frames.length,
-                "fin": frames.fin,
-                "tls_messages": frames.tls_messages,
-            },
-            schema_overrides={
-                name: column.dtype
-                for name, column in ((c.name, c) for c in FRAMES.columns)
-                if name
-                in {
-                    "time_ms",
-                    "pn_space",
-                    "packet_number",
-                    "ack_delay_ms",
-                    "largest_acked",
-                    "first_ack_range",
-                    "ack_ranges",
-                    "stream_id",
-                    "offset",
-                    "length",
-                    "fin",
-                    "tls_messages",
-                    "frame_bytes",
-                    "frame_index",
-                }
-            },
-        ).with_columns(
-            run_id=pl.lit(self.run_id),
-            source=pl.lit("pcap"),
-            vantage=pl.lit(self.vantage),
-            event=pl.lit("captured"),
+        exponents = pl.Series(
+            "exponent", [3 if sender is None else sender.ack_delay_exponent for sender in packets.sender], pl.Int64
+        )
+        frame_frame = (
+            packet_frame.select("direction", "time_ms", "pn_space", "packet_number")
+            .with_columns(exponent=exponents)
+            .gather(packet_of_frame)
+            .with_columns(
+                pl.Series("frame_index", frames.frame_index, pl.Int64),
+                pl.Series("frame_type", frames.frame_type, pl.Utf8),
+                pl.Series("frame_bytes", frames.frame_bytes, pl.Int64),
+                pl.Series("ack_delay_raw", frames.ack_delay_raw, pl.Int64),
+                pl.Series("largest_acked", frames.largest_acked, pl.Int64),
+                pl.Series("first_ack_range", frames.first_ack_range, pl.Int64),
+                pl.Series("ack_ranges", frames.ack_ranges, pl.Utf8),
+                pl.Series("stream_id", frames.stream_id, pl.Int64),
+                pl.Series("offset", frames.offset, pl.Int64),
+                pl.Series("length", frames.length, pl.Int64),
+                pl.Series("fin", frames.fin, pl.Boolean),
+                pl.Series("tls_messages", frames.tls_messages, pl.Utf8),
+            )
+            .with_columns(
+                ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)
+                * pl.lit(2).pow(pl.col("exponent")).cast(pl.Float64)
+                / 1000.0,
+                run_id=pl.lit(self.run_id),
+                source=pl.lit("pcap"),
+                vantage=pl.lit(self.vantage),
+                event=pl.lit("captured"),
+            )
+            .drop("exponent", "ack_delay_raw")
         )
         issue_rows = self._final_issue_rows() if final else []
         issues_frame = pl.DataFrame(

@@ -98,13 +98,9 @@ class FrameColumns:
         self.tls_messages.append(None)
 
 
-@dataclass(slots=True)
-class WalkResult:
-    frames: int
-    ack_eliciting: bool
-    crypto: list[tuple[int, int, bytes]]  # (row in FrameColumns, stream offset, data)
-    new_connection_ids: list[bytes]
-    unknown: str | None  # why decoding stopped early, None if the payload decoded completely
+# What walk_frames returns besides the rows: (frames, ack_eliciting, crypto, new connection IDs, unknown), where
+# crypto is [(row in FrameColumns, stream offset, data)] or None, and unknown says why decoding stopped early.
+WalkResult = tuple[int, bool, list[tuple[int, int, bytes]] | None, list[bytes] | None, str | None]
 
 
 def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
@@ -114,7 +110,7 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
     end = len(payload)
     index = 0
     ack_eliciting = False
-    crypto: list[tuple[int, int, bytes]] = []
+    crypto: list[tuple[int, int, bytes]] | None = None
     new_cids: list[bytes] = []
     unknown: str | None = None
     position = 0
@@ -183,7 +179,9 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                 length = pull()
                 data_start = buf.tell()
                 data = buf.pull_bytes(length)
-                crypto.append((len(out), offset, data))
+                if crypto is None:
+                    crypto = []
+                crypto.append((len(out.frame_index), offset, data))
                 add(index, "crypto", data_start + length - position, offset=offset, length=length)
                 ack_eliciting = True
             elif frame_type == 0x01 or frame_type == 0x1E or frame_type == 0x1F or frame_type == 0xAC:
@@ -216,7 +214,7 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
             break
         index += 1
         position = buf.tell()
-    return WalkResult(index, ack_eliciting, crypto, new_cids, unknown)
+    return index, ack_eliciting, crypto, new_cids or None, unknown
 
 
 def _skip_other_frame(frame_type: int, buf: Buffer, new_cids: list[bytes]) -> tuple[str | None, int | None]:
