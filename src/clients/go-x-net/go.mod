@@ -1,6 +1,6 @@
 module quicack/clients/go-x-net
 
-go 1.26.8
+go 1.26.0
 
 require golang.org/x/net v0.62.0
 

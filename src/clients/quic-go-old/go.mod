@@ -1,6 +1,6 @@
 module quicack/clients/quic-go-old
 
-go 1.26.8
+go 1.23
 
 require github.com/quic-go/quic-go v0.48.2
 

@@ -1,6 +1,6 @@
 module quicack/clients/quic-go
 
-go 1.26.8
+go 1.26.0
 
 require github.com/quic-go/quic-go v0.65.0
 
