@@ -16,46 +16,24 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
+from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
 from .detect import JSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
 from .normalize import (
-    FRAME_COLUMNS,
-    METRIC_COLUMNS,
-    PACKET_COLUMNS,
     Connection,
-    _int,
-    _num,
     event_kind,
 )
 from .profiles import profile_for
 from .records import Damage, iter_records
+from .traces import Trace, parse_rfc3339_ns, vantage_from_path, vantage_from_title
 
 STAGE = "qlog"
-
-_PACKET_DTYPES = {
-    "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
-    "packet_bytes": pl.Int64, "aead_tag_bytes": pl.Int64, "ack_eliciting": pl.Boolean, "frames_logged": pl.Boolean,
-}
-_FRAME_DTYPES = {
-    "event": pl.Utf8, "t": pl.Float64, "pn_space": pl.Utf8, "packet_number": pl.Int64, "frame_index": pl.Int64,
-    "frame_type": pl.Utf8, "frame_bytes": pl.Int64, "ack_delay_ms": pl.Float64, "largest_acked": pl.Int64,
-    "first_ack_range": pl.Int64, "ack_ranges": pl.Utf8, "stream_id": pl.Int64, "offset": pl.Int64,
-    "length": pl.Int64, "fin": pl.Boolean,
-}
-_METRIC_DTYPES = {
-    "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,
-    "min_rtt_ms": pl.Float64, "pto_count": pl.Int64, "cwnd_bytes": pl.Int64, "bytes_in_flight": pl.Int64,
-}
-assert tuple(_PACKET_DTYPES) == PACKET_COLUMNS and tuple(_FRAME_DTYPES) == FRAME_COLUMNS
-assert tuple(_METRIC_DTYPES) == METRIC_COLUMNS
 
 # Trace times above this many ms are absolute Unix-epoch ms (aioquic logs time.time() * 1000): 1e11 ms is 1973.
 _EPOCH_MS_THRESHOLD = 1e11
@@ -77,62 +55,13 @@ class QlogBatch:
 
 @dataclass
 class QlogResult:
+    """All rows of one qlog file; each frame conforms to the data contract."""
+
     packets: pl.DataFrame
     frames: pl.DataFrame
     metrics_logged: pl.DataFrame
     endpoints: pl.DataFrame
     ingest_issues: pl.DataFrame
-
-
-@dataclass
-class _Trace:
-    """What a trace header says; shared by the connections of that trace."""
-
-    index: int
-    vantage: str | None
-    group_id: str | None
-    implementation: str | None
-    qlog_version: str | None
-    time_units: str | None
-    reference: Any
-    time_format: str | None
-    event_fields: list[str] | None = None
-    ref_abs_ns: int | None = None
-    ref_resolved: bool = False
-    last_t: float = 0.0
-    conn: Connection | None = None  # the connection of events without their own group_id
-    group_is_connection: bool = True  # False: per-event group_id values do not split connections (quinn)
-
-
-def _parse_rfc3339_ns(value: str) -> int | None:
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
-
-
-def _vantage_from_title(*titles: Any) -> str | None:
-    """quinn writes vantage_point.type "unknown" but ends its title with "client" or "server"."""
-    for title in titles:
-        if isinstance(title, str):
-            words = set(re.findall(r"[a-z]+", title.lower()))
-            if ("client" in words) != ("server" in words):
-                return "client" if "client" in words else "server"
-    return None
-
-
-def _vantage_from_path(path: Path) -> str | None:
-    parts = [p.lower() for p in path.parts]
-    # QUIC Interop Runner layout: .../client/qlog/<file> and .../server/qlog/<file>
-    for p in reversed(parts[:-1]):
-        if p in ("client", "server"):
-            return p
-    name = parts[-1] if parts else ""
-    has_c, has_s = "client" in name, "server" in name
-    if has_c != has_s:
-        return "client" if has_c else "server"
-    return None
 
 
 class _FileReader:
@@ -245,7 +174,7 @@ class _FileReader:
     # -- JSON-SEQ / NDJSON --------------------------------------------------------------------------------------
 
     def _sequence(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
-        trace: _Trace | None = None
+        trace: Trace | None = None
         traces = 0
         for value in records:
             if value.__class__ is Damage:
@@ -279,15 +208,15 @@ class _FileReader:
 
     # -- traces and connections ----------------------------------------------------------------------------------
 
-    def _make_trace(self, index: int, top: dict[str, Any], tr: dict[str, Any]) -> _Trace:
+    def _make_trace(self, index: int, top: dict[str, Any], tr: dict[str, Any]) -> Trace:
         d = self.dialect
         vp = tr.get("vantage_point") if isinstance(tr.get("vantage_point"), dict) else {}
         vantage = vp.get("type") if vp.get("type") in ("client", "server") else None
         if vantage is None and vp.get("type") in (None, "unknown") and d and d.vantage:
             vantage = d.vantage
         if vantage is None:
-            vantage = self.vantage_arg or _vantage_from_title(tr.get("title"), top.get("title")) \
-                or _vantage_from_path(self.path)
+            vantage = self.vantage_arg or vantage_from_title(tr.get("title"), top.get("title")) \
+                or vantage_from_path(self.path)
             if vantage is None and vp.get("type") != "network":
                 self.issue("warning", f"{self.path}: trace {index} has no client/server vantage point and none was "
                                       "given; direction will be null (pass vantage= or use the .../client/qlog/ "
@@ -310,7 +239,7 @@ class _FileReader:
             impl = implementation_from_text(top["title"].encode())
         version = top.get("qlog_version") or top.get("file_schema") or (d.qlog_version if d else None)
         fields = tr.get("event_fields")
-        return _Trace(
+        return Trace(
             index=index,
             vantage=vantage,
             group_id=str(group) if group else None,
@@ -323,7 +252,7 @@ class _FileReader:
             group_is_connection=profile_for(impl, time_units).group_id_per_event_is_connection,
         )
 
-    def _connection(self, trace: _Trace, group: str | None) -> Connection:
+    def _connection(self, trace: Trace, group: str | None) -> Connection:
         key = (trace.index, group)
         conn = self.conns.get(key)
         if conn is not None:
@@ -355,7 +284,7 @@ class _FileReader:
         self.conns[key] = conn
         return conn
 
-    def _resolve_reference(self, trace: _Trace, conn: Connection, first_t: float) -> None:
+    def _resolve_reference(self, trace: Trace, conn: Connection, first_t: float) -> None:
         """Absolute time of trace time 0, from reference_time or from absolute event times."""
         if not trace.ref_resolved:
             trace.ref_resolved = True
@@ -365,9 +294,9 @@ class _FileReader:
                 epoch = ref.get("epoch")
                 wall = ref.get("wall_clock_time")
                 if isinstance(epoch, str) and epoch != "unknown":
-                    trace.ref_abs_ns = _parse_rfc3339_ns(epoch)
+                    trace.ref_abs_ns = parse_rfc3339_ns(epoch)
                 elif isinstance(wall, str) and abs(first_t) < _MAX_RELATIVE_MS:
-                    trace.ref_abs_ns = _parse_rfc3339_ns(wall)
+                    trace.ref_abs_ns = parse_rfc3339_ns(wall)
             elif ref is not None:
                 try:
                     ms = float(ref) * scale
@@ -382,7 +311,7 @@ class _FileReader:
 
     # -- events ----------------------------------------------------------------------------------------------------
 
-    def _event(self, trace: _Trace, ev: Any) -> None:
+    def _event(self, trace: Trace, ev: Any) -> None:
         # Hot path: one call per event. Plain dict lookups and class checks, no exceptions in the common case.
         self.pending += 1
         self.events_since_batch += 1
@@ -442,7 +371,7 @@ class _FileReader:
     def _flush(self, final: bool) -> QlogBatch:
         # Rows of all ready connections go into one frame per table: building many small frames per batch
         # (a concatenation of short traces) would cost more than parsing.
-        merged = [_Merged(), _Merged(), _Merged()]
+        merged = [Merged(), Merged(), Merged()]
         for key in list(self.dirty):
             conn = self.conns[key]
             if conn.origin_t is None:
@@ -455,8 +384,8 @@ class _FileReader:
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
         n, self.events_since_batch = self.events_since_batch, 0
-        tables = (merged[0].frame(_PACKET_DTYPES, PACKETS), merged[1].frame(_FRAME_DTYPES, FRAMES),
-                  merged[2].frame(_METRIC_DTYPES, METRICS_LOGGED))
+        tables = (merged[0].frame(PACKET_DTYPES, PACKETS), merged[1].frame(FRAME_DTYPES, FRAMES),
+                  merged[2].frame(METRIC_DTYPES, METRICS_LOGGED))
         for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
             if m.sanitized:
                 self.issue("warning", f"{self.path}: some {name} fields held non-numeric values where numbers "
@@ -517,88 +446,6 @@ class _FileReader:
         return ENDPOINTS.conform(pl.DataFrame(rows, schema=ENDPOINTS.schema))
 
 
-class _Merged:
-    """Row tuples of several connections plus, per connection, its attributes and row count."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[Any, ...]] = []
-        self.lengths: list[int] = []
-        self.conns: list[Connection] = []
-        self.sanitized = False
-
-    def add(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        if rows:
-            self.rows.extend(rows)
-            self.lengths.append(len(rows))
-            self.conns.append(conn)
-
-    def frame(self, dtypes: dict[str, Any], table: Any) -> pl.DataFrame:
-        if not self.rows:
-            return table.empty()
-        try:
-            df = pl.DataFrame(self.rows, schema=dtypes, orient="row", strict=False)
-        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
-            # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
-            df = pl.DataFrame([_sanitize(r, dtypes) for r in self.rows], schema=dtypes, orient="row", strict=False)
-            self.sanitized = True
-        attrs = pl.DataFrame(
-            {
-                "run_id": [c.run_id for c in self.conns],
-                "vantage": [c.vantage for c in self.conns],
-                "_origin": [c.origin_t or 0.0 for c in self.conns],
-                "_ref": [c.ref_abs_ns for c in self.conns],
-            },
-            schema={"run_id": pl.Utf8, "vantage": pl.Utf8, "_origin": pl.Float64, "_ref": pl.Int64},
-        )
-        if len(self.conns) == 1:
-            df = df.with_columns([pl.lit(v, dtype=attrs.schema[k]).alias(k)
-                                  for k, v in attrs.row(0, named=True).items()])
-        else:
-            idx = pl.Series("_i", np.repeat(np.arange(len(self.conns)), self.lengths))
-            df = pl.concat([df, attrs[idx]], how="horizontal")
-        exprs: list[pl.Expr] = [(pl.col("t") - pl.col("_origin")).alias("time_ms")]
-        if table is not METRICS_LOGGED:
-            sent = pl.col("event") == "sent"
-            client = pl.col("vantage") == "client"
-            server = pl.col("vantage") == "server"
-            # client sent / server received -> c2s; client received / server sent -> s2c
-            direction = (
-                pl.when((client & sent) | (server & ~sent)).then(pl.lit("c2s"))
-                .when((client & ~sent) | (server & sent)).then(pl.lit("s2c"))
-                .otherwise(pl.lit(None, dtype=pl.Utf8))
-            )
-            exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
-        if table is PACKETS:
-            # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
-            exprs += [pl.lit(True).alias("decrypted"),
-                      ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
-        keep = [c for c in df.columns if c in table.schema]
-        return table.conform(df.select([*keep, *exprs]))
-
-
-def _sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:
-    out = []
-    for v, dt in zip(row, dtypes.values(), strict=True):
-        if v is None:
-            out.append(None)
-        elif dt == pl.Int64:
-            out.append(_int(v))
-        elif dt == pl.Float64:
-            out.append(_num(v))
-        elif dt == pl.Boolean:
-            out.append(v if isinstance(v, bool) else None)
-        else:
-            out.append(v if isinstance(v, str) else str(v))
-    return tuple(out)
-
-
-def _concat(frames: list[pl.DataFrame], table: Any) -> pl.DataFrame:
-    frames = [f for f in frames if f.height]
-    if not frames:
-        return table.empty()
-    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
-
-
 def iter_qlog(path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000) -> Iterator[QlogBatch]:
     """Stream the rows of one qlog file in batches of about ``batch_events`` events.
 
@@ -619,4 +466,4 @@ def read_qlog(path: Path, run_id: str, vantage: str | None = None) -> QlogResult
                 lst.append(df)
     tables = {"packets": PACKETS, "frames": FRAMES, "metrics_logged": METRICS_LOGGED, "endpoints": ENDPOINTS,
               "ingest_issues": INGEST_ISSUES}
-    return QlogResult(**{k: _concat(v, tables[k]) for k, v in parts.items()})
+    return QlogResult(**{k: concat(v, tables[k]) for k, v in parts.items()})

@@ -1,0 +1,115 @@
+"""Row tuples of the normalizer -> polars frames conforming to the data contract.
+
+One frame per table per batch, whatever the number of connections in it; per-connection values (run id,
+vantage, time origin, absolute reference) are attached with one gather, and time_ms, time_abs_ns and direction
+are computed as polars expressions rather than per row in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from quicack.schema import METRICS_LOGGED, PACKETS
+
+from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, Connection, _int, _num
+
+PACKET_DTYPES = {
+    "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
+    "packet_bytes": pl.Int64, "aead_tag_bytes": pl.Int64, "ack_eliciting": pl.Boolean, "frames_logged": pl.Boolean,
+}
+FRAME_DTYPES = {
+    "event": pl.Utf8, "t": pl.Float64, "pn_space": pl.Utf8, "packet_number": pl.Int64, "frame_index": pl.Int64,
+    "frame_type": pl.Utf8, "frame_bytes": pl.Int64, "ack_delay_ms": pl.Float64, "largest_acked": pl.Int64,
+    "first_ack_range": pl.Int64, "ack_ranges": pl.Utf8, "stream_id": pl.Int64, "offset": pl.Int64,
+    "length": pl.Int64, "fin": pl.Boolean,
+}
+METRIC_DTYPES = {
+    "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,
+    "min_rtt_ms": pl.Float64, "pto_count": pl.Int64, "cwnd_bytes": pl.Int64, "bytes_in_flight": pl.Int64,
+}
+assert tuple(PACKET_DTYPES) == PACKET_COLUMNS and tuple(FRAME_DTYPES) == FRAME_COLUMNS
+assert tuple(METRIC_DTYPES) == METRIC_COLUMNS
+
+class Merged:
+    """Row tuples of several connections plus, per connection, its attributes and row count."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.lengths: list[int] = []
+        self.conns: list[Connection] = []
+        self.sanitized = False
+
+    def add(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        if rows:
+            self.rows.extend(rows)
+            self.lengths.append(len(rows))
+            self.conns.append(conn)
+
+    def frame(self, dtypes: dict[str, Any], table: Any) -> pl.DataFrame:
+        if not self.rows:
+            return table.empty()
+        try:
+            df = pl.DataFrame(self.rows, schema=dtypes, orient="row", strict=False)
+        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+            # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
+            df = pl.DataFrame([sanitize(r, dtypes) for r in self.rows], schema=dtypes, orient="row", strict=False)
+            self.sanitized = True
+        attrs = pl.DataFrame(
+            {
+                "run_id": [c.run_id for c in self.conns],
+                "vantage": [c.vantage for c in self.conns],
+                "_origin": [c.origin_t or 0.0 for c in self.conns],
+                "_ref": [c.ref_abs_ns for c in self.conns],
+            },
+            schema={"run_id": pl.Utf8, "vantage": pl.Utf8, "_origin": pl.Float64, "_ref": pl.Int64},
+        )
+        if len(self.conns) == 1:
+            df = df.with_columns([pl.lit(v, dtype=attrs.schema[k]).alias(k)
+                                  for k, v in attrs.row(0, named=True).items()])
+        else:
+            idx = pl.Series("_i", np.repeat(np.arange(len(self.conns)), self.lengths))
+            df = pl.concat([df, attrs[idx]], how="horizontal")
+        exprs: list[pl.Expr] = [(pl.col("t") - pl.col("_origin")).alias("time_ms")]
+        if table is not METRICS_LOGGED:
+            sent = pl.col("event") == "sent"
+            client = pl.col("vantage") == "client"
+            server = pl.col("vantage") == "server"
+            # client sent / server received -> c2s; client received / server sent -> s2c
+            direction = (
+                pl.when((client & sent) | (server & ~sent)).then(pl.lit("c2s"))
+                .when((client & ~sent) | (server & sent)).then(pl.lit("s2c"))
+                .otherwise(pl.lit(None, dtype=pl.Utf8))
+            )
+            exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
+        if table is PACKETS:
+            # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
+            exprs += [pl.lit(True).alias("decrypted"),
+                      ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
+        keep = [c for c in df.columns if c in table.schema]
+        return table.conform(df.select([*keep, *exprs]))
+
+
+def sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:
+    out = []
+    for v, dt in zip(row, dtypes.values(), strict=True):
+        if v is None:
+            out.append(None)
+        elif dt == pl.Int64:
+            out.append(_int(v))
+        elif dt == pl.Float64:
+            out.append(_num(v))
+        elif dt == pl.Boolean:
+            out.append(v if isinstance(v, bool) else None)
+        else:
+            out.append(v if isinstance(v, str) else str(v))
+    return tuple(out)
+
+
+def concat(frames: list[pl.DataFrame], table: Any) -> pl.DataFrame:
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return table.empty()
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
