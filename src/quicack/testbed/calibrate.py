@@ -51,7 +51,9 @@ def packet_kinds(payload: bytes) -> tuple[str, ...]:
         while pos < len(payload):
             b = payload[pos]
             if not b & 0x80:
-                kinds.append("1rtt")  # a short-header packet runs to the end of the datagram
+                # A short-header packet (fixed bit set) runs to the end of the datagram; zeros are padding.
+                if b & 0x40:
+                    kinds.append("1rtt")
                 break
             version = int.from_bytes(payload[pos + 1 : pos + 5], "big")
             if version == 0:
@@ -74,6 +76,9 @@ def packet_kinds(payload: bytes) -> tuple[str, ...]:
                 p += tok_len
             length, p = _varint(payload, p)
             pos = p + length
+            if pos > len(payload):
+                kinds.append("malformed")  # the length field runs past the datagram
+                break
     except IndexError:
         kinds.append("malformed")
     return tuple(kinds)

@@ -118,6 +118,7 @@ class DeferredHandshakeConnection(QuicConnection):
         if self._hs_mode is HandshakeMode.WFC and not self._hs_released:
             if self._hs_release_at is None:
                 self._hs_release_at = now + self._hs_delay_s
+                self._log_quicack("handshake_deferred", {"release_in_ms": self._hs_delay_s * 1000})
             self._held_datagrams.append((data, addr))
             return
         super().receive_datagram(data, addr, now)

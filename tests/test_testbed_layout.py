@@ -1,0 +1,79 @@
+"""Run-folder naming: quicack's QIR layout and the imc24 artifact's key=value log folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quicack.testbed.calibrate import packet_kinds
+from quicack.testbed.layout import RunLocation, file_size_bytes, parse_run_folder
+from quicack.testbed.layout import testcase_name as make_testcase_name
+from quicack.testbed.scenarios import SCENARIOS, expand
+
+
+def test_imc24_iack_folder() -> None:
+    p = Path(
+        "raw/logs_delay=10ms,c=aioquic,drop-to-client=2_3,drop-to-server=,file_size=10KB,instant-ack=1"
+        "_2024-08-14T01:43:00/quic-go_aioquic/transfer/3/client/qlog/abc.qlog"
+    )
+    d = parse_run_folder(p)
+    assert d["naming"] == "imc24"
+    assert d["mode"] == "iack"
+    assert d["one_way_delay_ms"] == 10.0 and d["rtt_ms"] == 20.0
+    assert d["drop_to_client"] == [2, 3] and d["drop_to_server"] == []
+    assert d["file_bytes"] == 10 * 1024
+    assert d["server_impl"] == "quic-go" and d["client_impl"] == "aioquic"
+    assert d["testcase"] == "transfer" and d["repetition"] == 3
+    assert d["timestamp"] == "2024-08-14T01:43:00"
+
+
+def test_imc24_wfc_folder() -> None:
+    d = parse_run_folder("logs_delay=4.5ms,c=ngtcp2,delay-first-packet=200ms,drop-to-server=2_3_4,file_size=10MB")
+    assert d["mode"] == "wfc" and d["cert_delay_ms"] == 200.0
+    assert d["rtt_ms"] == 9.0 and d["drop_to_server"] == [2, 3, 4]
+    assert d["file_bytes"] == 10 * 1024 * 1024
+
+
+def test_quicack_folder_without_run_json(tmp_path: Path) -> None:
+    name = make_testcase_name("drop_client_flight", "wfc", 9.0, "10KB", "hq")
+    run = tmp_path / RunLocation("aioquic", "go-x-net", name, 2).relative()
+    (run / "sim").mkdir(parents=True)
+    d = parse_run_folder(run / "sim")
+    assert d == d | {
+        "naming": "quicack", "server_impl": "aioquic", "client_impl": "go-x-net", "scenario": "drop_client_flight",
+        "mode": "wfc", "rtt_ms": 9.0, "file_bytes": 10240, "app_protocol": "hq", "repetition": 2,
+    }  # fmt: skip
+
+
+def test_quicack_run_json_wins(tmp_path: Path) -> None:
+    run = tmp_path / "aioquic_quinn" / make_testcase_name("noloss", "iack", 100, "10KB", "h3") / "1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"drop_to_server": [2, 3], "cert_delay_ms": 0.0}))
+    d = parse_run_folder(run)
+    assert d["drop_to_server"] == [2, 3] and d["rtt_ms"] == 100.0 and "run_json" in d
+
+
+@pytest.mark.parametrize(("text", "expected"), [("10KB", 10240), ("1MB", 1 << 20), ("10", None)])
+def test_file_size(text: str, expected: int | None) -> None:
+    assert file_size_bytes(text) == expected
+
+
+def test_packet_kinds_handmade_datagrams() -> None:
+    # Hand-made headers (not real traffic): Initial (v1) with 3-byte payload, then zero padding.
+    initial = bytes([0xC0]) + (1).to_bytes(4, "big") + b"\x01A" + b"\x01B" + b"\x00" + b"\x03" + b"xyz"
+    assert packet_kinds(initial + b"\x00" * 20) == ("initial",)
+    handshake = bytes([0xE0]) + (1).to_bytes(4, "big") + b"\x01A" + b"\x01B" + b"\x02" + b"hs"
+    assert packet_kinds(initial + handshake + bytes([0x40, 1, 2])) == ("initial", "handshake", "1rtt")
+    assert packet_kinds(initial[:8]) == ("initial", "malformed")
+    assert packet_kinds(initial[:-1]) == ("initial", "malformed")
+
+
+def test_expand_matrix_skips_unsupported_protocols() -> None:
+    cfg = {"dataset": "t", "clients": ["go-x-net", "ngtcp2"], "modes": ["iack", "wfc"],
+           "scenarios": ["noloss", "amplification"], "rtts_ms": [9], "app_protocol": "hq"}  # fmt: skip
+    groups = expand(cfg)
+    assert {g.client for g in groups} == {"go-x-net"}  # ngtcp2 (Debian) has no hq client
+    amp = next(g for g in groups if g.scenario == "amplification")
+    assert amp.cert_size == "large" and amp.cert_delay_ms == SCENARIOS["amplification"].cert_delay_ms == 200.0
