@@ -354,7 +354,8 @@ class _FileReader:
         else:
             key = (trace.index, str(group))
             conn = self.conns.get(key) or self._connection(trace, key[1])
-        self.dirty[key] = None
+        if conn.pending_events == 0:
+            self.dirty[key] = None  # first event since the connection's last flush
         t *= conn.profile.time_to_ms
         if trace.time_format == "delta":
             t = trace.last_t + t

@@ -64,8 +64,8 @@ def iter_seq(path: Path, separator: bytes) -> Iterator[dict[str, Any] | Damage]:
                 base += len(part) + len(separator)
                 if separator == b"\n" and part[:1] == b"\x1e":
                     part = part[1:]  # RS-prefixed lines: quic-go v0.3x wrote RS before its NDJSON records
-                if not part.strip():
-                    continue
+                if not part or part.isspace():
+                    continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
                 number += 1
                 try:
                     value = _loads(part)
