@@ -332,12 +332,14 @@ def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="quicack emulation testbed runner (needs root)")
-    ap.add_argument("--config", type=Path, required=True, help="YAML with a `testbed:` section")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", type=Path, help="YAML with a `testbed:` section")
+    src.add_argument("--config-json", help="the `testbed:` section as inline JSON (used by Snakemake)")
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
     a = ap.parse_args(argv)
-    cfg = load_config(a.config)
+    cfg = json.loads(a.config_json) if a.config_json else load_config(a.config)
     groups = expand(cfg)
     if a.list:
         for g in groups:
