@@ -26,6 +26,7 @@ from quicack.testbed.clients import (
     client_command,
     client_executable,
     client_versions,
+    exit_status_is_reliable,
     preferred_protocol,
     supported_protocols,
 )
@@ -118,6 +119,27 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
         qlogs[0].read_text().lstrip("\x1e").splitlines()[0] if qlogs[0].suffix == ".sqlog" else qlogs[0].read_text()
     )
     assert "qlog_version" in header or "file_schema" in header
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("impl", KNOWN_IMPLS)
+def test_client_without_server_gives_up_in_time_and_saves_nothing(tmp_path: Path, impl: str):
+    if client_executable(impl) is None:
+        pytest.skip(f"{impl} client is not built/installed")
+    port = _free_udp_port()  # nobody listens there
+    req = ClientRequest(
+        impl, f"https://127.0.0.1:{port}/{FILE_NAME}", preferred_protocol(impl),
+        tmp_path / "download", tmp_path / "keys.log", tmp_path / "qlog", timeout_s=1.5,
+    )  # fmt: skip
+    argv, extra_env = client_command(req)
+    started = time.monotonic()
+    result = subprocess.run(argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert time.monotonic() - started < req.timeout_s + 3, f"{impl} ignored its timeout"
+    assert not (req.download_dir / FILE_NAME).exists()
+    if exit_status_is_reliable(impl):
+        assert result.returncode != 0
+    else:
+        assert result.returncode == 0, "gtlsclient now reports failures: update exit_status_is_reliable"
 
 
 def test_client_command_rejects_protocol_the_client_lacks(tmp_path: Path):

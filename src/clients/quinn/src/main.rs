@@ -125,9 +125,23 @@ async fn run(options: &Options) -> anyhow::Result<()> {
 
     let file_name = Path::new(options.url.path()).file_name().context("URL path has no file name")?;
     let out_path = options.download_dir.join(file_name);
-    let result = match alpn {
-        ALPN_HQ => download_hq(&conn, &options.url, &out_path).await,
-        _ => download_h3(conn.clone(), &options.url, &out_path).await,
+    // The body goes to a .part file that becomes out_path only when complete, so that a file
+    // at out_path always means a finished download.
+    let part_path = {
+        let mut name = out_path.clone().into_os_string();
+        name.push(".part");
+        PathBuf::from(name)
+    };
+    let mut result = match alpn {
+        ALPN_HQ => download_hq(&conn, &options.url, &part_path).await,
+        _ => download_h3(conn.clone(), &options.url, &part_path).await,
+    };
+    result = match result {
+        Ok(()) => std::fs::rename(&part_path, &out_path).map_err(Into::into),
+        Err(err) => {
+            let _ = std::fs::remove_file(&part_path);
+            Err(err)
+        }
     };
     conn.close(0u32.into(), b"done");
     // Lets the CONNECTION_CLOSE go out and the qlog stream be dropped (flushed) before exit.

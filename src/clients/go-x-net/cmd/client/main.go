@@ -109,7 +109,12 @@ func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration)
 	if err != nil {
 		return err
 	}
-	defer endpoint.Close(context.Background())
+	defer func() {
+		// Bounded: the connection is closed already; this only releases the socket.
+		closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
+		defer cancelClose()
+		_ = endpoint.Close(closeCtx)
+	}()
 	conn, err := endpoint.Dial(ctx, "udp", addr, config)
 	if err != nil {
 		return err
@@ -122,11 +127,25 @@ func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration)
 }
 
 func fetch(ctx context.Context, conn *quic.Conn, target *url.URL, downloadDir string) error {
-	out, err := os.Create(filepath.Join(downloadDir, path.Base(target.Path)))
+	outPath := filepath.Join(downloadDir, path.Base(target.Path))
+	// The body goes to a .part file that becomes outPath only when complete, so that a file
+	// at outPath always means a finished download.
+	out, err := os.Create(outPath + ".part")
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	err = receive(ctx, conn, target, out)
+	if closeErr := out.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		_ = os.Remove(out.Name())
+		return err
+	}
+	return os.Rename(out.Name(), outPath)
+}
+
+func receive(ctx context.Context, conn *quic.Conn, target *url.URL, out io.Writer) error {
 	stream, err := conn.NewStream(ctx)
 	if err != nil {
 		return err

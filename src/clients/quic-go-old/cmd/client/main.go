@@ -86,20 +86,28 @@ func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout t
 	defer cancel()
 
 	outPath := filepath.Join(downloadDir, path.Base(target.Path))
-	out, err := os.Create(outPath)
+	// The body goes to a .part file that becomes outPath only when complete, so that a file
+	// at outPath always means a finished download.
+	out, err := os.Create(outPath + ".part")
 	if err != nil {
 		return err
 	}
-	defer out.Close()
-
 	switch appProtocol {
 	case "h3":
-		return downloadH3(ctx, target, tlsConf, quicConf, out)
+		err = downloadH3(ctx, target, tlsConf, quicConf, out)
 	case "hq":
-		return downloadHQ(ctx, target, tlsConf, quicConf, out)
+		err = downloadHQ(ctx, target, tlsConf, quicConf, out)
 	default:
-		return fmt.Errorf("unknown application protocol %q (want h3 or hq)", appProtocol)
+		err = fmt.Errorf("unknown application protocol %q (want h3 or hq)", appProtocol)
 	}
+	if closeErr := out.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		_ = os.Remove(out.Name())
+		return err
+	}
+	return os.Rename(out.Name(), outPath)
 }
 
 func downloadH3(ctx context.Context, target *url.URL, tlsConf *tls.Config, quicConf *quic.Config, out io.Writer) error {
