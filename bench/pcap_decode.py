@@ -139,6 +139,13 @@ def main() -> int:
                 f"{measurement.tool:<18} {measurement.capture.name:<28} {size_mb:>7.0f} {count:>9} "
                 f"{measurement.seconds:>8.2f} {rate:>10.0f} {measurement.peak_rss_mb:>12.0f}"
             )
+        if args.concat and args.tshark_concat:
+            # Per-packet rate without start-up (interpreter, libraries, dissector tables): from the two file sizes.
+            for tool in ("quicack", "tshark -T fields"):
+                small = next(m for m, _ in measurements if m.tool == tool and m.capture == capture)
+                large = next(m for m, _ in measurements if m.tool == tool and m.capture != capture)
+                marginal = packets * (args.concat - 1) / (large.seconds - small.seconds)
+                print(f"{tool:<18} steady-state {marginal:>10.0f} packets/s, start-up {small.seconds - packets / marginal:.2f} s")
         base = {m.tool: m.seconds for m, _ in measurements if m.capture == capture}
         for other in ("tshark -T fields", "pyshark"):
             if other in base:

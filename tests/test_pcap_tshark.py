@@ -65,7 +65,8 @@ def tshark_packets(capture: Capture) -> list[dict]:
     packets = []
     for record in records:
         layers = record["_source"]["layers"]
-        srcport = int(_as_list(layers["udp"])[0]["udp.srcport"])
+        udp = _as_list(layers["udp"])[0]
+        srcport, dstport = int(udp["udp.srcport"]), int(udp["udp.dstport"])
         for quic in _as_list(layers.get("quic")):
             short = quic.get("quic.short")
             header = short if isinstance(short, dict) else quic
@@ -83,6 +84,7 @@ def tshark_packets(capture: Capture) -> list[dict]:
             packets.append(
                 {
                     "srcport": srcport,
+                    "dstport": dstport,
                     "pn_space": space,
                     "packet_number": int(header["quic.packet_number"]),
                     "frame_types": [FRAME_NAMES.get(int(f["quic.frame_type"]), "unknown") for f in frames],
@@ -109,21 +111,39 @@ def test_agrees_with_tshark(capture: Capture) -> None:
     decoded = decode(capture)
     theirs, exponents = tshark_packets(capture)
     assert all(e == 3 for e in exponents), "fixtures use the default exponent; the comparison below assumes it"
-    # Our direction for tshark's source port: the client sent the first Initial.
-    first_initial_port = theirs[0]["srcport"]
+    # Our direction for tshark's ports: the client sent the first Initial, to the server's port (shared by all
+    # connections of a capture).
+    server_port = theirs[0]["dstport"]
     # A packet can be sent twice verbatim (quic-go's CONNECTION_CLOSE): keep every copy's frames.
     ours: dict[tuple, list[tuple[list[str], list[float]]]] = {}
-    per_packet = decoded.frames.group_by("direction", "pn_space", "packet_number", "time_ms", maintain_order=True).agg(
-        pl.col("frame_type"), pl.col("ack_delay_ms").drop_nulls()
+    # frame_index restarts at 0 for each packet: that, not (direction, space, number, time), tells packets apart.
+    per_packet = (
+        decoded.frames.with_columns(packet=(pl.col("frame_index") == 0).cum_sum())
+        .group_by("packet", maintain_order=True)
+        .agg(
+            pl.col("direction").first(),
+            pl.col("pn_space").first(),
+            pl.col("packet_number").first(),
+            pl.col("time_ms").first(),
+            pl.col("frame_type"),
+            pl.col("ack_delay_ms").drop_nulls(),
+        )
+        .drop("packet")
     )
     for direction, pn_space, packet_number, _time, types, delays in per_packet.iter_rows():
         ours.setdefault((direction, pn_space, packet_number), []).append((types, delays))
     compared = extension_prefix = 0
     for packet in theirs:
-        direction = "c2s" if packet["srcport"] == first_initial_port else "s2c"
+        direction = "c2s" if packet["dstport"] == server_port else "s2c"
         key = (direction, packet["pn_space"], packet["packet_number"])
         assert key in ours, f"tshark decrypted {key}, we did not"
-        our_types, our_delays = ours[key][0]
+        # Two connections in one capture share packet numbers: take our packet with the same frames.
+        candidates = ours[key]
+        their_delays_ms = [raw * 2**3 / 1000 for raw in packet["ack_delays"]]
+        our_types, our_delays = next(
+            (c for c in candidates if c[0] == packet["frame_types"] and c[1] == pytest.approx(their_delays_ms)),
+            candidates[0],
+        )
         their_types = packet["frame_types"]
         if their_types != our_types:
             # tshark stops at frames it does not know; ours must continue with exactly such a frame.
@@ -133,7 +153,6 @@ def test_agrees_with_tshark(capture: Capture) -> None:
             assert our_types[len(their_types) - 1] in EXTENSION_FRAMES
             extension_prefix += 1
         else:
-            their_delays_ms = [raw * 2**3 / 1000 for raw in packet["ack_delays"]]
             assert our_delays == pytest.approx(their_delays_ms)
         compared += 1
     ours_decrypted = decoded.packets.filter(pl.col("decrypted") & pl.col("packet_number").is_not_null()).height

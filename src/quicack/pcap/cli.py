@@ -47,42 +47,34 @@ def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dic
 
 def format_packets(batch: CaptureBatch) -> Iterator[str]:
     """One line per QUIC packet, like tshark's summary: time, direction, type, packet number, frames."""
-    frames = batch.frames.group_by(["direction", "pn_space", "packet_number", "time_ms"], maintain_order=True).agg(
-        pl.col("frame_type"), pl.col("ack_delay_ms"), pl.col("largest_acked")
-    )
-    summaries: dict[tuple, str] = {}
-    for direction, pn_space, packet_number, time_ms, types, delays, largest in frames.iter_rows():
+    # Frames follow their packet in order and frame_index restarts at 0 for each packet: that pairs them with the
+    # decrypted packets even when two connections in one capture reuse packet numbers and times.
+    summaries = []
+    for types, delays, largest in (
+        batch.frames.with_columns(packet=(pl.col("frame_index") == 0).cum_sum())
+        .group_by("packet", maintain_order=True)
+        .agg(pl.col("frame_type"), pl.col("ack_delay_ms"), pl.col("largest_acked"))
+        .drop("packet")
+        .iter_rows()
+    ):
         parts = []
         for frame_type, delay, acked in zip(types, delays, largest, strict=True):
-            if frame_type == "ack":
-                parts.append(f"ACK({acked}, delay {delay:.3f} ms)")
-            else:
-                parts.append(frame_type.upper())
-        summaries[(direction, pn_space, packet_number, time_ms)] = ", ".join(parts)
-    columns = [
-        "time_ms",
-        "direction",
-        "datagram_index",
-        "packet_type",
-        "pn_space",
-        "packet_number",
-        "packet_bytes",
-        "decrypted",
-    ]
-    for (
-        time_ms,
-        direction,
-        datagram_index,
-        packet_type,
-        pn_space,
-        packet_number,
-        packet_bytes,
-        decrypted,
-    ) in batch.packets.select(columns).iter_rows():
+            parts.append(f"ACK({acked}, delay {delay:.3f} ms)" if frame_type == "ack" else frame_type.upper())
+        summaries.append(", ".join(parts))
+    summary_iter = iter(summaries)
+    columns = ["time_ms", "direction", "datagram_index", "packet_type", "packet_number", "packet_bytes", "decrypted"]
+    for time_ms, direction, datagram_index, packet_type, packet_number, packet_bytes, decrypted in batch.packets.select(
+        columns
+    ).iter_rows():
         arrow = "->" if direction == "c2s" else "<-"
         time_text = f"{time_ms:10.3f}" if time_ms is not None else " " * 10
         number = "" if packet_number is None else str(packet_number)
-        content = summaries.get((direction, pn_space, packet_number, time_ms), "") if decrypted else "(not decrypted)"
+        if not decrypted:
+            content = "(not decrypted)"
+        elif packet_number is None:
+            content = ""  # Retry, Version Negotiation: no frames
+        else:
+            content = next(summary_iter, "")
         yield f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} {packet_bytes:>5} B  {content}"
 
 

@@ -33,6 +33,7 @@ DEFAULT_BATCH_ROWS = 32_768
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
 MAX_ISSUE_EXAMPLES = 3
+BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
 
 
@@ -754,6 +755,7 @@ def decode_capture(
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
     issues = decoder.issues
+    datagrams = 0
     for item in read_udp(path):
         if type(item) is UdpDatagram:
             try:
@@ -765,7 +767,8 @@ def decode_capture(
                     item.record_number,
                 )
                 continue
-            if decoder.batch_ready(batch_rows):
+            datagrams += 1
+            if not datagrams % BATCH_CHECK_DATAGRAMS and decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()
         elif isinstance(item, ReadIssue):
             issues.add(item.severity, item.message, item.record_number)

@@ -2,7 +2,7 @@
 
 Usage (root, tcpdump on PATH):
     python tests/data/pcap/record_aioquic.py OUTDIR --port 5433 --bytes 200000 [--v2] [--chacha]
-        [--key-update] [--retry] [--ipv6] [--iface lo|any] [--linktype LINUX_SLL] [--datagram]
+        [--key-update] [--retry] [--ipv6] [--iface lo|any] [--linktype LINUX_SLL] [--datagram] [--zero-rtt]
 
 Writes OUTDIR/capture.pcap (tcpdump) and OUTDIR/keys.log (SSLKEYLOGFILE format, both endpoints).
 """
@@ -96,25 +96,48 @@ async def run(args: argparse.Namespace, keylog: Path, cert: Path, key: Path) -> 
             server_config.cipher_suites = suites
         server_config.load_cert_chain(cert, key)
         FileServer.response_bytes = args.bytes
-        server = await serve(host, args.port, configuration=server_config, create_protocol=FileServer, retry=args.retry)
-        client_config = QuicConfiguration(is_client=True, alpn_protocols=["hq-interop"], secrets_log_file=secrets)
-        client_config.verify_mode = ssl.CERT_NONE
-        client_config.supported_versions = versions
-        client_config.max_datagram_frame_size = 65536 if args.datagram else None
-        if suites:
-            client_config.cipher_suites = suites
-        async with connect(host, args.port, configuration=client_config, create_protocol=FileClient) as client:
-            if args.key_update:
-                client.key_update_at = args.bytes // 2
-            if args.datagram:
-                client._quic.send_datagram_frame(b"hello datagram")
-            stream_id = client._quic.get_next_available_stream_id()
-            client._quic.send_stream_data(stream_id, b"GET /file\r\n", end_stream=True)
-            client.transmit()
-            await asyncio.wait_for(client.done.wait(), timeout=60)
-            received = client.received
+        tickets: dict[bytes, object] = {}
+        server = await serve(
+            host,
+            args.port,
+            configuration=server_config,
+            create_protocol=FileServer,
+            retry=args.retry,
+            session_ticket_fetcher=tickets.pop,
+            session_ticket_handler=lambda ticket: tickets.__setitem__(ticket.ticket, ticket),
+        )
+        client_tickets: list[object] = []
+        # With --zero-rtt: a first connection fetches a session ticket, a second one resumes and sends its request as 0-RTT.
+        received_all = True
+        for connection_number in range(2 if args.zero_rtt else 1):
+            client_config = QuicConfiguration(is_client=True, alpn_protocols=["hq-interop"], secrets_log_file=secrets)
+            client_config.verify_mode = ssl.CERT_NONE
+            client_config.supported_versions = versions
+            client_config.max_datagram_frame_size = 65536 if args.datagram else None
+            if suites:
+                client_config.cipher_suites = suites
+            if connection_number == 1:
+                client_config.session_ticket = client_tickets[-1]
+            async with connect(
+                host,
+                args.port,
+                configuration=client_config,
+                create_protocol=FileClient,
+                session_ticket_handler=client_tickets.append,
+                wait_connected=connection_number == 0,
+            ) as client:
+                if args.key_update:
+                    client.key_update_at = args.bytes // 2
+                if args.datagram:
+                    client._quic.send_datagram_frame(b"hello datagram")
+                stream_id = client._quic.get_next_available_stream_id()
+                client._quic.send_stream_data(stream_id, b"GET /file\r\n", end_stream=True)
+                client.transmit()
+                await asyncio.wait_for(client.done.wait(), timeout=60)
+                received_all = received_all and client.received == args.bytes
+                await asyncio.sleep(0.2)  # let the session ticket arrive
         server.close()
-    return 0 if received == args.bytes else 1
+    return 0 if received_all else 1
 
 
 def main() -> int:
@@ -128,6 +151,7 @@ def main() -> int:
     parser.add_argument("--retry", action="store_true")
     parser.add_argument("--ipv6", action="store_true")
     parser.add_argument("--datagram", action="store_true")
+    parser.add_argument("--zero-rtt", action="store_true", help="two connections: the second resumes with 0-RTT")
     parser.add_argument("--iface", default="lo")
     parser.add_argument("--linktype", default=None, help="tcpdump -y, e.g. LINUX_SLL with --iface any")
     args = parser.parse_args()
