@@ -756,6 +756,7 @@ def decode_capture(
         decoder.issues.add("warning", f"keylog: {problem}", None)
     issues = decoder.issues
     datagrams = 0
+    check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
     for item in read_udp(path):
         if type(item) is UdpDatagram:
             try:
@@ -768,7 +769,7 @@ def decode_capture(
                 )
                 continue
             datagrams += 1
-            if not datagrams % BATCH_CHECK_DATAGRAMS and decoder.batch_ready(batch_rows):
+            if not datagrams % check_every and decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()
         elif isinstance(item, ReadIssue):
             issues.add(item.severity, item.message, item.record_number)

@@ -1,0 +1,137 @@
+"""Decoder behaviour on real captures: key updates, QUIC v2, Retry, 0-RTT, TLS names, the CLI and determinism."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from quicack.pcap.cli import OUTPUT_TABLES, pcap_command
+from quicack.pcap.decode import CaptureDecoder, decode_capture, vantage_from_path
+from quicack.pcap.keylog import load_keylogs
+from quicack.pcap.reader import UdpDatagram, read_udp
+from quicack.schema import TABLES
+
+DATA = Path(__file__).parent / "data" / "pcap"
+
+
+def decoder_after(capture: Path, keylog: Path | None) -> CaptureDecoder:
+    """Run the decoder over a capture and return it, to look at its connection state."""
+    decoder = CaptureDecoder(load_keylogs([keylog] if keylog else []), "run", "test", str(capture))
+    for item in read_udp(capture):
+        if isinstance(item, UdpDatagram):
+            decoder.add_datagram(item)
+    return decoder
+
+
+def tables(capture: Path, keylog: Path | None) -> dict[str, pl.DataFrame]:
+    batches = list(decode_capture(capture, keylog, run_id="run"))
+    return {name: pl.concat([getattr(b, name) for b in batches]) for name in OUTPUT_TABLES}
+
+
+@pytest.mark.parametrize(
+    "stem, minimum_updates",
+    [("aioquic_v1_keyupdate.pcap.gz", 1), ("ngtcp2_keyupdate_gso.pcap.gz", 2)],
+)
+def test_key_updates_are_followed(stem: str, minimum_updates: int) -> None:
+    capture = DATA / stem
+    decoder = decoder_after(capture, DATA / f"{stem.split('.')[0]}.keys.log")
+    (connection,) = {id(c): c for c, _ in decoder.flows.values()}.values()
+    updates = sum(keys.updates for (key_type, _), keys in connection.keys.items() if key_type == "1rtt" and keys)
+    assert updates >= minimum_updates
+    packets = tables(capture, DATA / f"{stem.split('.')[0]}.keys.log")["packets"]
+    assert packets.filter(pl.col("packet_type") == "1rtt")["decrypted"].all()
+
+
+def test_quic_v2_retry_and_chacha() -> None:
+    decoded = tables(DATA / "aioquic_v2_chacha_retry.pcap", DATA / "aioquic_v2_chacha_retry.keys.log")
+    packets = decoded["packets"]
+    assert packets.filter(pl.col("packet_type") == "retry").height == 1
+    assert set(packets["packet_type"]) >= {"initial", "handshake", "1rtt", "retry"}
+    # After the Retry the client starts over with a new ClientHello: two client_hello CRYPTO frames.
+    hellos = decoded["frames"].filter(pl.col("tls_messages").str.contains("client_hello"))
+    assert hellos.height == 2
+
+
+def test_zero_rtt_and_two_connections() -> None:
+    decoded = tables(DATA / "aioquic_0rtt_resumption.pcap", DATA / "aioquic_0rtt_resumption.keys.log")
+    packets = decoded["packets"]
+    zero_rtt = packets.filter(pl.col("packet_type") == "0rtt")
+    assert zero_rtt.height >= 1 and zero_rtt["decrypted"].all()
+    assert (zero_rtt["pn_space"] == "appdata").all()
+    # Each connection's times start at its own first client Initial.
+    assert packets.filter((pl.col("packet_type") == "initial") & (pl.col("time_ms") == 0)).height == 2
+    frames = decoded["frames"]
+    assert (
+        frames.filter(pl.col("pn_space") == "appdata").filter(pl.col("packet_number") == 1)["frame_type"].to_list()[0]
+        == "stream"
+    )
+
+
+def test_pcapng_secrets_block_decrypts_without_keylog() -> None:
+    with_block = tables(DATA / "aioquic_v2_dsb.pcapng", None)["packets"]
+    with_file = tables(DATA / "aioquic_v2_chacha_retry.pcap", DATA / "aioquic_v2_chacha_retry.keys.log")["packets"]
+    assert with_block.drop("run_id", "vantage").equals(with_file.drop("run_id", "vantage"))
+
+
+def test_handshake_messages_and_transport_parameters() -> None:
+    decoder = decoder_after(DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log")
+    (connection,) = {id(c): c for c, _ in decoder.flows.values()}.values()
+    assert connection.client.transport_parameters is not None  # from the ClientHello
+    assert connection.server.transport_parameters is not None  # from EncryptedExtensions
+    assert connection.server.ack_delay_exponent == 3
+    frames = tables(DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log")["frames"]
+    names = frames.filter(pl.col("tls_messages").is_not_null()).select("direction", "pn_space", "tls_messages").rows()
+    assert ("c2s", "initial", "client_hello") in names
+    assert ("s2c", "initial", "server_hello") in names
+    assert ("s2c", "handshake", "encrypted_extensions,certificate,certificate_verify,finished") in names
+    assert ("c2s", "handshake", "finished") in names
+
+
+def test_ack_frames_have_ranges_and_delay() -> None:
+    frames = tables(DATA / "aioquic_v1_keyupdate.pcap.gz", DATA / "aioquic_v1_keyupdate.keys.log")["frames"]
+    acks = frames.filter(pl.col("frame_type") == "ack")
+    assert acks["ack_delay_ms"].null_count() == 0 and (acks["ack_delay_ms"] >= 0).all()
+    first = acks.row(0, named=True)
+    assert first["ack_ranges"].startswith(
+        f"[[{first['largest_acked'] - first['first_ack_range']},{first['largest_acked']}]"
+    )
+
+
+def test_vantage_names() -> None:
+    assert vantage_from_path(Path("run/sim/trace_node_left.pcap")) == "sim_left"
+    assert vantage_from_path(Path("run/sim/trace_node_right.pcap.gz")) == "sim_right"
+    assert vantage_from_path(Path("run/sim/loopback.pcap")) == "loopback"
+
+
+def test_cli_writes_the_contract_and_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capture, keylog = DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"
+    status = pcap_command([str(capture), "--keylog", str(keylog), "--out", str(tmp_path), "--print"])
+    assert status == 0
+    for name in OUTPUT_TABLES:
+        written = pl.read_parquet(tmp_path / f"{name}.parquet")
+        assert written.schema == pl.Schema(TABLES[name].schema)
+    lines = capsys.readouterr().out.splitlines()
+    packets = pl.read_parquet(tmp_path / "packets.parquet")
+    assert len(lines) == packets.height
+    assert "initial" in lines[0] and "CRYPTO" in lines[0] and "c2s" in lines[0]
+
+
+def test_decoding_is_deterministic(tmp_path: Path) -> None:
+    capture, keylog = DATA / "ngtcp2_keyupdate_gso.pcap.gz", DATA / "ngtcp2_keyupdate_gso.keys.log"
+    for run in ("a", "b"):
+        assert pcap_command([str(capture), "--keylog", str(keylog), "--out", str(tmp_path / run)]) == 0
+    for name in OUTPUT_TABLES:
+        assert pl.read_parquet(tmp_path / "a" / f"{name}.parquet").equals(
+            pl.read_parquet(tmp_path / "b" / f"{name}.parquet")
+        )
+
+
+def test_small_batches_give_the_same_rows() -> None:
+    capture, keylog = DATA / "aioquic_v1_keyupdate.pcap.gz", DATA / "aioquic_v1_keyupdate.keys.log"
+    whole = tables(capture, keylog)
+    batches = list(decode_capture(capture, keylog, run_id="run", batch_rows=10))
+    assert len(batches) > 5
+    for name in OUTPUT_TABLES:
+        assert pl.concat([getattr(b, name) for b in batches]).equals(whole[name])
