@@ -58,21 +58,37 @@ class Measurement:
     command: str
 
 
-def timed(tool: str, command: list[str], capture: Path, stdout=subprocess.DEVNULL) -> Measurement:
-    result = subprocess.run(
-        ["/usr/bin/time", "-v", *command], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True
-    )
-    elapsed = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", result.stderr)
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in elapsed.groups())
-    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1))
-    return Measurement(tool, capture, hours * 3600 + minutes * 60 + seconds, rss_kb / 1024, " ".join(command))
+REPEAT = 1  # set from --repeat: best of N runs, because a shared machine's load makes single runs noisy
 
 
-def ours(capture: Path, keylog: Path, out: Path) -> tuple[Measurement, int]:
+def timed(
+    tool: str, command: list[str], capture: Path, stdout=subprocess.DEVNULL, repeat: int | None = None
+) -> Measurement:
+    """Best wall time of `repeat` runs under /usr/bin/time -v, with the largest peak RSS seen."""
+    best: Measurement | None = None
+    peak = 0.0
+    for _ in range(repeat or REPEAT):
+        result = subprocess.run(
+            ["/usr/bin/time", "-v", *command], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True
+        )
+        elapsed = re.search(
+            r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", result.stderr
+        )
+        hours, minutes, seconds = (float(g) if g else 0.0 for g in elapsed.groups())
+        peak = max(peak, int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) / 1024)
+        run = Measurement(tool, capture, hours * 3600 + minutes * 60 + seconds, peak, " ".join(command))
+        if best is None or run.seconds < best.seconds:
+            best = run
+    best.peak_rss_mb = peak
+    return best
+
+
+def ours(capture: Path, keylog: Path, out: Path, repeat: int | None = None) -> tuple[Measurement, int]:
     measurement = timed(
         "quicack",
         [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--keylog", str(keylog), "--out", str(out)],
         capture,
+        repeat=repeat,
     )
     import polars as pl
 
@@ -80,7 +96,7 @@ def ours(capture: Path, keylog: Path, out: Path) -> tuple[Measurement, int]:
     return measurement, packets
 
 
-def tshark(capture: Path, keylog: Path) -> Measurement:
+def tshark(capture: Path, keylog: Path, repeat: int | None = None) -> Measurement:
     fields = [arg for field in TSHARK_FIELDS for arg in ("-e", field)]
     return timed(
         "tshark -T fields",
@@ -90,7 +106,7 @@ def tshark(capture: Path, keylog: Path) -> Measurement:
 
 
 def pyshark(capture: Path, keylog: Path, script: Path) -> Measurement:
-    return timed("pyshark", [sys.executable, str(script), str(capture), str(keylog)], capture)
+    return timed("pyshark", [sys.executable, str(script), str(capture), str(keylog)], capture, repeat=1)
 
 
 def ensure_capture(directory: Path) -> tuple[Path, Path]:
@@ -111,7 +127,10 @@ def main() -> int:
     )
     parser.add_argument("--skip-pyshark", action="store_true", help="pyshark takes ~1 min on the 10 MB capture")
     parser.add_argument("--tshark-concat", action="store_true", help="also run tshark on the concatenation (minutes)")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs for quicack and tshark (pyshark: 1)")
     args = parser.parse_args()
+    global REPEAT
+    REPEAT = args.repeat
     capture, keylog = (args.capture, args.keylog) if args.capture else ensure_capture(DEFAULT_DIR)
     with tempfile.TemporaryDirectory(prefix="quicack-bench-") as tmp:
         work = Path(tmp)
@@ -126,9 +145,9 @@ def main() -> int:
         if args.concat:
             big = work / f"concat{args.concat}.pcap"
             subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big), *[str(capture)] * args.concat], check=True)
-            measurements.append(ours(big, keylog, work / "outN"))
+            measurements.append(ours(big, keylog, work / "outN", repeat=1))  # large: one run each
             if args.tshark_concat:
-                measurements.append((tshark(big, keylog), measurements[-1][1]))
+                measurements.append((tshark(big, keylog, repeat=1), measurements[-1][1]))
         print(
             f"{'tool':<18} {'capture':<28} {'MB':>7} {'packets':>9} {'seconds':>8} {'packets/s':>10} {'peak RSS MB':>12}"
         )
@@ -145,7 +164,9 @@ def main() -> int:
                 small = next(m for m, _ in measurements if m.tool == tool and m.capture == capture)
                 large = next(m for m, _ in measurements if m.tool == tool and m.capture != capture)
                 marginal = packets * (args.concat - 1) / (large.seconds - small.seconds)
-                print(f"{tool:<18} steady-state {marginal:>10.0f} packets/s, start-up {small.seconds - packets / marginal:.2f} s")
+                print(
+                    f"{tool:<18} steady-state {marginal:>10.0f} packets/s, start-up {small.seconds - packets / marginal:.2f} s"
+                )
         base = {m.tool: m.seconds for m, _ in measurements if m.capture == capture}
         for other in ("tshark -T fields", "pyshark"):
             if other in base:
