@@ -69,6 +69,15 @@ def test_zero_rtt_and_two_connections() -> None:
     )
 
 
+def test_version_negotiation() -> None:
+    packets = tables(DATA / "ngtcp2_version_negotiation.pcap.gz", DATA / "ngtcp2_version_negotiation.keys.log")[
+        "packets"
+    ]
+    types = packets["packet_type"].to_list()
+    assert types[:3] == ["unknown", "version_negotiation", "initial"]  # probe, answer, the real connection
+    assert packets.filter(pl.col("packet_type").is_in(["initial", "handshake", "1rtt"]))["decrypted"].all()
+
+
 def test_pcapng_secrets_block_decrypts_without_keylog() -> None:
     with_block = tables(DATA / "aioquic_v2_dsb.pcapng", None)["packets"]
     with_file = tables(DATA / "aioquic_v2_chacha_retry.pcap", DATA / "aioquic_v2_chacha_retry.keys.log")["packets"]

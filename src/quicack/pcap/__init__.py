@@ -10,14 +10,20 @@ client random, cipher suite, transport parameters), `frames` (the frame walker),
 state and keys), `decode` (datagrams to columnar batches), `cli` (`quicack pcap`).
 """
 
-from .cli import add_subparser, pcap_command, write_capture_parquet
+from __future__ import annotations
+
 from .decode import CaptureBatch, decode_capture, vantage_from_path
 
-__all__ = [
-    "CaptureBatch",
-    "add_subparser",
-    "decode_capture",
-    "pcap_command",
-    "vantage_from_path",
-    "write_capture_parquet",
-]
+_CLI_NAMES = ("add_subparser", "pcap_command", "write_capture_parquet")
+
+
+def __getattr__(name: str):
+    # The CLI module is imported on first use, so that `python -m quicack.pcap.cli` does not import it twice.
+    if name in _CLI_NAMES:
+        from . import cli
+
+        return getattr(cli, name)
+    raise AttributeError(name)
+
+
+__all__ = ["CaptureBatch", "decode_capture", "vantage_from_path", *_CLI_NAMES]

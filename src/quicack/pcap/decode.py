@@ -24,7 +24,16 @@ from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
 from .connection import C2S, S2C, Connection, Endpoint
 from .frames import FrameColumns, walk_frames
 from .keylog import Keylog, load_keylogs
-from .quic import AEAD_TAG_BYTES, VERSION_1, VERSION_2, CryptoError, HeaderError, LongHeader, parse_long_header
+from .quic import (
+    AEAD_TAG_BYTES,
+    VERSION_1,
+    VERSION_2,
+    CryptoError,
+    HeaderError,
+    LongHeader,
+    UnknownVersionError,
+    parse_long_header,
+)
 from .reader import UDP_HEADER_BYTES, ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
@@ -145,7 +154,6 @@ class CaptureDecoder:
         self.connections_by_cid: dict[bytes, Connection] = {}
         self.connection_count = 0
         self.datagram_counts = {C2S: 0, S2C: 0}
-        self.non_quic_datagrams = 0
         self.issues = _Issues()
         self._reset_columns()
 
@@ -183,7 +191,11 @@ class CaptureDecoder:
         if flow is None:
             flow = self._new_flow(datagram)
             if flow is None:
-                self.non_quic_datagrams += 1
+                self.issues.add(
+                    "warning",
+                    "UDP datagrams that are not QUIC (or of a connection whose start is not in the capture) were skipped",
+                    datagram.record_number,
+                )
                 return
         connection, direction = flow
         if len(payload) > GSO_MIN_BYTES and not payload[0] & 0x80 and len(payload) == datagram.udp_payload_bytes:
@@ -239,6 +251,10 @@ class CaptureDecoder:
         if payload[0] & 0x80:
             try:
                 header = parse_long_header(payload, 0, datagram.udp_payload_bytes)
+            except UnknownVersionError as unknown:
+                # A client trying a version the server may not support (it answers with Version Negotiation):
+                # keep the flow so that both show up, as 'unknown' and 'version_negotiation' packets.
+                header = LongHeader("unknown", unknown.version, unknown.dcid, unknown.scid, 0, len(payload))
             except HeaderError:
                 return None
             if header.packet_type == "version_negotiation":
@@ -247,7 +263,7 @@ class CaptureDecoder:
             if known is not None:  # the connection moved to a new address (migration, NAT rebinding)
                 direction = C2S if known.server.cid_length == len(header.dcid) else S2C
                 return self._register_flow(known, direction, forward, backward)
-            if header.packet_type in ("initial", "0rtt"):
+            if header.packet_type in ("initial", "0rtt", "unknown"):  # only clients send these first
                 client, server = (datagram.src, datagram.src_port), (datagram.dst, datagram.dst_port)
             else:
                 # Capture started after the client's Initial: guess the client by its (ephemeral, higher) port.
@@ -723,12 +739,6 @@ class CaptureDecoder:
         )
 
     def _final_issue_rows(self) -> list[tuple[str, str]]:
-        if self.non_quic_datagrams:
-            self.issues.add(
-                "warning",
-                f"{self.non_quic_datagrams} UDP datagrams are not QUIC (or of an unknown connection) and were skipped",
-                None,
-            )
         if self.connection_count == 0:
             self.issues.add("warning", "no QUIC connection found in the capture", None)
         return self.issues.rows()

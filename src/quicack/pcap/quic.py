@@ -55,6 +55,14 @@ class HeaderError(ValueError):
     """The bytes do not form a QUIC header (or one that the datagram can hold)."""
 
 
+class UnknownVersionError(HeaderError):
+    """A long header of a version we cannot parse beyond its version-independent fields (RFC 8999)."""
+
+    def __init__(self, version: int, dcid: bytes, scid: bytes) -> None:
+        super().__init__(f"unknown QUIC version 0x{version:08x}")
+        self.version, self.dcid, self.scid = version, dcid, scid
+
+
 def read_varint(data: bytes, position: int) -> tuple[int, int]:
     if position >= len(data):
         raise HeaderError("varint beyond the end of the datagram")
@@ -101,7 +109,7 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     elif version == VERSION_1 or is_draft_version(version):
         packet_type = LONG_TYPES_V1[(first >> 4) & 0x03]
     else:
-        raise HeaderError(f"unknown QUIC version 0x{version:08x}")
+        raise UnknownVersionError(version, dcid, scid)
     if packet_type == "retry":
         return LongHeader("retry", version, dcid, scid, end - start, end - start, data[position : end - AEAD_TAG_BYTES])
     token = b""
