@@ -181,14 +181,16 @@ def write_bytes(path: Path, data: bytes) -> Path:
     st.integers(min_value=0, max_value=10**9),
 )
 def test_fuzz_mutated_capture_never_raises(tmp_path_factory, mutations: list[tuple[int, int]], cut: int) -> None:
-    data = bytearray(SMALL.read_bytes())
-    for position, value in mutations:
-        data[position % len(data)] = value
-    data = data[: max(24, len(data) - cut % 2000)]
-    path = tmp_path_factory.mktemp("fuzz") / "mutated.pcap"
-    path.write_bytes(bytes(data))
-    tables = decode_all(path)
-    assert_bytes_consistent(tables)
+    # Mutate a real pcap (raw UDP parsing, QUIC headers, decryption) and a real pcapng with its secrets block.
+    for source, keylog in ((SMALL, SMALL_KEYS), (DATA / "aioquic_v2_dsb.pcapng", None)):
+        data = bytearray(source.read_bytes())
+        for position, value in mutations:
+            data[position % len(data)] = value
+        data = data[: max(24, len(data) - cut % 2000)]
+        path = tmp_path_factory.mktemp("fuzz") / f"mutated{''.join(source.suffixes)}"
+        path.write_bytes(bytes(data))
+        tables = decode_all(path, keylog)
+        assert_bytes_consistent(tables)
 
 
 @settings(max_examples=300, deadline=None)
