@@ -12,14 +12,21 @@ QLOG_SUFFIXES = (".qlog", ".sqlog", ".json", ".ndjson", ".jsonl")
 COMPRESSED = (".gz", ".zst")
 
 
+QLOG_ONLY_SUFFIXES = (".qlog", ".sqlog")
+QLOG_FOLDERS = ("qlog", "qlogs")
+
+
 def is_qlog_name(path: Path) -> bool:
+    """A qlog by its name: *.qlog / *.sqlog anywhere; generic JSON suffixes only inside a
+    ``qlog/`` folder, because run folders also hold other JSON (run.json, server info,
+    impairment logs)."""
     name = path.name.lower()
-    if name == "run.json":  # the testbed's run description sits beside the logs
-        return False
     for c in COMPRESSED:
         if name.endswith(c):
             name = name[: -len(c)]
-    return name.endswith(QLOG_SUFFIXES)
+    if name.endswith(QLOG_ONLY_SUFFIXES):
+        return True
+    return name.endswith(QLOG_SUFFIXES) and any(part.lower() in QLOG_FOLDERS for part in path.parent.parts)
 
 
 def discover_qlogs(run_dir: Path, run_id: str | None = None) -> tuple[list[tuple[Path, str | None]], pl.DataFrame]:
