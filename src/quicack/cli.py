@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from quicack import pipeline, recovery, store
+from quicack.pcap import cli as pcap_cli
 from quicack.schema import TABLES
 
 DEFAULT_DB = Path("results/sample/quicack.duckdb")
@@ -38,9 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     sql.set_defaults(handler=_sql)
 
-    pcap = commands.add_parser("pcap", help="decode one capture to Parquet (see quicack pcap --help)", add_help=False)
-    pcap.add_argument("rest", nargs=argparse.REMAINDER)
-    pcap.set_defaults(handler=_pcap)
+    pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
 
     group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
     group.add_argument("--raw", type=Path, required=True)
@@ -155,15 +154,6 @@ def _sql(args: argparse.Namespace) -> int:
         with pl.Config(tbl_rows=50, tbl_cols=20, fmt_str_lengths=60):
             print(frame)
     return 0
-
-
-def _pcap(args: argparse.Namespace) -> int:
-    try:
-        from quicack.pcap.cli import pcap_command
-    except ImportError:
-        print("the capture decoder (quicack.pcap) is not available in this installation", file=sys.stderr)
-        return 1
-    return pcap_command(args.rest)
 
 
 def _ingest_group(args: argparse.Namespace) -> int:
