@@ -6,10 +6,14 @@
 # and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
 #
 # usage: src/clients/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn)
+#
+# quiche is built only when named (`build.sh quiche`) or with QUICACK_BUILD_QUICHE=1: it compiles
+# BoringSSL from source (about 6 minutes on 2 cores) and needs cmake and libclang-dev.
 set -uo pipefail
 
 CLIENTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ALL_IMPLS=(quic-go quic-go-old go-x-net quinn)
+if [ "${QUICACK_BUILD_QUICHE:-0}" = 1 ]; then ALL_IMPLS+=(quiche); fi
 if [ "$#" -gt 0 ]; then IMPLS=("$@"); else IMPLS=("${ALL_IMPLS[@]}"); fi
 
 # The Go toolchain is often installed outside PATH.
@@ -34,20 +38,31 @@ build_go() {  # build_go <impl dir> <output name> <package>
     }
 }
 
-build_quinn() {
-    local dir="$CLIENTS_DIR/quinn"
+build_cargo() {  # build_cargo <impl dir> <crate binary> <output name>
+    local dir="$CLIENTS_DIR/$1" crate_bin="$2" out="$3"
     if ! command -v cargo >/dev/null 2>&1; then
-        echo "build.sh: quinn: cargo not found (install Rust >= 1.85)" >&2
+        echo "build.sh: $1: cargo not found (install Rust >= 1.88)" >&2
         return 1
     fi
     (cd "$dir" && cargo build --release --locked --quiet) || {
-        echo "build.sh: quinn: cargo build failed" >&2
+        echo "build.sh: $1: cargo build failed" >&2
         return 1
     }
     mkdir -p "$dir/bin"
     # Copy only when changed so that the binary's mtime tells when it was last rebuilt.
-    cmp -s "$dir/target/release/quicack-quinn-client" "$dir/bin/quinn-client" ||
-        cp "$dir/target/release/quicack-quinn-client" "$dir/bin/quinn-client"
+    cmp -s "$dir/target/release/$crate_bin" "$dir/bin/$out" ||
+        cp "$dir/target/release/$crate_bin" "$dir/bin/$out"
+}
+
+check_quiche_prerequisites() {
+    local missing=()
+    command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+    ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 ||
+        missing+=(libclang-dev)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "build.sh: quiche: missing ${missing[*]} (apt-get install ${missing[*]})" >&2
+        return 1
+    fi
 }
 
 for impl in "${IMPLS[@]}"; do
@@ -70,12 +85,18 @@ for impl in "${IMPLS[@]}"; do
                 failed+=("$impl")
             ;;
         quinn)
-            build_quinn &&
+            build_cargo quinn quicack-quinn-client quinn-client &&
                 echo "built $CLIENTS_DIR/quinn/bin/quinn-client ($("$CLIENTS_DIR/quinn/bin/quinn-client" --version))" ||
                 failed+=("$impl")
             ;;
+        quiche)
+            check_quiche_prerequisites &&
+                build_cargo quiche quicack-quiche-client quiche-client &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" ||
+                failed+=("$impl")
+            ;;
         *)
-            echo "build.sh: unknown client '$impl' (known: ${ALL_IMPLS[*]})" >&2
+            echo "build.sh: unknown client '$impl' (known: quic-go quic-go-old go-x-net quinn quiche)" >&2
             failed+=("$impl")
             ;;
     esac
@@ -87,6 +108,9 @@ if [ "$#" -eq 0 ]; then
         echo "found $(command -v gtlsclient) (ngtcp2 $(dpkg-query -W -f='${Version}' ngtcp2-client 2>/dev/null || echo unknown))"
     else
         echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
+    fi
+    if [ ! -x "$CLIENTS_DIR/quiche/bin/quiche-client" ]; then
+        echo "note: quiche client not built (optional: src/clients/build.sh quiche)"
     fi
     if python3 -c 'import aioquic' 2>/dev/null; then
         echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"

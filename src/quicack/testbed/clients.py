@@ -23,7 +23,7 @@ H3 = "h3"
 HQ = "hq"  # ALPN "hq-interop"
 
 # Order: the imc24 testbed clients first, then the extra dialect for the qlog reader.
-KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quic-go-old")
+KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old")
 
 _PROTOCOLS: dict[str, frozenset[str]] = {
     "aioquic": frozenset({H3, HQ}),
@@ -34,6 +34,7 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     # Debian ships ngtcp2's HTTP/3 example client only (no HTTP/0.9 "h09client").
     "ngtcp2": frozenset({H3}),
     "quinn": frozenset({H3, HQ}),
+    "quiche": frozenset({H3, HQ}),
 }
 
 # Binaries built by src/clients/build.sh, relative to src/clients/.
@@ -42,6 +43,8 @@ _BUILT_BINARIES: dict[str, str] = {
     "quic-go-old": "quic-go-old/bin/quic-go-old-client",
     "go-x-net": "go-x-net/bin/go-x-net-client",
     "quinn": "quinn/bin/quinn-client",
+    # Optional (BoringSSL build): `src/clients/build.sh quiche`.
+    "quiche": "quiche/bin/quiche-client",
 }
 _AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
 _NGTCP2_CLIENT = "gtlsclient"
@@ -137,7 +140,7 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     ]  # fmt: skip
     if req.impl == "aioquic":
         return [sys.executable, str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
-    if req.impl == "quinn":
+    if req.impl in ("quinn", "quiche"):
         return [str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
     # Go's flag package takes "--name value" as well as "-name value"; durations need a unit.
     # Without GSO every datagram is its own packet on the wire and in captures, whatever the
