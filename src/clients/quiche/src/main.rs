@@ -117,7 +117,9 @@ fn run(options: &Options) -> anyhow::Result<()> {
     }
     if let Some(qlog_dir) = &options.qlog_dir {
         std::fs::create_dir_all(qlog_dir)?;
-        let path = qlog_dir.join(format!("{}_client.sqlog", hex(&scid)));
+        // Named by the original destination connection ID, like quic-go's and aioquic's qlogs,
+        // so that client and server files of one connection share the ID.
+        let path = qlog_dir.join(format!("{}_client.sqlog", hex(conn.destination_id().as_ref())));
         conn.set_qlog_with_level(
             Box::new(BufWriter::new(File::create(path)?)),
             format!("{} client", env!("QUICHE_VERSION")),
