@@ -6,6 +6,14 @@ matches each datagram between the ingress and egress capture by its payload. Err
 Prints p50/p99/max of |error| per delay and direction; target p99 ≤ 0.5 ms. Needs root.
 
     python bench/testbed_fidelity.py [--delays 0.5 4.5 150] [--packets 2000] [--rate 200] [--size 1200]
+
+``--from-raw DIR`` instead measures recorded runs (no root needed): the same matching on every run's two captures,
+grouped by configured one-way delay. There the applied delay also contains the tbf serialization and queueing of
+bursts (10 Mbit/s: ~1 ms per full datagram), so it is reported twice: all datagrams, and only "isolated" ones
+(the previous datagram of the same direction left ≥ 3 ms before this one was due: no tbf queueing), which
+isolates the delay.
+
+    python bench/testbed_fidelity.py --from-raw data/sample/raw
 """
 
 from __future__ import annotations
@@ -90,6 +98,52 @@ def measure(
     return out
 
 
+def _stats(errs: list[float]) -> dict:
+    if not errs:
+        return {"matched": 0}
+    e = np.abs(np.array(errs))
+    return {
+        "matched": len(errs),
+        "mean_error_ms": float(np.mean(errs)),
+        "p50_abs_error_ms": float(np.percentile(e, 50)),
+        "p99_abs_error_ms": float(np.percentile(e, 99)),
+        "max_abs_error_ms": float(np.max(e)),
+    }
+
+
+def from_raw(raw: Path) -> dict:
+    """Applied vs configured one-way delay in recorded runs, per configured delay and direction."""
+    errs: dict[tuple[float, str, bool], list[float]] = {}
+    for rj in sorted(raw.rglob("run.json")):
+        meta = json.loads(rj.read_text())
+        sim = rj.parent / "sim"
+        lp = next(iter(sorted(sim.glob("trace_node_left.pcap*"))), None)
+        rp = next(iter(sorted(sim.glob("trace_node_right.pcap*"))), None)
+        if lp is None or rp is None or meta.get("testbed", {}).get("capture_snaplen"):
+            continue  # truncated captures may not tell datagrams apart by payload
+        client = meta["testbed"]["addresses"]["client"]
+        left = [(str(d.src) == client, d.payload, d.time_ns) for d in read_udp(lp)]
+        right = [(str(d.src) == client, d.payload, d.time_ns) for d in read_udp(rp)]
+        for name, from_client, ingress, egress in (("c2s", True, left, right), ("s2c", False, right, left)):
+            out_t = {p: t for fc, p, t in egress if fc == from_client}
+            prev_out = None
+            delay = meta["one_way_delay_ms"][name]
+            for fc, p, t in ingress:
+                if fc != from_client:
+                    continue
+                due = t + delay * 1e6
+                # Isolated: the previous datagram of this direction left ≥ 3 ms before this one was due, so the
+                # token bucket is full again and no tbf queueing adds to the delay.
+                isolated = prev_out is None or due - prev_out >= 3_000_000
+                if p in out_t:
+                    prev_out = out_t[p]
+                    err = (out_t[p] - t) / 1e6 - delay
+                    errs.setdefault((delay, name, False), []).append(err)
+                    if isolated:
+                        errs.setdefault((delay, name, True), []).append(err)
+    return {f"{d:g} ms {n} {'isolated' if iso else 'all'}": _stats(v) for (d, n, iso), v in sorted(errs.items())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", type=float, nargs="+", default=[0.5, 4.5, 150.0])
@@ -100,7 +154,17 @@ def main() -> None:
     ap.add_argument("--spin-ms", type=float, default=0.15, help="impairment spin margin")
     ap.add_argument("--rt-priority", type=int, default=50, help="impairment SCHED_FIFO priority (0 = off)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--from-raw", type=Path, help="measure recorded runs under this raw folder instead")
     a = ap.parse_args()
+    if a.from_raw:
+        res = from_raw(a.from_raw)
+        for k, r in res.items():
+            if r["matched"]:
+                print(f"{k:28s} n={r['matched']:6d} p50={r['p50_abs_error_ms']:.4f} ms p99={r['p99_abs_error_ms']:.4f} ms "
+                      f"max={r['max_abs_error_ms']:.4f} ms mean={r['mean_error_ms']:+.4f} ms")  # fmt: skip
+        if a.json:
+            a.json.write_text(json.dumps(res, indent=1))
+        return
     netns.require_root()
     results = {}
     for d in a.delays:

@@ -70,7 +70,7 @@ def test_successful_run_leaves_nothing(tmp_path: Path, leak_check: None) -> None
     assert res.status == "ok", res.failure_reason
     rj = json.loads((res.run_dir / "run.json").read_text())
     assert rj["downloaded"]["sha256"] == rj["file_sha256"]
-    assert rj["cert_bytes"] == 1212 and rj["server_initial_pto_ms"] == 300.0
+    assert rj["cert_bytes"] == 1212 and rj["server_initial_pto_ms"] == 200.0
     for f in ("client/keys.log", "server/keys.log", "sim/trace_node_left.pcap", "sim/trace_node_right.pcap"):
         assert (res.run_dir / f).stat().st_size > 0, f
     assert list((res.run_dir / "client" / "qlog").iterdir()) and list((res.run_dir / "server" / "qlog").iterdir())

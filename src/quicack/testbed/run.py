@@ -194,6 +194,15 @@ def _compress_outputs(run_dir: Path) -> None:
                 capture.gzip_file(p)
 
 
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).parent)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def _versions() -> dict[str, str]:
     try:
         return client_versions()
@@ -266,6 +275,7 @@ def _run_json(
         "versions": {"clients": versions, "server": server_info.get("server_version"), "python": platform.python_version()},
         "testbed": {
             "kernel": platform.release(),
+            "quicack_git_commit": _git_commit(),
             "job": topo.job,
             "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
             "capture_snaplen": group.capture_snaplen,

@@ -51,6 +51,7 @@ from aioquic.quic.connection import (
 from aioquic.quic.logger import QuicFileLogger
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 from aioquic.tls import Epoch
+from aioquic.tls import State as TlsState
 
 from quicack.testbed.certs import CERT_SIZES, cert_paths
 from quicack.testbed.files import ensure_files
@@ -81,6 +82,7 @@ class ServerSettings:
 
     def describe(self, cert_bytes: int) -> dict[str, Any]:
         cfg = QuicConfiguration(is_client=False)
+        rtt_ms = self.initial_rtt_ms if self.initial_rtt_ms is not None else cfg.initial_rtt * 1000
         return {
             "server_impl": "aioquic",
             "server_version": aioquic.__version__,
@@ -90,12 +92,9 @@ class ServerSettings:
             "cert_size": self.cert_size,
             "cert_bytes": cert_bytes,
             "cert_delay_ms": self.cert_delay_ms if self.mode is not HandshakeMode.NONE else 0.0,
-            # aioquic's PTO before the first RTT sample is 3 * initial_rtt (RFC 9002 §6.2.2).
-            "server_initial_rtt_ms": (
-                self.initial_rtt_ms if self.initial_rtt_ms is not None else cfg.initial_rtt * 1000
-            ),
-            "server_initial_pto_ms": 3
-            * (self.initial_rtt_ms if self.initial_rtt_ms is not None else cfg.initial_rtt * 1000),
+            # aioquic 1.7's PTO before the first RTT sample is 2 * initial_rtt (QuicPacketRecovery.get_probe_timeout).
+            "server_initial_rtt_ms": rtt_ms,
+            "server_initial_pto_ms": 2 * rtt_ms,
             "alpn": H3_ALPN + HQ_ALPN,
         }
 
@@ -123,9 +122,18 @@ class DeferredHandshakeConnection(QuicConnection):
             return
         super().receive_datagram(data, addr, now)
 
+    def _wfc_silent(self) -> bool:
+        """WFC sends nothing before its ServerHello: not even an ACK for a ClientHello split over datagrams."""
+        if self._hs_mode is not HandshakeMode.WFC:
+            return False
+        if not self._hs_released or not self._network_paths:
+            return True
+        tls = getattr(self, "tls", None)
+        return tls is not None and tls.state == TlsState.SERVER_EXPECT_CLIENT_HELLO and not self._close_pending
+
     def datagrams_to_send(self, now: float) -> list[tuple[bytes, NetworkAddress]]:
         # Before WFC has fed the first datagram, the connection has no network path yet.
-        if not self._network_paths:
+        if not self._network_paths or self._wfc_silent():
             return []
         return super().datagrams_to_send(now)
 
@@ -159,6 +167,10 @@ class DeferredHandshakeConnection(QuicConnection):
         release = None if self._hs_released else self._hs_release_at
         if not self._network_paths:
             return release
+        if self._hs_released and self._wfc_silent():
+            # The pending ACK is withheld on purpose; its (past) ack timer would wake the loop in a tight circle.
+            # The rest of the ClientHello arriving, or the idle timeout, is what moves on.
+            return self._close_at
         timer = super().get_timer()
         if release is not None and (timer is None or release < timer):
             return release

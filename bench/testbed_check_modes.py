@@ -1,0 +1,97 @@
+"""Check IACK and WFC on the wire in recorded testbed runs.
+
+For every run folder under RAW (run.json with mode iack/wfc), looks at the server side capture
+(sim/trace_node_right.pcap[.gz]) and classifies the server's first datagram:
+
+* IACK expected: the first server datagram carries only an Initial packet and is small (an ACK, no ServerHello);
+  the next datagram carries the ServerHello flight (Initial + Handshake), ≥ Δt later.
+* WFC expected: the first server datagram coalesces Initial (ACK + ServerHello) and Handshake packets.
+
+Packet types are read from the long headers (no decryption needed). With ``--tshark N`` it also decrypts the first
+N runs per mode with tshark and the server keylog, and prints the frames of the first two server datagrams.
+
+    python bench/testbed_check_modes.py data/sample/raw [--tshark 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from quicack.testbed.calibrate import packet_kinds
+from quicack.testbed.pcapio import read_udp
+
+
+def _capture(run: Path) -> Path | None:
+    for name in ("trace_node_right.pcap", "trace_node_right.pcap.gz"):
+        if (run / "sim" / name).exists():
+            return run / "sim" / name
+    return None
+
+
+def classify(run: Path, client_addr: str) -> tuple[str, float | None]:
+    cap = _capture(run)
+    if cap is None:
+        return "no capture", None
+    s2c = [d for d in read_udp(cap) if str(d.src) != client_addr]
+    if not s2c:
+        return "no server datagram", None
+    k1 = packet_kinds(s2c[0].payload)
+    if k1 == ("initial",) and len(s2c[0].payload) < 200:
+        sh = next((d for d in s2c[1:] if "handshake" in packet_kinds(d.payload)), None)
+        gap = (sh.time_ns - s2c[0].time_ns) / 1e6 if sh else None
+        return "separate ACK", gap
+    if "initial" in k1 and "handshake" in k1:
+        return "coalesced ACK+SH", None
+    return f"other {k1}", None
+
+
+def tshark_frames(run: Path, n: int = 3) -> str:
+    cap = _capture(run)
+    keys = run / "server" / "keys.log"
+    out = subprocess.run(
+        ["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "udp.srcport == 443",
+         "-T", "fields", "-e", "frame.time_relative", "-e", "udp.length", "-e", "quic.long.packet_type",
+         "-e", "quic.frame_type", "-e", "tls.handshake.type"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return "\n".join(out.stdout.splitlines()[:n]) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("raw", type=Path)
+    ap.add_argument("--tshark", type=int, default=0, help="decrypt and print this many runs per mode")
+    a = ap.parse_args()
+    counts: dict[str, Counter[str]] = {"iack": Counter(), "wfc": Counter()}
+    gaps: dict[float, list[float]] = {}
+    shown: Counter[str] = Counter()
+    for rj in sorted(a.raw.rglob("run.json")):
+        meta = json.loads(rj.read_text())
+        mode = meta.get("mode")
+        if mode not in counts:
+            continue
+        if meta["testbed"].get("capture_snaplen"):
+            counts[mode]["truncated capture, not checked"] += 1
+            continue
+        kind, gap = classify(rj.parent, meta["testbed"]["addresses"]["client"])
+        counts[mode][kind] += 1
+        if gap is not None:
+            gaps.setdefault(meta["cert_delay_ms"], []).append(gap)
+        if shown[mode] < a.tshark:
+            shown[mode] += 1
+            print(f"--- {meta['raw_path']} (server datagrams: time, UDP length, packet types, frame types, TLS)")
+            print(tshark_frames(rj.parent))
+    for mode, c in counts.items():
+        print(f"{mode}: " + ", ".join(f"{k}: {v}" for k, v in c.most_common()))
+    for delta, g in sorted(gaps.items()):
+        g.sort()
+        print(f"IACK, Δt = {delta:g} ms: ACK → ServerHello gap at the server, median {g[len(g) // 2]:.2f} ms, "
+              f"min {g[0]:.2f} ms, max {g[-1]:.2f} ms (n={len(g)})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
