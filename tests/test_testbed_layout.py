@@ -77,3 +77,15 @@ def test_expand_matrix_skips_unsupported_protocols() -> None:
     assert {g.client for g in groups} == {"go-x-net"}  # ngtcp2 (Debian) has no hq client
     amp = next(g for g in groups if g.scenario == "amplification")
     assert amp.cert_size == "large" and amp.cert_delay_ms == SCENARIOS["amplification"].cert_delay_ms == 200.0
+
+
+def test_runner_refuses_clearly_without_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from quicack.testbed import run
+
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    code = run.main(["--config-json", json.dumps({"dataset": "t", "clients": ["aioquic"], "modes": ["iack"],
+                                                  "scenarios": ["noloss"], "rtts_ms": [9]})])  # fmt: skip
+    assert code == 2
+    assert "needs root" in capsys.readouterr().err

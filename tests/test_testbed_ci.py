@@ -1,0 +1,50 @@
+"""CI end to end: the small testbed matrix (config/testbed_ci.yaml) recorded, then ingested by the pipeline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from quicack.testbed.clients import client_executable
+from quicack.testbed.run import load_config, run_group
+from quicack.testbed.scenarios import expand
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.testbed,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root (network namespaces, NFQUEUE, tc)"),
+]
+
+
+def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
+    cfg = load_config(REPO / "config" / "testbed_ci.yaml")
+    groups = expand(cfg)
+    missing = [g.client for g in groups if client_executable(g.client) is None]
+    if missing:
+        pytest.skip(f"clients not built: {sorted(set(missing))} (src/clients/build.sh)")
+    raw = tmp_path / "raw"
+    results = [r for g in groups for r in run_group(g, raw, log=lambda _msg: None)]
+    assert len(results) == sum(g.repetitions for g in groups)
+    assert all(r.status == "ok" for r in results), [r.failure_reason for r in results]
+    # Loss scenario: the calibrated datagrams were really dropped.
+    for r in results:
+        imp = r.run_json["impairment"]
+        assert imp["c2s"]["dropped_indices"] == r.run_json["drop_to_server"]
+        assert imp["s2c"]["dropped_indices"] == r.run_json["drop_to_client"]
+        assert r.run_json["drop_to_server"] or r.run_json["drop_to_client"]
+
+    from quicack.ingest import ingest_group, run_groups
+
+    ingested = 0
+    for group in run_groups(raw):
+        tables = ingest_group(raw, group, cfg["dataset"])
+        runs = tables["runs"]
+        assert runs.height >= 1 and set(runs["status"].to_list()) == {"ok"}
+        assert set(runs["mode"].to_list()) <= {"iack", "wfc"}
+        assert tables["datagrams"].height > 0 and tables["packets"].height > 0
+        ingested += runs.height
+    assert ingested == len(results)
