@@ -278,7 +278,8 @@ class FileServerProtocol(QuicConnectionProtocol):
         self.transmit()
 
 
-class TestbedQuicServer(QuicServer):
+class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
+    __test__ = False
     """aioquic's ``QuicServer``, but new connections are ``DeferredHandshakeConnection``s.
 
     Only the creation of a connection for a new Initial is done here; everything else (routing by CID,
