@@ -67,6 +67,8 @@ class RunGroup:
     seed: int
     calibrate: str | None
     path_profile: str | None = None
+    loss_c2s: float = 0.0  # random loss probability per datagram (seeded per run)
+    loss_s2c: float = 0.0
     drop_to_client: tuple[int, ...] = ()
     drop_to_server: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
@@ -118,6 +120,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
                 path_profile=cfg.get("path_profile"),
+                loss_c2s=float(cfg.get("loss_up", 0.0)),
+                loss_s2c=float(cfg.get("loss_down", 0.0)),
             )
         )
     return out
