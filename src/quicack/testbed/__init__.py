@@ -1,1 +1,14 @@
+"""Emulation testbed: real QUIC clients against an IACK/WFC aioquic server through emulated paths (needs root).
 
+Modules, in the order a run uses them:
+
+* ``scenarios`` — imc24 scenarios and the expansion of a ``testbed:`` config into run groups
+* ``netns`` — client/router/server namespaces and veths (198.18.0.0/15), creation and removal
+* ``router`` / ``impair`` — NFQUEUE rules + the user-space delay/loss/drop-list program, tbf bandwidth
+* ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``)
+* ``server`` — the aioquic server with instant ACK (IACK) and wait-for-certificate (WFC); ``certs``, ``files``
+* ``clients`` — command lines of the client implementations (client engineer's module)
+* ``run`` — one run / one run group / the CLI; ``calibrate`` — drop lists from a no-loss baseline
+* ``layout`` — raw folder naming and ``parse_run_folder`` (quicack and imc24 artifact namings)
+* ``pcapio``, ``procs``, ``summarize`` — small helpers
+"""
