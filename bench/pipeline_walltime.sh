@@ -8,8 +8,12 @@ cores=${1:-2}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 run() {
-  /usr/bin/time -f "%e s wall, %M KB peak RSS (largest single process)" \
-    snakemake --cores "$cores" --quiet all --config results_dir="$out" 2>&1 | tail -1
+  if ! /usr/bin/time -o "$out/time.txt" -f "%e s wall, %M KB peak RSS (largest single process)" \
+    snakemake --cores "$cores" --quiet all --config results_dir="$out" > "$out/snakemake.log" 2>&1; then
+    tail -5 "$out/snakemake.log" >&2
+    exit 1
+  fi
+  cat "$out/time.txt"
 }
 echo "cold run ($cores cores):      $(run)"
 echo "second run, nothing changed: $(run)"
