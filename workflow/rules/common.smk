@@ -31,8 +31,10 @@ GROUPS = run_groups()
 
 
 def group_inputs(wildcards):
-    """Every file of a run group, so that a changed or added raw file re-runs its group."""
-    return sorted(str(p) for p in (RAW / wildcards.group).rglob("*") if p.is_file())
+    """Every raw file of a run group, so that a changed or added file re-runs its group. The
+    testbed's group.json markers are left out: they are outputs of testbed rules, and the
+    analysis must never ask to re-run the testbed."""
+    return sorted(str(p) for p in (RAW / wildcards.group).rglob("*") if p.is_file() and p.name != "group.json")
 
 
 def table_parts(tables, groups):
