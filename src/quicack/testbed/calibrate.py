@@ -3,8 +3,9 @@
 imc24 compares *equal information loss* (Appendix E, Table 4): implementations coalesce differently, so the
 datagram indices to drop differ per client and mode. From a baseline run of the same client and mode we find
 
-* the **remaining first server flight** (``drop_to_client``): the server's datagrams from the first one that
-  carries a Handshake packet until the client's Handshake flight reaches the server, minus datagram 1 — in WFC
+* the **remaining first server flight** (``drop_to_client``): the burst of server datagrams from the first one
+  that carries a Handshake packet (ending at a gap > 10 ms or when the client's Handshake flight reaches the
+  server, so PTO retransmissions are not included), minus datagram 1 — in WFC
   datagram 1 carries the coalesced ACK+ServerHello and is kept; in IACK datagram 1 is the instant ACK and the
   whole ServerHello flight is dropped (imc24 §4.2: WFC 2, IACK 2_3);
 * the **second client flight** (``drop_to_server``): the client's datagrams sent after the first server
@@ -24,6 +25,7 @@ from pathlib import Path
 from quicack.testbed.pcapio import read_udp
 
 _BURST_NS = 1_000_000
+_FLIGHT_GAP_NS = 10_000_000  # the server sends its first flight at once; PTO retransmissions come ≥ 100 ms later
 
 
 @dataclass(frozen=True)
@@ -122,11 +124,17 @@ def calibrate(left_pcap: Path, right_pcap: Path, client: IPv4Address) -> Calibra
     if first_hs is None:
         notes.append("no server Handshake packet in baseline")
     else:
+        prev_t = first_hs.time_ns
         for d in r_s2c:
             if d.index < first_hs.index:
                 continue
             if t_client_hs is not None and d.time_ns >= t_client_hs:
                 break
+            # One burst: a later datagram (e.g. a PTO retransmission when the RTT exceeds the server's PTO)
+            # is not part of the first flight.
+            if d.time_ns - prev_t > _FLIGHT_GAP_NS:
+                break
+            prev_t = d.time_ns
             if d.kinds and d.kinds[0] in ("initial", "handshake"):
                 server_flight.append(d.index)
     drop_to_client = tuple(i for i in server_flight if i != 1)
