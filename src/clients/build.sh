@@ -54,6 +54,12 @@ build_cargo() {  # build_cargo <impl dir> <crate binary> <output name>
         cp "$dir/target/release/$crate_bin" "$dir/bin/$out"
 }
 
+copy_cargo_bin() {  # copy_cargo_bin <impl dir> <crate binary> <output name>: another binary of an already built crate
+    local dir="$CLIENTS_DIR/$1" crate_bin="$2" out="$3"
+    cmp -s "$dir/target/release/$crate_bin" "$dir/bin/$out" ||
+        cp "$dir/target/release/$crate_bin" "$dir/bin/$out"
+}
+
 check_quiche_prerequisites() {
     local missing=()
     command -v cmake >/dev/null 2>&1 || missing+=(cmake)
@@ -86,7 +92,9 @@ for impl in "${IMPLS[@]}"; do
             ;;
         quinn)
             build_cargo quinn quicack-quinn-client quinn-client &&
-                echo "built $CLIENTS_DIR/quinn/bin/quinn-client ($("$CLIENTS_DIR/quinn/bin/quinn-client" --version))" ||
+                copy_cargo_bin quinn quinn-server quinn-server &&
+                echo "built $CLIENTS_DIR/quinn/bin/quinn-client ($("$CLIENTS_DIR/quinn/bin/quinn-client" --version))" &&
+                echo "built $CLIENTS_DIR/quinn/bin/quinn-server (hq-interop, for quinn <-> quinn captures)" ||
                 failed+=("$impl")
             ;;
         quiche)

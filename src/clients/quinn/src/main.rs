@@ -20,7 +20,7 @@ use tokio::io::AsyncWriteExt;
 const ALPN_HQ: &[u8] = b"hq-interop";
 const ALPN_H3: &[u8] = b"h3";
 const USAGE: &str = "usage: quinn-client [--alpn h3|hq] [--keylog FILE] [--qlog-dir DIR] \
-                     [--download-dir DIR] [--timeout SECONDS] URL | --version";
+                     [--download-dir DIR] [--timeout SECONDS] [--ack-frequency] URL | --version";
 
 struct Options {
     url: url::Url,
@@ -29,6 +29,8 @@ struct Options {
     qlog_dir: Option<PathBuf>,
     download_dir: PathBuf,
     timeout: Duration,
+    // Off by default: the testbed measures each implementation's default ACK behaviour.
+    ack_frequency: bool,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -39,6 +41,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
     let mut qlog_dir = None;
     let mut download_dir = PathBuf::from(".");
     let mut timeout = Duration::from_secs(30);
+    let mut ack_frequency = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -48,12 +51,13 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--qlog-dir" => qlog_dir = Some(PathBuf::from(value()?)),
             "--download-dir" => download_dir = PathBuf::from(value()?),
             "--timeout" => timeout = Duration::from_secs_f64(value()?.parse()?),
+            "--ack-frequency" => ack_frequency = true,
             _ if arg.starts_with("--") => bail!("unknown option {arg}\n{USAGE}"),
             _ => url = Some(url::Url::parse(&arg)?),
         }
     }
     let url = url.ok_or_else(|| anyhow!("{USAGE}"))?;
-    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout }))
+    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, ack_frequency }))
 }
 
 fn main() {
@@ -106,6 +110,11 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     let mut transport = quinn::TransportConfig::default();
     // One datagram per packet on the wire and in captures, whatever the interface's offloads.
     transport.enable_segmentation_offload(false);
+    if options.ack_frequency {
+        // draft-ietf-quic-ack-frequency: ask the server for fewer ACKs (ACK_FREQUENCY frames); needs a peer
+        // that sends min_ack_delay (quinn always does).
+        transport.ack_frequency_config(Some(quinn::AckFrequencyConfig::default()));
+    }
     if let Some(qlog_dir) = &options.qlog_dir {
         std::fs::create_dir_all(qlog_dir)?;
         // quinn has no per-connection file naming of its own; this client makes one connection.

@@ -1,0 +1,143 @@
+//! A minimal hq-interop (HTTP/0.9 over QUIC) server with quinn, for loopback captures of quinn ↔ quinn:
+//! reads "GET /path\r\n" on each bidirectional stream and sends the file ROOT/path. Certificate: a fresh
+//! self-signed one from rcgen (as quinn's examples do). Writes a TLS keylog with --keylog and can ask the
+//! client to change its ACK frequency (draft-ietf-quic-ack-frequency) with --ack-frequency.
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow, bail};
+use quinn::crypto::rustls::QuicServerConfig;
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--ack-frequency] \
+                     [--connections N] | --version";
+
+struct Options {
+    listen: SocketAddr,
+    root: PathBuf,
+    keylog: Option<PathBuf>,
+    ack_frequency: bool,
+    connections: Option<u64>,
+}
+
+fn parse_args() -> anyhow::Result<Option<Options>> {
+    let mut args = std::env::args().skip(1);
+    let mut options = Options {
+        listen: "127.0.0.1:5600".parse()?,
+        root: PathBuf::from("."),
+        keylog: None,
+        ack_frequency: false,
+        connections: None,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--version" => return Ok(None),
+            "--listen" => options.listen = value()?.parse()?,
+            "--root" => options.root = PathBuf::from(value()?),
+            "--keylog" => options.keylog = Some(PathBuf::from(value()?)),
+            "--ack-frequency" => options.ack_frequency = true,
+            "--connections" => options.connections = Some(value()?.parse()?),
+            _ => bail!("unknown argument {arg}\n{USAGE}"),
+        }
+    }
+    Ok(Some(options))
+}
+
+fn main() {
+    let options = match parse_args() {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{}", env!("QUINN_VERSION"));
+            return;
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(keylog) = &options.keylog {
+        // rustls' KeyLogFile only reads SSLKEYLOGFILE; set it before any other thread exists.
+        unsafe { std::env::set_var("SSLKEYLOGFILE", keylog) };
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    if let Err(err) = runtime.block_on(run(&options)) {
+        eprintln!("quinn-server: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(options: &Options) -> anyhow::Result<()> {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+    let cert = certified.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)?;
+    tls.alpn_protocols = vec![b"hq-interop".to_vec()];
+    tls.key_log = Arc::new(rustls::KeyLogFile::new());
+
+    let mut transport = quinn::TransportConfig::default();
+    // One datagram per packet on the wire and in captures, as in the client.
+    transport.enable_segmentation_offload(false);
+    if options.ack_frequency {
+        transport.ack_frequency_config(Some(quinn::AckFrequencyConfig::default()));
+    }
+    let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
+    server_config.transport_config(Arc::new(transport));
+    let endpoint = quinn::Endpoint::server(server_config, options.listen)?;
+    eprintln!("quinn-server: listening on {}", endpoint.local_addr()?);
+
+    let mut served = 0u64;
+    while let Some(incoming) = endpoint.accept().await {
+        let root = options.root.clone();
+        let handle = tokio::spawn(async move {
+            if let Err(err) = serve_connection(incoming, &root).await {
+                eprintln!("quinn-server: connection: {err:#}");
+            }
+        });
+        served += 1;
+        if options.connections.is_some_and(|limit| served >= limit) {
+            let _ = handle.await;
+            break;
+        }
+    }
+    endpoint.wait_idle().await;
+    Ok(())
+}
+
+async fn serve_connection(incoming: quinn::Incoming, root: &Path) -> anyhow::Result<()> {
+    let conn = incoming.await?;
+    loop {
+        let (mut send, mut recv) = match conn.accept_bi().await {
+            Ok(stream) => stream,
+            Err(quinn::ConnectionError::ApplicationClosed(_)) => break,
+            Err(err) => return Err(err.into()),
+        };
+        let request = recv.read_to_end(4096).await?;
+        let file = request_path(&request, root)?;
+        let body = tokio::fs::read(&file).await.with_context(|| format!("reading {}", file.display()))?;
+        send.write_all(&body).await?;
+        send.finish()?;
+        let _ = send.stopped().await;
+    }
+    // Wait for the client's CONNECTION_CLOSE so that its last packets are acknowledged on the wire.
+    conn.closed().await;
+    Ok(())
+}
+
+/// "GET /a/b\r\n" → ROOT/a/b; only plain path components, so a request cannot leave ROOT.
+fn request_path(request: &[u8], root: &Path) -> anyhow::Result<PathBuf> {
+    let line = std::str::from_utf8(request)?.trim_end();
+    let path = line.strip_prefix("GET /").context("not an hq-interop GET request")?;
+    let relative = Path::new(path);
+    if !relative.components().all(|part| matches!(part, Component::Normal(_))) {
+        bail!("bad request path {path:?}");
+    }
+    Ok(root.join(relative))
+}
