@@ -11,6 +11,7 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/derive.smk"
 include: "workflow/rules/database.smk"
 include: "workflow/rules/render.smk"
+include: "workflow/rules/testbed.smk"
 
 
 rule all:

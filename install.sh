@@ -15,7 +15,7 @@ python=${PYTHON:-python3}
 apt_packages=(tshark tcpdump)
 if [ $dev = 1 ]; then
   # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
-  apt_packages+=(iproute2 iptables nftables ethtool libnetfilter-queue-dev ngtcp2-client ngtcp2-server hyperfine time build-essential)
+  apt_packages+=(iproute2 iptables nftables ethtool procps libnetfilter-queue-dev python3-dev build-essential ngtcp2-client ngtcp2-server hyperfine time)
 fi
 missing=()
 for package in "${apt_packages[@]}"; do
