@@ -98,6 +98,27 @@ class FrameColumns:
         self.tls_messages.append(None)
 
 
+@dataclass(frozen=True, slots=True)
+class AckFrequency:
+    """The fields of an ACK_FREQUENCY frame (draft-ietf-quic-ack-frequency-04 and later)."""
+
+    sequence_number: int
+    ack_eliciting_threshold: int
+    request_max_ack_delay_us: int  # microseconds, unlike the max_ack_delay transport parameter (ms)
+    reordering_threshold: int
+
+
+def read_ack_frequency(buf: Buffer) -> AckFrequency:
+    """Read an ACK_FREQUENCY frame's body (after its type); raises BufferReadError when it runs past the end.
+
+    The last field was a byte of flags (Ignore Order, Ignore CE) up to draft -03 and is a varint since -04
+    (quinn 0.11 sends -04); for values below 64 both encodings are the same single byte, so the size is right
+    either way.
+    """
+    pull = buf.pull_uint_var
+    return AckFrequency(pull(), pull(), pull(), pull())
+
+
 # What walk_frames returns besides the rows: (frames, ack_eliciting, crypto, new connection IDs, unknown), where
 # crypto is [(row in FrameColumns, stream offset, data)] or None, and unknown says why decoding stopped early.
 WalkResult = tuple[int, bool, list[tuple[int, int, bytes]] | None, list[bytes] | None, str | None]
@@ -247,9 +268,8 @@ def _skip_other_frame(frame_type: int, buf: Buffer, new_cids: list[bytes]) -> tu
     elif frame_type == 0x1D:  # CONNECTION_CLOSE (application): error, reason
         pull()
         buf.pull_bytes(pull())
-    elif frame_type == 0xAF:  # ACK_FREQUENCY: sequence, threshold, max ack delay, reordering threshold
-        # The last field was 8 bits in early drafts and is a varint since -04; for values < 64 both read the same.
-        pull(), pull(), pull(), pull()
+    elif frame_type == 0xAF:
+        read_ack_frequency(buf)
     else:
         return None, None
     return FRAME_NAMES[frame_type], stream_id
