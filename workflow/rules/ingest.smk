@@ -28,6 +28,8 @@ rule ingest_dataset_issues:
     params:
         raw=RAW,
         parquet=PARQUET,
+        # Re-checked whenever the set of run groups changes (params are a rerun trigger).
+        groups=GROUPS,
     conda:
         "../../environment.yml"
     shell:
