@@ -144,3 +144,29 @@ def test_small_batches_give_the_same_rows() -> None:
     assert len(batches) > 5
     for name in OUTPUT_TABLES:
         assert pl.concat([getattr(b, name) for b in batches]).equals(whole[name])
+
+
+
+def test_zeros_after_the_last_packet_are_datagram_padding() -> None:
+    # aioquic pads each datagram carrying an Initial to 1200 bytes with zeros after its last (coalesced) packet.
+    capture, keylog = DATA / "aioquic_v1_keyupdate.pcap.gz", DATA / "aioquic_v1_keyupdate.keys.log"
+    out = tables(capture, keylog)
+    packets, datagrams, frames = out["packets"], out["datagrams"], out["frames"]
+    padding = packets.filter(pl.col("packet_type") == "datagram_padding")
+    assert padding.height == 2 and set(padding["direction"]) == {"c2s", "s2c"}
+    assert "unknown" not in packets["packet_type"].to_list()
+    assert not padding["decrypted"].any()
+    assert padding.select("pn_space", "packet_number", "header_bytes", "aead_tag_bytes").null_count().row(0) == (2,) * 4
+    for row in padding.iter_rows(named=True):
+        key = (pl.col("direction") == row["direction"]) & (pl.col("datagram_index") == row["datagram_index"])
+        in_datagram = packets.filter(key)
+        datagram = datagrams.filter(key).row(0, named=True)
+        # After at least one real packet (an Initial), as the last row of its datagram, filling it exactly.
+        types = in_datagram["packet_type"].to_list()
+        assert types[0] == "initial" and types[-1] == "datagram_padding" and types.count("datagram_padding") == 1
+        assert row["packet_bytes"] > 0
+        assert in_datagram["packet_bytes"].sum() == datagram["udp_payload_bytes"] >= 1200
+        assert datagram["quic_packets"] == in_datagram.height - 1  # padding is not a QUIC packet
+    # No frames: frame rows start (frame_index 0) once per decrypted QUIC packet, none for the padding.
+    decrypted = packets.filter(pl.col("decrypted") & pl.col("packet_number").is_not_null()).height
+    assert frames.filter(pl.col("frame_index") == 0).height == decrypted

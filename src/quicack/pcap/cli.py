@@ -69,7 +69,9 @@ def format_packets(batch: CaptureBatch) -> Iterator[str]:
         arrow = "->" if direction == "c2s" else "<-"
         time_text = f"{time_ms:10.3f}" if time_ms is not None else " " * 10
         number = "" if packet_number is None else str(packet_number)
-        if not decrypted:
+        if packet_type == "datagram_padding":
+            content = "(zeros after the last packet)"
+        elif not decrypted:
             content = "(not decrypted)"
         elif packet_number is None:
             content = ""  # Retry, Version Negotiation: no frames

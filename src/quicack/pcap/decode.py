@@ -7,6 +7,8 @@ the capture. Rows of one datagram are never split across batches.
 Byte accounting (checked by the tests on every capture):
     ip_header_bytes + udp_header_bytes + sum(packet_bytes) == IP datagram bytes on the wire, and
     header_bytes + aead_tag_bytes + sum(frame_bytes) == packet_bytes for every decrypted packet.
+Zero bytes after a datagram's last QUIC packet are a row of packet_type 'datagram_padding' (see
+DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets does not count that row.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ from .quic import (
 from .reader import UDP_HEADER_BYTES, ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
+# packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
+# (RFC 9000 §12.2 lets a receiver ignore them): one row, decrypted = false, no frames, pn_space / header /
+# tag null, packet_bytes = the zeros, so the datagram's bytes still add up; not counted in quic_packets.
+DATAGRAM_PADDING = "datagram_padding"
 DEFAULT_BATCH_ROWS = 32_768
 # An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
@@ -239,7 +245,11 @@ class CaptureDecoder:
         columns.time_abs_ns.append(time_abs_ns)
         columns.ip_header_bytes.append(datagram.ip_header_bytes)
         columns.udp_payload_bytes.append(wire_bytes)
-        columns.quic_packets.append(len(self.packets.packet_bytes) - packets_before)
+        packet_types = self.packets.packet_type
+        quic_packets = len(packet_types) - packets_before
+        if quic_packets and packet_types[-1] == DATAGRAM_PADDING:  # padding is not a QUIC packet
+            quic_packets -= 1
+        columns.quic_packets.append(quic_packets)
 
     def _new_flow(self, datagram: UdpDatagram) -> tuple[Connection, str] | None:
         """Recognise QUIC on a flow not seen before: a long header of a known version, or a known connection ID."""
@@ -339,10 +349,13 @@ class CaptureDecoder:
                     connection, direction, header, payload, position, time_ms, time_abs_ns, datagram_index, record
                 )
                 position += header.packet_bytes
-            elif not first & 0x40 and not any(payload[position:]):
-                # Zeros after the last packet: datagram padding outside any QUIC packet.
+            elif position and captured == wire_bytes and not any(payload[position:]):
+                # Zeros after the last packet: datagram padding outside any QUIC packet (aioquic pads datagrams
+                # carrying an Initial to 1200 bytes this way). A short header always has the fixed bit (0x40)
+                # set unless greased (RFC 9287), and a greased 1-RTT packet is not all zeros, so this cannot
+                # swallow a packet. Only after a packet (`position`), only when the capture holds all the bytes.
                 self._add_opaque_packet(
-                    direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
+                    direction, DATAGRAM_PADDING, None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
                 )
                 return
             else:
