@@ -1,19 +1,21 @@
-"""QUIC packet headers, header protection and AEAD via aioquic, key phases.
+"""QUIC packet headers, header protection and AEAD, key phases.
 
 Header parsing is done here (not with `aioquic.quic.packet.pull_quic_header`) because a capture needs
 to survive garbage: every length is checked against the datagram and problems come back as values.
-All cryptography is aioquic's: `CryptoContext.setup` derives key/iv/hp from a secret,
-`CryptoPair.setup_initial` derives the Initial secrets, `HeaderProtection.remove` and `AEAD.decrypt`
-do the work, and `next_key_phase` derives the secrets after a key update.
+Header protection and AEAD are aioquic's C extension (`aioquic._crypto`: `HeaderProtection`, `AEAD`);
+the key schedule (HKDF-Extract / HKDF-Expand-Label, RFC 8446 §7.1 and RFC 9001 §5) is the standard
+library's `hmac`, not `aioquic.quic.crypto`, because importing that pulls in `aioquic.tls` and with it
+cryptography's X.509 and service_identity: ~80 ms of start-up for three HMAC calls per key. The tests
+decrypt every real capture (and tshark agrees), which checks this key schedule against aioquic's peers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 
-from aioquic.quic.crypto import CryptoContext, CryptoError, CryptoPair, next_key_phase
-from aioquic.quic.packet import decode_packet_number
-from aioquic.tls import CipherSuite
+from aioquic._crypto import AEAD, CryptoError, HeaderProtection
 
 VERSION_1 = 0x00000001
 VERSION_2 = 0x6B3343CF
@@ -26,11 +28,18 @@ MAX_CID_BYTES = 20
 LONG_TYPES_V1 = ("initial", "0rtt", "handshake", "retry")
 LONG_TYPES_V2 = ("retry", "initial", "0rtt", "handshake")
 PN_SPACE_OF_TYPE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
-CIPHER_SUITES_TO_TRY = (
-    CipherSuite.AES_128_GCM_SHA256,
-    CipherSuite.AES_256_GCM_SHA384,
-    CipherSuite.CHACHA20_POLY1305_SHA256,
-)
+AES_128_GCM_SHA256 = 0x1301
+AES_256_GCM_SHA384 = 0x1302
+CHACHA20_POLY1305_SHA256 = 0x1303
+CIPHER_SUITES_TO_TRY = (AES_128_GCM_SHA256, AES_256_GCM_SHA384, CHACHA20_POLY1305_SHA256)
+# TLS 1.3 cipher suite -> (hash, header protection cipher, AEAD, key bytes), as aioquic's C extension names them.
+CIPHER_SUITES: dict[int, tuple[str, bytes, bytes, int]] = {
+    AES_128_GCM_SHA256: ("sha256", b"aes-128-ecb", b"aes-128-gcm", 16),
+    AES_256_GCM_SHA384: ("sha384", b"aes-256-ecb", b"aes-256-gcm", 32),
+    CHACHA20_POLY1305_SHA256: ("sha256", b"chacha20", b"chacha20-poly1305", 32),
+}
+INITIAL_SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")  # RFC 9001 §5.2
+INITIAL_SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")  # RFC 9369 §3.3.1
 
 
 def is_draft_version(version: int) -> bool:
@@ -123,6 +132,64 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     return LongHeader(packet_type, version, dcid, scid, position - start, position - start + length, token)
 
 
+def hkdf_extract(hash_name: str, salt: bytes, key_material: bytes) -> bytes:
+    return hmac.digest(salt, key_material, hash_name)
+
+
+def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, length: int) -> bytes:
+    """TLS 1.3 HKDF-Expand-Label with an empty context (RFC 8446 §7.1), for outputs up to one hash long."""
+    full_label = b"tls13 " + label
+    info = length.to_bytes(2, "big") + bytes([len(full_label)]) + full_label + b"\x00"
+    digest_size = hashlib.new(hash_name).digest_size
+    if length > digest_size:
+        raise ValueError("HKDF-Expand-Label output longer than one hash block is never needed in QUIC")
+    return hmac.digest(secret, info + b"\x01", hash_name)[:length]
+
+
+def decode_packet_number(truncated: int, num_bits: int, expected: int) -> int:
+    """The full packet number from its truncated form (RFC 9000 Appendix A.3)."""
+    window = 1 << num_bits
+    half_window = window // 2
+    candidate = (expected & ~(window - 1)) | truncated
+    if candidate <= expected - half_window and candidate < (1 << 62) - window:
+        return candidate + window
+    if candidate > expected + half_window and candidate >= window:
+        return candidate - window
+    return candidate
+
+
+@dataclass(slots=True)
+class Protection:
+    """Packet protection of one key phase: the AEAD, the header protection, and the secret for the next phase."""
+
+    cipher_suite: int
+    secret: bytes
+    version: int
+    aead: AEAD
+    hp: HeaderProtection
+
+    @classmethod
+    def from_secret(cls, cipher_suite: int, secret: bytes, version: int) -> Protection:
+        """Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels); ValueError on an unknown suite."""
+        if cipher_suite not in CIPHER_SUITES:
+            raise ValueError(f"unknown TLS cipher suite 0x{cipher_suite:04x}")
+        hash_name, hp_cipher, aead_cipher, key_bytes = CIPHER_SUITES[cipher_suite]
+        prefix = b"quicv2 " if version == VERSION_2 else b"quic "
+        key = hkdf_expand_label(hash_name, secret, prefix + b"key", key_bytes)
+        iv = hkdf_expand_label(hash_name, secret, prefix + b"iv", 12)
+        hp = hkdf_expand_label(hash_name, secret, prefix + b"hp", key_bytes)
+        return cls(cipher_suite, secret, version, AEAD(aead_cipher, key, iv), HeaderProtection(hp_cipher, hp))
+
+    def next_phase(self) -> Protection:
+        """Keys after a key update (RFC 9001 §6.1); header protection keys never change (§6)."""
+        hash_name = CIPHER_SUITES[self.cipher_suite][0]
+        label = b"quicv2 ku" if self.version == VERSION_2 else b"quic ku"
+        secret = hkdf_expand_label(hash_name, self.secret, label, len(self.secret))
+        following = Protection.from_secret(self.cipher_suite, secret, self.version)
+        following.hp = self.hp
+        return following
+
+
 @dataclass(slots=True)
 class DecryptedPacket:
     header_bytes: int
@@ -136,18 +203,16 @@ class PacketKeys:
 
     __slots__ = ("current", "next", "previous", "key_phase", "updates")
 
-    def __init__(self, context: CryptoContext) -> None:
-        self.current = context
-        self.next: CryptoContext | None = None
-        self.previous: CryptoContext | None = None
+    def __init__(self, protection: Protection) -> None:
+        self.current = protection
+        self.next: Protection | None = None
+        self.previous: Protection | None = None
         self.key_phase = 0
         self.updates = 0
 
     @classmethod
     def from_secret(cls, cipher_suite: int, secret: bytes, version: int) -> PacketKeys:
-        context = CryptoContext()
-        context.setup(cipher_suite=CipherSuite(cipher_suite), secret=secret, version=version)
-        return cls(context)
+        return cls(Protection.from_secret(cipher_suite, secret, version))
 
     def decrypt(
         self, data: bytes, start: int, pn_offset: int, packet_end: int, expected_pn: int, short: bool
@@ -182,11 +247,9 @@ class PacketKeys:
             except CryptoError:
                 pass
         if self.next is None:
-            self.next = next_key_phase(self.current)
+            self.next = self.current.next_phase()
         payload = self.next.aead.decrypt(ciphertext, header, packet_number)
-        # Header protection keys never change on key update (RFC 9001 §6), so the next context keeps ours.
         self.previous, self.current, self.next = self.current, self.next, None
-        self.current.hp = self.previous.hp
         self.key_phase = key_phase
         self.updates += 1
         return DecryptedPacket(header_bytes, packet_number, payload, key_phase)
@@ -194,9 +257,14 @@ class PacketKeys:
 
 def initial_keys(dcid: bytes, version: int) -> tuple[PacketKeys, PacketKeys]:
     """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2)."""
-    pair = CryptoPair()
-    pair.setup_initial(dcid, is_client=True, version=VERSION_2 if version == VERSION_2 else VERSION_1)
-    return PacketKeys(pair.send), PacketKeys(pair.recv)
+    version = VERSION_2 if version == VERSION_2 else VERSION_1
+    initial_secret = hkdf_extract("sha256", INITIAL_SALT_V2 if version == VERSION_2 else INITIAL_SALT_V1, dcid)
+    client = hkdf_expand_label("sha256", initial_secret, b"client in", 32)
+    server = hkdf_expand_label("sha256", initial_secret, b"server in", 32)
+    return (
+        PacketKeys.from_secret(AES_128_GCM_SHA256, client, version),
+        PacketKeys.from_secret(AES_128_GCM_SHA256, server, version),
+    )
 
 
 __all__ = [
@@ -208,6 +276,7 @@ __all__ = [
     "LongHeader",
     "PN_SPACE_OF_TYPE",
     "PacketKeys",
+    "Protection",
     "VERSION_1",
     "VERSION_2",
     "initial_keys",
