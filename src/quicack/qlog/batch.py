@@ -7,6 +7,7 @@ are computed as polars expressions rather than per row in Python.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -51,12 +52,15 @@ class Merged:
     def frame(self, dtypes: dict[str, Any], table: Any) -> pl.DataFrame:
         if not self.rows:
             return table.empty()
-        try:
-            df = pl.DataFrame(self.rows, schema=dtypes, orient="row", strict=False)
-        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
-            # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
-            df = pl.DataFrame([sanitize(r, dtypes) for r in self.rows], schema=dtypes, orient="row", strict=False)
-            self.sanitized = True
+        df = strict_columns(self.rows, dtypes)
+        if df is None:
+            try:
+                df = pl.DataFrame(self.rows, schema=dtypes, orient="row", strict=False)
+            except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+                # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
+                df = pl.DataFrame([sanitize(r, dtypes) for r in self.rows], schema=dtypes, orient="row",
+                                  strict=False)
+                self.sanitized = True
         attrs = pl.DataFrame(
             {
                 "run_id": [c.run_id for c in self.conns],
@@ -90,6 +94,24 @@ class Merged:
                       ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
         keep = [c for c in df.columns if c in table.schema]
         return table.conform(df.select([*keep, *exprs]))
+
+
+def strict_columns(rows: list[tuple[Any, ...]], dtypes: dict[str, Any]) -> pl.DataFrame | None:
+    """The rows as a frame, built column by column with strict dtypes; None if any value does not fit.
+
+    Transposing in Python and building typed Series costs less than half of polars' row-oriented constructor
+    (0.2 s instead of 0.5 s for the 100 MB bench input: the largest cost per row after parsing). Strict, because only values of
+    the column's own type (ints in float columns, bools in int columns) convert here exactly as the
+    row-oriented non-strict constructor would; anything else (numeric strings, floats in int columns, junk)
+    returns None so that the caller takes that constructor and its sanitizing fallback, unchanged.
+    """
+    # itemgetter per column rather than zip(*rows): zip allocates one iterator per row, and those allocations
+    # trigger garbage collections that scan every buffered row (4x slower in a full batch).
+    try:
+        return pl.DataFrame([pl.Series(name, list(map(itemgetter(j), rows)), dtype=dt)
+                             for j, (name, dt) in enumerate(dtypes.items())])
+    except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+        return None
 
 
 def sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:

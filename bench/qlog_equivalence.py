@@ -1,0 +1,115 @@
+"""Check that two versions of ``quicack.qlog`` write identical Parquet (not a test: run by hand).
+
+Used when the reader is optimised: copy the old package somewhere first (``cp -r src/quicack/qlog /tmp/qlog_old``)
+and compare it with the working tree on every qlog under ``tests/data`` and ``data/sample/raw``, on damaged
+copies of some of them (cut mid-record, a garbage record, a garbage line), and with a tiny batch size so that
+batch boundaries fall everywhere:
+
+    python bench/qlog_equivalence.py /tmp/qlog_old [--extra big.sqlog ...]
+
+The old package is imported as ``quicack.qlog_old`` from that folder (its relative imports resolve there; its
+``quicack.schema`` import is the working tree's). Exits 1 and lists the differing tables on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from quicack.qlog import write_qlog_parquet  # noqa: E402
+from quicack.qlog.discover import is_qlog_name  # noqa: E402
+
+TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues")
+
+
+def load_old(folder: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("quicack.qlog_old", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["quicack.qlog_old"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def qlog_files() -> list[Path]:
+    out = []
+    for root in (REPO / "tests" / "data", REPO / "data" / "sample" / "raw"):
+        out += [p for p in sorted(root.rglob("*")) if p.is_file() and is_qlog_name(p)]
+    return out
+
+
+def damaged_copies(files: list[Path], folder: Path) -> list[Path]:
+    """Cut, garbage-record and garbage-line variants of a few plain (uncompressed) files of each kind."""
+    out = []
+    plain = [p for suffix in (".qlog", ".sqlog", ".json") for p in [q for q in files if q.suffix == suffix][:5]]
+    for i, p in enumerate(plain):
+        data = p.read_bytes()
+        variants = {
+            "cut": data[: len(data) * 2 // 3],
+            "cut_early": data[: min(len(data), 900)],
+            "garbage_rec": data[: len(data) // 2] + b"\x1e{\"time\": oops}\n" + data[len(data) // 2 :],
+            "garbage_line": data.replace(b"\n", b"\n[1,2]\n", 3),
+            "string_numbers": data.replace(b'"packet_number":1,', b'"packet_number":"x1",'),
+        }
+        for tag, blob in variants.items():
+            q = folder / f"{i:02d}_{tag}_{p.name}"
+            q.write_bytes(blob)
+            out.append(q)
+    return out
+
+
+def compare(a: Path, b: Path) -> list[str]:
+    bad = []
+    for t in TABLES:
+        da, db = pl.read_parquet(a / f"{t}.parquet"), pl.read_parquet(b / f"{t}.parquet")
+        if da.schema != db.schema or not da.equals(db, null_equal=True):
+            bad.append(t)
+    return bad
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("old", type=Path, help="folder holding a copy of the old quicack/qlog package")
+    ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more qlog files (e.g. the bench input)")
+    args = ap.parse_args()
+    old = load_old(args.old)
+    work = Path(tempfile.mkdtemp(prefix="qlog_equiv_"))
+    try:
+        files = qlog_files()
+        cases: list[tuple[Path, int]] = [(p, 50_000) for p in files]
+        cases += [(p, 7) for p in files if "tests/data" in str(p)]  # batch boundaries everywhere
+        cases += [(p, 50_000) for p in damaged_copies(files, work)]
+        cases += [(p, 5) for p in damaged_copies(files, work)]
+        cases += [(p, 50_000) for p in args.extra]
+        failures = 0
+        for n, (path, batch) in enumerate(cases):
+            outs = []
+            for tag, fn in (("old", old.write_qlog_parquet), ("new", write_qlog_parquet)):
+                out = work / f"{n}_{tag}"
+                fn([path], out, run_id_for=lambda p: p.stem, batch_events=batch)
+                outs.append(out)
+            bad = compare(*outs)
+            if bad:
+                failures += 1
+                print(f"DIFFERENT {path} (batch_events={batch}): {', '.join(bad)}")
+            for o in outs:
+                shutil.rmtree(o)
+        print(f"{len(cases)} cases ({len(files)} qlog files), {failures} with different output")
+        sys.exit(1 if failures else 0)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
