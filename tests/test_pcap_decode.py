@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from quicack.pcap.cli import OUTPUT_TABLES, pcap_command
+from quicack.pcap.cli import OUTPUT_TABLES, pcap_command, write_capture_parquet
 from quicack.pcap.decode import CaptureDecoder, decode_capture, vantage_from_path
 from quicack.pcap.keylog import load_keylogs
 from quicack.pcap.reader import UdpDatagram, read_udp
@@ -145,6 +147,30 @@ def test_small_batches_give_the_same_rows() -> None:
     for name in OUTPUT_TABLES:
         assert pl.concat([getattr(b, name) for b in batches]).equals(whole[name])
 
+
+def test_parquet_writer_one_many_or_no_batches(tmp_path: Path) -> None:
+    # One batch is written by polars alone, several through pyarrow's ParquetWriter: same files either way.
+    capture, keylog = DATA / "aioquic_v1_keyupdate.pcap.gz", DATA / "aioquic_v1_keyupdate.keys.log"
+    one = write_capture_parquet(decode_capture(capture, keylog, run_id="run"), tmp_path / "one")
+    many = write_capture_parquet(decode_capture(capture, keylog, run_id="run", batch_rows=10), tmp_path / "many")
+    none = write_capture_parquet(iter(()), tmp_path / "none")
+    assert one == many and one["packets"] > 0 and set(none.values()) == {0}
+    for name in OUTPUT_TABLES:
+        written = {run: pl.read_parquet(tmp_path / run / f"{name}.parquet") for run in ("one", "many", "none")}
+        assert written["one"].equals(written["many"])
+        for frame in written.values():
+            assert frame.schema == pl.Schema(TABLES[name].schema)
+
+
+def test_help_and_registration_do_not_import_the_decoder() -> None:
+    # Start-up time: `quicack pcap --help` and the `quicack` command that registers the subcommand stay light.
+    code = (
+        "import sys, argparse; import quicack.pcap as p; from quicack.pcap import cli; "
+        "cli.add_subparser(argparse.ArgumentParser().add_subparsers()); "
+        "heavy = {'polars', 'pyarrow', 'numpy', 'quicack.pcap.decode', 'aioquic.tls'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_zeros_after_the_last_packet_are_datagram_padding() -> None:

@@ -12,13 +12,17 @@ state and keys), `decode` (datagrams to columnar batches), `cli` (`quicack pcap`
 
 from __future__ import annotations
 
-from .decode import CaptureBatch, decode_capture, vantage_from_path
-
+# Names are imported on first use: `quicack --help` (which registers this subcommand) and
+# `python -m quicack.pcap.cli --help` must not pay for polars and the decoder.
+_DECODE_NAMES = ("CaptureBatch", "decode_capture", "vantage_from_path")
 _CLI_NAMES = ("add_subparser", "pcap_command", "write_capture_parquet")
 
 
 def __getattr__(name: str):
-    # The CLI module is imported on first use, so that `python -m quicack.pcap.cli` does not import it twice.
+    if name in _DECODE_NAMES:
+        from . import decode
+
+        return getattr(decode, name)
     if name in _CLI_NAMES:
         from . import cli
 
@@ -26,4 +30,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["CaptureBatch", "decode_capture", "vantage_from_path", *_CLI_NAMES]
+__all__ = [*_DECODE_NAMES, *_CLI_NAMES]

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
@@ -696,8 +695,9 @@ class CaptureDecoder:
         )
         frames = self.frames
         # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
-        packet_of_frame = np.repeat(
-            np.arange(len(packets.frame_count)), np.asarray(packets.frame_count, dtype=np.int64)
+        # (A Python list, not numpy: importing numpy would cost more start-up than this costs per batch.)
+        packet_of_frame = pl.Series(
+            "packet", [row for row, count in enumerate(packets.frame_count) for _ in range(count)], pl.UInt32
         )
         # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default 3).
         exponents = pl.Series(

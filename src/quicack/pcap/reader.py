@@ -47,6 +47,7 @@ CHUNK_BYTES = 1 << 20
 IPV4_HEADER = struct.Struct("!BxHHHxB2x4s4s")  # version/IHL, total length, id, flags/fragment, protocol, addresses
 UDP_HEADER = struct.Struct("!HHH")
 
+MAX_TIME_NS = 2**63 - 1  # time_abs_ns is int64 in the tables
 
 @dataclass(slots=True)  # not frozen: frozen dataclasses are slow to build, and this is built per datagram
 class UdpDatagram:
@@ -252,6 +253,9 @@ def _read_pcapng(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIss
             linktype, ticks = interfaces[interface_id]
             ticks_total = (ts_high << 32) | ts_low
             time_ns = ticks_total * 1_000_000_000 // ticks if ticks != 1_000_000_000 else ticks_total
+            if time_ns > MAX_TIME_NS:  # 64-bit ticks can exceed the int64 nanoseconds of the tables
+                yield ReadIssue(number, "error", "packet timestamp after the year 2262 (corrupt block): skipped")
+                continue
             yield LinkRecord(number, time_ns, linktype, body[20 : 20 + caplen], wire_length)
         elif block_type == PCAPNG_SPB:
             number += 1
