@@ -21,8 +21,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from quicack.testbed.calibrate import packet_kinds
-from quicack.testbed.pcapio import read_udp
+from quicack.testbed.calibrate import split_datagrams
 
 
 def _capture(run: Path) -> Path | None:
@@ -36,12 +35,12 @@ def classify(run: Path, client_addr: str) -> tuple[str, float | None]:
     cap = _capture(run)
     if cap is None:
         return "no capture", None
-    s2c = [d for d in read_udp(cap) if str(d.src) != client_addr]
+    _, s2c = split_datagrams(cap)
     if not s2c:
         return "no server datagram", None
-    k1 = packet_kinds(s2c[0].payload)
-    if k1 == ("initial",) and len(s2c[0].payload) < 200:
-        sh = next((d for d in s2c[1:] if "handshake" in packet_kinds(d.payload)), None)
+    k1 = s2c[0].kinds
+    if k1 == ("initial",) and s2c[0].size < 200:
+        sh = next((d for d in s2c[1:] if "handshake" in d.kinds), None)
         gap = (sh.time_ns - s2c[0].time_ns) / 1e6 if sh else None
         return "separate ACK", gap
     if "initial" in k1 and "handshake" in k1:

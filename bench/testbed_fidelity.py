@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from quicack.pcap.reader import UdpDatagram
+from quicack.pcap.reader import read_udp as read_capture
 from quicack.testbed import capture, netns, router
-from quicack.testbed.pcapio import read_udp
 from quicack.testbed.procs import ProcessSet
 
 ECHO = """
@@ -50,6 +51,11 @@ for i in range(n):
 time.sleep(0.5)
 """
 
+
+
+def udp_datagrams(path: Path) -> list[UdpDatagram]:
+    """The UDP datagrams of a capture, read with the package's capture reader."""
+    return [d for d in read_capture(path) if isinstance(d, UdpDatagram)]
 
 def measure(
     delay_ms: float, n: int, rate: float, size: int, bw: float | None, workdir: Path, spin_ms: float, rt: int
@@ -76,8 +82,9 @@ def measure(
     finally:
         procs.stop_all()
         netns.destroy(topo)
-    left = {(d.src == topo.client_addr, d.payload): d.time_ns for d in read_udp(caps.left_path)}
-    right = {(d.src == topo.client_addr, d.payload): d.time_ns for d in read_udp(caps.right_path)}
+    client = str(topo.client_addr)
+    left = {(d.src == client, d.payload): d.time_abs_ns for d in udp_datagrams(caps.left_path)}
+    right = {(d.src == client, d.payload): d.time_abs_ns for d in udp_datagrams(caps.right_path)}
     out = {}
     for name, from_client in (("c2s", True), ("s2c", False)):
         errs = []
@@ -122,8 +129,8 @@ def from_raw(raw: Path) -> dict:
         if lp is None or rp is None or meta.get("testbed", {}).get("capture_snaplen"):
             continue  # truncated captures may not tell datagrams apart by payload
         client = meta["testbed"]["addresses"]["client"]
-        left = [(str(d.src) == client, d.payload, d.time_ns) for d in read_udp(lp)]
-        right = [(str(d.src) == client, d.payload, d.time_ns) for d in read_udp(rp)]
+        left = [(d.src == client, d.payload, d.time_abs_ns) for d in udp_datagrams(lp)]
+        right = [(d.src == client, d.payload, d.time_abs_ns) for d in udp_datagrams(rp)]
         for name, from_client, ingress, egress in (("c2s", True, left, right), ("s2c", False, right, left)):
             out_t = {p: t for fc, p, t in egress if fc == from_client}
             prev_out = None

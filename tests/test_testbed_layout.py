@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from quicack.testbed.calibrate import packet_kinds
+from quicack.testbed.calibrate import calibrate, split_datagrams
 from quicack.testbed.layout import RunLocation, file_size_bytes, parse_run_folder
 from quicack.testbed.layout import testcase_name as make_testcase_name
 from quicack.testbed.scenarios import SCENARIOS, expand
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_imc24_iack_folder() -> None:
@@ -60,14 +62,20 @@ def test_file_size(text: str, expected: int | None) -> None:
     assert file_size_bytes(text) == expected
 
 
-def test_packet_kinds_handmade_datagrams() -> None:
-    # Hand-made headers (not real traffic): Initial (v1) with 3-byte payload, then zero padding.
-    initial = bytes([0xC0]) + (1).to_bytes(4, "big") + b"\x01A" + b"\x01B" + b"\x00" + b"\x03" + b"xyz"
-    assert packet_kinds(initial + b"\x00" * 20) == ("initial",)
-    handshake = bytes([0xE0]) + (1).to_bytes(4, "big") + b"\x01A" + b"\x01B" + b"\x02" + b"hs"
-    assert packet_kinds(initial + handshake + bytes([0x40, 1, 2])) == ("initial", "handshake", "1rtt")
-    assert packet_kinds(initial[:8]) == ("initial", "malformed")
-    assert packet_kinds(initial[:-1]) == ("initial", "malformed")
+@pytest.mark.parametrize(
+    ("mode", "first_server_datagram", "drop_to_client"),
+    [("iack", ("initial",), (2, 3)), ("wfc", ("initial", "handshake"), (2,))],
+)
+def test_calibration_on_recorded_aioquic_baselines(mode, first_server_datagram, drop_to_client) -> None:
+    """On real no-loss captures of the embedded dataset: IACK sends a lone ACK first and the whole
+    ServerHello flight is datagrams 2-3; WFC coalesces ACK and ServerHello and only datagram 2 remains;
+    aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4."""
+    sim = REPO / "data" / "sample" / "raw" / "aioquic_aioquic" / f"noloss-{mode}-rtt9ms-10KB-h3" / "1" / "sim"
+    _, server_datagrams = split_datagrams(sim / "trace_node_right.pcap.gz")
+    assert server_datagrams[0].kinds == first_server_datagram
+    calibration = calibrate(sim / "trace_node_left.pcap.gz", sim / "trace_node_right.pcap.gz")
+    assert calibration.drop_to_client == drop_to_client
+    assert calibration.drop_to_server == (2, 3, 4)
 
 
 def test_expand_matrix_skips_unsupported_protocols() -> None:

@@ -114,7 +114,7 @@ def test_drop_list_is_applied_and_calibration_finds_flights(tmp_path: Path, leak
     base = execute_run(_group("quic-go", modes=["wfc"]), 1, tmp_path / "base")
     assert base.status == "ok", base.failure_reason
     sim = base.run_dir / "sim"
-    cal = calibrate(sim / "trace_node_left.pcap", sim / "trace_node_right.pcap", netns.Topology("x").client_addr)
+    cal = calibrate(sim / "trace_node_left.pcap", sim / "trace_node_right.pcap")
     assert cal.drop_to_server and cal.drop_to_server[0] >= 2 and cal.drop_to_client
     from dataclasses import replace
 

@@ -12,17 +12,15 @@ datagram indices to drop differ per client and mode. From a baseline run of the 
   Handshake packet arrived, up to and including the first datagram with a 1-RTT packet (the request) and the
   rest of that burst (sent within 1 ms, before any further server datagram arrived).
 
-Only the QUIC long-header packet types are needed, which are visible without decryption. Indices are 1-based
-per direction at the router, as the impairment program counts them.
+Only the QUIC long-header packet types are needed, which are visible without decryption; they come from the
+package's capture decoder (``quicack.pcap``), whose directions follow the sender of the first Initial. Indices
+are 1-based per direction at the router, as the impairment program counts them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Address
 from pathlib import Path
-
-from quicack.testbed.pcapio import read_udp
 
 _BURST_NS = 1_000_000
 _FLIGHT_GAP_NS = 10_000_000  # the server sends its first flight at once; PTO retransmissions come ≥ 100 ms later
@@ -32,67 +30,29 @@ _FLIGHT_GAP_NS = 10_000_000  # the server sends its first flight at once; PTO re
 class Datagram:
     index: int  # 1-based per direction
     time_ns: int
-    size: int
-    kinds: tuple[str, ...]  # per coalesced packet: initial, 0rtt, handshake, retry, 1rtt
+    size: int  # UDP payload bytes
+    kinds: tuple[str, ...]  # per coalesced packet, as quicack.pcap names them: initial, handshake, 1rtt, ...
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    first = buf[pos]
-    n = 1 << (first >> 6)
-    v = first & 0x3F
-    for i in range(1, n):
-        v = (v << 8) | buf[pos + i]
-    return v, pos + n
+def split_datagrams(pcap: Path) -> tuple[list[Datagram], list[Datagram]]:
+    """Client→server and server→client datagrams of a capture, each with the types of its QUIC
+    packets, from the package's capture decoder (no keys needed: long-header types are visible,
+    a short header is 1rtt)."""
+    from quicack.pcap.decode import decode_capture
 
-
-def packet_kinds(payload: bytes) -> tuple[str, ...]:
-    """Types of the coalesced QUIC packets in a datagram (v1 long-header types; short header = 1rtt)."""
-    kinds: list[str] = []
-    pos = 0
-    try:
-        while pos < len(payload):
-            b = payload[pos]
-            if not b & 0x80:
-                # A short-header packet (fixed bit set) runs to the end of the datagram; zeros are padding.
-                if b & 0x40:
-                    kinds.append("1rtt")
-                break
-            version = int.from_bytes(payload[pos + 1 : pos + 5], "big")
-            if version == 0:
-                kinds.append("version_negotiation")
-                break
-            t = (b >> 4) & 0x03
-            if version == 0x6B3343CF:  # QUIC v2 rotates the type bits (RFC 9369)
-                t = {1: 0, 2: 1, 3: 2, 0: 3}[t]
-            kind = ("initial", "0rtt", "handshake", "retry")[t]
-            kinds.append(kind)
-            if kind == "retry":
-                break
-            p = pos + 5
-            dcid_len = payload[p]
-            p += 1 + dcid_len
-            scid_len = payload[p]
-            p += 1 + scid_len
-            if kind == "initial":
-                tok_len, p = _varint(payload, p)
-                p += tok_len
-            length, p = _varint(payload, p)
-            pos = p + length
-            if pos > len(payload):
-                kinds.append("malformed")  # the length field runs past the datagram
-                break
-    except IndexError:
-        kinds.append("malformed")
-    return tuple(kinds)
-
-
-def _split(pcap: Path, client: IPv4Address) -> tuple[list[Datagram], list[Datagram]]:
-    c2s: list[Datagram] = []
-    s2c: list[Datagram] = []
-    for d in read_udp(pcap):
-        lst = c2s if d.src == client else s2c
-        lst.append(Datagram(len(lst) + 1, d.time_ns, len(d.payload), packet_kinds(d.payload)))
-    return c2s, s2c
+    kinds: dict[tuple[str, int], list[str]] = {}
+    facts: dict[tuple[str, int], tuple[int, int]] = {}
+    for batch in decode_capture(pcap):
+        for direction, index, time_ns, size in batch.datagrams.select(
+            "direction", "datagram_index", "time_abs_ns", "udp_payload_bytes"
+        ).iter_rows():
+            facts[(direction, index)] = (time_ns, size)
+        for direction, index, packet_type in batch.packets.select("direction", "datagram_index", "packet_type").iter_rows():
+            kinds.setdefault((direction, index), []).append(packet_type)
+    by_direction: dict[str, list[Datagram]] = {"c2s": [], "s2c": []}
+    for (direction, index), (time_ns, size) in sorted(facts.items()):
+        by_direction[direction].append(Datagram(index, time_ns, size, tuple(kinds.get((direction, index), ()))))
+    return by_direction["c2s"], by_direction["s2c"]
 
 
 @dataclass(frozen=True)
@@ -113,11 +73,11 @@ class Calibration:
         }
 
 
-def calibrate(left_pcap: Path, right_pcap: Path, client: IPv4Address) -> Calibration:
+def calibrate(left_pcap: Path, right_pcap: Path) -> Calibration:
     """Find both drop lists in a baseline run's captures (left = client side, right = server side)."""
     notes = []
     # Server flight, seen where the server sends (right capture).
-    r_c2s, r_s2c = _split(right_pcap, client)
+    r_c2s, r_s2c = split_datagrams(right_pcap)
     t_client_hs = next((d.time_ns for d in r_c2s if "handshake" in d.kinds), None)
     first_hs = next((d for d in r_s2c if "handshake" in d.kinds), None)
     server_flight: list[int] = []
@@ -140,7 +100,7 @@ def calibrate(left_pcap: Path, right_pcap: Path, client: IPv4Address) -> Calibra
     drop_to_client = tuple(i for i in server_flight if i != 1)
 
     # Client flight, seen where the client sends (left capture).
-    l_c2s, l_s2c = _split(left_pcap, client)
+    l_c2s, l_s2c = split_datagrams(left_pcap)
     t_sh = next((d.time_ns for d in l_s2c if "handshake" in d.kinds), None)
     client_flight: list[int] = []
     if t_sh is None:

@@ -299,7 +299,7 @@ def calibrate_group(group: RunGroup, work: Path) -> RunGroup:
                            "calibrate": None, "drop_to_client": (), "drop_to_server": (), "extra": {}})  # fmt: skip
     res = execute_run(baseline, 0, work, run_dir=work / "baseline")
     sim = res.run_dir / "sim"
-    cal = calibrate(sim / capture.LEFT, sim / capture.RIGHT, netns.Topology("x").client_addr)
+    cal = calibrate(sim / capture.LEFT, sim / capture.RIGHT)
     info = cal.as_dict() | {"baseline_status": res.status, "baseline_failure_reason": res.failure_reason}
     to_client = cal.drop_to_client if group.calibrate == "server_flight" else ()
     to_server = cal.drop_to_server if group.calibrate == "client_flight" else ()
