@@ -64,3 +64,21 @@ def test_empty_group_and_empty_dataset_are_reported(tmp_path):
     empty.mkdir()
     assert "no run group" in ingest.dataset_issues(empty)["message"][0]
     assert "does not exist" in ingest.dataset_issues(tmp_path / "missing")["message"][0]
+
+
+def test_imc24_artifact_folder_naming_is_read_without_run_json(tmp_path):
+    """The original imc24 artifact encodes a run's settings in its folder name; real qlogs inside."""
+    raw = tmp_path / "raw"
+    group = "logs_delay=4.5ms,c=ngtcp2,drop-to-client=,drop-to-server=2_3_4,file_size=10KB,instant-ack=1_2024-08-14T01:43:00"
+    make_run(
+        raw, f"{group}/quic-go_ngtcp2/transfer/2",
+        QLOG_FIXTURES / "ngtcp2" / "client.sqlog", QLOG_FIXTURES / "ngtcp2" / "server.sqlog", None,
+    )
+    tables = ingest.ingest_group(raw, group, "imc24")
+    row = tables["runs"].row(0, named=True)
+    assert (row["server_impl"], row["client_impl"], row["mode"], row["scenario"], row["repetition"]) == (
+        "quic-go", "ngtcp2", "iack", "transfer", 2,
+    )
+    assert row["rtt_ms"] == 9.0 and row["file_bytes"] == 10240
+    assert tables["packets"].height > 0
+    assert tables["ingest_issues"].is_empty()
