@@ -124,7 +124,12 @@ PACKETS = Table(
         TIME_MS,
         Column("time_abs_ns", I, "Absolute time, Unix epoch nanoseconds, where known."),
         Column("datagram_index", I, "Index of the carrying datagram (pcap: per direction, 1-based; qlog: null unless logged)."),
-        Column("packet_type", S, "initial, handshake, 0rtt, 1rtt, retry, version_negotiation, stateless_reset or unknown."),
+        Column(
+            "packet_type",
+            S,
+            "initial, handshake, 0rtt, 1rtt, retry, version_negotiation, stateless_reset, datagram_padding "
+            "(zero bytes after the last packet of a datagram) or unknown.",
+        ),
         PN_SPACE,
         PACKET_NUMBER,
         Column("packet_bytes", I, "Size of the QUIC packet on the wire (header + payload + AEAD tag)."),
@@ -133,6 +138,7 @@ PACKETS = Table(
         Column("ack_eliciting", B, "True if the packet carries a frame other than ACK, PADDING or CONNECTION_CLOSE."),
         Column("decrypted", B, "True if the payload was decrypted (pcap) or its frames were logged (qlog)."),
         Column("frames_logged", B, "False when the source logs packet headers without frames (e.g. quinn): ack_eliciting is then unknown."),
+        Column("frames_complete", B, "pcap: False when frame decoding stopped at an unknown frame type (the rest of the packet is one 'unknown' frame)."),
     ),
 )
 
@@ -155,6 +161,9 @@ FRAMES = Table(
         Column("largest_acked", I, "ACK frames: largest acknowledged packet number."),
         Column("first_ack_range", I, "ACK frames: length of the first ACK range (packets below largest_acked)."),
         Column("ack_ranges", S, "ACK frames: all acknowledged ranges as JSON [[low, high], ...], highest first."),
+        Column("ecn_ect0", I, "ACK_ECN frames: ECT(0) count (null for ACK frames without ECN counts)."),
+        Column("ecn_ect1", I, "ACK_ECN frames: ECT(1) count."),
+        Column("ecn_ce", I, "ACK_ECN frames: ECN-CE count."),
         Column("stream_id", I, "STREAM / RESET_STREAM / ... frames: stream id."),
         Column("offset", I, "STREAM / CRYPTO frames: byte offset."),
         Column("length", I, "STREAM / CRYPTO / DATAGRAM frames: payload length in bytes."),
