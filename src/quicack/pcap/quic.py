@@ -2,20 +2,30 @@
 
 Header parsing is done here (not with `aioquic.quic.packet.pull_quic_header`) because a capture needs
 to survive garbage: every length is checked against the datagram and problems come back as values.
-Header protection and AEAD are aioquic's C extension (`aioquic._crypto`: `HeaderProtection`, `AEAD`);
-the key schedule (HKDF-Extract / HKDF-Expand-Label, RFC 8446 §7.1 and RFC 9001 §5) is the standard
-library's `hmac`, not `aioquic.quic.crypto`, because importing that pulls in `aioquic.tls` and with it
-cryptography's X.509 and service_identity: ~80 ms of start-up for three HMAC calls per key. The tests
-decrypt every real capture (and tshark agrees), which checks this key schedule against aioquic's peers.
+The ciphers are the `cryptography` package's (AES-GCM, ChaCha20-Poly1305, AES-ECB / ChaCha20 masks), which
+is what aioquic 1.x wraps in `aioquic._crypto`; we call them directly and remove header protection with
+integer operations, because that wrapper's per-packet bytearray work was a tenth of the decode loop. The key
+schedule (HKDF-Extract / HKDF-Expand-Label, RFC 8446 §7.1 and RFC 9001 §5) is the standard library's `hmac`,
+not `aioquic.quic.crypto`, whose import pulls in `aioquic.tls` with cryptography's X.509 and service_identity
+(~80 ms of start-up for three HMAC calls per key). The tests decrypt every real capture of the test data
+(and agree with tshark), which checks all of this against real peers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from aioquic._crypto import AEAD, CryptoError, HeaderProtection
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
+
+class CryptoError(ValueError):
+    """A packet that does not decrypt (wrong keys, corrupt, too short)."""
+
 
 VERSION_1 = 0x00000001
 VERSION_2 = 0x6B3343CF
@@ -32,12 +42,13 @@ AES_128_GCM_SHA256 = 0x1301
 AES_256_GCM_SHA384 = 0x1302
 CHACHA20_POLY1305_SHA256 = 0x1303
 CIPHER_SUITES_TO_TRY = (AES_128_GCM_SHA256, AES_256_GCM_SHA384, CHACHA20_POLY1305_SHA256)
-# TLS 1.3 cipher suite -> (hash, header protection cipher, AEAD, key bytes), as aioquic's C extension names them.
-CIPHER_SUITES: dict[int, tuple[str, bytes, bytes, int]] = {
-    AES_128_GCM_SHA256: ("sha256", b"aes-128-ecb", b"aes-128-gcm", 16),
-    AES_256_GCM_SHA384: ("sha384", b"aes-256-ecb", b"aes-256-gcm", 32),
-    CHACHA20_POLY1305_SHA256: ("sha256", b"chacha20", b"chacha20-poly1305", 32),
+# TLS 1.3 cipher suite -> (hash, key bytes, ChaCha20 (else AES)).
+CIPHER_SUITES: dict[int, tuple[str, int, bool]] = {
+    AES_128_GCM_SHA256: ("sha256", 16, False),
+    AES_256_GCM_SHA384: ("sha384", 32, False),
+    CHACHA20_POLY1305_SHA256: ("sha256", 32, True),
 }
+NONCE_BYTES = 12
 INITIAL_SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")  # RFC 9001 §5.2
 INITIAL_SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")  # RFC 9369 §3.3.1
 
@@ -158,27 +169,43 @@ def decode_packet_number(truncated: int, num_bits: int, expected: int) -> int:
     return candidate
 
 
+def header_protection_mask(hp_key: bytes, chacha: bool) -> Callable[[bytes], bytes]:
+    """The function sample -> mask of RFC 9001 §5.4.3 (AES-ECB) or §5.4.4 (ChaCha20, the sample as counter+nonce)."""
+    if not chacha:
+        return Cipher(algorithms.AES(hp_key), modes.ECB()).encryptor().update
+    encryptor = Cipher(algorithms.ChaCha20(hp_key, bytes(16)), mode=None).encryptor()
+    zeros = bytes(5)
+
+    def chacha_mask(sample: bytes) -> bytes:
+        encryptor.reset_nonce(sample)
+        return encryptor.update(zeros)
+
+    return chacha_mask
+
+
 @dataclass(slots=True)
 class Protection:
-    """Packet protection of one key phase: the AEAD, the header protection, and the secret for the next phase."""
+    """Packet protection of one key phase: the AEAD, the header protection mask, the secret for the next phase."""
 
     cipher_suite: int
     secret: bytes
     version: int
-    aead: AEAD
-    hp: HeaderProtection
+    aead: AESGCM | ChaCha20Poly1305
+    iv: int
+    mask: Callable[[bytes], bytes]
 
     @classmethod
     def from_secret(cls, cipher_suite: int, secret: bytes, version: int) -> Protection:
         """Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels); ValueError on an unknown suite."""
         if cipher_suite not in CIPHER_SUITES:
             raise ValueError(f"unknown TLS cipher suite 0x{cipher_suite:04x}")
-        hash_name, hp_cipher, aead_cipher, key_bytes = CIPHER_SUITES[cipher_suite]
+        hash_name, key_bytes, chacha = CIPHER_SUITES[cipher_suite]
         prefix = b"quicv2 " if version == VERSION_2 else b"quic "
         key = hkdf_expand_label(hash_name, secret, prefix + b"key", key_bytes)
-        iv = hkdf_expand_label(hash_name, secret, prefix + b"iv", 12)
+        iv = hkdf_expand_label(hash_name, secret, prefix + b"iv", NONCE_BYTES)
         hp = hkdf_expand_label(hash_name, secret, prefix + b"hp", key_bytes)
-        return cls(cipher_suite, secret, version, AEAD(aead_cipher, key, iv), HeaderProtection(hp_cipher, hp))
+        aead = ChaCha20Poly1305(key) if chacha else AESGCM(key)
+        return cls(cipher_suite, secret, version, aead, int.from_bytes(iv, "big"), header_protection_mask(hp, chacha))
 
     def next_phase(self) -> Protection:
         """Keys after a key update (RFC 9001 §6.1); header protection keys never change (§6)."""
@@ -186,8 +213,15 @@ class Protection:
         label = b"quicv2 ku" if self.version == VERSION_2 else b"quic ku"
         secret = hkdf_expand_label(hash_name, self.secret, label, len(self.secret))
         following = Protection.from_secret(self.cipher_suite, secret, self.version)
-        following.hp = self.hp
+        following.mask = self.mask
         return following
+
+    def open(self, ciphertext: bytes, header: bytes, packet_number: int) -> bytes:
+        """AEAD-decrypt a payload (RFC 9001 §5.3: nonce = IV xor packet number); raises CryptoError."""
+        try:
+            return self.aead.decrypt((self.iv ^ packet_number).to_bytes(NONCE_BYTES, "big"), ciphertext, header)
+        except InvalidTag:
+            raise CryptoError("AEAD authentication failed") from None
 
 
 @dataclass(slots=True)
@@ -220,20 +254,27 @@ class PacketKeys:
         """Remove header protection and decrypt one packet (data[start:packet_end]); raises CryptoError."""
         current = self.current
         header_end_max = start + pn_offset + 4
-        if header_end_max + SAMPLE_BYTES > packet_end:
+        # Also against the captured bytes: a short sample would leave a partial block in the ECB encryptor.
+        if header_end_max + SAMPLE_BYTES > min(packet_end, len(data)):
             raise CryptoError("packet too short to sample for header protection")
-        # Only the header and the sample go through header protection: no copy of the payload.
-        plain_header, truncated_pn = current.hp.remove(data[start : header_end_max + SAMPLE_BYTES], pn_offset)
-        pn_length = (plain_header[0] & 0x03) + 1
+        # Header protection (RFC 9001 §5.4): the mask from the sample 4 bytes after the packet number's start
+        # unmasks the low bits of the first byte and the packet number; nothing else is copied.
+        pn_start = start + pn_offset
+        mask = current.mask(data[header_end_max : header_end_max + SAMPLE_BYTES])
+        first = data[start] ^ (mask[0] & (0x1F if short else 0x0F))
+        pn_length = (first & 0x03) + 1
+        pn_end = pn_start + pn_length
+        truncated_pn = int.from_bytes(data[pn_start:pn_end], "big") ^ int.from_bytes(mask[1 : 1 + pn_length], "big")
+        plain_header = bytes((first,)) + data[start + 1 : pn_start] + truncated_pn.to_bytes(pn_length, "big")
         packet_number = decode_packet_number(truncated_pn, pn_length * 8, expected_pn)
         header_bytes = pn_offset + pn_length
-        ciphertext = data[start + header_bytes : packet_end]
+        ciphertext = data[pn_end:packet_end]
         if short:
-            key_phase = (plain_header[0] >> 2) & 1
+            key_phase = (first >> 2) & 1
             if key_phase != self.key_phase:
                 return self._decrypt_other_phase(ciphertext, plain_header, packet_number, header_bytes, key_phase)
         return DecryptedPacket(
-            header_bytes, packet_number, current.aead.decrypt(ciphertext, plain_header, packet_number), self.key_phase
+            header_bytes, packet_number, current.open(ciphertext, plain_header, packet_number), self.key_phase
         )
 
     def _decrypt_other_phase(
@@ -242,13 +283,13 @@ class PacketKeys:
         # A reordered packet from before the last update, or the first packet after a new one.
         if self.previous is not None:
             try:
-                payload = self.previous.aead.decrypt(ciphertext, header, packet_number)
+                payload = self.previous.open(ciphertext, header, packet_number)
                 return DecryptedPacket(header_bytes, packet_number, payload, key_phase)
             except CryptoError:
                 pass
         if self.next is None:
             self.next = self.current.next_phase()
-        payload = self.next.aead.decrypt(ciphertext, header, packet_number)
+        payload = self.next.open(ciphertext, header, packet_number)
         self.previous, self.current, self.next = self.current, self.next, None
         self.key_phase = key_phase
         self.updates += 1
