@@ -12,6 +12,7 @@ peak RSS does not grow with the file size. Nothing is written outside /tmp.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -53,9 +54,10 @@ print(packets)
 class Measurement:
     tool: str
     capture: Path
-    seconds: float
+    seconds: float  # best wall-clock time of the runs
     peak_rss_mb: float
     command: str
+    cpu_seconds: float = 0.0  # best user + system CPU time of the runs: less sensitive to other jobs' load
 
 
 REPEAT = 1  # set from --repeat: best of N runs, because a shared machine's load makes single runs noisy
@@ -64,9 +66,10 @@ REPEAT = 1  # set from --repeat: best of N runs, because a shared machine's load
 def timed(
     tool: str, command: list[str], capture: Path, stdout=subprocess.DEVNULL, repeat: int | None = None
 ) -> Measurement:
-    """Best wall time of `repeat` runs under /usr/bin/time -v, with the largest peak RSS seen."""
+    """Best wall time and best CPU time of `repeat` runs under /usr/bin/time -v, with the largest peak RSS seen."""
     best: Measurement | None = None
     peak = 0.0
+    best_cpu = float("inf")
     for _ in range(repeat or REPEAT):
         result = subprocess.run(
             ["/usr/bin/time", "-v", *command], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True
@@ -76,10 +79,16 @@ def timed(
         )
         hours, minutes, seconds = (float(g) if g else 0.0 for g in elapsed.groups())
         peak = max(peak, int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr).group(1)) / 1024)
+        cpu = sum(
+            float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", result.stderr).group(1))
+            for kind in ("User", "System")
+        )
+        best_cpu = min(best_cpu, cpu)
         run = Measurement(tool, capture, hours * 3600 + minutes * 60 + seconds, peak, " ".join(command))
         if best is None or run.seconds < best.seconds:
             best = run
     best.peak_rss_mb = peak
+    best.cpu_seconds = best_cpu
     return best
 
 
@@ -132,6 +141,7 @@ def main() -> int:
     global REPEAT
     REPEAT = args.repeat
     capture, keylog = (args.capture, args.keylog) if args.capture else ensure_capture(DEFAULT_DIR)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="quicack-bench-") as tmp:
         work = Path(tmp)
         script = work / "pyshark_iterate.py"
@@ -148,15 +158,21 @@ def main() -> int:
             measurements.append(ours(big, keylog, work / "outN", repeat=1))  # large: one run each
             if args.tshark_concat:
                 measurements.append((tshark(big, keylog, repeat=1), measurements[-1][1]))
+        load_after = os.getloadavg()
         print(
-            f"{'tool':<18} {'capture':<28} {'MB':>7} {'packets':>9} {'seconds':>8} {'packets/s':>10} {'peak RSS MB':>12}"
+            f"load average (1/5/15 min) before {'/'.join(f'{v:.2f}' for v in load_before)}, "
+            f"after {'/'.join(f'{v:.2f}' for v in load_after)} on {os.cpu_count()} CPUs; best of {REPEAT} runs"
+        )
+        print(
+            f"{'tool':<18} {'capture':<28} {'MB':>7} {'packets':>9} {'wall s':>8} {'CPU s':>7} {'packets/s':>10} "
+            f"{'peak RSS MB':>12}"
         )
         for measurement, count in measurements:
             size_mb = measurement.capture.stat().st_size / 1e6
             rate = count / measurement.seconds
             print(
                 f"{measurement.tool:<18} {measurement.capture.name:<28} {size_mb:>7.0f} {count:>9} "
-                f"{measurement.seconds:>8.2f} {rate:>10.0f} {measurement.peak_rss_mb:>12.0f}"
+                f"{measurement.seconds:>8.2f} {measurement.cpu_seconds:>7.2f} {rate:>10.0f} {measurement.peak_rss_mb:>12.0f}"
             )
         if args.concat and args.tshark_concat:
             # Per-packet rate without start-up (interpreter, libraries, dissector tables): from the two file sizes.
@@ -167,10 +183,14 @@ def main() -> int:
                 print(
                     f"{tool:<18} steady-state {marginal:>10.0f} packets/s, start-up {small.seconds - packets / marginal:.2f} s"
                 )
-        base = {m.tool: m.seconds for m, _ in measurements if m.capture == capture}
+        base = {m.tool: m for m, _ in measurements if m.capture == capture}
         for other in ("tshark -T fields", "pyshark"):
             if other in base:
-                print(f"quicack is {base[other] / base['quicack']:.1f}x faster than {other} (same capture, same run)")
+                ratio_wall = base[other].seconds / base["quicack"].seconds
+                ratio_cpu = base[other].cpu_seconds / base["quicack"].cpu_seconds
+                print(
+                    f"quicack vs {other}: {ratio_wall:.2f}x wall, {ratio_cpu:.2f}x CPU (>1 = quicack faster; same capture)"
+                )
         if shutil.which("tshark") is None:
             print("tshark not found: its numbers are missing", file=sys.stderr)
     return 0

@@ -49,6 +49,7 @@ UDP_HEADER = struct.Struct("!HHH")
 
 MAX_TIME_NS = 2**63 - 1  # time_abs_ns is int64 in the tables
 
+
 @dataclass(slots=True)  # not frozen: frozen dataclasses are slow to build, and this is built per datagram
 class UdpDatagram:
     """One UDP datagram as it went over the wire."""
