@@ -196,3 +196,24 @@ def test_zeros_after_the_last_packet_are_datagram_padding() -> None:
     # No frames: frame rows start (frame_index 0) once per decrypted QUIC packet, none for the padding.
     decrypted = packets.filter(pl.col("decrypted") & pl.col("packet_number").is_not_null()).height
     assert frames.filter(pl.col("frame_index") == 0).height == decrypted
+
+
+def test_ack_ecn_counts_and_frames_complete() -> None:
+    # quinn marks its packets ECT(0) and its peer reports the counts in ACK_ECN frames (loopback: no CE, no ECT(1)).
+    out = tables(DATA / "quinn_ackfreq.pcap.gz", DATA / "quinn_ackfreq.keys.log")
+    frames, packets = out["frames"], out["packets"]
+    ecn = frames.filter(pl.col("ecn_ect0").is_not_null())
+    assert ecn.height > 0 and set(ecn["frame_type"]) == {"ack"}
+    assert (ecn["ecn_ect1"] == 0).all() and (ecn["ecn_ce"] == 0).all()
+    for direction in ("c2s", "s2c"):
+        counts = ecn.filter((pl.col("direction") == direction) & (pl.col("pn_space") == "appdata"))["ecn_ect0"]
+        peer = "s2c" if direction == "c2s" else "c2s"
+        assert counts.len() > 0 and counts.is_sorted()  # cumulative counts never decrease
+        # At most one ECT(0) packet counted per packet the peer sent.
+        assert counts.max() <= packets.filter(pl.col("direction") == peer).height
+    assert frames.filter(pl.col("frame_type") != "ack")["ecn_ect0"].null_count() == frames.filter(
+        pl.col("frame_type") != "ack"
+    ).height
+    # Every decrypted packet's frames were read to the end; frames_complete is null only where nothing was decrypted.
+    assert packets.filter(pl.col("decrypted"))["frames_complete"].all()
+    assert packets.filter(~pl.col("decrypted"))["frames_complete"].null_count() == (~packets["decrypted"]).sum()

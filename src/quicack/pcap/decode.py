@@ -130,6 +130,7 @@ class _PacketColumns:
     aead_tag_bytes: list[int | None] = field(default_factory=list)
     ack_eliciting: list[bool | None] = field(default_factory=list)
     decrypted: list[bool] = field(default_factory=list)
+    frames_complete: list[bool | None] = field(default_factory=list)  # null when not decrypted
     # Not output: how many frame rows each packet has (frames get the packet's columns at batch time) and
     # the sending endpoint, whose ack_delay_exponent scales the ACK delays of the packet.
     frame_count: list[int] = field(default_factory=list)
@@ -179,15 +180,10 @@ class CaptureDecoder:
         try:
             self._add_datagram(datagram)
         except Exception:
-            groups = (
-                (self.datagrams,),
-                (self.packets,),
-                (self.frames,),
-            )
-            for length, group in zip(lengths, groups, strict=True):
-                for columns in group:
-                    for column in vars(columns).values():
-                        del column[length:]
+            for length, columns in zip(lengths[:2], (self.datagrams, self.packets), strict=True):
+                for column in vars(columns).values():
+                    del column[length:]
+            self.frames.truncate(lengths[2])
             raise
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
@@ -550,6 +546,7 @@ class CaptureDecoder:
         columns.aead_tag_bytes.append(AEAD_TAG_BYTES)
         columns.ack_eliciting.append(ack_eliciting)
         columns.decrypted.append(True)
+        columns.frames_complete.append(unknown is None)
         columns.frame_count.append(count)
         columns.sender.append(sender)
 
@@ -626,6 +623,8 @@ class CaptureDecoder:
         columns.aead_tag_bytes.append(aead_tag_bytes)
         columns.ack_eliciting.append(ack_eliciting)
         columns.decrypted.append(decrypted)
+        # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
+        columns.frames_complete.append(True if decrypted else None)
         columns.frame_count.append(0)
         columns.sender.append(None)
 
@@ -677,6 +676,7 @@ class CaptureDecoder:
                 "aead_tag_bytes": packets.aead_tag_bytes,
                 "ack_eliciting": packets.ack_eliciting,
                 "decrypted": packets.decrypted,
+                "frames_complete": packets.frames_complete,
             },
             schema_overrides={
                 "time_ms": pl.Float64,
@@ -685,6 +685,7 @@ class CaptureDecoder:
                 "header_bytes": pl.Int64,
                 "aead_tag_bytes": pl.Int64,
                 "ack_eliciting": pl.Boolean,
+                "frames_complete": pl.Boolean,
             },
         ).with_columns(
             run_id=pl.lit(self.run_id),
@@ -720,6 +721,10 @@ class CaptureDecoder:
                 pl.Series("length", frames.length, pl.Int64),
                 pl.Series("fin", frames.fin, pl.Boolean),
                 pl.Series("tls_messages", frames.tls_messages, pl.Utf8),
+                *(
+                    pl.Series(name, frames.ecn_column(which), pl.Int64)
+                    for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))
+                ),
             )
             .with_columns(
                 ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)

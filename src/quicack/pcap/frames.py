@@ -66,9 +66,26 @@ class FrameColumns:
     length: list[int | None] = field(default_factory=list)
     fin: list[bool | None] = field(default_factory=list)
     tls_messages: list[str | None] = field(default_factory=list)
+    # ACK_ECN counts (ECT(0), ECT(1), CE) by row: rare, so kept aside instead of three more appends per frame.
+    ecn_counts: dict[int, tuple[int, int, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.frame_index)
+
+    def truncate(self, length: int) -> None:
+        """Drop the rows from `length` on (rollback of a datagram that failed half-way)."""
+        for column in vars(self).values():
+            if isinstance(column, list):
+                del column[length:]
+        for row in [row for row in self.ecn_counts if row >= length]:
+            del self.ecn_counts[row]
+
+    def ecn_column(self, which: int) -> list[int | None]:
+        """ECT(0) (0), ECT(1) (1) or CE (2) counts as a full column, null where a row has none."""
+        column: list[int | None] = [None] * len(self.frame_index)
+        for row, counts in self.ecn_counts.items():
+            column[row] = counts[which]
+        return column
 
     def add(
         self,
@@ -183,9 +200,7 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                     low = high - range_length
                     ranges.append(f"[{low},{high}]")
                 if frame_type == 0x03:
-                    pull()
-                    pull()
-                    pull()
+                    out.ecn_counts[len(out.frame_index)] = (pull(), pull(), pull())
                 add(
                     index,
                     "ack",
