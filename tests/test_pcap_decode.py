@@ -211,9 +211,10 @@ def test_ack_ecn_counts_and_frames_complete() -> None:
         assert counts.len() > 0 and counts.is_sorted()  # cumulative counts never decrease
         # At most one ECT(0) packet counted per packet the peer sent.
         assert counts.max() <= packets.filter(pl.col("direction") == peer).height
-    assert frames.filter(pl.col("frame_type") != "ack")["ecn_ect0"].null_count() == frames.filter(
-        pl.col("frame_type") != "ack"
-    ).height
+    assert (
+        frames.filter(pl.col("frame_type") != "ack")["ecn_ect0"].null_count()
+        == frames.filter(pl.col("frame_type") != "ack").height
+    )
     # Every decrypted packet's frames were read to the end; frames_complete is null only where nothing was decrypted.
     assert packets.filter(pl.col("decrypted"))["frames_complete"].all()
     assert packets.filter(~pl.col("decrypted"))["frames_complete"].null_count() == (~packets["decrypted"]).sum()
