@@ -5,7 +5,7 @@
     write_capture_parquet(batches, out_dir)                       # out_dir/<table>.parquet
 
 Modules, one job each: `reader` (pcap/pcapng, gzip/zstd, link layers, IP, UDP), `keylog` (NSS key logs),
-`quic` (headers, header protection and AEAD through aioquic, key phases), `tls` (handshake message names,
+`quic` (headers, header protection and AEAD with `cryptography`, key schedule, key phases), `tls` (handshake message names,
 client random, cipher suite, transport parameters), `frames` (the frame walker), `connection` (per-connection
 state and keys), `decode` (datagrams to columnar batches), `cli` (`quicack pcap`).
 """
