@@ -82,6 +82,12 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
     else:
         meta = _describe_from_path(run, issues, raw_root)
     row = {c.name: meta.get(c.name) for c in RUNS.columns}
+    # The drop-list calibration is nested in run.json; runs carries its two flights flat.
+    calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
+    row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
+    row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
+    for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
+        row[name] = _droplist(row[name])
     group, *rest = run.run_id.split("/")
     server, _, client = group.partition("_")
     row.update(run_id=run.run_id, dataset=dataset, raw_path=run.run_id)
@@ -96,6 +102,13 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
             issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = None
     return row, issues
+
+
+def _droplist(indices) -> str | None:
+    """Datagram indices as the QIR droplist string ('2_3_4'; '' = none); strings pass unchanged."""
+    if indices is None or isinstance(indices, str):
+        return indices
+    return "_".join(str(int(i)) for i in indices)
 
 
 def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> dict:

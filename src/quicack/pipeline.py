@@ -11,9 +11,10 @@ import polars as pl
 from quicack import ingest, recovery, store
 from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
+from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 
-DERIVED_TABLES = ("rtt_samples", "connections", "estimator_agreement")
+DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement")
 
 
 class StrictModeError(RuntimeError):
@@ -33,13 +34,40 @@ def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
 
 
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
-    read = {name: store.read_table(parquet_root, name, [group]) for name in ("packets", "frames", "metrics_logged", "endpoints")}
+    names = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams")
+    read = {name: store.read_table(parquet_root, name, [group]) for name in names}
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
-    connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt)
+    connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"])
+    handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections)
+    connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
-    tables = {"rtt_samples": rtt, "connections": connections, "estimator_agreement": agreement}
+    tables = {"rtt_samples": rtt, "connections": connections, "handshake_runs": handshakes, "estimator_agreement": agreement}
     store.write_tables(tables, parquet_root, group)
     return {name: frame.height for name, frame in tables.items()}
+
+
+def with_capture_retransmissions(connections: pl.DataFrame, handshakes: pl.DataFrame) -> pl.DataFrame:
+    """Fill connections.pto_expiries / spurious_retransmissions of each endpoint from the
+    capture-derived counts in handshake_runs (client_* for the client row, server_* for the server)."""
+    per_vantage = pl.concat(
+        [
+            handshakes.select(
+                "run_id",
+                pl.lit(who).alias("vantage"),
+                pl.col(f"{who}_pto_expiries").alias("pto_expiries_capture"),
+                pl.col(f"{who}_spurious_retransmissions").alias("spurious_capture"),
+            )
+            for who in ("client", "server")
+        ]
+    )
+    return (
+        connections.join(per_vantage, on=["run_id", "vantage"], how="left")
+        .with_columns(
+            pl.col("pto_expiries_capture").alias("pto_expiries"),
+            pl.col("spurious_capture").alias("spurious_retransmissions"),
+        )
+        .drop("pto_expiries_capture", "spurious_capture")
+    )
 
 
 @dataclass(frozen=True)

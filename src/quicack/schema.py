@@ -92,6 +92,18 @@ RUNS = Table(
         Column("status", S, "'ok' when the transfer completed and the bytes matched, else 'failed'."),
         Column("failure_reason", S, "Why the run failed (null when status = 'ok')."),
         Column("raw_path", S, "Folder of the raw run, relative to the dataset's raw folder."),
+        Column("drop_to_client", S, "1-based s2c datagram indices the emulator dropped, in the QIR droplist notation '2_3' (run.json drop_to_client; '' = none, null = unknown)."),
+        Column("drop_to_server", S, "1-based c2s datagram indices the emulator dropped, as '3_4_5' (run.json drop_to_server)."),
+        Column(
+            "calibrated_first_server_flight",
+            S,
+            "s2c datagram indices ('1_2') of the first server flight in the no-loss calibration baseline of this client, mode and RTT (run.json drop_calibration).",
+        ),
+        Column(
+            "calibrated_second_client_flight",
+            S,
+            "c2s datagram indices ('2_3_4') of the second client flight in the calibration baseline (imc24 Table 4 'second flight datagram(s)').",
+        ),
     ),
 )
 
@@ -218,7 +230,15 @@ CONNECTIONS = Table(
     (
         RUN_ID,
         Column("vantage", S, "Endpoint: 'client' or 'server'."),
-        Column("ttfb_ms", F, "Time to first byte of the response body, from the first client Initial (client qlog)."),
+        Column(
+            "ttfb_ms",
+            F,
+            "Client row: time from the first client Initial to the first byte of the response body on the request stream "
+            "(stream 0; for HTTP/3 the first byte after HEADERS and the DATA frame header, at offset final_size - file_bytes), client qlog. "
+            "Null for the server row and for qlogs without frames (quinn).",
+        ),
+        Column("ttfb_capture_ms", F, "Client row: the same TTFB measured at the client-side capture (sim_left), relative to the first client Initial there."),
+        Column("ttfb_qlog_minus_capture_ms", F, "ttfb_ms - ttfb_capture_ms: the client's receive-path delay plus clock offset (typically < 1 ms)."),
         Column("first_rtt_ms", F, "First RTT sample recomputed per RFC 9002."),
         Column("first_pto_ms", F, "PTO after the first RTT sample, recomputed per RFC 9002 (smoothed + max(4*rttvar, 1 ms))."),
         Column("first_pto_logged_ms", F, "PTO after the first logged metrics update carrying smoothed RTT (and rttvar), as the implementation logged it."),
@@ -228,8 +248,70 @@ CONNECTIONS = Table(
         Column("iack", B, "True if the first server Initial carries an ACK but no CRYPTO (an instant ACK)."),
         Column("iack_to_sh_ms", F, "Time from the instant ACK to the ServerHello at this vantage point."),
         Column("handshake_ms", F, "Time from the first client Initial to HANDSHAKE_DONE (client) / handshake confirmation."),
-        Column("pto_expiries", I, "PTO expiries (qlog loss timer events) at this endpoint, where logged."),
-        Column("spurious_retransmissions", I, "Packets declared lost or probed that were later acknowledged, where derivable."),
+        Column(
+            "pto_expiries",
+            I,
+            "PTO expiries of this endpoint inferred from the captures (handshake_runs.client_/server_pto_expiries); null without captures. "
+            "The qlog reader does not extract timer events.",
+        ),
+        Column(
+            "spurious_retransmissions",
+            I,
+            "Packets of this endpoint resending bytes whose first transmission had been delivered (handshake_runs.*_spurious_retransmissions); null without captures.",
+        ),
+    ),
+    derived=True,
+)
+
+HANDSHAKE_RUNS = Table(
+    "handshake_runs",
+    "One row per run: handshake timing, first PTO, default-PTO probe, retransmissions (imc24 §4, Appendices E-F). "
+    "Capture times are at the client side of the link (sim_left), ms since the first client Initial there.",
+    (
+        RUN_ID,
+        Column("client_impl", S, "Client implementation (runs.client_impl)."),
+        Column("server_impl", S, "Server implementation (runs.server_impl)."),
+        Column("mode", S, "'iack' or 'wfc' (runs.mode)."),
+        Column("scenario", S, "Test case (runs.scenario)."),
+        Column("rtt_ms", F, "Configured RTT (runs.rtt_ms)."),
+        Column("repetition", I, "Repetition index (runs.repetition)."),
+        Column("status", S, "'ok' or 'failed' (runs.status); aggregates count failed runs instead of using them."),
+        Column("calibrated_second_client_flight", S, "c2s datagram indices of the second client flight in the calibration baseline (imc24 Table 4)."),
+        Column("iack", B, "The first server Initial captured at the client side carried an ACK and no CRYPTO (instant ACK)."),
+        Column("server_ack_ms", F, "First server Initial ACK at the client-side capture."),
+        Column("server_hello_ms", F, "First CRYPTO frame with the ServerHello at the client-side capture."),
+        Column(
+            "ack_to_server_hello_ms",
+            F,
+            "server_hello_ms - server_ack_ms: in IACK the server stack delay between instant ACK and ServerHello (plus Δt); 0 in WFC (coalesced).",
+        ),
+        Column("first_server_datagram_ms", F, "First server datagram at the client-side capture."),
+        Column(
+            "default_pto_ms",
+            F,
+            "Client's default PTO, inferred: first client datagram after its first-flight burst, minus the end of that burst, when it left "
+            "before any server datagram arrived (no RTT sample possible); else null.",
+        ),
+        Column(
+            "default_pto_lower_bound_ms",
+            F,
+            "When the server answered before any client probe: first server datagram minus end of the client's first flight, a lower bound of its default PTO.",
+        ),
+        Column("ttfb_ms", F, "TTFB of the response body from the client qlog (connections.ttfb_ms)."),
+        Column("ttfb_capture_ms", F, "TTFB of the response body at the client-side capture (connections.ttfb_capture_ms)."),
+        Column("first_rtt_ms", F, "Client's first RTT sample recomputed per RFC 9002 from its qlog."),
+        Column("first_pto_ms", F, "Client's PTO after its first RTT sample, recomputed per RFC 9002 (no backoff, no max_ack_delay)."),
+        Column("first_pto_logged_ms", F, "Client's PTO from its first logged smoothed RTT / rttvar (imc24 Fig. 16 input)."),
+        Column("rtt_samples", I, "Client RTT samples recomputed per RFC 9002 (newly acknowledging ACKs of ack-eliciting packets)."),
+        Column("rtt_samples_logged", I, "Client RTT samples exposed in its qlog (distinct smoothed RTT / rttvar, consecutive duplicates removed)."),
+        Column("client_retransmitted_packets", I, "Client packets resending CRYPTO/STREAM bytes it had sent before (client-side capture)."),
+        Column("client_spurious_retransmissions", I, "Of those, packets whose resent bytes had all been delivered already (seen at the server-side capture)."),
+        Column("client_pto_expiries", I, "Client PTO expiries inferred from the capture: bursts of PING / resent-data packets sent >= 2 ms after the last server datagram arrived."),
+        Column("client_first_probe_ms", F, "Client-side capture time of the client's first such probe packet."),
+        Column("server_retransmitted_packets", I, "Server packets resending CRYPTO/STREAM bytes (server-side capture)."),
+        Column("server_spurious_retransmissions", I, "Of those, packets whose resent bytes had all reached the client-side capture already."),
+        Column("server_pto_expiries", I, "Server PTO expiries inferred from the server-side capture, as for the client."),
+        Column("server_first_probe_ms", F, "Server-side capture time (ms since the first client Initial there) of the server's first probe packet."),
     ),
     derived=True,
 )
@@ -331,6 +413,7 @@ TABLES: dict[str, Table] = {
         METRICS_LOGGED,
         RTT_SAMPLES,
         CONNECTIONS,
+        HANDSHAKE_RUNS,
         ESTIMATOR_AGREEMENT,
         SCAN_CONNECTIONS,
         ACK_BREAKDOWN,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.metrics.ttfb import ttfb_by_source
 from quicack.recovery import K_GRANULARITY_MS
 from quicack.schema import CONNECTIONS
 
@@ -39,6 +40,7 @@ def connections_table(
     metrics: pl.DataFrame,
     endpoints: pl.DataFrame,
     rtt_samples: pl.DataFrame,
+    runs: pl.DataFrame,
 ) -> pl.DataFrame:
     qlog_endpoints = (
         endpoints.filter(pl.col("source") == "qlog")
@@ -55,26 +57,26 @@ def connections_table(
             pl.len().cast(pl.Int64).alias("rtt_samples"),
         )
     )
-    estimates = logged_estimates(metrics)
+    # Some implementations (ngtcp2, quinn) log their initial estimator state (333 ms) before any
+    # packet arrived; no RTT sample can exist before the endpoint received a packet, so updates
+    # before its first received packet are not samples (neither for the first PTO nor the count).
+    first_received = (
+        packets.filter((pl.col("source") == "qlog") & (pl.col("event") == "received"))
+        .group_by(KEY)
+        .agg(pl.col("time_ms").min().alias("first_received_ms"))
+    )
+    estimates = (
+        logged_estimates(metrics)
+        .join(first_received, on=KEY, how="left", nulls_equal=True)
+        .filter(pl.col("time_ms") >= pl.col("first_received_ms").fill_null(float("-inf")))
+    )
     logged = estimates.group_by(KEY, maintain_order=True).agg(
         logged_pto(pl.col("smoothed_rtt_ms"), pl.col("rtt_variance_ms")).first().alias("first_pto_logged_ms"),
         pl.len().cast(pl.Int64).alias("rtt_samples_logged"),
     )
     qlog_frames = frames.filter(pl.col("source") == "qlog")
-    # The client's first bidirectional stream (id 0) carries the request and its response;
-    # the first byte the client receives on it is the response's first byte. For HTTP/3 that
-    # byte starts the HEADERS frame, which shares the packet with the body in small responses.
-    ttfb = (
-        qlog_frames.filter(
-            (pl.col("vantage") == "client")
-            & (pl.col("event") == "received")
-            & (pl.col("frame_type") == "stream")
-            & (pl.col("stream_id") == 0)
-            & (pl.col("length").fill_null(1) > 0)
-        )
-        .group_by(KEY)
-        .agg(pl.col("time_ms").min().alias("ttfb_ms"))
-    )
+    # TTFB is a client metric: it goes on the client row only.
+    ttfb = ttfb_by_source(runs, frames).with_columns(pl.lit("client").alias("vantage"))
     handshake = instant_ack_timing(qlog_frames)
     return CONNECTIONS.conform(
         qlog_endpoints.join(recomputed, on=KEY, how="left", nulls_equal=True)

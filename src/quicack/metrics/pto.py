@@ -1,0 +1,141 @@
+"""Retransmissions, spurious retransmissions and PTO expiries per run and sender, from the captures.
+
+The testbed captures both ends of the emulated link: a sender's packets are seen at its own side
+before the emulator may drop them (c2s: sim_left, s2c: sim_right), and at the other side only if
+they were delivered. That makes loss and spuriousness observable without any qlog:
+
+* a *retransmission* is a CRYPTO frame (per packet number space) or STREAM frame (per stream)
+  whose first byte lies below the highest byte the sender had already sent on it;
+* it is *spurious* when the packet that first carried that byte reached the receiver side;
+* a *PTO expiry* is inferred as a burst of probe packets (PING or retransmitted data) sent while
+  nothing arrived from the peer in the preceding ``TIMER_GAP_MS`` — loss detection retransmits
+  only right after an ACK arrives, a PTO fires on a timer. The qlog reader does not extract
+  timer events yet; where an implementation logs ``pto_count`` (ngtcp2, quic-go, quinn) the
+  count of its increments is reported beside it for comparison.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+SENDER_SIDE = {"c2s": "sim_left", "s2c": "sim_right"}
+RECEIVER_SIDE = {"c2s": "sim_right", "s2c": "sim_left"}
+# A probe sent this long after the last datagram from the peer is timer driven, not ACK driven.
+TIMER_GAP_MS = 2.0
+# Probe packets closer than this to the previous one belong to the same PTO expiry (RFC 9002
+# §6.2.4: up to two probe datagrams per expiry).
+PROBE_BURST_MS = 2.0
+PACKET_KEY = ["run_id", "direction", "pn_space", "packet_number"]
+
+
+def _side(direction_to_vantage: dict[str, str]) -> pl.Expr:
+    return pl.col("vantage") == pl.col("direction").replace_strict(direction_to_vantage, default=None)
+
+
+def sender_frames(frames: pl.DataFrame) -> pl.DataFrame:
+    """Capture frames at their sender's side of the link."""
+    return frames.filter((pl.col("source") == "pcap") & _side(SENDER_SIDE))
+
+
+def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
+    """CRYPTO/STREAM frames at the sender side that resend already sent bytes, with whether the
+    packet that first carried their first byte was delivered (``spurious``)."""
+    data = (
+        sender_frames(frames)
+        .filter(pl.col("frame_type").is_in(["crypto", "stream"]) & pl.col("offset").is_not_null())
+        .with_columns(
+            # CRYPTO offsets restart per packet number space, STREAM offsets per stream.
+            pl.when(pl.col("frame_type") == "crypto")
+            .then(pl.lit("crypto:") + pl.col("pn_space"))
+            .otherwise(pl.lit("stream:") + pl.col("stream_id").cast(pl.Utf8))
+            .alias("data_key"),
+            (pl.col("offset") + pl.col("length").fill_null(0)).alias("end"),
+        )
+        .sort("run_id", "direction", "data_key", "time_ms", "packet_number", "frame_index")
+    )
+    group = ["run_id", "direction", "data_key"]
+    data = data.with_columns(
+        pl.col("end").cum_max().shift(1).over(group).fill_null(0).alias("sent_before"),
+    ).with_columns((pl.col("offset") < pl.col("sent_before")).alias("retransmission"))
+    originals = data.filter(~pl.col("retransmission")).select(
+        *group, "offset", pl.col("end").alias("original_end"), pl.col("pn_space").alias("original_space"),
+        pl.col("packet_number").alias("original_packet_number"),
+    )
+    delivered = (
+        frames.filter((pl.col("source") == "pcap") & _side(RECEIVER_SIDE))
+        .select(*PACKET_KEY)
+        .unique()
+        .rename({"pn_space": "original_space", "packet_number": "original_packet_number"})
+        .with_columns(pl.lit(True).alias("original_delivered"))
+    )
+    return (
+        data.filter(pl.col("retransmission"))
+        .sort("offset")
+        .join_asof(originals.sort("offset"), on="offset", by=group, strategy="backward", check_sortedness=False)
+        .join(delivered, on=["run_id", "direction", "original_space", "original_packet_number"], how="left")
+        .with_columns(
+            (pl.col("original_delivered").fill_null(False) & (pl.col("offset") < pl.col("original_end"))).alias("spurious")
+        )
+    )
+
+
+def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame, retransmitted: pl.DataFrame) -> pl.DataFrame:
+    """Sender packets that look like PTO probes: carrying PING or retransmitted data, sent at
+    least ``TIMER_GAP_MS`` after the last datagram the sender received from its peer."""
+    senders = sender_frames(frames)
+    candidates = pl.concat(
+        [
+            senders.filter(pl.col("frame_type") == "ping").select(*PACKET_KEY, "time_ms"),
+            retransmitted.select(*PACKET_KEY, "time_ms"),
+        ]
+    ).unique(PACKET_KEY)
+    # What the sender had received: the peer's datagrams at the sender's own side of the link,
+    # i.e. after any drop. Datagrams, not frames, so truncated captures still count.
+    received = (
+        datagrams.with_columns(pl.col("direction").replace_strict({"c2s": "s2c", "s2c": "c2s"}, default=None).alias("own"))
+        .filter(pl.col("vantage") == pl.col("own").replace_strict(SENDER_SIDE, default=None))
+        .select("run_id", pl.col("own").alias("direction"), pl.col("time_ms").alias("last_received_ms"))
+        .sort("last_received_ms")
+    )
+    return (
+        candidates.sort("time_ms")
+        .join_asof(received, left_on="time_ms", right_on="last_received_ms", by=["run_id", "direction"], strategy="backward", check_sortedness=False)
+        .filter((pl.col("time_ms") - pl.col("last_received_ms").fill_null(-1e9)) >= TIMER_GAP_MS)
+    )
+
+
+def pto_counts_logged(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Per (run, qlog vantage): how often the logged pto_count rose (null when never logged)."""
+    logged = metrics.filter(pl.col("pto_count").is_not_null()).sort("run_id", "vantage", "time_ms", maintain_order=True)
+    return logged.group_by("run_id", "vantage").agg(
+        (pl.col("pto_count").diff().fill_null(pl.col("pto_count").first()) > 0).sum().cast(pl.Int64).alias("pto_expiries_logged")
+    )
+
+
+def retransmission_summary(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.DataFrame:
+    """Per run and sender direction: retransmitted packets, spurious ones, inferred PTO expiries
+    and the time of the first probe."""
+    retransmitted = retransmitted_frames(frames)
+    per_packet = retransmitted.group_by(PACKET_KEY).agg(pl.col("spurious").all())
+    counts = per_packet.group_by("run_id", "direction").agg(
+        pl.len().cast(pl.Int64).alias("retransmitted_packets"),
+        pl.col("spurious").sum().cast(pl.Int64).alias("spurious_retransmissions"),
+    )
+    probes = probe_packets(frames, datagrams, retransmitted).sort("run_id", "direction", "time_ms")
+    expiries = (
+        probes.with_columns(
+            (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias("new_burst")
+        )
+        .group_by("run_id", "direction")
+        .agg(
+            pl.col("new_burst").sum().cast(pl.Int64).alias("pto_expiries"),
+            pl.col("time_ms").min().alias("first_probe_ms"),
+        )
+    )
+    senders = sender_frames(frames).select("run_id", "direction").unique()
+    return (
+        senders.join(counts, on=["run_id", "direction"], how="left")
+        .join(expiries, on=["run_id", "direction"], how="left")
+        .with_columns(pl.col("retransmitted_packets", "spurious_retransmissions", "pto_expiries").fill_null(0))
+        .sort("run_id", "direction")
+    )

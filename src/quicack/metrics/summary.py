@@ -1,0 +1,96 @@
+"""imc24 aggregates the figures call: medians and quartiles over repetitions per configuration,
+with failed runs counted beside them, never silently dropped."""
+
+from __future__ import annotations
+
+import polars as pl
+
+CONFIGURATION = ["client_impl", "mode", "scenario", "rtt_ms"]
+
+
+def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:
+    """Per configuration: median, quartiles, min/max and count of ``metric`` over ok runs, plus
+    ``failed_runs`` (status != 'ok', excluded) and ``missing_runs`` (ok but metric null)."""
+    by = by or CONFIGURATION
+    ok = pl.col("status") == "ok"
+    value = pl.col(metric).filter(ok & pl.col(metric).is_not_null())
+    return (
+        handshakes.group_by(by)
+        .agg(
+            value.median().alias("median"),
+            value.quantile(0.25, "linear").alias("q25"),
+            value.quantile(0.75, "linear").alias("q75"),
+            value.min().alias("min"),
+            value.max().alias("max"),
+            value.len().cast(pl.Int64).alias("runs"),
+            (~ok.fill_null(False)).sum().cast(pl.Int64).alias("failed_runs"),
+            (ok & pl.col(metric).is_null()).sum().cast(pl.Int64).alias("missing_runs"),
+        )
+        .with_columns(pl.lit(metric).alias("metric"))
+        .sort(by)
+    )
+
+
+def pto_improvement(handshakes: pl.DataFrame, pto_column: str = "first_pto_logged_ms") -> pl.DataFrame:
+    """imc24 Fig. 16: median first PTO in WFC minus median first PTO in IACK, per client and RTT,
+    over the no-loss runs (positive = IACK's first PTO is shorter)."""
+    medians = summarize(handshakes.filter(pl.col("scenario") == "noloss"), pto_column)
+    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
+    return wide.select(
+        "client_impl", "rtt_ms", pl.col("iack").alias("iack_median_ms"), pl.col("wfc").alias("wfc_median_ms"),
+        (pl.col("wfc") - pl.col("iack")).alias("pto_improvement_ms"),
+    ).sort("client_impl", "rtt_ms")
+
+
+def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over no-loss runs: the
+    server's ACK→ServerHello gap at the client-side capture in IACK, and the difference of the
+    clients' median first RTT samples between WFC and IACK (what the client reports)."""
+    noloss = handshakes.filter(pl.col("scenario") == "noloss")
+    gap = summarize(noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]).select(
+        "client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms")
+    )
+    first_rtt = summarize(noloss, "first_rtt_ms").pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
+    return gap.join(
+        first_rtt.select("client_impl", "rtt_ms", (pl.col("wfc") - pl.col("iack")).alias("first_rtt_wfc_minus_iack_ms")),
+        on=["client_impl", "rtt_ms"],
+        how="left",
+    ).sort("client_impl", "rtt_ms")
+
+
+# imc24 Table 4's default PTO (ms) for the clients both have.
+PAPER_DEFAULT_PTO_MS = {"aioquic": 200.0, "go-x-net": 999.0, "ngtcp2": 300.0, "quic-go": 200.0, "quiche": 999.0}
+
+
+def default_pto_by_client(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """Per client: the default PTO observed as a probe before any server datagram (median over
+    such runs), else the largest lower bound seen, beside imc24 Table 4's value."""
+    ok = handshakes.filter(pl.col("status") == "ok")
+    return (
+        ok.group_by("client_impl")
+        .agg(
+            pl.col("default_pto_ms").median().alias("default_pto_ms"),
+            pl.col("default_pto_ms").is_not_null().sum().cast(pl.Int64).alias("runs_with_probe"),
+            pl.col("default_pto_lower_bound_ms").max().alias("default_pto_lower_bound_ms"),
+        )
+        .with_columns(pl.col("client_impl").replace_strict(PAPER_DEFAULT_PTO_MS, default=None, return_dtype=pl.Float64).alias("paper_default_pto_ms"))
+        .sort("client_impl")
+    )
+
+
+def second_flight_by_client(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> pl.DataFrame:
+    """imc24 Table 4's second column: per client and mode, the calibrated second-client-flight
+    datagram indices seen most often over the loss runs at ``rtt_ms`` (and in how many). The
+    lowest RTT by default: at 300 ms the default PTO fires first and probes join the flight."""
+    calibrated = handshakes.filter(pl.col("calibrated_second_client_flight").is_not_null() & (pl.col("rtt_ms") == rtt_ms))
+    counted = calibrated.group_by("client_impl", "mode", "calibrated_second_client_flight").agg(pl.len().alias("runs_with_indices"))
+    return (
+        counted.sort("runs_with_indices", "calibrated_second_client_flight", descending=[True, False])
+        .group_by("client_impl", "mode", maintain_order=True)
+        .agg(
+            pl.col("calibrated_second_client_flight").first().alias("second_flight_datagrams"),
+            pl.col("runs_with_indices").first(),
+            pl.col("runs_with_indices").sum().alias("runs"),
+        )
+        .sort("client_impl", "mode")
+    )
