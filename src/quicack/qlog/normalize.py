@@ -8,7 +8,9 @@ client Initial at this vantage point) is known.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 try:
@@ -76,7 +78,7 @@ _PACKET_TYPES = {
 }
 _PACKET_TYPES.update({k.upper(): v for k, v in _PACKET_TYPES.items()})  # "1RTT", "INITIAL", ... without .lower()
 _PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
-_HAS_TAG = frozenset(("initial", "handshake", "0rtt", "1rtt"))
+_AEAD_TAG = {"initial": 16, "handshake": 16, "0rtt": 16, "1rtt": 16}  # bytes; other packet types carry none
 
 
 def packet_type(value: Any) -> str:
@@ -176,6 +178,9 @@ METRIC_COLUMNS = ("t", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms", "m
 
 
 _EMPTY: dict[str, Any] = {}
+# Default of dict.get that tells an absent key from a null value with one lookup instead of two (the fallback
+# key is only read when the first is absent, as with get(a, get(b)), which always evaluates get(b)).
+_ABSENT: Any = object()
 
 
 @dataclass
@@ -211,6 +216,10 @@ class Connection:
     packets: list[tuple[Any, ...]] = field(default_factory=list)
     frames: list[tuple[Any, ...]] = field(default_factory=list)
     metrics: list[tuple[Any, ...]] = field(default_factory=list)
+    on: tuple[Callable[[float, dict[str, Any]], None] | None, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.on = self.handlers()
 
     def take_buffers(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         out = (self.packets, self.frames, self.metrics)
@@ -220,24 +229,21 @@ class Connection:
 
     # -- events -------------------------------------------------------------------------------------------
 
-    def on_event(self, kind: int, t: float, data: Any) -> None:
-        """Record one event at trace time ``t`` (ms). ``data`` is the event's data object."""
-        self.events += 1
-        self.pending_events += 1
-        if self.first_t is None:
-            self.first_t = t
-        if data.__class__ is not dict:
-            return
-        if kind == PACKET_SENT or kind == PACKET_RECEIVED:
-            self._packet(kind == PACKET_SENT, t, data)
-        elif kind == METRICS:
-            self._metrics(t, data)
-        elif kind == PARAMETERS:
-            self._parameters(data)
-        elif kind == DATAGRAM_RX:
-            self.last_datagram_rx_t = t
+    def handlers(self) -> tuple[Callable[[float, dict[str, Any]], None] | None, ...]:
+        """Handler per event kind (index = kind), each called as ``handler(t, data)`` with ``data`` a dict.
 
-    def _packet(self, sent: bool, t: float, data: dict[str, Any]) -> None:
+        The reader indexes this tuple instead of calling a dispatching method: one Python call per event
+        fewer (the tuple holds bound methods, hence a reference cycle, collected with the connection).
+        """
+        by_kind = {PACKET_SENT: partial(self.on_packet, True), PACKET_RECEIVED: partial(self.on_packet, False),
+                   METRICS: self.on_metrics, PARAMETERS: self.on_parameters, DATAGRAM_RX: self.on_datagram_received}
+        return tuple(by_kind.get(k) for k in range(max(by_kind) + 1))
+
+    def on_datagram_received(self, t: float, data: dict[str, Any]) -> None:
+        self.last_datagram_rx_t = t
+
+    def on_packet(self, sent: bool, t: float, data: dict[str, Any]) -> None:
+        """One packet_sent / packet_received event: a packets row and a frames row per logged frame."""
         header = data.get("header")
         if header.__class__ is not dict:
             header = _EMPTY
@@ -245,87 +251,100 @@ class Connection:
         ptype = _PACKET_TYPES.get(pt) if pt.__class__ is str else None
         if ptype is None:
             ptype = packet_type(pt)
-        if not sent and self.profile.received_time_from_datagram and self.last_datagram_rx_t is not None:
-            # The packet was logged after processing; its datagram arrived at the datagrams_received time.
-            if self.last_datagram_rx_t <= t:
+        if sent:
+            event = "sent"
+        else:
+            event = "received"
+            if self.profile.received_time_from_datagram and self.last_datagram_rx_t is not None \
+                    and self.last_datagram_rx_t <= t:
+                # The packet was logged after processing; its datagram arrived at the datagrams_received time.
                 t = self.last_datagram_rx_t
         if self.first_packet_t is None:
             self.first_packet_t = t
         if self.origin_t is None and ptype == "initial":
             if (sent and self.vantage == "client") or (not sent and self.vantage == "server"):
                 self.origin_t = t
-        pn = header.get("packet_number", data.get("packet_number"))
-        if pn.__class__ is not int:
+        pn = header.get("packet_number", _ABSENT)
+        if pn is _ABSENT:
+            pn = data.get("packet_number")
+        if pn.__class__ is not int and pn is not None:
             pn = _int(pn)
         raw = data.get("raw")
         size = raw.get("length") if raw.__class__ is dict else None
         if size is None:
-            size = header.get("packet_size", data.get("packet_size"))  # picoquic / mvfst
+            size = header.get("packet_size", _ABSENT)  # picoquic / mvfst
+            if size is _ABSENT:
+                size = data.get("packet_size")
             if size is None and self.profile.header_length_is_packet_size:
                 size = header.get("length")
         if size is not None and size.__class__ is not int:
             size = _int(size)
         space = _PN_SPACE.get(ptype)
-        event = "sent" if sent else "received"
         frames = data.get("frames")
-        if frames.__class__ is list:
-            eliciting = False
-            append = self.frames.append
-            for i, fr in enumerate(frames):
-                if fr.__class__ is not dict:
-                    continue
-                ft = fr.get("frame_type")
-                name = _FRAME_TYPES.get(ft) if ft.__class__ is str else None
-                if name is None:
-                    name = frame_type(ft)
+        if frames.__class__ is not list:
+            self.packets.append((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), None, False))
+            return
+        eliciting = False
+        append = self.frames.append
+        for i, fr in enumerate(frames):
+            if fr.__class__ is not dict:
+                continue
+            ft = fr.get("frame_type")
+            name = _FRAME_TYPES.get(ft) if ft.__class__ is str else None
+            if name is None:
+                name = frame_type(ft)
+            fraw = fr.get("raw")
+            nbytes = fraw.get("length") if fraw.__class__ is dict else None
+            # Branches in order of frequency: STREAM frames are most of all frames in a transfer.
+            if name == "stream" or name == "crypto" or name == "datagram":
+                eliciting = True
+                length = fr.get("length")
+                if length is None:
+                    length = fr.get("len")  # mvfst CRYPTO
+                    if length is None and fraw.__class__ is dict:
+                        length = fraw.get("payload_length")  # main schema RawInfo
+                if length.__class__ is not int and length is not None:
+                    length = _int(length)
+                if name == "stream":
+                    sid = fr.get("stream_id", _ABSENT)
+                    if sid is _ABSENT:
+                        sid = fr.get("id")  # picoquic: "id"
+                    if sid.__class__ is not int and sid is not None:
+                        sid = _int(sid)  # mvfst logs stream ids as strings
+                    offset = fr.get("offset")
+                    if offset.__class__ is not int and offset is not None:
+                        offset = _int(offset)
+                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, offset, length,
+                            True if fr.get("fin") else False))
+                elif name == "crypto":
+                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
+                            _int(fr.get("offset")), length, None))
+                else:
+                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
+                            None))
+            elif name == "ack":
+                rs = normalize_ranges(fr.get("acked_ranges"))
+                if rs:
+                    top = rs[0]
+                    la, far, ranges = top[1], top[1] - top[0], _dumps(rs)
+                else:
+                    la = far = ranges = None
+                append((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
+                        la, far, ranges, None, None, None, None))
+            else:
                 if name not in _NOT_ELICITING:
                     eliciting = True
-                fraw = fr.get("raw")
-                nbytes = fraw.get("length") if fraw.__class__ is dict else None
-                if name == "ack":
-                    rs = normalize_ranges(fr.get("acked_ranges"))
-                    if rs:
-                        top = rs[0]
-                        la, far, ranges = top[1], top[1] - top[0], _dumps(rs)
-                    else:
-                        la = far = ranges = None
-                    append((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
-                            la, far, ranges, None, None, None, None))
-                elif name == "stream" or name == "crypto" or name == "datagram":
-                    length = fr.get("length")
-                    if length is None:
-                        length = fr.get("len")  # mvfst CRYPTO
-                        if length is None and fraw.__class__ is dict:
-                            length = fraw.get("payload_length")  # main schema RawInfo
-                    if length.__class__ is not int:
-                        length = _int(length)
-                    if name == "stream":
-                        sid = fr.get("stream_id", fr.get("id"))  # picoquic: "id"
-                        if sid.__class__ is not int:
-                            sid = _int(sid)  # mvfst logs stream ids as strings
-                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid,
-                                _int(fr.get("offset")), length, bool(fr.get("fin", False))))
-                    elif name == "crypto":
-                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
-                                _int(fr.get("offset")), length, None))
-                    else:
-                        append((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
-                                None))
-                else:
-                    sid = None
-                    if name == "padding":
-                        if nbytes is None:
-                            nbytes = fr.get("length", fr.get("payload_length"))
-                    elif name == "handshake_done":
-                        if self.handshake_confirmed_t is None and sent == (self.vantage == "server"):
-                            self.handshake_confirmed_t = t
-                    elif "stream_id" in fr:
-                        sid = _int(fr.get("stream_id"))
-                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
-            self.packets.append((event, t, ptype, space, pn, size, 16 if ptype in _HAS_TAG else None, eliciting,
-                                 True))
-        else:
-            self.packets.append((event, t, ptype, space, pn, size, 16 if ptype in _HAS_TAG else None, None, False))
+                sid = None
+                if name == "padding":
+                    if nbytes is None:
+                        nbytes = fr.get("length", fr.get("payload_length"))
+                elif name == "handshake_done":
+                    if self.handshake_confirmed_t is None and sent == (self.vantage == "server"):
+                        self.handshake_confirmed_t = t
+                elif "stream_id" in fr:
+                    sid = _int(fr.get("stream_id"))
+                append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
+        self.packets.append((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), eliciting, True))
 
     def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:
         v = value if value.__class__ is float else _num(value)
@@ -340,7 +359,7 @@ class Connection:
             return v * (1 << (3 if exp is None else exp)) / 1000.0
         return v
 
-    def _metrics(self, t: float, data: dict[str, Any]) -> None:
+    def on_metrics(self, t: float, data: dict[str, Any]) -> None:
         g = data.get
         srtt, var, lat, mn = g("smoothed_rtt"), g("rtt_variance"), g("latest_rtt"), g("min_rtt")
         cwnd = g("congestion_window")
@@ -359,7 +378,7 @@ class Connection:
         rtts = [_num(v) for v in (srtt, var, lat, mn)]
         self.metrics.append((t, *(None if v is None else v * scale for v in rtts), _int(pto), _int(cwnd), _int(bif)))
 
-    def _parameters(self, data: dict[str, Any]) -> None:
+    def on_parameters(self, t: float, data: dict[str, Any]) -> None:
         owner = data.get("owner", data.get("initiator"))
         mad = _num(data.get("max_ack_delay"))
         ade = _int(data.get("ack_delay_exponent"))

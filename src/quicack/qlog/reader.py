@@ -345,27 +345,33 @@ class _FileReader:
             if t != t:  # NaN
                 return
         if group is None or group == trace.group_id or not trace.group_is_connection:
-            if trace.conn is None and trace.group_id is None and group is not None:
-                trace.group_id = str(group)  # quinn: the first event's group_id (the original DCID) names it
             conn = trace.conn
             if conn is None:
+                if trace.group_id is None and group is not None:
+                    trace.group_id = str(group)  # quinn: the first event's group_id (the original DCID) names it
                 conn = trace.conn = self._connection(trace, trace.group_id)
-            key = (trace.index, trace.group_id)
+            if conn.pending_events == 0:
+                self.dirty[(trace.index, trace.group_id)] = None  # first event since the connection's last flush
         else:
             key = (trace.index, str(group))
             conn = self.conns.get(key) or self._connection(trace, key[1])
-        if conn.pending_events == 0:
-            self.dirty[key] = None  # first event since the connection's last flush
+            if conn.pending_events == 0:
+                self.dirty[key] = None
         t *= conn.profile.time_to_ms
         if trace.time_format == "delta":
             t = trace.last_t + t
             trace.last_t = t
         if conn.first_t is None:
             self._resolve_reference(trace, conn, t)
-        kind = self.kind_cache.get(name)
-        if kind is None:
-            kind = event_kind(name, self.kind_cache)
-        conn.on_event(kind, t, data)
+            conn.first_t = t
+        conn.events += 1
+        conn.pending_events += 1
+        if data.__class__ is dict:
+            kind = self.kind_cache.get(name)
+            if kind is None:
+                kind = event_kind(name, self.kind_cache)
+            if kind:
+                conn.on[kind](t, data)
 
     # -- batches ---------------------------------------------------------------------------------------------------
 
