@@ -145,6 +145,12 @@ def test_retransmissions_and_pto_expiries(tables):
     assert run["client_pto_expiries"] == 3 and run["client_retransmitted_packets"] == 0
     assert run["server_pto_expiries"] == 1 and run["server_spurious_retransmissions"] == 0
     assert 195.0 < run["server_first_probe_ms"] < 215.0
+    # Without loss no endpoint waits for a timer (at most a stray run).
+    assert noloss["client_pto_expiries"].sum() <= 2 and noloss["server_pto_expiries"].sum() <= 2
+    # quinn and ngtcp2 log pto_count faithfully: the capture inference agrees in most runs.
+    logged = handshakes.filter(pl.col("client_impl").is_in(["quinn", "ngtcp2"]) & pl.col("client_pto_expiries_logged").is_not_null())
+    agreement = (logged["client_pto_expiries"] == logged["client_pto_expiries_logged"]).mean()
+    assert logged.height > 100 and agreement > 0.8
     # connections carries the same counts per endpoint.
     connections = tables["connections"].filter(pl.col("run_id") == run["run_id"])
     assert one(connections, vantage="client")["pto_expiries"] == 3
@@ -179,6 +185,10 @@ def test_server_ack_delay_per_space_and_repetition(tables):
     table = server_ack_delay_table(tables["runs"], tables["frames"])
     assert table["server_impl"].to_list() == ["aioquic"]
     assert {"initial_1", "initial_2", "initial_3"} <= set(table.columns)
+    # Our aioquic server in WFC acknowledges the ClientHello with the ServerHello, after the TLS
+    # work: a larger ACK Delay than the instant ACK.
+    by_mode = server_ack_delay_table(tables["runs"], tables["frames"], by=("server_impl", "mode"))
+    assert one(by_mode, mode="wfc")["initial_1"] > one(by_mode, mode="iack")["initial_1"]
 
 
 def test_server_ack_delay_from_a_qir_layout_capture_without_run_json(tmp_path):

@@ -38,7 +38,7 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     read = {name: store.read_table(parquet_root, name, [group]) for name in names}
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
     connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"])
-    handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections)
+    handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
     tables = {"rtt_samples": rtt, "connections": connections, "handshake_runs": handshakes, "estimator_agreement": agreement}

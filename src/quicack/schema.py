@@ -306,7 +306,13 @@ HANDSHAKE_RUNS = Table(
         Column("rtt_samples_logged", I, "Client RTT samples exposed in its qlog (distinct smoothed RTT / rttvar, consecutive duplicates removed)."),
         Column("client_retransmitted_packets", I, "Client packets resending CRYPTO/STREAM bytes it had sent before (client-side capture)."),
         Column("client_spurious_retransmissions", I, "Of those, packets whose resent bytes had all been delivered already (seen at the server-side capture)."),
-        Column("client_pto_expiries", I, "Client PTO expiries inferred from the capture: bursts of PING / resent-data packets sent >= 2 ms after the last server datagram arrived."),
+        Column("client_pto_expiries", I, "Client PTO expiries inferred from the capture: bursts of ack-eliciting packets without new data sent >= 2 ms after the last server datagram arrived and after the client's previous datagram."),
+        Column(
+            "client_pto_expiries_logged",
+            I,
+            "Increments of the pto_count the client logged (qlog recovery:metrics_updated), where logged (ngtcp2, quinn, quic-go); "
+            "quic-go logs pto_count only occasionally, so this undercounts for it.",
+        ),
         Column("client_first_probe_ms", F, "Client-side capture time of the client's first such probe packet."),
         Column("server_retransmitted_packets", I, "Server packets resending CRYPTO/STREAM bytes (server-side capture)."),
         Column("server_spurious_retransmissions", I, "Of those, packets whose resent bytes had all reached the client-side capture already."),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack.metrics.pto import retransmission_summary
+from quicack.metrics.pto import pto_counts_logged, retransmission_summary
 from quicack.schema import HANDSHAKE_RUNS
 
 CLIENT_SIDE = "sim_left"
@@ -84,7 +84,7 @@ def per_endpoint(summary: pl.DataFrame) -> pl.DataFrame:
 
 
 def handshake_runs(
-    runs: pl.DataFrame, frames: pl.DataFrame, datagrams: pl.DataFrame, connections: pl.DataFrame
+    runs: pl.DataFrame, frames: pl.DataFrame, datagrams: pl.DataFrame, connections: pl.DataFrame, metrics: pl.DataFrame
 ) -> pl.DataFrame:
     client = connections.filter(pl.col("vantage") == "client").select(
         "run_id", "ttfb_ms", "ttfb_capture_ms", "first_rtt_ms", "first_pto_ms", "first_pto_logged_ms", "rtt_samples", "rtt_samples_logged"
@@ -98,5 +98,12 @@ def handshake_runs(
         .join(default_pto_probe(datagrams), on="run_id", how="left")
         .join(client, on="run_id", how="left")
         .join(per_endpoint(retransmission_summary(frames, datagrams)), on="run_id", how="left")
+        .join(
+            pto_counts_logged(metrics.filter(pl.col("vantage") == "client")).select(
+                "run_id", pl.col("pto_expiries_logged").alias("client_pto_expiries_logged")
+            ),
+            on="run_id",
+            how="left",
+        )
         .sort("run_id")
     )

@@ -7,8 +7,8 @@ they were delivered. That makes loss and spuriousness observable without any qlo
 * a *retransmission* is a CRYPTO frame (per packet number space) or STREAM frame (per stream)
   whose first byte lies below the highest byte the sender had already sent on it;
 * it is *spurious* when the packet that first carried that byte reached the receiver side;
-* a *PTO expiry* is inferred as a burst of probe packets (PING or retransmitted data) sent while
-  nothing arrived from the peer in the preceding ``TIMER_GAP_MS`` — loss detection retransmits
+* a *PTO expiry* is inferred as a burst of probe packets (ack-eliciting, without new data) sent
+  while nothing arrived from the peer in the preceding ``TIMER_GAP_MS`` — loss detection retransmits
   only right after an ACK arrives, a PTO fires on a timer. The qlog reader does not extract
   timer events yet; where an implementation logs ``pto_count`` (ngtcp2, quic-go, quinn) the
   count of its increments is reported beside it for comparison.
@@ -37,9 +37,13 @@ def sender_frames(frames: pl.DataFrame) -> pl.DataFrame:
     return frames.filter((pl.col("source") == "pcap") & _side(SENDER_SIDE))
 
 
-def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
-    """CRYPTO/STREAM frames at the sender side that resend already sent bytes, with whether the
-    packet that first carried their first byte was delivered (``spurious``)."""
+DATA_GROUP = ["run_id", "direction", "data_key"]
+NOT_ACK_ELICITING = ("ack", "ack_ecn", "padding", "connection_close")
+
+
+def data_frames(frames: pl.DataFrame) -> pl.DataFrame:
+    """CRYPTO/STREAM frames at the sender side, each flagged ``retransmission`` when its first
+    byte lies below the highest byte already sent on its stream / crypto space."""
     data = (
         sender_frames(frames)
         .filter(pl.col("frame_type").is_in(["crypto", "stream"]) & pl.col("offset").is_not_null())
@@ -53,10 +57,16 @@ def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("run_id", "direction", "data_key", "time_ms", "packet_number", "frame_index")
     )
-    group = ["run_id", "direction", "data_key"]
-    data = data.with_columns(
-        pl.col("end").cum_max().shift(1).over(group).fill_null(0).alias("sent_before"),
+    return data.with_columns(
+        pl.col("end").cum_max().shift(1).over(DATA_GROUP).fill_null(0).alias("sent_before"),
     ).with_columns((pl.col("offset") < pl.col("sent_before")).alias("retransmission"))
+
+
+def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
+    """CRYPTO/STREAM frames at the sender side that resend already sent bytes, with whether the
+    packet that first carried their first byte was delivered (``spurious``)."""
+    group = DATA_GROUP
+    data = data_frames(frames)
     originals = data.filter(~pl.col("retransmission")).select(
         *group, "offset", pl.col("end").alias("original_end"), pl.col("pn_space").alias("original_space"),
         pl.col("packet_number").alias("original_packet_number"),
@@ -79,16 +89,18 @@ def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame, retransmitted: pl.DataFrame) -> pl.DataFrame:
-    """Sender packets that look like PTO probes: carrying PING or retransmitted data, sent at
-    least ``TIMER_GAP_MS`` after the last datagram the sender received from its peer."""
-    senders = sender_frames(frames)
-    candidates = pl.concat(
-        [
-            senders.filter(pl.col("frame_type") == "ping").select(*PACKET_KEY, "time_ms"),
-            retransmitted.select(*PACKET_KEY, "time_ms"),
-        ]
-    ).unique(PACKET_KEY)
+def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.DataFrame:
+    """Sender packets that look like PTO probes: ack-eliciting, carrying no new CRYPTO/STREAM
+    bytes (only PING, resent data or resent control frames such as NEW_CONNECTION_ID), sent at
+    least ``TIMER_GAP_MS`` after the last datagram the sender received from its peer. Packets
+    with new data are left out: at that time they are sent by the application or pacing; so are
+    packets following the sender's previous datagram within ``TIMER_GAP_MS``."""
+    per_packet = sender_frames(frames).group_by(PACKET_KEY).agg(
+        pl.col("time_ms").min(),
+        (~pl.col("frame_type").is_in(NOT_ACK_ELICITING)).any().alias("ack_eliciting"),
+    )
+    new_data = data_frames(frames).filter(~pl.col("retransmission")).select(PACKET_KEY).unique()
+    candidates = per_packet.filter(pl.col("ack_eliciting")).join(new_data, on=PACKET_KEY, how="anti")
     # What the sender had received: the peer's datagrams at the sender's own side of the link,
     # i.e. after any drop. Datagrams, not frames, so truncated captures still count.
     received = (
@@ -97,10 +109,25 @@ def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame, retransmitted: 
         .select("run_id", pl.col("own").alias("direction"), pl.col("time_ms").alias("last_received_ms"))
         .sort("last_received_ms")
     )
+    # The sender's own previous datagram: a packet sent right after another one continues work
+    # already under way (e.g. a client finishing a slow certificate check), it was not woken by
+    # a timer.
+    sent = (
+        datagrams.filter(pl.col("vantage") == pl.col("direction").replace_strict(SENDER_SIDE, default=None))
+        .select("run_id", "direction", pl.col("time_ms").alias("previous_sent_ms"))
+        .sort("previous_sent_ms")
+    )
     return (
         candidates.sort("time_ms")
         .join_asof(received, left_on="time_ms", right_on="last_received_ms", by=["run_id", "direction"], strategy="backward", check_sortedness=False)
-        .filter((pl.col("time_ms") - pl.col("last_received_ms").fill_null(-1e9)) >= TIMER_GAP_MS)
+        .join_asof(
+            sent, left_on="time_ms", right_on="previous_sent_ms", by=["run_id", "direction"], strategy="backward",
+            allow_exact_matches=False, check_sortedness=False,
+        )
+        .filter(
+            ((pl.col("time_ms") - pl.col("last_received_ms").fill_null(-1e9)) >= TIMER_GAP_MS)
+            & ((pl.col("time_ms") - pl.col("previous_sent_ms").fill_null(-1e9)) >= TIMER_GAP_MS)
+        )
     )
 
 
@@ -121,7 +148,7 @@ def retransmission_summary(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.
         pl.len().cast(pl.Int64).alias("retransmitted_packets"),
         pl.col("spurious").sum().cast(pl.Int64).alias("spurious_retransmissions"),
     )
-    probes = probe_packets(frames, datagrams, retransmitted).sort("run_id", "direction", "time_ms")
+    probes = probe_packets(frames, datagrams).sort("run_id", "direction", "time_ms")
     expiries = (
         probes.with_columns(
             (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias("new_burst")

@@ -31,16 +31,19 @@ def first_server_acks(frames: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def server_ack_delay_table(runs: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
-    """imc24 Table 3's layout: one row per server implementation, one column per packet number
-    space and repetition (``initial_1``, ...); null = no ACK in that space (imc24's '-')."""
+def server_ack_delay_table(runs: pl.DataFrame, frames: pl.DataFrame, by: tuple[str, ...] = ("server_impl",)) -> pl.DataFrame:
+    """imc24 Table 3's layout: one row per server implementation (``by``; add "mode" for the
+    testbed's IACK/WFC server), one column per packet number space and repetition
+    (``initial_1``, ...; the median if several runs share one); null = no ACK in that space
+    (imc24's '-')."""
+    keys = list(by)
     # A QIR log folder has no repetition level (<server>_<client>/<testcase>/): one repetition.
-    per_run = runs.select("run_id", "server_impl", pl.col("repetition").fill_null(1)).join(
+    per_run = runs.select("run_id", *keys, pl.col("repetition").fill_null(1)).join(
         first_server_acks(frames), on="run_id", how="inner"
     )
-    per_repetition = per_run.group_by("server_impl", "pn_space", "repetition").agg(pl.col("ack_delay_ms").median())
+    per_repetition = per_run.group_by(*keys, "pn_space", "repetition").agg(pl.col("ack_delay_ms").median())
     wide = per_repetition.with_columns(
         (pl.col("pn_space") + "_" + pl.col("repetition").cast(pl.Utf8)).alias("column")
-    ).pivot(on="column", index="server_impl", values="ack_delay_ms", sort_columns=True)
-    servers = runs.select("server_impl").unique()
-    return servers.join(wide, on="server_impl", how="left").sort("server_impl")
+    ).pivot(on="column", index=keys, values="ack_delay_ms", sort_columns=True)
+    # Servers that never sent an ACK in either space stay in the table, as all-null rows.
+    return runs.select(keys).unique().join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
