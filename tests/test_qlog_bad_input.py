@@ -156,3 +156,29 @@ def test_malformed_non_numeric_metric_values_become_null_with_a_warning(tmp_path
     assert r.metrics_logged["smoothed_rtt_ms"].null_count() == full.metrics_logged["smoothed_rtt_ms"].null_count() + 1
     (severity, message), = _issues(r)
     assert severity == "warning" and "non-numeric" in message
+
+
+def test_numeric_strings_and_floats_where_ints_belong_are_converted_without_a_warning(tmp_path: Path):
+    # The fast column-wise batch builder is strict; such values take the row-oriented constructor, which converts
+    # them as before (mvfst-like numeric strings, a float packet number) and reports nothing.
+    text = NGTCP2.read_text()
+    assert '"packet_number":1}' in text and '"packet_number":2}' in text and '"smoothed_rtt":26' in text
+    text = text.replace('"packet_number":1}', '"packet_number":"1"}', 1).replace(
+        '"smoothed_rtt":26', '"smoothed_rtt":"26"', 1).replace('"packet_number":2}', '"packet_number":2.0}', 1)
+    p = tmp_path / "x.sqlog"
+    p.write_text(text)
+    r, full = read_qlog(p, "r"), read_qlog(NGTCP2, "r")
+    assert _issues(r) == _issues(full)
+    for table in ("packets", "frames", "metrics_logged"):
+        assert getattr(r, table).drop("run_id").equals(getattr(full, table).drop("run_id"), null_equal=True), table
+
+
+def test_batch_builder_matches_the_row_constructor_on_mixed_python_types():
+    from quicack.qlog.batch import FRAME_DTYPES, strict_columns
+
+    row = ("sent", 1, "appdata", True, 0, "stream", None, 0.5, 7, 0, "[[0,7]]", 4, 0, 10, False)
+    rows = [row, ("received", 2.5, None, 3, 1, "ack", 12, 1, None, None, None, None, None, None, True)]
+    strict = strict_columns(rows, FRAME_DTYPES)
+    assert strict is not None  # ints in float columns and bools in int columns fit the strict dtypes
+    assert strict.equals(pl.DataFrame(rows, schema=FRAME_DTYPES, orient="row", strict=False), null_equal=True)
+    assert strict_columns([(*row[:3], "1", *row[4:])], FRAME_DTYPES) is None  # a numeric string: not strict
