@@ -157,6 +157,17 @@ def test_retransmissions_and_pto_expiries(tables):
     assert one(connections, vantage="server")["pto_expiries"] == 1
 
 
+def test_rtt_samples_exposed_versus_possible(tables):
+    exposure = summary.rtt_sample_exposure(tables["handshake_runs"])
+    # 10 MB transfer: aioquic exposes every sample; ngtcp2 updates its logged estimate far less
+    # often than it gets newly acknowledging ACKs; quinn's qlog has no frames to recompute from.
+    aioquic = one(exposure, client_impl="aioquic")
+    assert aioquic["rtt_samples_rfc9002"] > 10 and aioquic["exposed_share"] == 1.0
+    assert one(exposure, client_impl="ngtcp2")["exposed_share"] < 0.5
+    quinn = one(exposure, client_impl="quinn")
+    assert quinn["rtt_samples_rfc9002"] is None and quinn["rtt_samples_logged"] > 10
+
+
 def test_summary_counts_failed_runs_instead_of_using_them(tables):
     handshakes = tables["handshake_runs"]
     run = "aioquic_quic-go/noloss-iack-rtt9ms-10KB-h3/1"

@@ -94,3 +94,21 @@ def second_flight_by_client(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> pl
         )
         .sort("client_impl", "mode")
     )
+
+
+def rtt_sample_exposure(handshakes: pl.DataFrame, scenario: str = "transfer") -> pl.DataFrame:
+    """imc24 Fig. 11 / Appendix E per client: RTT samples RFC 9002 allows (newly acknowledging
+    ACKs of ack-eliciting packets, recomputed from the client qlog) beside the samples the
+    implementation exposed in its qlog (distinct smoothed RTT / rttvar, consecutive duplicates
+    removed), medians over the ok runs of ``scenario``."""
+    runs = handshakes.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok"))
+    return (
+        runs.group_by("client_impl")
+        .agg(
+            pl.col("rtt_samples").median().alias("rtt_samples_rfc9002"),
+            pl.col("rtt_samples_logged").median().alias("rtt_samples_logged"),
+            pl.len().cast(pl.Int64).alias("runs"),
+        )
+        .with_columns((pl.col("rtt_samples_logged") / pl.col("rtt_samples_rfc9002")).alias("exposed_share"))
+        .sort("client_impl")
+    )
