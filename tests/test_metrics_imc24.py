@@ -183,6 +183,8 @@ def test_guidelines_follow_the_measured_ttfb(tables):
     # (the server gets an RTT sample); losing the second client flight favours IACK.
     assert one(by_scenario, scenario="drop_server_flight")["preferred"] == "wfc"
     assert one(by_scenario, scenario="drop_client_flight")["preferred"] == "iack"
+    # Without loss and with Δt = 0 neither mode matters (Table 2: it depends on Δt vs 3 RTT).
+    assert one(by_scenario, scenario="noloss")["preferred"] == "tie"
     per_configuration = guidelines.guidelines(tables["handshake_runs"])
     row = one(per_configuration, client_impl="quic-go", scenario="drop_server_flight", rtt_ms=9.0)
     assert row["preferred"] == "wfc" and row["iack_advantage_ms"] < -100.0

@@ -30,8 +30,9 @@ def guidelines(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -
 
 
 def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -> pl.DataFrame:
-    """Table 2's cells: per scenario, how many (client, RTT) configurations prefer each mode and
-    the median margin (WFC − IACK median TTFB; positive = IACK faster)."""
+    """Table 2's cells: per scenario, how many (client, RTT) configurations prefer each mode, the
+    median margin (WFC − IACK median TTFB; positive = IACK faster) and the preferred mode: 'tie'
+    when the median margin is below ``TIE_MS``, else the mode most configurations prefer."""
     return (
         guidelines(handshakes, ttfb_column)
         .group_by("scenario")
@@ -42,7 +43,11 @@ def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_ca
             pl.col("iack_advantage_ms").median().alias("median_iack_advantage_ms"),
         )
         .with_columns(
-            pl.when(pl.col("configurations_iack") > pl.col("configurations_wfc"))
+            # A scenario whose median margin is within jitter prefers neither mode, whatever
+            # the per-configuration counts say.
+            pl.when(pl.col("median_iack_advantage_ms").abs() < TIE_MS)
+            .then(pl.lit("tie"))
+            .when(pl.col("configurations_iack") > pl.col("configurations_wfc"))
             .then(pl.lit("iack"))
             .when(pl.col("configurations_wfc") > pl.col("configurations_iack"))
             .then(pl.lit("wfc"))
