@@ -176,6 +176,7 @@ class _FileReader:
     def _sequence(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
         trace: Trace | None = None
         traces = 0
+        event, limit = self._event, self.batch_events  # locals: read once per record
         for value in records:
             if value.__class__ is Damage:
                 rec = value
@@ -200,8 +201,8 @@ class _FileReader:
                                       "dialect detected from the file start")
                 trace = self._make_trace(traces, {}, {})
                 traces += 1
-            self._event(trace, value)
-            if self.pending >= self.batch_events:
+            event(trace, value)
+            if self.pending >= limit:
                 yield self._flush(final=False)
         if traces == 0:
             self.issue("error", f"{self.path}: no qlog records found")

@@ -47,6 +47,8 @@ def iter_seq(path: Path, separator: bytes) -> Iterator[dict[str, Any] | Damage]:
     not parse or is not an object. Good records are yielded bare: a wrapper object per event costs measurable time.
     """
     number = 0
+    sep_len = len(separator)
+    lines = separator == b"\n"
     with open_binary(path) as f:
         pending = b""
         base = 0  # offset of pending[0] in the stream
@@ -61,8 +63,8 @@ def iter_seq(path: Path, separator: bytes) -> Iterator[dict[str, Any] | Damage]:
                 pending = b""
             for part in parts:
                 start = base
-                base += len(part) + len(separator)
-                if separator == b"\n" and part[:1] == b"\x1e":
+                base += len(part) + sep_len
+                if lines and part[:1] == b"\x1e":
                     part = part[1:]  # RS-prefixed lines: quic-go v0.3x wrote RS before its NDJSON records
                 if not part or part.isspace():
                     continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
