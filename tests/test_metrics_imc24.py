@@ -68,6 +68,16 @@ def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
     assert ttfb == body and ttfb > settings + 9.0
 
 
+def test_body_start_is_the_same_for_every_response_of_the_same_size(tables):
+    """final_size - file_bytes: HEADERS (aioquic's response headers are of fixed length) plus the
+    DATA frame header, 14 bytes for every 10 KB HTTP/3 response; 0 would mean hq."""
+    from quicack.metrics.ttfb import body_start_offsets
+
+    starts = body_start_offsets(tables["runs"], tables["frames"]).join(tables["runs"], on="run_id")
+    small = starts.filter(pl.col("file_bytes") == 10240)
+    assert small.height == 4 * 72 and small["body_start"].unique().to_list() == [14]
+
+
 def test_ttfb_skips_a_headers_only_packet(tables):
     """Moving the body start beyond the first frame moves TTFB to the next frame: the offset rule,
     not 'first STREAM frame', decides."""
