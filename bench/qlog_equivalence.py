@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shutil
 import sys
 import tempfile
@@ -50,7 +51,7 @@ def qlog_files() -> list[Path]:
 
 
 def damaged_copies(files: list[Path], folder: Path) -> list[Path]:
-    """Cut, garbage-record and garbage-line variants of a few plain (uncompressed) files of each kind."""
+    """Cut, garbage-record, garbage-line and odd-number variants of a few plain (uncompressed) files of each kind."""
     out = []
     plain = [p for suffix in (".qlog", ".sqlog", ".json") for p in [q for q in files if q.suffix == suffix][:5]]
     for i, p in enumerate(plain):
@@ -60,7 +61,9 @@ def damaged_copies(files: list[Path], folder: Path) -> list[Path]:
             "cut_early": data[: min(len(data), 900)],
             "garbage_rec": data[: len(data) // 2] + b"\x1e{\"time\": oops}\n" + data[len(data) // 2 :],
             "garbage_line": data.replace(b"\n", b"\n[1,2]\n", 3),
-            "string_numbers": data.replace(b'"packet_number":1,', b'"packet_number":"x1",'),
+            "junk_number": data.replace(b'"packet_number":1,', b'"packet_number":"x1",')
+                                .replace(b'"packet_number":1}', b'"packet_number":"x1"}'),
+            "string_numbers": re.sub(rb'"(smoothed_rtt|packet_number|offset)":\s*(\d+(?:\.\d+)?)', rb'"\1":"\2"', data),
         }
         for tag, blob in variants.items():
             q = folder / f"{i:02d}_{tag}_{p.name}"
