@@ -100,10 +100,10 @@ def strict_columns(rows: list[tuple[Any, ...]], dtypes: dict[str, Any]) -> pl.Da
     """The rows as a frame, built column by column with strict dtypes; None if any value does not fit.
 
     Transposing in Python and building typed Series costs less than half of polars' row-oriented constructor
-    (0.2 s instead of 0.5 s for the 100 MB bench input: the largest cost per row after parsing). Strict, because only values of
-    the column's own type (ints in float columns, bools in int columns) convert here exactly as the
-    row-oriented non-strict constructor would; anything else (numeric strings, floats in int columns, junk)
-    returns None so that the caller takes that constructor and its sanitizing fallback, unchanged.
+    (0.2 s instead of 0.5 s for the 100 MB bench input: the largest cost per row after parsing). Strict,
+    because only values of the column's own type (ints in float columns, bools in int columns) convert here
+    exactly as the row-oriented non-strict constructor would; anything else (numeric strings, floats in int
+    columns, junk) returns None so that the caller takes that constructor and its sanitizing fallback, unchanged.
     """
     # itemgetter per column rather than zip(*rows): zip allocates one iterator per row, and those allocations
     # trigger garbage collections that scan every buffered row (4x slower in a full batch).
