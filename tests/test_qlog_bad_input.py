@@ -178,7 +178,8 @@ def test_batch_builder_matches_the_row_constructor_on_mixed_python_types():
 
     row = ("sent", 1, "appdata", True, 0, "stream", None, 0.5, 7, 0, "[[0,7]]", 4, 0, 10, False)
     rows = [row, ("received", 2.5, None, 3, 1, "ack", 12, 1, None, None, None, None, None, None, True)]
-    strict = strict_columns(rows, FRAME_DTYPES)
+    strict = strict_columns([list(c) for c in zip(*rows, strict=True)], FRAME_DTYPES)
     assert strict is not None  # ints in float columns and bools in int columns fit the strict dtypes
     assert strict.equals(pl.DataFrame(rows, schema=FRAME_DTYPES, orient="row", strict=False), null_equal=True)
-    assert strict_columns([(*row[:3], "1", *row[4:])], FRAME_DTYPES) is None  # a numeric string: not strict
+    odd = (*row[:3], "1", *row[4:])  # a numeric string: not strict
+    assert strict_columns([[v] for v in odd], FRAME_DTYPES) is None

@@ -187,8 +187,10 @@ _ABSENT: Any = object()
 class Connection:
     """State of one connection (one trace, or one group_id inside a trace) while its events stream by.
 
-    Rows are buffered as tuples in the order of PACKET_COLUMNS / FRAME_COLUMNS / METRIC_COLUMNS: one tuple
-    append per row is the cheapest thing Python can do per parsed frame, and polars builds columns from them.
+    Rows are buffered flat, row after row, each in the order of PACKET_COLUMNS / FRAME_COLUMNS / METRIC_COLUMNS:
+    ``extend`` with a tuple literal per row is as cheap as appending the tuple, but the tuple dies at once (it
+    comes from the free list and the garbage collector never sees it), and the batch builder takes each column
+    as one C-level slice (``flat[j::width]``) instead of a pass over row tuples.
     """
 
     run_id: str
@@ -213,15 +215,15 @@ class Connection:
     handshake_confirmed_t: float | None = None
     last_datagram_rx_t: float | None = None
     origin_fallback: str | None = None  # why the origin is not a client Initial, if so
-    packets: list[tuple[Any, ...]] = field(default_factory=list)
-    frames: list[tuple[Any, ...]] = field(default_factory=list)
-    metrics: list[tuple[Any, ...]] = field(default_factory=list)
+    packets: list[Any] = field(default_factory=list)  # flat rows of PACKET_COLUMNS
+    frames: list[Any] = field(default_factory=list)  # flat rows of FRAME_COLUMNS
+    metrics: list[Any] = field(default_factory=list)  # flat rows of METRIC_COLUMNS
     on: tuple[Callable[[float, dict[str, Any]], None] | None, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.on = self.handlers()
 
-    def take_buffers(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    def take_buffers(self) -> tuple[list[Any], list[Any], list[Any]]:
         out = (self.packets, self.frames, self.metrics)
         self.packets, self.frames, self.metrics = [], [], []
         self.pending_events = 0
@@ -282,10 +284,10 @@ class Connection:
         space = _PN_SPACE.get(ptype)
         frames = data.get("frames")
         if frames.__class__ is not list:
-            self.packets.append((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), None, False))
+            self.packets.extend((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), None, False))
             return
         eliciting = False
-        append = self.frames.append
+        add_row = self.frames.extend  # one row per call, flat (see the class docstring)
         for i, fr in enumerate(frames):
             if fr.__class__ is not dict:
                 continue
@@ -314,13 +316,13 @@ class Connection:
                     offset = fr.get("offset")
                     if offset.__class__ is not int and offset is not None:
                         offset = _int(offset)
-                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, offset, length,
+                    add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, offset, length,
                             True if fr.get("fin") else False))
                 elif name == "crypto":
-                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
+                    add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
                             _int(fr.get("offset")), length, None))
                 else:
-                    append((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
+                    add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
                             None))
             elif name == "ack":
                 rs = normalize_ranges(fr.get("acked_ranges"))
@@ -329,7 +331,7 @@ class Connection:
                     la, far, ranges = top[1], top[1] - top[0], _dumps(rs)
                 else:
                     la = far = ranges = None
-                append((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
+                add_row((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
                         la, far, ranges, None, None, None, None))
             else:
                 if name not in _NOT_ELICITING:
@@ -343,8 +345,8 @@ class Connection:
                         self.handshake_confirmed_t = t
                 elif "stream_id" in fr:
                     sid = _int(fr.get("stream_id"))
-                append((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
-        self.packets.append((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), eliciting, True))
+                add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
+        self.packets.extend((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), eliciting, True))
 
     def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:
         v = value if value.__class__ is float else _num(value)
@@ -372,11 +374,11 @@ class Connection:
         scale = self.profile.rtt_to_ms
         if scale == 1.0:
             # Raw values: polars casts numbers (and numeric strings) when the batch is built; anything else is
-            # sanitized there (see reader._Merged), which keeps this per-event path short.
-            self.metrics.append((t, srtt, var, lat, mn, pto, cwnd, bif))
+            # sanitized there (see batch.Merged), which keeps this per-event path short.
+            self.metrics.extend((t, srtt, var, lat, mn, pto, cwnd, bif))
             return
         rtts = [_num(v) for v in (srtt, var, lat, mn)]
-        self.metrics.append((t, *(None if v is None else v * scale for v in rtts), _int(pto), _int(cwnd), _int(bif)))
+        self.metrics.extend((t, *(None if v is None else v * scale for v in rtts), _int(pto), _int(cwnd), _int(bif)))
 
     def on_parameters(self, t: float, data: dict[str, Any]) -> None:
         owner = data.get("owner", data.get("initiator"))

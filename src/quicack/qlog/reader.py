@@ -379,7 +379,7 @@ class _FileReader:
     def _flush(self, final: bool) -> QlogBatch:
         # Rows of all ready connections go into one frame per table: building many small frames per batch
         # (a concatenation of short traces) would cost more than parsing.
-        merged = [Merged(), Merged(), Merged()]
+        merged = [Merged(PACKET_DTYPES), Merged(FRAME_DTYPES), Merged(METRIC_DTYPES)]
         for key in list(self.dirty):
             conn = self.conns[key]
             if conn.origin_t is None:
@@ -392,8 +392,7 @@ class _FileReader:
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
         n, self.events_since_batch = self.events_since_batch, 0
-        tables = (merged[0].frame(PACKET_DTYPES, PACKETS), merged[1].frame(FRAME_DTYPES, FRAMES),
-                  merged[2].frame(METRIC_DTYPES, METRICS_LOGGED))
+        tables = (merged[0].frame(PACKETS), merged[1].frame(FRAMES), merged[2].frame(METRICS_LOGGED))
         for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
             if m.sanitized:
                 self.issue("warning", f"{self.path}: some {name} fields held non-numeric values where numbers "
