@@ -75,11 +75,14 @@ def test_successful_run_leaves_nothing(tmp_path: Path, leak_check: None) -> None
         assert (res.run_dir / f).stat().st_size > 0, f
     assert list((res.run_dir / "client" / "qlog").iterdir()) and list((res.run_dir / "server" / "qlog").iterdir())
     # The router applied the configured one-way delay (10 ms) to the client's first datagram.
-    from quicack.testbed.pcapio import read_udp
+    from quicack.pcap.reader import UdpDatagram, read_udp
 
-    left = next(d for d in read_udp(res.run_dir / "sim" / "trace_node_left.pcap") if str(d.src) == "198.18.0.2")
-    right = next(d for d in read_udp(res.run_dir / "sim" / "trace_node_right.pcap") if d.payload == left.payload)
-    assert abs((right.time_ns - left.time_ns) / 1e6 - 10.0) < 1.0
+    def datagrams(name: str) -> list[UdpDatagram]:
+        return [d for d in read_udp(res.run_dir / "sim" / name) if isinstance(d, UdpDatagram)]
+
+    left = next(d for d in datagrams("trace_node_left.pcap") if d.src == "198.18.0.2")
+    right = next(d for d in datagrams("trace_node_right.pcap") if d.payload == left.payload)
+    assert abs((right.time_abs_ns - left.time_abs_ns) / 1e6 - 10.0) < 1.0
 
 
 def test_failed_run_is_data_and_leaves_nothing(tmp_path: Path, leak_check: None) -> None:

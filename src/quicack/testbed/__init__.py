@@ -10,5 +10,5 @@ Modules, in the order a run uses them:
 * ``clients`` — command lines of the client implementations (client engineer's module)
 * ``run`` — one run / one run group / the CLI; ``calibrate`` — drop lists from a no-loss baseline
 * ``layout`` — raw folder naming and ``parse_run_folder`` (quicack and imc24 artifact namings)
-* ``pcapio``, ``procs``, ``summarize`` — small helpers
+* ``procs``, ``summarize`` — small helpers (captures are read with ``quicack.pcap``)
 """

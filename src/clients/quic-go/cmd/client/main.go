@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"quicack/clients/quic-go/internal/qlogfiles"
 	"runtime/debug"
 	"time"
 
@@ -73,11 +74,11 @@ func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout t
 	}
 	quicConf := &quic.Config{}
 	if qlogDir != "" {
-		qlogs := &qlogFiles{dir: qlogDir}
-		quicConf.Tracer = qlogs.tracer
+		qlogs := &qlogfiles.Files{Dir: qlogDir}
+		quicConf.Tracer = qlogs.Tracer
 		// Deferred first, so it runs last: after the connection is closed.
 		defer func() {
-			if !qlogs.wait(5 * time.Second) {
+			if !qlogs.Wait(5 * time.Second) {
 				fmt.Fprintln(os.Stderr, "qlog: a trace was still open at exit")
 			}
 		}()

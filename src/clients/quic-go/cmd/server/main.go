@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"quicack/clients/quic-go/internal/qlogfiles"
 	"strings"
 
 	"github.com/quic-go/quic-go"
@@ -50,7 +51,7 @@ func main() {
 	}
 	quicConf := &quic.Config{}
 	if *qlogDir != "" {
-		quicConf.Tracer = (&qlogFiles{dir: *qlogDir}).tracer
+		quicConf.Tracer = (&qlogfiles.Files{Dir: *qlogDir}).Tracer
 	}
 	listener, err := quic.ListenAddr(*listen, tlsConf, quicConf)
 	if err != nil {

@@ -1,4 +1,5 @@
-package main
+// Package qlogfiles writes one qlog file per connection for the quicack quic-go client and server.
+package qlogfiles
 
 import (
 	"bufio"
@@ -13,25 +14,27 @@ import (
 	"github.com/quic-go/quic-go/qlogwriter"
 )
 
-// qlogFiles writes one qlog file per connection, named like qlog.DefaultConnectionTracer's
+// Files writes one qlog file per connection, named like qlog.DefaultConnectionTracer's
 // (<odcid>_<client|server>.sqlog), and lets main wait until every file is flushed and closed.
 // quic-go closes a trace from goroutines after the connection ends, so a process that exits
 // right after closing its connection would otherwise cut its qlog short.
-type qlogFiles struct {
-	dir  string
+type Files struct {
+	Dir  string // folder of the qlog files, created on the first connection
 	open sync.WaitGroup
 }
 
-func (q *qlogFiles) tracer(_ context.Context, isClient bool, connID quic.ConnectionID) qlogwriter.Trace {
+// Tracer is a quic.Config.Tracer.
+
+func (q *Files) Tracer(_ context.Context, isClient bool, connID quic.ConnectionID) qlogwriter.Trace {
 	label := "server"
 	if isClient {
 		label = "client"
 	}
-	if err := os.MkdirAll(q.dir, 0o755); err != nil {
+	if err := os.MkdirAll(q.Dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "qlog: %v\n", err)
 		return nil
 	}
-	f, err := os.Create(filepath.Join(q.dir, fmt.Sprintf("%s_%s.sqlog", connID, label)))
+	f, err := os.Create(filepath.Join(q.Dir, fmt.Sprintf("%s_%s.sqlog", connID, label)))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "qlog: %v\n", err)
 		return nil
@@ -43,7 +46,7 @@ func (q *qlogFiles) tracer(_ context.Context, isClient bool, connID quic.Connect
 }
 
 // wait blocks until every qlog file is closed, or the timeout passes.
-func (q *qlogFiles) wait(timeout time.Duration) bool {
+func (q *Files) Wait(timeout time.Duration) bool {
 	done := make(chan struct{})
 	go func() { q.open.Wait(); close(done) }()
 	select {
