@@ -218,3 +218,18 @@ def test_ack_ecn_counts_and_frames_complete() -> None:
     # Every decrypted packet's frames were read to the end; frames_complete is null only where nothing was decrypted.
     assert packets.filter(pl.col("decrypted"))["frames_complete"].all()
     assert packets.filter(~pl.col("decrypted"))["frames_complete"].null_count() == (~packets["decrypted"]).sum()
+
+
+def test_snaplen_truncated_capture_blames_the_capture_not_the_keys():
+    """The embedded 10 MB transfers were captured with a 128-byte snap length: every packet is cut,
+    so none decrypts, and the only issue is the truncation itself (not 'wrong secrets')."""
+    from pathlib import Path
+
+    from quicack.pcap.decode import decode_capture
+
+    run = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw" / "aioquic_aioquic" / "transfer-wfc-rtt100ms-10MB-h3" / "1"
+    batches = list(decode_capture(run / "sim" / "trace_node_left.pcap.gz", [run / "client" / "keys.log"], "run"))
+    messages = [m for b in batches for m in b.ingest_issues["message"].to_list()]
+    assert len(messages) == 1 and messages[0].startswith("datagram truncated by the capture")
+    packets = sum(b.packets.height for b in batches)
+    assert packets > 9000 and not any(b.packets["decrypted"].any() for b in batches)

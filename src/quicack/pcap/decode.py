@@ -487,6 +487,11 @@ class CaptureDecoder:
         record: int,
     ) -> None:
         pn_space = PN_SPACE[packet_type]
+        if start + packet_bytes > len(payload):
+            # Cut by the capture's snap length (reported once per datagram): there is nothing to
+            # decrypt, and trying would blame the keys for what the capture left out.
+            self._add_opaque_packet(direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index)
+            return
         space_key = (direction, pn_space)
         expected = connection.largest_pn.get(space_key, -1) + 1
         keys = connection.packet_keys(packet_type, direction)
