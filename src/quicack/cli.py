@@ -146,8 +146,14 @@ def _sql(args: argparse.Namespace) -> int:
             print("the DuckDB CLI is not installed: pip install duckdb-cli", file=sys.stderr)
             return 1
         os.execv(shell, [shell, "-readonly", str(args.db)])
+    import duckdb
+
     with store.connect(args.db) as con:
-        frame = con.execute(args.query).pl()
+        try:
+            frame = con.execute(args.query).pl()
+        except duckdb.Error as error:
+            print(f"query failed: {error}", file=sys.stderr)
+            return 1
     if args.csv:
         sys.stdout.write(frame.write_csv())
     else:

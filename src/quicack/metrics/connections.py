@@ -76,7 +76,7 @@ def connections_table(
     )
     qlog_frames = frames.filter(pl.col("source") == "qlog")
     # TTFB is a client metric: it goes on the client row only.
-    ttfb = ttfb_by_source(runs, frames).with_columns(pl.lit("client").alias("vantage"))
+    ttfb = ttfb_by_source(runs, frames, packets).with_columns(pl.lit("client").alias("vantage"))
     handshake = instant_ack_timing(qlog_frames)
     return CONNECTIONS.conform(
         qlog_endpoints.join(recomputed, on=KEY, how="left", nulls_equal=True)

@@ -56,9 +56,27 @@ def body_start_offsets(runs: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame
     )
 
 
-def ttfb_by_source(runs: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
+def first_opaque_server_packet(packets: pl.DataFrame) -> pl.DataFrame:
+    """Per run: when the client-side capture first holds a server packet it could not decrypt
+    (e.g. cut by the snap length). A body byte may hide in it, so a capture TTFB after that
+    moment is unknown."""
+    return (
+        packets.filter(
+            (pl.col("source") == "pcap")
+            & (pl.col("vantage") == CLIENT_CAPTURE_VANTAGE)
+            & (pl.col("direction") == "s2c")
+            & pl.col("packet_type").is_in(["initial", "handshake", "0rtt", "1rtt"])
+            & ~pl.col("decrypted")
+        )
+        .group_by("run_id")
+        .agg(pl.col("time_ms").min().alias("first_opaque_ms"))
+    )
+
+
+def ttfb_by_source(runs: pl.DataFrame, frames: pl.DataFrame, packets: pl.DataFrame) -> pl.DataFrame:
     """Per run: ``ttfb_ms`` (client qlog), ``ttfb_capture_ms`` (client-side capture) and their
-    difference; the time of the first frame carrying a byte at or beyond the body start."""
+    difference; the time of the first frame carrying a byte at or beyond the body start. The
+    capture value is null when an undecrypted server packet came before it."""
     starts = body_start_offsets(runs, frames)
     first_body = (
         request_stream_frames(frames)
@@ -71,9 +89,18 @@ def ttfb_by_source(runs: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
     for source in ("qlog", "pcap"):
         if source not in wide.columns:
             wide = wide.with_columns(pl.lit(None, pl.Float64).alias(source))
-    return wide.select(
-        "run_id",
-        pl.col("qlog").alias("ttfb_ms"),
-        pl.col("pcap").alias("ttfb_capture_ms"),
-        (pl.col("qlog") - pl.col("pcap")).alias("ttfb_qlog_minus_capture_ms"),
+    capture = (
+        pl.when(pl.col("first_opaque_ms").is_null() | (pl.col("pcap") < pl.col("first_opaque_ms")))
+        .then(pl.col("pcap"))
+        .otherwise(None)
+    )
+    return (
+        wide.join(first_opaque_server_packet(packets), on="run_id", how="left")
+        .with_columns(capture.alias("pcap"))
+        .select(
+            "run_id",
+            pl.col("qlog").alias("ttfb_ms"),
+            pl.col("pcap").alias("ttfb_capture_ms"),
+            (pl.col("qlog") - pl.col("pcap")).alias("ttfb_qlog_minus_capture_ms"),
+        )
     )
