@@ -538,22 +538,23 @@ class CaptureDecoder:
             for cid in new_cids:
                 connection.cids.add(cid)
                 self.connections_by_cid[cid] = connection
-        columns = self.packets
-        columns.direction.append(direction)
-        columns.time_ms.append(time_ms)
-        columns.time_abs_ns.append(time_abs_ns)
-        columns.datagram_index.append(datagram_index)
-        columns.packet_type.append(packet_type)
-        columns.pn_space.append(pn_space)
-        columns.packet_number.append(packet_number)
-        columns.packet_bytes.append(packet_bytes)
-        columns.header_bytes.append(packet.header_bytes)
-        columns.aead_tag_bytes.append(AEAD_TAG_BYTES)
-        columns.ack_eliciting.append(ack_eliciting)
-        columns.decrypted.append(True)
-        columns.frames_complete.append(unknown is None)
-        columns.frame_count.append(count)
-        columns.sender.append(sender)
+        self._add_packet_row(
+            direction,
+            packet_type,
+            pn_space,
+            packet_number,
+            packet_bytes,
+            packet.header_bytes,
+            AEAD_TAG_BYTES,
+            ack_eliciting,
+            True,
+            time_ms,
+            time_abs_ns,
+            datagram_index,
+            frames_complete=unknown is None,
+            frame_count=count,
+            sender=sender,
+        )
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
@@ -614,6 +615,10 @@ class CaptureDecoder:
         time_ms: float,
         time_abs_ns: int,
         datagram_index: int,
+        *,
+        frames_complete: bool | None = None,
+        frame_count: int = 0,
+        sender: Endpoint | None = None,
     ) -> None:
         columns = self.packets
         columns.direction.append(direction)
@@ -628,10 +633,12 @@ class CaptureDecoder:
         columns.aead_tag_bytes.append(aead_tag_bytes)
         columns.ack_eliciting.append(ack_eliciting)
         columns.decrypted.append(decrypted)
-        # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
-        columns.frames_complete.append(True if decrypted else None)
-        columns.frame_count.append(0)
-        columns.sender.append(None)
+        if frames_complete is None and decrypted:
+            # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
+            frames_complete = True
+        columns.frames_complete.append(frames_complete)
+        columns.frame_count.append(frame_count)
+        columns.sender.append(sender)
 
     # ----------------------------------------------------------------------------------------------
     # batches
