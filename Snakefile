@@ -18,4 +18,4 @@ rule all:
     input:
         RESULTS / "quicack.duckdb",
         RESULTS / "summary.txt",
-        RESULTS / "notebooks" / "imc24_pto_model.ipynb",
+        rendered_notebooks(),

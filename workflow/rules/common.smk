@@ -50,12 +50,39 @@ def all_parquet():
 
 
 FIGURES = RESULTS / "figures"
+TABLES = RESULTS / "tables"
 NOTEBOOKS_OUT = RESULTS / "notebooks"
+NOTEBOOKS = Path("notebooks")
 
 
-def figure_outputs(figure_id):
-    """The figure's files; the PNG goes into the report with the figure's caption."""
-    paths = [FIGURES / f"{figure_id}.{fmt}" for fmt in FIGURE_FORMATS]
-    caption = f"../report/{figure_id}.rst"
+def rendered_ids():
+    """One thin notebook per paper artefact: notebooks/<paper>-<fig|tab>NN.py (or <paper>-claims.py)
+    renders the artefact of that id; adding a notebook adds it to the DAG."""
+    return sorted(p.stem for p in NOTEBOOKS.glob("*.py"))
+
+
+RENDERED = rendered_ids()
+
+
+def is_figure(artefact_id):
+    return "-fig" in artefact_id
+
+
+def rendered_outputs(artefact_id):
+    """The artefact's files. Figures: one file per configured format; the PNG goes into the
+    report. Tables: CSV (in the report), Markdown and LaTeX. The caption is
+    workflow/report/<id>.rst."""
+    caption = f"../report/{artefact_id}.rst"
+    category = artefact_id.split("-")[0]
+    if is_figure(artefact_id):
+        paths = [FIGURES / f"{artefact_id}.{fmt}" for fmt in FIGURE_FORMATS]
+        in_report = ".png"
+    else:
+        paths = [TABLES / f"{artefact_id}.{fmt}" for fmt in ("csv", "md", "tex")]
+        in_report = ".csv"
     # (`report` must not start a line here: the Snakefile parser reads that as the directive.)
-    return [(report(p, caption=caption, category="imc24") if p.suffix == ".png" else p) for p in paths]
+    return [(report(p, caption=caption, category=category) if p.suffix == in_report else p) for p in paths]
+
+
+def rendered_notebooks():
+    return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]

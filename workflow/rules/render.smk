@@ -1,23 +1,30 @@
-# Stage 4: database -> figures (PDF + PNG) and tables, each from a thin jupytext notebook
-# executed with papermill. Every figure carries a caption for `snakemake --report`.
+# Stage 4: database -> figures (PDF + PNG) and tables (CSV, Markdown, LaTeX), each from its own
+# thin jupytext notebook (notebooks/<id>.py) executed with papermill. One rule per notebook, so
+# that every artefact has its exact outputs and its caption (workflow/report/<id>.rst) in
+# `snakemake --report`.
 
-rule render_imc24_pto_model:
-    input:
-        notebook="notebooks/imc24_pto_model.py",
-        db=RESULTS / "quicack.duckdb",
-    output:
-        figure_outputs("imc24-fig02"),
-        figure_outputs("imc24-fig04"),
-        notebook=NOTEBOOKS_OUT / "imc24_pto_model.ipynb",
-    log:
-        LOGS / "render" / "imc24_pto_model.log",
-    params:
-        figures=FIGURES,
-        formats=",".join(FIGURE_FORMATS),
-    conda:
-        "../../environment.yml"
-    shell:
-        "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
-        "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
-        "-p db {input.db:q} -p figures_dir {params.figures:q} -p formats {params.formats:q} >> {log:q} 2>&1 && "
-        "rm {output.notebook:q}.in.ipynb"
+for artefact_id in RENDERED:
+
+    rule:
+        name:
+            f"render_{artefact_id.replace('-', '_')}"
+        input:
+            notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
+            db=RESULTS / "quicack.duckdb",
+        output:
+            rendered_outputs(artefact_id),
+            notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
+        log:
+            LOGS / "render" / f"{artefact_id}.log",
+        params:
+            out_dir=FIGURES if is_figure(artefact_id) else TABLES,
+            formats=",".join(FIGURE_FORMATS),
+            dataset=DATASET,
+        conda:
+            "../../environment.yml"
+        shell:
+            "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
+            "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
+            "-p db {input.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
+            "-p dataset {params.dataset:q} >> {log:q} 2>&1 && "
+            "rm {output.notebook:q}.in.ipynb"

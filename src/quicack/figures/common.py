@@ -26,14 +26,33 @@ class Provenance:
 
     source: str  # e.g. "RFC 9002 model (quicack.recovery)" or "testbed emulation"
     emulated: bool
+    note: str = ""  # e.g. how many runs were excluded and why
 
     def footnote(self) -> str:
-        if self.emulated:
-            return f"EMULATED DATA — {self.source}; not the paper's measurement."
-        return f"Computed from {self.source}."
+        text = f"EMULATED DATA — {self.source}; not the paper's measurement." if self.emulated else f"Computed from {self.source}."
+        return f"{text} {self.note}".strip()
+
+    def with_note(self, note: str) -> Provenance:
+        return Provenance(self.source, self.emulated, f"{self.note} {note}".strip())
 
 
 MODEL = Provenance("the RFC 9002 formulas in quicack.recovery (no measurement)", emulated=False)
+
+
+def testbed_provenance(dataset: str) -> Provenance:
+    """Every testbed figure says it is emulated: real QUIC implementations, emulated paths."""
+    return Provenance(f"dataset '{dataset}', real QUIC implementations over emulated paths (quicack testbed)", emulated=True)
+
+
+def run_accounting(runs: pl.DataFrame, metric: str | None = None) -> str:
+    """'N runs: A ok, F failed (excluded)[, M without <metric> (excluded)]' over the runs a figure
+    draws from, so that nothing is dropped silently."""
+    ok = runs.filter(pl.col("status") == "ok")
+    text = f"{runs.height} runs: {ok.height} ok, {runs.height - ok.height} failed (excluded)"
+    if metric is not None:
+        missing = ok.filter(pl.col(metric).is_null()).height
+        text += f", {missing} ok without {metric} (excluded)"
+    return text + "."
 
 
 def setup_style() -> None:
