@@ -11,16 +11,16 @@
 # time, so that runs do not compete for the two CPU cores that the emulated delay depends on; raise it with
 # --resources testbed=N on bigger machines. The analysis rules never depend on these outputs.
 
-import json as _tb_json
-
 from quicack.testbed.scenarios import expand as _tb_expand
+from quicack.testbed.scenarios import group_to_json as _tb_group_json
 
 _TB = config.get("testbed") or {}
 if _TB:
     validate(_TB, "../schemas/testbed.schema.yaml")
 _TB_OUT = Path(_TB.get("out", f"data/{_TB.get('dataset', 'testbed')}/raw"))
 _TB_LOGS = Path("results") / "testbed_logs" / _TB.get("dataset", "testbed")
-_TB_KEYS = [g.key for g in _tb_expand(_TB)] if _TB else []
+_TB_GROUPS = {g.key: _tb_group_json(g) for g in _tb_expand(_TB)} if _TB else {}
+_TB_KEYS = list(_TB_GROUPS)
 
 workflow.global_resources.setdefault("testbed", 1)
 
@@ -38,8 +38,8 @@ rule testbed_group:
         client="[^/]+",
         testcase="[^/]+",
     params:
-        key="{server}_{client}/{testcase}",
-        testbed=_tb_json.dumps(_TB),
+        # Only this group's settings: editing another part of the config does not re-run recorded groups.
+        group=lambda wc: _TB_GROUPS[f"{wc.server}_{wc.client}/{wc.testcase}"],
         out=_TB_OUT,
     resources:
         testbed=1,
@@ -48,5 +48,4 @@ rule testbed_group:
     conda:
         "../../environment.yml"
     shell:
-        "python -m quicack.testbed.run --config-json {params.testbed:q} --group {params.key:q} "
-        "--out {params.out:q} > {log:q} 2>&1"
+        "python -m quicack.testbed.run --group-json {params.group:q} --out {params.out:q} > {log:q} 2>&1"

@@ -34,7 +34,9 @@ from quicack.testbed.clients import ClientRequest, client_command, client_versio
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.layout import RUN_JSON, RunLocation, testcase_name
 from quicack.testbed.procs import ProcessSet, wait_until
-from quicack.testbed.scenarios import RunGroup, expand, with_drops
+from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
+from quicack.testbed.servers import ServerRequest, is_ready, server_command
+from quicack.testbed.servers import server_info as server_info_of
 
 SERVER_PORT = 443
 GROUP_JSON = "group.json"
@@ -112,19 +114,17 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         router.configure(topo, imp)
         impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
         caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen)
-        ready = run_dir / "server" / "server_info.json"
-        server_argv = [
-            sys.executable, "-m", "quicack.testbed.server",
-            "--host", str(topo.server_addr), "--port", str(SERVER_PORT),
-            "--cert-size", group.cert_size, "--mode", group.mode, "--cert-delay-ms", f"{group.cert_delay_ms:g}",
-            "--www", str(_www_dir()), "--qlog-dir", str(run_dir / "server" / "qlog"),
-            "--keylog", str(run_dir / "server" / "keys.log"), "--ready-file", str(ready),
-        ]  # fmt: skip
-        if group.server_initial_rtt_ms is not None:
-            server_argv += ["--initial-rtt-ms", f"{group.server_initial_rtt_ms:g}"]
-        server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv))
-        wait_until(ready.exists, 20.0, server, "server to listen")
-        server_info = json.loads(ready.read_text())
+        sreq = ServerRequest(
+            impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
+            www=_www_dir(), qlog_dir=run_dir / "server" / "qlog", keylog_path=run_dir / "server" / "keys.log",
+            ready_file=run_dir / "server" / "server_info.json", mode=group.mode, cert_delay_ms=group.cert_delay_ms,
+            initial_rtt_ms=group.server_initial_rtt_ms,
+        )  # fmt: skip
+        server_argv, server_env = server_command(sreq)
+        server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv), server_env)
+        in_server_ns = netns.ns_argv(topo.server_ns, [])
+        wait_until(lambda: is_ready(sreq, in_server_ns), 20.0, server, "server to listen")
+        server_info = server_info_of(sreq)
         timing.mark("server_ready")
 
         req = ClientRequest(
@@ -346,13 +346,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="quicack emulation testbed runner (needs root)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", type=Path, help="YAML with a `testbed:` section")
-    src.add_argument("--config-json", help="the `testbed:` section as inline JSON (used by Snakemake)")
+    src.add_argument("--config-json", help="the `testbed:` section as inline JSON")
+    src.add_argument("--group-json", help="one run group as JSON (scenarios.group_to_json; used by Snakemake)")
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
     a = ap.parse_args(argv)
-    cfg = json.loads(a.config_json) if a.config_json else load_config(a.config)
-    groups = expand(cfg)
+    if a.group_json:
+        groups = [group_from_json(a.group_json)]
+        cfg = {"dataset": groups[0].dataset}
+    else:
+        cfg = json.loads(a.config_json) if a.config_json else load_config(a.config)
+        groups = expand(cfg)
     if a.list:
         for g in groups:
             print(g.key)

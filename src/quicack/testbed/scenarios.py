@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.testbed.clients import preferred_protocol, supported_protocols
+from quicack.testbed.clients import H3, HQ
+from quicack.testbed.clients import supported_protocols as client_protocols
+from quicack.testbed.servers import has_handshake_modes
+from quicack.testbed.servers import supported_protocols as server_protocols
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,15 @@ SCENARIOS: dict[str, Scenario] = {
             description="the second client flight is dropped (imc24 §4.2, Fig. 7/13, Table 4)",
         ),
         Scenario("transfer", "small", 0.0, file_name="10MB", description="bulk transfer (imc24 Appendix E, Fig. 11)"),
+        Scenario(
+            "handshake", "small", 0.0,
+            description="QIR's handshake test case: no loss, small certificate, 10 KB (imc24 Table 3, any server)",
+        ),
+        Scenario(
+            "default_pto", "small", 1500.0,
+            description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
+            "arrives, on its default PTO (imc24 Table 4)",
+        ),
     )
 }  # fmt: skip
 
@@ -83,23 +96,44 @@ def _as_list(v: Any) -> list[Any]:
     return list(v) if isinstance(v, list | tuple) else [v]
 
 
+def block_servers(cfg: dict[str, Any]) -> list[str]:
+    """The servers of a (merged) config block: ``servers`` (a list) wins over ``server`` (default aioquic)."""
+    if cfg.get("servers"):
+        return _as_list(cfg["servers"])
+    return [cfg.get("server") or "aioquic"]
+
+
+def _app_protocol(wanted: str, client: str, server: str) -> str | None:
+    """'auto' = h3 where client and server both have it, else hq-interop; None if the pair cannot talk."""
+    common = client_protocols(client) & server_protocols(server)
+    if wanted == "auto":
+        return H3 if H3 in common else HQ if HQ in common else None
+    return wanted if wanted in common else None
+
+
 def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[RunGroup]:
     cfg = defaults | block
+    if "server" in block and "servers" not in block:
+        cfg.pop("servers", None)  # a block's own `server` overrides the top-level list
     out = []
-    for client, mode, scen_name, rtt in itertools.product(
-        _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]), _as_list(cfg["rtts_ms"])
-    ):
+    for server, client, mode, scen_name, rtt in itertools.product(
+        block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
+        _as_list(cfg["rtts_ms"]),
+    ):  # fmt: skip
         scen = SCENARIOS[scen_name]
-        app = cfg.get("app_protocol", "auto")
-        if app == "auto":
-            app = preferred_protocol(client)
-        if app not in supported_protocols(client):
+        app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
+        if app is None:
             continue
+        # Only our aioquic server has IACK/WFC and Δt; another server runs as it is (mode 'none', run.json null),
+        # so every configured mode collapses into one group for it.
+        modal = has_handshake_modes(server)
+        if not modal:
+            mode = "none"
         bw = cfg.get("bandwidth_mbit", 10.0)
         out.append(
             RunGroup(
                 dataset=cfg["dataset"],
-                server=cfg.get("server", "aioquic"),
+                server=server,
                 client=client,
                 mode=mode,
                 scenario=scen_name,
@@ -108,9 +142,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 file_name=cfg.get("file") or scen.file_name,
                 app_protocol=app,
                 cert_size=cfg.get("cert_size") or scen.cert_size,
-                cert_delay_ms=float(cfg["cert_delay_ms"])
-                if cfg.get("cert_delay_ms") is not None
-                else scen.cert_delay_ms,
+                cert_delay_ms=(float(cfg["cert_delay_ms"]) if cfg.get("cert_delay_ms") is not None
+                               else scen.cert_delay_ms) if modal else 0.0,
                 bandwidth_c2s_mbit=cfg.get("bandwidth_up_mbit", bw),
                 bandwidth_s2c_mbit=cfg.get("bandwidth_down_mbit", bw),
                 server_initial_rtt_ms=cfg.get("server_initial_rtt_ms"),
@@ -137,6 +170,21 @@ def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
     for g in groups:
         seen.setdefault(g.key, g)
     return list(seen.values())
+
+
+def group_to_json(group: RunGroup) -> str:
+    """The settings of one group as compact JSON: what Snakemake passes to a job, so that a job's parameters
+    change only when its own group's settings do (not when another part of the config does)."""
+    d = asdict(group)
+    d.pop("extra")
+    return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+def group_from_json(text: str) -> RunGroup:
+    d = json.loads(text)
+    for k in ("drop_to_client", "drop_to_server"):
+        d[k] = tuple(d.get(k) or ())
+    return RunGroup(**d)
 
 
 def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...]) -> RunGroup:

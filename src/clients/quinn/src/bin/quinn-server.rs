@@ -1,23 +1,30 @@
 //! A minimal hq-interop (HTTP/0.9 over QUIC) server with quinn, for loopback captures of quinn ↔ quinn:
 //! reads "GET /path\r\n" on each bidirectional stream and sends the file ROOT/path. Certificate: a fresh
-//! self-signed one from rcgen (as quinn's examples do). Writes a TLS keylog with --keylog and can ask the
-//! client to change its ACK frequency (draft-ietf-quic-ack-frequency) with --ack-frequency.
+//! self-signed one from rcgen (as quinn's examples do), or a PEM chain and key with --cert/--key (the testbed's
+//! certificates). Writes a TLS keylog with --keylog, a qlog with --qlog-dir, and can ask the client to change
+//! its ACK frequency (draft-ietf-quic-ack-frequency) with --ack-frequency.
 
+use std::fs::File;
+use std::io::LineWriter;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use quinn::crypto::rustls::QuicServerConfig;
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--ack-frequency] \
-                     [--connections N] | --version";
+const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--qlog-dir DIR] \
+                     [--cert PEM --key PEM] [--ack-frequency] [--connections N] | --version";
 
 struct Options {
     listen: SocketAddr,
     root: PathBuf,
     keylog: Option<PathBuf>,
+    qlog_dir: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
     ack_frequency: bool,
     connections: Option<u64>,
 }
@@ -28,6 +35,9 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
         listen: "127.0.0.1:5600".parse()?,
         root: PathBuf::from("."),
         keylog: None,
+        qlog_dir: None,
+        cert: None,
+        key: None,
         ack_frequency: false,
         connections: None,
     };
@@ -38,10 +48,16 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--listen" => options.listen = value()?.parse()?,
             "--root" => options.root = PathBuf::from(value()?),
             "--keylog" => options.keylog = Some(PathBuf::from(value()?)),
+            "--qlog-dir" => options.qlog_dir = Some(PathBuf::from(value()?)),
+            "--cert" => options.cert = Some(PathBuf::from(value()?)),
+            "--key" => options.key = Some(PathBuf::from(value()?)),
             "--ack-frequency" => options.ack_frequency = true,
             "--connections" => options.connections = Some(value()?.parse()?),
             _ => bail!("unknown argument {arg}\n{USAGE}"),
         }
+    }
+    if options.cert.is_some() != options.key.is_some() {
+        bail!("--cert and --key go together\n{USAGE}");
     }
     Ok(Some(options))
 }
@@ -70,15 +86,27 @@ fn main() {
 }
 
 async fn run(options: &Options) -> anyhow::Result<()> {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
-    let cert = certified.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()));
+    let (chain, key) = match (&options.cert, &options.key) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .with_context(|| format!("reading {}", cert.display()))?
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("parsing {}", cert.display()))?;
+            let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading {}", key.display()))?;
+            (chain, key)
+        }
+        _ => {
+            let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
+            let cert = certified.cert.der().clone();
+            (vec![cert], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der())))
+        }
+    };
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut tls = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
-        .with_single_cert(vec![cert], key)?;
+        .with_single_cert(chain, key)?;
     tls.alpn_protocols = vec![b"hq-interop".to_vec()];
     tls.key_log = Arc::new(rustls::KeyLogFile::new());
 
@@ -87,6 +115,16 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     transport.enable_segmentation_offload(false);
     if options.ack_frequency {
         transport.ack_frequency_config(Some(quinn::AckFrequencyConfig::default()));
+    }
+    if let Some(qlog_dir) = &options.qlog_dir {
+        // One trace for the endpoint: the testbed serves one connection per server process. Line-buffered
+        // (one JSON-SEQ record per line), so the file is complete even when the server is killed.
+        std::fs::create_dir_all(qlog_dir)?;
+        let qlog_path = qlog_dir.join(format!("quinn_{}_server.sqlog", std::process::id()));
+        let mut qlog = quinn::QlogConfig::default();
+        qlog.writer(Box::new(LineWriter::new(File::create(&qlog_path)?)))
+            .title(Some("quinn-server".into()));
+        transport.qlog_stream(qlog.into_stream());
     }
     let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(tls)?));
     server_config.transport_config(Arc::new(transport));

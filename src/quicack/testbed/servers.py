@@ -1,0 +1,181 @@
+"""The QUIC server programs of the testbed: how to run each one, when it is ready, what it is.
+
+``aioquic`` is our IACK/WFC server (``python -m quicack.testbed.server``), the only one with a handshake mode
+and a certificate-store delay Δt. The others serve the run's file with their implementation's defaults, for
+imc24 Table 3 (the ACK Delay of the server's first ACKs):
+
+* ``quic-go`` — ``src/clients/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
+* ``quinn`` — ``src/clients/quinn/bin/quinn-server`` (hq-interop only);
+* ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call.
+
+All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
+into the run's ``server/`` folder. ``server_command`` only builds the command line; the runner starts it in the
+server namespace and waits for ``ready`` before starting the client.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quicack.testbed.certs import CERT_SIZES, cert_paths
+from quicack.testbed.clients import H3, HQ, clients_dir
+
+KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
+_PROTOCOLS: dict[str, frozenset[str]] = {
+    "aioquic": frozenset({H3, HQ}),
+    "quic-go": frozenset({H3, HQ}),
+    # quinn-server answers "GET /path" on bidirectional streams only.
+    "quinn": frozenset({HQ}),
+    # gtlsserver is ngtcp2's HTTP/3 example server.
+    "ngtcp2": frozenset({H3}),
+}
+_BUILT_BINARIES = {"quic-go": "quic-go/bin/quic-go-server", "quinn": "quinn/bin/quinn-server"}
+_NGTCP2_SERVER = "gtlsserver"
+_NGTCP2_DEBIAN_PACKAGE = "ngtcp2-server"
+# Initial RTT before the first sample, per implementation default (server_initial_rtt_ms in run.json); the
+# first PTO is 3x that (RFC 9002: srtt + 4 * srtt/2) except for aioquic 1.7 (2x, see server.py).
+_DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0}
+
+
+@dataclass(frozen=True)
+class ServerRequest:
+    impl: str  # one of KNOWN_SERVERS
+    host: str
+    port: int
+    cert_size: str  # 'small' | 'large'
+    www: Path  # served files
+    qlog_dir: Path
+    keylog_path: Path
+    ready_file: Path  # aioquic writes its server info here once listening
+    mode: str = "none"  # aioquic only: 'iack' | 'wfc' | 'none'
+    cert_delay_ms: float = 0.0  # aioquic only
+    initial_rtt_ms: float | None = None  # aioquic only
+
+
+def supported_protocols(impl: str) -> frozenset[str]:
+    try:
+        return _PROTOCOLS[impl]
+    except KeyError:
+        raise ValueError(f"unknown server implementation {impl!r}; known: {', '.join(KNOWN_SERVERS)}") from None
+
+
+def has_handshake_modes(impl: str) -> bool:
+    """Whether the server emulates IACK/WFC (and Δt); the others run as their implementation does."""
+    supported_protocols(impl)
+    return impl == "aioquic"
+
+
+def server_executable(impl: str) -> Path | None:
+    """The program that runs the server of `impl` (None if it is not built/installed)."""
+    supported_protocols(impl)
+    if impl == "aioquic":
+        return Path(sys.executable)
+    if impl == "ngtcp2":
+        found = shutil.which(_NGTCP2_SERVER) or (Path("/usr/sbin") / _NGTCP2_SERVER).as_posix()
+        return Path(found) if Path(found).is_file() else None
+    binary = clients_dir() / _BUILT_BINARIES[impl]
+    return binary if binary.is_file() else None
+
+
+def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
+    """argv and extra environment variables that start the server of ``req.impl`` for one run."""
+    executable = server_executable(req.impl)
+    if executable is None:
+        raise FileNotFoundError(f"{req.impl} server is not built/installed (src/clients/build.sh; apt ngtcp2-server)")
+    for directory in (req.qlog_dir, req.keylog_path.parent):
+        directory.mkdir(parents=True, exist_ok=True)
+    if req.impl == "aioquic":
+        argv = [
+            str(executable), "-m", "quicack.testbed.server",
+            "--host", req.host, "--port", str(req.port),
+            "--cert-size", req.cert_size, "--mode", req.mode, "--cert-delay-ms", f"{req.cert_delay_ms:g}",
+            "--www", str(req.www), "--qlog-dir", str(req.qlog_dir),
+            "--keylog", str(req.keylog_path), "--ready-file", str(req.ready_file),
+        ]  # fmt: skip
+        if req.initial_rtt_ms is not None:
+            argv += ["--initial-rtt-ms", f"{req.initial_rtt_ms:g}"]
+        return argv, {}
+    certs = cert_paths(req.cert_size)
+    if req.impl == "quic-go":
+        argv = [
+            str(executable), "--listen", f"{req.host}:{req.port}", "--cert", str(certs.chain), "--key", str(certs.key),
+            "--www", str(req.www), "--keylog", str(req.keylog_path), "--qlog-dir", str(req.qlog_dir),
+        ]  # fmt: skip
+        return argv, {"QUIC_GO_DISABLE_GSO": "true"}
+    if req.impl == "quinn":
+        argv = [
+            str(executable), "--listen", f"{req.host}:{req.port}", "--root", str(req.www),
+            "--cert", str(certs.chain), "--key", str(certs.key),
+            "--keylog", str(req.keylog_path), "--qlog-dir", str(req.qlog_dir),
+        ]  # fmt: skip
+        return argv, {}
+    # ngtcp2: GnuTLS logs the secrets to SSLKEYLOGFILE (no flag); qlog file named by the server's SCID.
+    argv = [
+        str(executable), "--quiet", "--no-quic-dump", "--no-http-dump", f"--htdocs={req.www}",
+        f"--qlog-dir={req.qlog_dir}", "--max-gso-dgrams=1", req.host, str(req.port),
+        str(certs.key), str(certs.chain),
+    ]  # fmt: skip
+    return argv, {"SSLKEYLOGFILE": str(req.keylog_path)}
+
+
+def udp_listening(ns_argv: list[str], port: int) -> bool:
+    """Whether a UDP socket is bound to `port` (``ns_argv`` runs ``ss`` in the server namespace)."""
+    try:
+        out = subprocess.run([*ns_argv, "ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.stdout.strip())
+
+
+def is_ready(req: ServerRequest, ns_argv: list[str]) -> bool:
+    if req.impl == "aioquic":
+        return req.ready_file.exists()
+    return udp_listening(ns_argv, req.port)
+
+
+def server_info(req: ServerRequest) -> dict[str, Any]:
+    """What run.json records about the server (aioquic reports it itself through the ready file)."""
+    if req.impl == "aioquic":
+        return json.loads(req.ready_file.read_text())
+    rtt = _DEFAULT_INITIAL_RTT_MS[req.impl]
+    return {
+        "server_impl": req.impl,
+        "server_version": server_version(req.impl),
+        "host": req.host,
+        "port": req.port,
+        "mode": None,
+        "cert_size": req.cert_size,
+        "cert_bytes": CERT_SIZES[req.cert_size],
+        "cert_delay_ms": 0.0,
+        "server_initial_rtt_ms": rtt,
+        "server_initial_pto_ms": 3 * rtt,
+        "alpn": sorted("hq-interop" if p == HQ else p for p in supported_protocols(req.impl)),
+    }
+
+
+def server_version(impl: str) -> str | None:
+    if impl == "aioquic":
+        from importlib import metadata
+
+        return metadata.version("aioquic")
+    if impl == "ngtcp2":
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", _NGTCP2_DEBIAN_PACKAGE],
+                                 capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return "ngtcp2 (Debian ngtcp2-server) unknown"
+        return f"ngtcp2 (Debian ngtcp2-server) {out.stdout.strip()}"
+    # quic-go's server is built from the client's module (same go.mod pin); quinn-server has --version.
+    probe = clients_dir() / ("quic-go/bin/quic-go-client" if impl == "quic-go" else _BUILT_BINARIES[impl])
+    try:
+        out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    version = out.stdout.strip()
+    return f"quic-go {version}" if impl == "quic-go" else version or None
