@@ -20,6 +20,20 @@ LOGS = RESULTS / "logs"
 FIGURE_FORMATS = config["figures"]["formats"]
 
 
+SOURCE = Path("src/quicack")
+
+
+def package_code(*left_out):
+    """The package's modules, as inputs of the stages: Snakemake re-runs a stage when the code that made
+    its outputs changed, not only its data (imported modules are otherwise invisible to it)."""
+    return sorted(str(p) for p in SOURCE.rglob("*.py") if p.relative_to(SOURCE).parts[0] not in left_out)
+
+
+# The testbed only records data; the figures only read the database.
+ANALYSIS_CODE = package_code("testbed", "figures")
+RENDER_CODE = package_code("testbed")
+
+
 def run_groups():
     """Run groups (<server>_<client> folders) of the raw dataset, read when the DAG is built."""
     if not RAW.is_dir():

@@ -4,6 +4,7 @@
 rule database:
     input:
         all_parquet(),
+        code=ANALYSIS_CODE,
     output:
         db=RESULTS / "quicack.duckdb",
         summary=report(

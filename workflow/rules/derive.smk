@@ -4,6 +4,7 @@
 rule derive_group:
     input:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
+        code=ANALYSIS_CODE,
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=DERIVED_TABLES),
     log:

@@ -4,7 +4,8 @@
 
 rule ingest_group:
     input:
-        group_inputs,
+        raw=group_inputs,
+        code=ANALYSIS_CODE,
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
     log:

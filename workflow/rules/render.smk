@@ -11,6 +11,7 @@ for artefact_id in RENDERED:
         input:
             notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
             db=RESULTS / "quicack.duckdb",
+            code=RENDER_CODE,
         output:
             rendered_outputs(artefact_id),
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
