@@ -19,3 +19,4 @@ rule all:
         RESULTS / "quicack.duckdb",
         RESULTS / "summary.txt",
         rendered_notebooks(),
+        RESULTS / "claims.csv",

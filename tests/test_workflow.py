@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from quicack.schema import TABLES
@@ -93,9 +94,19 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     done = snakemake("--config", f"results_dir={results}")
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "sample"
-    for figure in ("imc24-fig02", "imc24-fig04"):
-        for fmt in ("pdf", "png"):
-            assert (out / "figures" / f"{figure}.{fmt}").stat().st_size > 1000
+    artefacts = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
+    assert {"imc24-fig02", "imc24-fig04", "imc24-claims"} <= set(artefacts)
+    for artefact in artefacts:
+        if "-fig" in artefact:
+            for fmt in ("pdf", "png"):
+                assert (out / "figures" / f"{artefact}.{fmt}").stat().st_size > 1000, artefact
+        else:
+            for fmt in ("csv", "md", "tex"):
+                assert (out / "tables" / f"{artefact}.{fmt}").stat().st_size > 100, artefact
+    # Every claim where the embedded data differs from the paper says why.
+    claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
+    differing = claims.filter(pl.col("agrees") == False)  # noqa: E712 (null: no number to compare)
+    assert differing.filter(pl.col("explanation").fill_null("").str.strip_chars() == "").is_empty(), differing["claim_id"].to_list()
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == len(TABLES)
     report = tmp_path / "report.html"

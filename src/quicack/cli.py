@@ -67,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     database.set_defaults(handler=_build_db)
 
+    claims = commands.add_parser("merge-claims", help="(pipeline) every paper's claims table in one claims.csv")
+    claims.add_argument("tables", nargs="+", type=Path, help="<paper>-claims.csv files")
+    claims.add_argument("--out", type=Path, required=True)
+    claims.set_defaults(handler=_merge_claims)
+
     args = parser.parse_args(argv)
     return args.handler(args)
 
@@ -191,6 +196,15 @@ def _build_db(args: argparse.Namespace) -> int:
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
         args.db.unlink(missing_ok=True)
         return 2
+    return 0
+
+
+def _merge_claims(args: argparse.Namespace) -> int:
+    merged = pl.concat([pl.read_csv(path, infer_schema_length=None) for path in args.tables], how="diagonal_relaxed")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    merged.write_csv(args.out)
+    disagree = merged.filter(pl.col("agrees") == False).height  # noqa: E712 (null = no number)
+    print(f"{merged.height} claims, {disagree} differ from the paper (see the explanation column)")
     return 0
 
 

@@ -32,6 +32,8 @@ def package_code(*left_out):
 # The testbed only records data; the figures only read the database.
 ANALYSIS_CODE = package_code("testbed", "figures")
 RENDER_CODE = package_code("testbed")
+# Curated paper values (claims, reference tables) that the figures and tables print beside ours.
+REFERENCE_DATA = sorted(str(p) for p in Path("data/reference").glob("*.csv"))
 
 
 def run_groups():

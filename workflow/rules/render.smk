@@ -12,6 +12,7 @@ for artefact_id in RENDERED:
             notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
             db=RESULTS / "quicack.duckdb",
             code=RENDER_CODE,
+            reference=REFERENCE_DATA,
         output:
             rendered_outputs(artefact_id),
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
@@ -29,3 +30,20 @@ for artefact_id in RENDERED:
             "-p db {input.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
             "-p dataset {params.dataset:q} >> {log:q} 2>&1 && "
             "rm {output.notebook:q}.in.ipynb"
+
+
+rule claims:
+    input:
+        [TABLES / f"{artefact_id}.csv" for artefact_id in RENDERED if artefact_id.endswith("-claims")],
+    output:
+        report(
+            RESULTS / "claims.csv",
+            caption="../report/claims.rst",
+            category="claims",
+        ),
+    log:
+        LOGS / "render" / "claims.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "quicack merge-claims {input:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,228 @@
+"""Our values of imc24's testbed claims (§4.1–4.2, Appendices C–F), one function per claim id of
+``data/reference/imc24_claims.csv``.
+
+Every function reads the tables of one dataset (``handshake_runs``, ``runs``, ``frames``) and
+returns a ``Measured``. TTFB is the client-side capture's (it exists for every client); RTT 9 ms is
+the paper's default RTT for the per-client numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from quicack.claims import ClaimFunction, Measured, claims_table, read_reference
+from quicack.metrics import guidelines, summary
+from quicack.metrics.server_ack_delay import server_ack_delay_table
+
+Tables = Mapping[str, pl.DataFrame]
+DEFAULT_RTT_MS = 9.0
+TTFB = "ttfb_capture_ms"
+# A TTFB margin below this is run-to-run jitter, not a preference (as in Table 2).
+TIE_MS = guidelines.TIE_MS
+
+
+def _our_server_runs(tables: Tables) -> pl.DataFrame:
+    """Runs against our IACK/WFC server: the other servers (Table 3) have no mode."""
+    return tables["handshake_runs"].filter(pl.col("mode").is_in(["iack", "wfc"]))
+
+
+def _fmt(value: float | None, unit: str = "ms") -> str:
+    return "n/a" if value is None else f"{value:.1f} {unit}".strip()
+
+
+def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None) -> Measured:
+    values = values.drop_nulls()
+    if values.is_empty():
+        return Measured.unmeasured("no runs with this metric")
+    low, high = float(values.min()), float(values.max())
+    text = f"{low:.1f}–{high:.1f} {unit}" if low != high else _fmt(low, unit)
+    if labels is not None:
+        text += f" ({labels[int(values.arg_min())]} … {labels[int(values.arg_max())]})"
+    return Measured(low, high, text, runs)
+
+
+def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
+    """Per client and RTT: median TTFB with IACK and WFC and ``iack_advantage_ms`` = WFC − IACK
+    (positive: the instant ACK is faster), with the ok runs behind them."""
+    runs = _our_server_runs(tables).filter(pl.col("scenario") == scenario)
+    medians = summary.summarize(runs, TTFB)
+    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
+    counts = medians.group_by("client_impl", "rtt_ms").agg(pl.col("runs").sum())
+    if not {"iack", "wfc"} <= set(wide.columns):
+        return pl.DataFrame(schema={"client_impl": pl.Utf8, "rtt_ms": pl.Float64, "iack_advantage_ms": pl.Float64, "runs": pl.Int64})
+    return (
+        wide.with_columns((pl.col("wfc") - pl.col("iack")).alias("iack_advantage_ms"))
+        .join(counts, on=["client_impl", "rtt_ms"])
+        .filter(pl.col("iack_advantage_ms").is_not_null())
+        .sort("client_impl", "rtt_ms")
+    )
+
+
+def stack_delay_range(tables: Tables) -> Measured:
+    """§4.1: difference of the clients' first RTT samples WFC − IACK (no loss), median per client
+    over RTTs, range over the clients that log it, go-x-net left out as in the paper."""
+    delays = summary.stack_delay(_our_server_runs(tables)).filter(pl.col("client_impl") != "go-x-net")
+    per_client = delays.group_by("client_impl").agg(pl.col("first_rtt_wfc_minus_iack_ms").median()).drop_nulls().sort("client_impl")
+    runs = _our_server_runs(tables).filter((pl.col("scenario") == "noloss") & (pl.col("client_impl") != "go-x-net")).height
+    return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
+
+
+FIRST_SAMPLE_SCENARIOS = ("noloss", "drop_client_flight")
+
+
+def pto_improvement_range(tables: Tables) -> Measured:
+    """§4.1 / Fig. 16: median first-PTO improvement WFC − IACK (logged), range over clients and
+    RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
+    runs = _our_server_runs(tables).filter(pl.col("scenario").is_in(FIRST_SAMPLE_SCENARIOS))
+    medians = summary.summarize(runs, "first_pto_logged_ms", ["client_impl", "mode", "rtt_ms"])
+    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median").with_columns(
+        (pl.col("wfc") - pl.col("iack")).alias("improvement")
+    ).drop_nulls("improvement").sort("client_impl", "rtt_ms")
+    labels = wide.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
+    return _range(wide["improvement"], runs.height, labels=labels)
+
+
+def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 1.0) -> Measured:
+    """One client's median TTFB advantage of IACK (``sign`` -1: of WFC) at the default RTT."""
+    rows = ttfb_iack_advantage(tables, scenario).filter((pl.col("client_impl") == client) & (pl.col("rtt_ms") == DEFAULT_RTT_MS))
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {client} runs of {scenario} at {DEFAULT_RTT_MS:g} ms")
+    value = sign * rows["iack_advantage_ms"][0]
+    return Measured(value, value, _fmt(value), int(rows["runs"][0]))
+
+
+def wfc_advantage_range(tables: Tables, scenario: str) -> Measured:
+    rows = ttfb_iack_advantage(tables, scenario).filter(pl.col("rtt_ms") == DEFAULT_RTT_MS)
+    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"])
+
+
+def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_filter: pl.Expr) -> Measured:
+    """Share of (client, RTT) configurations of ``scenario`` within ``rtt_filter`` where
+    ``preferred`` had the lower median TTFB by at least ``TIE_MS``."""
+    rows = ttfb_iack_advantage(tables, scenario).filter(rtt_filter)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {scenario} configurations in that RTT range")
+    wins = rows.filter(pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS)
+    share = wins.height / rows.height
+    rtts = ", ".join(f"{r:g}" for r in sorted(rows["rtt_ms"].unique()))
+    return Measured(share, share, f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)", int(rows["runs"].sum()))
+
+
+def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
+    """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
+    the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
+    runs = _our_server_runs(tables).filter(
+        (pl.col("scenario") == "amplification") & (pl.col("mode") == "wfc") & pl.col("client_impl").is_in(clients) & (pl.col("status") == "ok")
+    )
+    if runs.is_empty():
+        return Measured.unmeasured("no WFC amplification runs of these clients")
+    probed = runs.filter(pl.col("client_pto_expiries") > 0).height
+    share = probed / runs.height
+    return Measured(share, share, f"{probed} of {runs.height} runs", runs.height)
+
+
+def server_first_ack_delay(tables: Tables, server: str) -> Measured:
+    """Appendix D / Table 3: ACK Delay of the server's first Initial ACK, range over repetitions
+    (and over modes for our server)."""
+    table = server_ack_delay_table(tables["runs"], tables["frames"], ("server_impl", "mode")).filter(pl.col("server_impl") == server)
+    columns = [c for c in table.columns if c.startswith("initial_")]
+    if table.is_empty() or not columns:
+        return Measured.unmeasured(f"no captures of a {server} server")
+    values = table.select(pl.concat_list(columns).alias("v")).explode("v")["v"]
+    runs = tables["runs"].filter(pl.col("server_impl") == server).height
+    return _range(values, runs)
+
+
+def default_pto_of(tables: Tables, client: str) -> Measured:
+    """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
+    else only a lower bound (open range)."""
+    rows = summary.default_pto_by_client(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {client} runs")
+    row = rows.row(0, named=True)
+    if row["default_pto_ms"] is not None:
+        return Measured(row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"]))
+    bound = row["default_pto_lower_bound_ms"]
+    return Measured(bound, float("inf"), f"> {bound:.0f} ms (lower bound: no run made the client probe first)", 0)
+
+
+def second_flight_of(tables: Tables, client: str, paper: str) -> Measured:
+    """Appendix E / Table 4: datagram indices of the second client flight (most frequent over the
+    9 ms loss runs), per mode; matches when every mode shows the paper's indices."""
+    rows = summary.second_flight_by_client(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no calibrated {client} runs")
+    indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
+    text = "; ".join(f"{mode}: {flight}" for mode, flight in sorted(indices.items()))
+    return Measured(None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values()))
+
+
+def rtt_sample_share(tables: Tables, client: str) -> Measured:
+    """Appendix E / Fig. 11: share of the RFC 9002 RTT samples the client exposed in its qlog."""
+    rows = summary.rtt_sample_exposure(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    if rows.is_empty() or rows["exposed_share"][0] is None:
+        return Measured.unmeasured(f"no {client} transfer with both counts")
+    row = rows.row(0, named=True)
+    share = row["exposed_share"]
+    return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
+
+
+def guideline_for(tables: Tables, scenario: str, paper: str) -> Measured:
+    """Appendix C / Table 2: the mode most (client, RTT) configurations of ``scenario`` prefer."""
+    rows = guidelines.guidelines_by_scenario(_our_server_runs(tables)).filter(pl.col("scenario") == scenario)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {scenario} runs")
+    row = rows.row(0, named=True)
+    text = (
+        f"{row['preferred'].upper()} (median margin {row['median_iack_advantage_ms']:+.1f} ms for IACK; configurations "
+        f"IACK {row['configurations_iack']}, WFC {row['configurations_wfc']}, tie {row['configurations_tie']})"
+    )
+    runs = _our_server_runs(tables).filter(pl.col("scenario") == scenario).height
+    return Measured(None, None, text, runs, matches=row["preferred"] == paper)
+
+
+def _below(rtt_ms: float) -> pl.Expr:
+    return pl.col("rtt_ms") < rtt_ms
+
+
+CLAIMS: dict[str, ClaimFunction] = {
+    "imc24-4.1-stack-delay": stack_delay_range,
+    "imc24-4.1-pto-improvement": pto_improvement_range,
+    "imc24-4.1-fig05-ngtcp2": partial(ttfb_advantage_of, scenario="amplification", client="ngtcp2"),
+    "imc24-4.1-fig05-client-probes": partial(client_probes_before_coalesced_hello, clients=("aioquic", "quic-go")),
+    "imc24-4.2-fig06-range": partial(wfc_advantage_range, scenario="drop_server_flight"),
+    **{
+        f"imc24-4.2-fig07-{client}": partial(ttfb_advantage_of, scenario="drop_client_flight", client=client)
+        for client in ("aioquic", "quic-go", "ngtcp2", "go-x-net")
+    },
+    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
+    **{f"imc24-E-tab04-pto-{client}": partial(default_pto_of, client=client) for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")},
+    **{
+        f"imc24-E-tab04-flight-{client}": partial(second_flight_of, client=client, paper="2,3,4")
+        for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")
+    },
+    **{f"imc24-E-fig11-{client}": partial(rtt_sample_share, client=client) for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")},
+    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc", rtt_filter=_below(100.0)),
+    "imc24-F-fig12-iack-at-300ms": partial(
+        share_of_configurations, scenario="drop_server_flight", preferred="iack", rtt_filter=pl.col("rtt_ms") == 300.0
+    ),
+    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
+    "imc24-C-tab02-server-flight": partial(guideline_for, scenario="drop_server_flight", paper="wfc"),
+    "imc24-C-tab02-client-flight": partial(guideline_for, scenario="drop_client_flight", paper="iack"),
+    "imc24-C-tab02-amplification": partial(guideline_for, scenario="amplification", paper="iack"),
+    "imc24-C-tab02-noloss": partial(guideline_for, scenario="noloss", paper="iack"),
+}  # fmt: skip
+
+
+REFERENCE = Path("data/reference/imc24_claims.csv")
+
+
+def imc24_claims(tables: Tables, dataset: str, reference: Path = REFERENCE) -> pl.DataFrame:
+    """imc24's testbed claims beside ours, with where our numbers come from on every row."""
+    table = claims_table("imc24", read_reference(reference), CLAIMS, tables)
+    source = f"testbed emulation, dataset '{dataset}'"
+    return table.with_columns(pl.lit(source).alias("our_source"))

@@ -1,0 +1,86 @@
+"""claims.csv: the paper's numbers beside ours, computed from real embedded runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from quicack import pipeline, recovery, store
+from quicack.claims import Measured, agreement, claims_table, read_reference
+from quicack.claims.imc24 import CLAIMS, REFERENCE, imc24_claims
+
+REPO = Path(__file__).resolve().parent.parent
+RAW = REPO / "data" / "sample" / "raw"
+# Two clients against our server: enough for per-client claims; the others must say "not measured".
+GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
+    parquet = tmp_path_factory.mktemp("claims") / "parquet"
+    for group in GROUPS:
+        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
+        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return {name: store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames")}
+
+
+@pytest.fixture(scope="module")
+def claims(tables) -> pl.DataFrame:
+    return imc24_claims(tables, "sample", REPO / REFERENCE)
+
+
+def claim(claims: pl.DataFrame, claim_id: str) -> dict:
+    rows = claims.filter(pl.col("claim_id") == claim_id)
+    assert rows.height == 1, claim_id
+    return rows.row(0, named=True)
+
+
+def test_agreement_is_containment_in_the_paper_range_widened_by_the_tolerance():
+    assert agreement(7.0, 24.7, Measured(8.0, 20.0, "", 3), 1.0)
+    # Overlapping is not enough: part of our range lies outside the paper's.
+    assert not agreement(7.0, 24.7, Measured(-1.6, 6.5, "", 3), 0.0)
+    assert agreement(7.0, 24.7, Measured(6.5, 6.5, "", 3), 1.0)
+    # A lower bound agrees unless it excludes the paper's value.
+    assert agreement(999.0, 999.0, Measured(305.0, float("inf"), "", 0), 10.0)
+    assert not agreement(300.0, 300.0, Measured(400.0, float("inf"), "", 0), 10.0)
+    assert agreement(1.0, 1.0, Measured.unmeasured("no runs"), 0.0) is None
+    assert agreement(None, None, Measured(None, None, "", 3, matches=False), 0.0) is False
+
+
+def test_reference_rows_and_claim_functions_stay_in_step(tables):
+    reference = read_reference(REPO / REFERENCE)
+    assert set(reference["claim_id"]) == set(CLAIMS)
+    with pytest.raises(ValueError, match="imc24-extra"):
+        claims_table("imc24", reference, {**CLAIMS, "imc24-extra": lambda t: Measured.unmeasured("")}, tables)
+
+
+def test_our_values_come_from_the_runs(claims):
+    # §4.2: with the remaining server flight lost, WFC delivers the first byte ~170 ms earlier
+    # (our server resends on its RTT-based PTO in WFC, on its default PTO with IACK).
+    fig06 = claim(claims, "imc24-4.2-fig06-range")
+    assert 150.0 < fig06["ours_low"] <= fig06["ours_high"] < 200.0 and fig06["runs"] == 12
+    # Table 4: aioquic and quic-go probe after ~200 ms without an RTT sample, like the paper's.
+    for client in ("aioquic", "quic-go"):
+        row = claim(claims, f"imc24-E-tab04-pto-{client}")
+        assert row["agrees"] and abs(row["ours_low"] - 200.0) < 10.0
+    # Table 4's second flight: aioquic sends it in datagrams 2–4 as in the paper; quic-go's
+    # ClientHello takes two datagrams, so its second flight starts later — a visible difference.
+    assert claim(claims, "imc24-E-tab04-flight-aioquic")["agrees"] is True
+    assert claim(claims, "imc24-E-tab04-flight-quic-go")["agrees"] is False
+    # Clients absent from the data are not guessed.
+    missing = claim(claims, "imc24-4.2-fig07-ngtcp2")
+    assert missing["agrees"] is None and missing["ours"].startswith("not measured") and missing["runs"] == 0
+    assert set(claims["our_source"]) == {"testbed emulation, dataset 'sample'"}
+
+
+def test_every_claim_that_differs_on_the_embedded_data_is_explained():
+    """The explanations in the reference file were written against the embedded dataset: a
+    difference without one would be hidden in plain sight."""
+    reference = read_reference(REPO / REFERENCE)
+    unexplained = reference.filter(pl.col("explanation").is_null() | (pl.col("explanation").str.strip_chars() == ""))
+    # Checked against the rendered claims of the full embedded dataset in test_workflow; here the
+    # reference file must at least explain every claim our method cannot reproduce by design.
+    by_design = {"imc24-4.1-stack-delay", "imc24-E-tab04-flight-quic-go", "imc24-E-tab04-flight-go-x-net"}
+    assert by_design.isdisjoint(set(unexplained["claim_id"]))
