@@ -3,6 +3,8 @@ with failed runs counted beside them, never silently dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 CONFIGURATION = ["client_impl", "mode", "scenario", "rtt_ms"]
@@ -31,15 +33,31 @@ def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None
     )
 
 
-def pto_improvement(handshakes: pl.DataFrame, pto_column: str = "first_pto_logged_ms") -> pl.DataFrame:
+def pto_improvement(
+    handshakes: pl.DataFrame, pto_column: str = "first_pto_logged_ms", scenarios: Sequence[str] = ("noloss",)
+) -> pl.DataFrame:
     """imc24 Fig. 16: median first PTO in WFC minus median first PTO in IACK, per client and RTT,
-    over the no-loss runs (positive = IACK's first PTO is shorter)."""
-    medians = summarize(handshakes.filter(pl.col("scenario") == "noloss"), pto_column)
-    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
-    return wide.select(
-        "client_impl", "rtt_ms", pl.col("iack").alias("iack_median_ms"), pl.col("wfc").alias("wfc_median_ms"),
-        (pl.col("wfc") - pl.col("iack")).alias("pto_improvement_ms"),
-    ).sort("client_impl", "rtt_ms")
+    over the runs of ``scenarios`` pooled (positive = IACK's first PTO is shorter). Only
+    scenarios in which the emulated loss comes after the client's first RTT sample belong here
+    (no loss; the second client flight lost). ``iack_runs``/``wfc_runs`` count the ok runs with
+    a value behind each median."""
+    selected = handshakes.filter(pl.col("scenario").is_in(list(scenarios)) & pl.col("mode").is_in(["iack", "wfc"]))
+    medians = summarize(selected, pto_column, ["client_impl", "mode", "rtt_ms"])
+    index = ["client_impl", "rtt_ms"]
+    by_mode = {
+        mode: medians.filter(pl.col("mode") == mode).select(*index, pl.col("median").alias(f"{mode}_median_ms"), pl.col("runs").alias(f"{mode}_runs"))
+        for mode in ("iack", "wfc")
+    }
+    return (
+        by_mode["iack"]
+        .join(by_mode["wfc"], on=index, how="full", coalesce=True)
+        .select(
+            *index, "iack_median_ms", "wfc_median_ms",
+            (pl.col("wfc_median_ms") - pl.col("iack_median_ms")).alias("pto_improvement_ms"),
+            pl.col("iack_runs").fill_null(0), pl.col("wfc_runs").fill_null(0),
+        )
+        .sort(index)
+    )
 
 
 def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,30 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # imc24 Fig. 6 — TTFB when the remaining first server flight is lost (9 ms RTT)
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/figures"
+formats = "pdf,png"
+dataset = "sample"
+
+# %%
+from quicack.figures.common import run_accounting, save_figure, testbed_provenance
+from quicack.figures.data import read_view
+from quicack.figures.imc24_ttfb import imc24_fig06_ttfb_server_flight_loss, select_runs
+
+# %%
+handshakes = read_view(db, "handshake_runs")
+provenance = testbed_provenance(dataset).with_note(run_accounting(select_runs(handshakes, "drop_server_flight", 9.0), "ttfb_capture_ms"))
+save_figure(imc24_fig06_ttfb_server_flight_loss(handshakes), out_dir, "imc24-fig06", formats.split(","), provenance)

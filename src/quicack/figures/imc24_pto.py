@@ -1,0 +1,152 @@
+"""imc24 first-PTO improvement across RTTs (Fig. 16) and RTT samples exposed vs possible (Fig. 11),
+with the numbers behind them as polars frames.
+
+Only the aioquic server's IACK/WFC runs count; RTTs and clients come from the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+
+from quicack.figures.common import setup_style
+from quicack.metrics import summary
+
+SERVER = "aioquic"
+MODES = ("iack", "wfc")
+# Scenarios whose emulated loss (if any) comes after the client's first RTT sample: the server's
+# ACK of the ClientHello reaches the client before the second client flight is sent and lost.
+FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
+PTO_SOURCES = {"logged": "first_pto_logged_ms", "recomputed": "first_pto_ms"}
+PAPER_PTO_IMPROVEMENT_MS = (7.0, 24.7)  # imc24 §4.1: median improvement range over clients and RTTs
+
+
+def _aioquic_server(handshakes: pl.DataFrame) -> pl.DataFrame:
+    return handshakes.filter((pl.col("server_impl") == SERVER) & pl.col("mode").is_in(MODES))
+
+
+def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
+    """Every run behind Fig. 16, failed ones included (they are counted, not used)."""
+    return _aioquic_server(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
+
+
+def pto_improvement_table(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
+    """Per client, RTT and PTO source ('logged': the first PTO from the client's own logged
+    smoothed RTT/rttvar, what the paper used; 'recomputed': RFC 9002 from the first RTT sample
+    in the client qlog): median first PTO in IACK and WFC over the pooled ``scenarios`` and their
+    difference (WFC − IACK; positive = IACK's first PTO is shorter)."""
+    runs = pto_runs(handshakes, scenarios)
+    frames = [
+        summary.pto_improvement(runs, column, scenarios).with_columns(pl.lit(source).alias("pto_source"))
+        for source, column in PTO_SOURCES.items()
+    ]
+    return pl.concat(frames).with_columns(pl.lit(",".join(scenarios)).alias("scenarios")).sort("pto_source", "client_impl", "rtt_ms")
+
+
+def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_flight", reference: str = "noloss") -> pl.DataFrame:
+    """Per client, mode and RTT present in both: median first RTT sample (client qlog) in
+    ``scenario`` minus that in ``reference``; near zero when the loss does not touch the first
+    sample (what pooling them in Fig. 16 relies on)."""
+    runs = _aioquic_server(handshakes)
+    by = ["client_impl", "mode", "rtt_ms"]
+    medians = {
+        name: summary.summarize(runs.filter(pl.col("scenario") == name), "first_rtt_ms", by).select(*by, pl.col("median").alias(name))
+        for name in (scenario, reference)
+    }
+    return (
+        medians[scenario]
+        .join(medians[reference], on=by, how="inner")
+        .with_columns((pl.col(scenario) - pl.col(reference)).alias("first_rtt_shift_ms"))
+        .sort(by)
+    )
+
+
+def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> plt.Figure:
+    """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data;
+    left the PTO the clients logged, right the one recomputed from their first RTT sample."""
+    setup_style()
+    table = pto_improvement_table(handshakes, scenarios)
+    clients = sorted(table["client_impl"].unique().to_list())
+    markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
+    colors = plt.get_cmap("tab10").colors
+    fig, axes = plt.subplots(1, 2, figsize=(6.8, 2.8), sharey=True)
+    style = {client: (markers[i % len(markers)], colors[i % len(colors)]) for i, client in enumerate(clients)}
+    for ax, source in zip(axes, PTO_SOURCES, strict=True):
+        part = table.filter(pl.col("pto_source") == source)
+        ax.axhspan(*PAPER_PTO_IMPROVEMENT_MS, color="gray", alpha=0.12, linewidth=0)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        without = []
+        for client in clients:
+            rows = part.filter((pl.col("client_impl") == client) & pl.col("pto_improvement_ms").is_not_null()).sort("rtt_ms")
+            if rows.is_empty():
+                without.append(client)
+                continue
+            marker, color = style[client]
+            ax.plot(rows["rtt_ms"].to_numpy(), rows["pto_improvement_ms"].to_numpy(), marker=marker, markersize=4, linewidth=1, color=color)
+        if without:
+            ax.text(0.03, 0.97, "no value: " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
+        ax.set_xscale("log")
+        rtts = sorted(part["rtt_ms"].unique().to_list())
+        ax.set_xticks(rtts, [f"{r:g}" for r in rtts])
+        ax.minorticks_off()
+        ax.set_xlabel("RTT [ms]")
+        ax.set_title(f"first PTO {source} ({PTO_SOURCES[source]})", fontsize=8)
+    handles = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label="paper: 7–24.7 ms"))
+    axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")
+    axes[1].legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
+    """Every run behind Fig. 11 (the 10 MB transfer), failed ones included."""
+    return _aioquic_server(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
+
+
+def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
+    """Fig. 11's numbers per client: RTT samples RFC 9002 allows (newly acknowledging ACKs of
+    ack-eliciting packets, recomputed from the client qlog) and samples the implementation
+    exposed (distinct logged smoothed RTT/rttvar), medians over the ok runs, and their share."""
+    return summary.rtt_sample_exposure(rtt_sample_runs(handshakes, rtt_ms, scenario, mode), scenario)
+
+
+def runs_per_client_note(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> str:
+    """'ok runs per client: aioquic 1, …' for Fig. 11's footnote (the paper has repetitions)."""
+    table = rtt_sample_table(handshakes, rtt_ms)
+    return "ok runs per client (n): " + ", ".join(f"{c} {n}" for c, n in table.select("client_impl", "runs").iter_rows()) + "."
+
+
+def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> plt.Figure:
+    """Fig. 11: per client, RTT samples possible (newly acknowledging ACKs) beside the ones the
+    implementation exposed in its qlog, 10 MB transfer, WFC."""
+    setup_style()
+    table = rtt_sample_table(handshakes, rtt_ms)
+    clients = table["client_impl"].to_list()
+    x = np.arange(len(clients))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(4.6, 2.8))
+    series = (
+        ("rtt_samples_rfc9002", "newly acknowledging ACKs (RFC 9002)", "#7f7f7f", -width / 2),
+        ("rtt_samples_logged", "exposed in qlog (smoothed RTT/rttvar updates)", "#2ca02c", width / 2),
+    )
+    for column, label, color, shift in series:
+        values = table[column].to_list()
+        heights = [v if v is not None else 0.0 for v in values]
+        bars = ax.bar(x + shift, heights, width, color=color, label=label)
+        for bar, value in zip(bars, values, strict=True):
+            text = "n/a" if value is None else f"{value:g}"
+            y = bar.get_height() if value is not None else 1.0
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=6.5)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=1.0, top=max([v for v in table["rtt_samples_rfc9002"].to_list() + table["rtt_samples_logged"].to_list() if v] or [10]) * 40)
+    ax.set_xticks(x, clients, rotation=30, ha="right")
+    ax.grid(axis="x", visible=False)
+    ax.set_ylabel("RTT samples per connection")
+    ax.set_title(f"10 MB transfer, RTT {rtt_ms:g} ms, WFC", fontsize=8)
+    ax.legend(fontsize=6.5, loc="upper left")
+    fig.tight_layout()
+    return fig

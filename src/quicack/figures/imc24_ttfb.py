@@ -1,0 +1,185 @@
+"""imc24 TTFB figures (Fig. 5, 6, 7 at one RTT; Fig. 12, 13 over RTTs) and the numbers behind them.
+
+TTFB is the client-side capture's time of the first response-body byte (``ttfb_capture_ms``): it
+exists for every client, also for quinn, whose qlog has no frames. Only the aioquic server's
+IACK/WFC runs count; the scenario, RTTs and clients come from the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+
+from quicack.figures.common import setup_style
+from quicack.metrics.summary import summarize
+
+SERVER = "aioquic"
+MODES = ("iack", "wfc")
+MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
+MODE_COLOR = {"iack": "#1f77b4", "wfc": "#d62728"}
+MODE_MARKER = {"iack": "o", "wfc": "s"}
+TTFB = "ttfb_capture_ms"
+
+
+def select_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, server_impl: str = SERVER) -> pl.DataFrame:
+    """Every run of the figure, failed ones included (they are counted, not drawn): the
+    ``server_impl`` server in IACK or WFC mode, ``scenario``, and ``rtt_ms`` if given."""
+    where = (pl.col("server_impl") == server_impl) & pl.col("mode").is_in(MODES) & (pl.col("scenario") == scenario)
+    if rtt_ms is not None:
+        where &= pl.col("rtt_ms") == rtt_ms
+    return handshakes.filter(where)
+
+
+def ttfb_summary(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB) -> pl.DataFrame:
+    """Per client, mode and RTT: ``summarize`` of ``metric`` (median, quartiles, min/max, runs,
+    failed_runs, missing_runs) plus ``iack_minus_wfc_ms``, the client's IACK median minus its WFC
+    median at that RTT (negative: IACK delivers the first byte sooner)."""
+    runs = select_runs(handshakes, scenario, rtt_ms)
+    summary = summarize(runs, metric, ["client_impl", "mode", "scenario", "rtt_ms"])
+    medians = summary.select("client_impl", "rtt_ms", "mode", "median")
+    iack = medians.filter(pl.col("mode") == "iack").select("client_impl", "rtt_ms", pl.col("median").alias("_iack"))
+    wfc = medians.filter(pl.col("mode") == "wfc").select("client_impl", "rtt_ms", pl.col("median").alias("_wfc"))
+    difference = iack.join(wfc, on=["client_impl", "rtt_ms"], how="full", coalesce=True).select(
+        "client_impl", "rtt_ms", (pl.col("_iack") - pl.col("_wfc")).alias("iack_minus_wfc_ms")
+    )
+    return summary.join(difference, on=["client_impl", "rtt_ms"], how="left").sort("client_impl", "rtt_ms", "mode")
+
+
+def qlog_capture_difference(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """Per client (and 'all'): median and largest absolute difference of qlog TTFB minus
+    capture TTFB over the ok IACK/WFC runs of the aioquic server that have both."""
+    both = handshakes.filter(
+        (pl.col("server_impl") == SERVER) & pl.col("mode").is_in(MODES) & (pl.col("status") == "ok")
+        & pl.col("ttfb_ms").is_not_null() & pl.col(TTFB).is_not_null()
+    ).with_columns((pl.col("ttfb_ms") - pl.col(TTFB)).alias("difference"))
+    aggregations = [
+        pl.col("difference").median().alias("median_qlog_minus_capture_ms"),
+        pl.col("difference").abs().max().alias("max_abs_qlog_minus_capture_ms"),
+        pl.len().cast(pl.Int64).alias("runs"),
+    ]
+    per_client = both.group_by("client_impl").agg(*aggregations).sort("client_impl")
+    overall = both.select(pl.lit("all").alias("client_impl"), *aggregations)
+    return pl.concat([per_client, overall])
+
+
+def _clients(runs: pl.DataFrame) -> list[str]:
+    return sorted(runs["client_impl"].unique().to_list())
+
+
+def _offsets(count: int, width: float) -> np.ndarray:
+    """Evenly spread horizontal offsets for ``count`` points (no random jitter: deterministic)."""
+    if count <= 1:
+        return np.zeros(count)
+    return np.linspace(-width / 2, width / 2, count)
+
+
+def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool) -> None:
+    """Per client: IACK and WFC side by side, each a box over the ok repetitions, the runs as
+    points and the median as a black bar; optionally the IACK−WFC median difference above."""
+    ok = runs.filter((pl.col("status") == "ok") & pl.col(TTFB).is_not_null())
+    half = 0.2
+    for position, client in enumerate(clients):
+        medians = {}
+        for shift, mode in zip((-half, half), MODES, strict=True):
+            values = np.sort(ok.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy())
+            x = position + shift
+            if values.size == 0:
+                ax.text(x, 0.02, "no run", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=5, rotation=90, color="gray")
+                continue
+            ax.boxplot(
+                values, positions=[x], widths=0.32, showfliers=False, manage_ticks=False, patch_artist=True,
+                boxprops={"facecolor": MODE_COLOR[mode], "alpha": 0.25, "edgecolor": MODE_COLOR[mode]},
+                whiskerprops={"color": MODE_COLOR[mode]}, capprops={"color": MODE_COLOR[mode]},
+                medianprops={"color": "black", "linewidth": 1.5},
+            )
+            ax.scatter(x + _offsets(values.size, 0.18), values, s=10, color=MODE_COLOR[mode], marker=MODE_MARKER[mode], zorder=3, linewidths=0)
+            medians[mode] = float(np.median(values))
+        if annotate and len(medians) == 2:
+            top = ok.filter(pl.col("client_impl") == client)[TTFB].max()
+            ax.annotate(
+                f"{medians['iack'] - medians['wfc']:+.1f}", (position, top), xytext=(0, 3), textcoords="offset points",
+                ha="center", va="bottom", fontsize=6.5,
+            )
+    ax.set_xticks(range(len(clients)), clients, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(clients) - 0.4)
+    ax.grid(axis="x", visible=False)
+
+
+def _mode_legend(ax: plt.Axes, **kwargs) -> None:
+    handles = [
+        plt.Line2D([], [], color=MODE_COLOR[m], marker=MODE_MARKER[m], linestyle="none", markersize=5, label=MODE_LABEL[m]) for m in MODES
+    ]
+    handles.append(plt.Line2D([], [], color="black", linewidth=1.5, label="median"))
+    ax.legend(handles=handles, fontsize=7, **kwargs)
+
+
+def ttfb_by_client_figure(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> plt.Figure:
+    """One panel: TTFB per client at ``rtt_ms`` in ``scenario``, IACK beside WFC, the number
+    above each client is its IACK − WFC median difference in ms."""
+    setup_style()
+    runs = select_runs(handshakes, scenario, rtt_ms)
+    clients = _clients(runs)
+    fig, ax = plt.subplots(figsize=(4.6, 2.9))
+    _draw_ttfb_panel(ax, runs, clients, annotate=True)
+    ax.set_ylabel("TTFB (client capture) [ms]")
+    ax.set_title(f"{title}, RTT {rtt_ms:g} ms\nlabels: IACK − WFC median [ms]", fontsize=8)
+    ax.margins(y=0.12)
+    _mode_legend(ax, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, ncols: int = 3) -> plt.Figure:
+    """One panel per RTT in the data (own y-axis each: TTFB grows with the RTT), per client
+    IACK beside WFC as in the single-RTT figures."""
+    setup_style()
+    runs = select_runs(handshakes, scenario)
+    rtts = sorted(runs["rtt_ms"].unique().to_list())
+    clients = _clients(runs)
+    ncols = max(1, min(ncols, len(rtts)))
+    nrows = max(1, -(-len(rtts) // ncols))
+    fig, grid = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, 2.3 * nrows), squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(rtts):]:
+        fig.delaxes(ax)
+    for ax, rtt in zip(axes, rtts, strict=False):
+        _draw_ttfb_panel(ax, runs.filter(pl.col("rtt_ms") == rtt), clients, annotate=True)
+        ax.set_title(f"RTT {rtt:g} ms", fontsize=8)
+        ax.margins(y=0.15)
+        ax.tick_params(axis="both", labelsize=7)
+    for row in range(nrows):
+        grid[row][0].set_ylabel("TTFB (capture) [ms]")
+    if rtts:
+        _mode_legend(axes[0], loc="best")
+    fig.suptitle(f"{title} (labels: IACK−WFC median, ms)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def imc24_fig05_ttfb_amplification(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+    """Fig. 5: no loss, certificate above the anti-amplification limit and Δt before the
+    ServerHello (scenario 'amplification')."""
+    return ttfb_by_client_figure(handshakes, "amplification", rtt_ms, "No loss, certificate > amplification limit")
+
+
+def imc24_fig06_ttfb_server_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+    """Fig. 6: the remaining first server flight is lost (scenario 'drop_server_flight')."""
+    return ttfb_by_client_figure(handshakes, "drop_server_flight", rtt_ms, "Remaining first server flight lost")
+
+
+def imc24_fig07_ttfb_client_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+    """Fig. 7: the second client flight is lost (scenario 'drop_client_flight')."""
+    return ttfb_by_client_figure(handshakes, "drop_client_flight", rtt_ms, "Second client flight lost")
+
+
+def imc24_fig12_ttfb_server_flight_loss_rtts(handshakes: pl.DataFrame) -> plt.Figure:
+    """Fig. 12: remaining first server flight lost, every RTT in the data."""
+    return ttfb_over_rtts_figure(handshakes, "drop_server_flight", "Remaining first server flight lost")
+
+
+def imc24_fig13_ttfb_client_flight_loss_rtts(handshakes: pl.DataFrame) -> plt.Figure:
+    """Fig. 13: second client flight lost, every RTT in the data."""
+    return ttfb_over_rtts_figure(handshakes, "drop_client_flight", "Second client flight lost")
