@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,9 @@ import matplotlib
 matplotlib.use("Agg")  # figures are files; never open a window (CI has no display)
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+
+# At 6 pt, an average character is about 3 pt wide: 24 per inch, a little less to be safe.
+FOOTNOTE_CHARS_PER_INCH = 22
 
 # Fixed so that two renders of the same data give the same PNG/PDF bytes.
 _SAVE_METADATA = {
@@ -71,7 +75,11 @@ def setup_style() -> None:
 def save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], provenance: Provenance) -> list[Path]:
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
-    fig.text(0.01, 0.005, provenance.footnote(), fontsize=6, color="dimgray", ha="left", va="bottom")
+    # Wrapped to the figure's width, under the axes: the footnote must never widen a
+    # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
+    width_in = fig.get_size_inches()[0]
+    footnote = textwrap.fill(provenance.footnote(), width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
+    fig.text(0.01, 0.0, footnote, fontsize=6, color="dimgray", ha="left", va="top")
     paths = []
     for fmt in formats:
         path = figures_dir / f"{figure_id}.{fmt}"
