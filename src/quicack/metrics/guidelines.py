@@ -1,5 +1,6 @@
 """imc24 Table 2 from the measurements: per scenario, which mode had the lower median TTFB and by
-how much — computed, never typed in."""
+how much — computed, never typed in; ``guidelines_table`` puts the configurations into the
+paper's cells (certificate vs anti-amplification limit × loss / Δt vs 3·RTT)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ def guidelines(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -
     """Per (scenario, RTT, client) the mode with the lower median TTFB and the margin, and per
     scenario the mode most configurations prefer. The client-side capture TTFB is the default
     because it exists for every client (quinn's qlog has no frames)."""
-    medians = summarize(handshakes, ttfb_column).pivot(on="mode", index=["client_impl", "scenario", "rtt_ms"], values="median")
+    paired = handshakes.filter(pl.col("mode").is_in(["iack", "wfc"]))
+    medians = summarize(paired, ttfb_column).pivot(on="mode", index=["client_impl", "scenario", "rtt_ms"], values="median")
+    medians = medians.with_columns([pl.lit(None, dtype=pl.Float64).alias(m) for m in ("iack", "wfc") if m not in medians.columns])
     per_configuration = medians.filter(pl.col("iack").is_not_null() & pl.col("wfc").is_not_null()).with_columns(
         (pl.col("wfc") - pl.col("iack")).alias("iack_advantage_ms"),
     ).with_columns(
@@ -29,13 +32,12 @@ def guidelines(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -
     return per_configuration.sort("scenario", "rtt_ms", "client_impl")
 
 
-def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -> pl.DataFrame:
-    """Table 2's cells: per scenario, how many (client, RTT) configurations prefer each mode, the
-    median margin (WFC − IACK median TTFB; positive = IACK faster) and the preferred mode: 'tie'
-    when the median margin is below ``TIE_MS``, else the mode most configurations prefer."""
+def _cells(per_configuration: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per ``keys``: how many configurations prefer each mode, the median margin (WFC − IACK
+    median TTFB; positive = IACK faster) and the preferred mode: 'tie' when the median margin is
+    below ``TIE_MS``, else the mode most configurations prefer."""
     return (
-        guidelines(handshakes, ttfb_column)
-        .group_by("scenario")
+        per_configuration.group_by(keys)
         .agg(
             (pl.col("preferred") == "iack").sum().alias("configurations_iack"),
             (pl.col("preferred") == "wfc").sum().alias("configurations_wfc"),
@@ -43,8 +45,8 @@ def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_ca
             pl.col("iack_advantage_ms").median().alias("median_iack_advantage_ms"),
         )
         .with_columns(
-            # A scenario whose median margin is within jitter prefers neither mode, whatever
-            # the per-configuration counts say.
+            # A cell whose median margin is within jitter prefers neither mode, whatever the
+            # per-configuration counts say.
             pl.when(pl.col("median_iack_advantage_ms").abs() < TIE_MS)
             .then(pl.lit("tie"))
             .when(pl.col("configurations_iack") > pl.col("configurations_wfc"))
@@ -54,5 +56,158 @@ def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_ca
             .otherwise(pl.lit("tie"))
             .alias("preferred")
         )
+        .sort(keys)
+    )
+
+
+def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -> pl.DataFrame:
+    """Per scenario, Table 2's decision over its (client, RTT) configurations (see ``_cells``)."""
+    return _cells(guidelines(handshakes, ttfb_column), ["scenario"])
+
+
+# imc24 Table 2 (Appendix C): rows = the certificate vs the server's anti-amplification limit;
+# columns = loss of the first server flight except its first datagram, loss of the second client
+# flight, no loss with Δt below / above the client's first PTO (3·RTT).
+BELOW, ABOVE = "below amplification limit", "above amplification limit"
+SERVER_FLIGHT_LOST = "loss: first server flight except first datagram"
+CLIENT_FLIGHT_LOST = "loss: second client flight"
+SHORT_DELAY = "no loss, Δt < 3·RTT"
+LONG_DELAY = "no loss, Δt ≥ 3·RTT"
+CERTIFICATE_ROWS = (BELOW, ABOVE)
+CONDITION_COLUMNS = (SERVER_FLIGHT_LOST, CLIENT_FLIGHT_LOST, SHORT_DELAY, LONG_DELAY)
+PAPER_TABLE2 = {
+    (BELOW, SERVER_FLIGHT_LOST): "wfc",
+    (BELOW, CLIENT_FLIGHT_LOST): "iack",
+    (BELOW, SHORT_DELAY): "iack",
+    (BELOW, LONG_DELAY): "wfc",
+    (ABOVE, SERVER_FLIGHT_LOST): "iack",
+    (ABOVE, CLIENT_FLIGHT_LOST): "iack",
+    (ABOVE, SHORT_DELAY): "iack",
+    (ABOVE, LONG_DELAY): "iack",
+}
+# RFC 9000 §8.1: before validating the address a server sends at most 3× the bytes it received.
+AMPLIFICATION_FACTOR = 3
+MIN_INITIAL_DATAGRAM_BYTES = 1200
+CLIENT_SIDE = "sim_left"
+# The client's first flight (one or two datagrams) leaves in one burst (as in metrics.handshake).
+FIRST_FLIGHT_BURST_MS = 1.0
+
+
+def amplification_limits(datagrams: pl.DataFrame | None, runs: pl.DataFrame) -> pl.DataFrame:
+    """Per client: the server's anti-amplification budget before the client's second flight, 3×
+    the UDP payload of the client's first flight at the client-side capture (median over its
+    runs; a ClientHello split over two datagrams doubles it). Without captures: 3 × 1200 B."""
+    clients = runs.select("client_impl").unique()
+    default = clients.with_columns(pl.lit(float(AMPLIFICATION_FACTOR * MIN_INITIAL_DATAGRAM_BYTES)).alias("amplification_limit_bytes"))
+    if datagrams is None or datagrams.is_empty():
+        return default
+    first_flight = (
+        datagrams.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s") & (pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS))
+        .group_by("run_id")
+        .agg(pl.col("udp_payload_bytes").sum().alias("first_flight_bytes"))
+        .join(runs.select("run_id", "client_impl"), on="run_id", how="inner")
+        .group_by("client_impl")
+        .agg((pl.col("first_flight_bytes").median() * AMPLIFICATION_FACTOR).alias("amplification_limit_bytes"))
+    )
+    return default.join(first_flight, on="client_impl", how="left", suffix="_measured").select(
+        "client_impl", pl.coalesce("amplification_limit_bytes_measured", "amplification_limit_bytes").alias("amplification_limit_bytes")
+    )
+
+
+def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per (client, scenario, RTT) of the IACK/WFC runs: Table 2's row (certificate bytes vs the
+    client's amplification limit) and column (what the runs dropped — server datagrams after
+    the first: server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms
+    vs 3·RTT). Configurations whose runs disagree on these, or drop the first server datagram,
+    get a null column (not classified)."""
+    paired = runs.filter(pl.col("mode").is_in(["iack", "wfc"]))
+    # Drop lists are calibrated per mode (IACK's server flight has one datagram more): each mode
+    # of a configuration must drop one list consistently, and the modes must drop the same side.
+    per_mode = paired.group_by("client_impl", "scenario", "rtt_ms", "mode").agg(
+        pl.col("cert_bytes").max().alias("cert_bytes"),
+        (pl.col("cert_bytes").n_unique() == 1).alias("one_cert"),
+        pl.col("cert_delay_ms").max().alias("cert_delay_ms"),
+        (pl.col("cert_delay_ms").n_unique() == 1).alias("one_delay"),
+        (pl.col("drop_to_client").fill_null("").n_unique() == 1).alias("one_server_drop"),
+        (pl.col("drop_to_server").fill_null("").n_unique() == 1).alias("one_client_drop"),
+        pl.col("drop_to_client").fill_null("").first().alias("server_drop"),
+        pl.col("drop_to_server").fill_null("").first().alias("client_drop"),
+    )
+    attributes = per_mode.group_by("client_impl", "scenario", "rtt_ms").agg(
+        pl.col("cert_bytes").max(),
+        (pl.col("one_cert").all() & (pl.col("cert_bytes").n_unique() == 1)).alias("one_cert"),
+        pl.col("cert_delay_ms").max(),
+        (pl.col("one_delay").all() & (pl.col("cert_delay_ms").n_unique() == 1)).alias("one_delay"),
+        pl.col("one_server_drop").all(),
+        pl.col("one_client_drop").all(),
+        (pl.col("server_drop") != "").unique().alias("server_drops"),
+        (pl.col("client_drop") != "").unique().alias("client_drops"),
+        pl.col("server_drop").str.split("_").list.contains("1").any().alias("first_server_datagram_dropped"),
+    )
+    server_drops = pl.col("server_drops").list.first()
+    client_drops = pl.col("client_drops").list.first()
+    consistent = (
+        pl.col("one_cert") & pl.col("one_delay") & pl.col("one_server_drop") & pl.col("one_client_drop")
+        & (pl.col("server_drops").list.len() == 1) & (pl.col("client_drops").list.len() == 1)
+    )
+    column = (
+        pl.when(~consistent | pl.col("first_server_datagram_dropped") | (server_drops & client_drops))
+        .then(pl.lit(None, dtype=pl.Utf8))
+        .when(server_drops)
+        .then(pl.lit(SERVER_FLIGHT_LOST))
+        .when(client_drops)
+        .then(pl.lit(CLIENT_FLIGHT_LOST))
+        .when(pl.col("cert_delay_ms").fill_null(0.0) < 3 * pl.col("rtt_ms"))
+        .then(pl.lit(SHORT_DELAY))
+        .otherwise(pl.lit(LONG_DELAY))
+    )
+    return (
+        attributes.join(amplification_limits(datagrams, runs), on="client_impl", how="left")
+        .with_columns(
+            pl.when(pl.col("cert_bytes") > pl.col("amplification_limit_bytes")).then(pl.lit(ABOVE)).otherwise(pl.lit(BELOW)).alias("certificate"),
+            column.alias("condition"),
+        )
+        .select("client_impl", "scenario", "rtt_ms", "cert_bytes", "cert_delay_ms", "amplification_limit_bytes", "certificate", "condition")
+        .sort("scenario", "rtt_ms", "client_impl")
+    )
+
+
+def guidelines_table(
+    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None, ttfb_column: str = "ttfb_capture_ms"
+) -> pl.DataFrame:
+    """imc24 Table 2's eight cells from the measured (client, scenario, RTT) configurations (see
+    ``classify_configurations``): per cell the decision of ``_cells``, the paper's preference
+    and where the cell was measured; ``configurations`` = 0 where the data has no such
+    configuration (not measured: never a guess)."""
+    per_configuration = guidelines(handshakes, ttfb_column).join(
+        classify_configurations(runs, datagrams), on=["client_impl", "scenario", "rtt_ms"], how="inner"
+    ).filter(pl.col("condition").is_not_null())
+    cells = _cells(per_configuration, ["certificate", "condition"])
+    where = (
+        per_configuration.group_by("certificate", "condition", "scenario")
+        .agg(pl.col("rtt_ms").unique().sort(), pl.col("client_impl").n_unique().alias("clients"))
         .sort("scenario")
+        .with_columns(
+            (
+                pl.col("scenario") + " @ " + pl.col("rtt_ms").cast(pl.List(pl.Utf8)).list.eval(pl.element().str.replace(r"\.0$", "")).list.join("/")
+                + " ms × " + pl.col("clients").cast(pl.Utf8) + " clients"
+            ).alias("measured_in")
+        )
+        .group_by("certificate", "condition", maintain_order=True)
+        .agg(pl.col("measured_in").str.join("; "))
+    )
+    layout = pl.DataFrame(
+        [
+            {"certificate": row, "condition": column, "paper_preferred": PAPER_TABLE2[(row, column)], "order": i}
+            for i, (row, column) in enumerate((r, c) for r in CERTIFICATE_ROWS for c in CONDITION_COLUMNS)
+        ]
+    )
+    counts = ["configurations_iack", "configurations_wfc", "configurations_tie"]
+    return (
+        layout.join(cells, on=["certificate", "condition"], how="left")
+        .join(where, on=["certificate", "condition"], how="left")
+        .with_columns([pl.col(c).fill_null(0).cast(pl.Int64) for c in counts])
+        .with_columns(pl.sum_horizontal(counts).alias("configurations"))
+        .sort("order")
+        .drop("order")
     )
