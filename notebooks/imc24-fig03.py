@@ -1,0 +1,36 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # imc24 Fig. 3 — packet coalescence in the handshake, per client implementation
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/figures"
+formats = "pdf,png"
+dataset = "sample"
+# The runs whose handshakes are drawn (no loss, so every datagram is the sender's first choice).
+scenario = "noloss"
+
+# %%
+import polars as pl
+
+from quicack.figures.common import run_accounting, save_figure, testbed_provenance
+from quicack.figures.data import read_views
+from quicack.figures.imc24_handshake import imc24_fig03_coalescence
+
+views = read_views(db, "runs", "packets", "frames")
+used = views["runs"].filter(pl.col("scenario") == scenario)
+
+# %%
+fig = imc24_fig03_coalescence(views["runs"], views["packets"], views["frames"], scenario)
+save_figure(fig, out_dir, "imc24-fig03", formats.split(","), testbed_provenance(dataset).with_note(f"'{scenario}' " + run_accounting(used)))
