@@ -87,7 +87,10 @@ def test_tab02_cells_match_the_paper_where_measured(tables):
     below = guidelines.BELOW
     server_lost = one(table, certificate=below, condition=guidelines.SERVER_FLIGHT_LOST)
     assert (server_lost["paper"], server_lost["agrees"]) == ("WFC", "yes") and server_lost["ours"].startswith("WFC by")
-    assert server_lost["median_iack_advantage_ms"] < -100.0
+    assert server_lost["median_iack_advantage_ms"] < -30.0
+    # At 9 ms RTT the server's default PTO (no RTT sample after an instant ACK) costs IACK ~170 ms.
+    nine = guidelines.guidelines(tables["handshake_runs"]).filter((pl.col("scenario") == "drop_server_flight") & (pl.col("rtt_ms") == 9.0))
+    assert nine.height == 2 and (nine["iack_advantage_ms"] < -100.0).all()
     client_lost = one(table, certificate=below, condition=guidelines.CLIENT_FLIGHT_LOST)
     assert (client_lost["paper"], client_lost["agrees"]) == ("IACK", "yes")
     # The loss scenarios use a certificate below the limit: the rows above it are not measured,
