@@ -25,11 +25,13 @@ import polars as pl
 from quicack.figures.common import run_accounting, save_table, testbed_provenance
 from quicack.figures.data import read_views
 from quicack.figures.imc24_tables import imc24_tab02_guidelines
-from quicack.metrics.guidelines import TIE_MS, classify_configurations
+from quicack.metrics.guidelines import TIE_MS, classify_configurations, guidelines
 
 views = read_views(db, "runs", "datagrams", "handshake_runs")
 table = imc24_tab02_guidelines(views["handshake_runs"], views["runs"], views["datagrams"])
 classified = classify_configurations(views["runs"], views["datagrams"]).filter(pl.col("condition").is_not_null())
+# Only configurations with both modes measured enter a cell.
+classified = classified.join(guidelines(views["handshake_runs"]).select("client_impl", "scenario", "rtt_ms"), on=["client_impl", "scenario", "rtt_ms"], how="semi")
 used = views["runs"].join(classified.select("client_impl", "scenario", "rtt_ms"), on=["client_impl", "scenario", "rtt_ms"], how="semi").filter(
     pl.col("mode").is_in(["iack", "wfc"])
 )
