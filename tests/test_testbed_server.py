@@ -109,3 +109,56 @@ def test_files_are_deterministic(tmp_path: Path) -> None:
     a = ensure_files(tmp_path / "a", ["10KB"])["10KB"]
     b = ensure_files(tmp_path / "b", ["10KB"])["10KB"]
     assert a.sha256 == b.sha256 and a.size_bytes == FILE_SIZES["10KB"]
+
+
+class _CollectingTransport(asyncio.DatagramTransport):
+    """The server's socket, in memory: what it sends, to whom."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[bytes, Any]] = []
+
+    def sendto(self, data: bytes, addr: Any = None) -> None:
+        self.sent.append((data, addr))
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 4433) if name == "sockname" else default
+
+
+def test_issued_connection_ids_are_routable_as_soon_as_they_are_sent(www: Path) -> None:
+    """A client may switch to a connection ID the moment it learns it (quic-go does after a
+    probe). Stock aioquic routes a newly issued ID only at the server's next event, so packets to
+    it were dropped until a timer fired; the testbed server routes it when it sends it."""
+    from aioquic.quic.connection import QuicConnection
+
+    async def handshake_without_further_server_input() -> tuple[set[bytes], set[bytes]]:
+        paths = cert_paths("small")
+        cfg = QuicConfiguration(is_client=False, alpn_protocols=HQ_ALPN)
+        cfg.load_cert_chain(paths.chain, paths.key)
+        server = TestbedQuicServer(
+            mode=HandshakeMode.NONE, cert_delay_s=0.0, configuration=cfg,
+            create_protocol=lambda *a, **k: FileServerProtocol(*a, www=www, **k),
+        )  # fmt: skip
+        transport = _CollectingTransport()
+        server.connection_made(transport)
+        client = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=HQ_ALPN, verify_mode=ssl.CERT_NONE))
+        client_addr = ("127.0.0.1", 50000)
+        client.connect(("127.0.0.1", 4433), now=0.0)
+        now = 0.0
+        # Exchange datagrams until the client has the server's NEW_CONNECTION_ID frames; the server
+        # then gets nothing more: no datagram, no timer.
+        for _ in range(10):
+            now += 0.001
+            for data, _addr in client.datagrams_to_send(now=now):
+                server.datagram_received(data, client_addr)
+            for data, _addr in transport.sent:
+                client.receive_datagram(data, ("127.0.0.1", 4433), now=now)
+            transport.sent.clear()
+            if len(client._peer_cid_available) > 0:
+                break
+        issued = {cid.cid for cid in client._peer_cid_available}
+        return issued, set(server._protocols)
+
+    issued, routable = asyncio.run(handshake_without_further_server_input())
+    assert issued, "the server issued no new connection IDs"
+    assert issued <= routable
