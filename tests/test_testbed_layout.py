@@ -69,13 +69,14 @@ def test_file_size(text: str, expected: int | None) -> None:
 def test_calibration_on_recorded_aioquic_baselines(mode, first_server_datagram, drop_to_client) -> None:
     """On real no-loss captures of the embedded dataset: IACK sends a lone ACK first and the whole
     ServerHello flight is datagrams 2-3; WFC coalesces ACK and ServerHello and only datagram 2 remains;
-    aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4."""
+    aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4 — sometimes with one more
+    ACK datagram in the same burst, by timing alone (hence one static mapping per client in the testbed)."""
     sim = REPO / "data" / "sample" / "raw" / "aioquic_aioquic" / f"noloss-{mode}-rtt9ms-10KB-h3" / "1" / "sim"
     _, server_datagrams = split_datagrams(sim / "trace_node_right.pcap.gz")
     assert server_datagrams[0].kinds == first_server_datagram
     calibration = calibrate(sim / "trace_node_left.pcap.gz", sim / "trace_node_right.pcap.gz")
     assert calibration.drop_to_client == drop_to_client
-    assert calibration.drop_to_server == (2, 3, 4)
+    assert calibration.drop_to_server[:3] == (2, 3, 4) and len(calibration.drop_to_server) <= 4
 
 
 def test_expand_matrix_skips_unsupported_protocols() -> None:
@@ -97,3 +98,11 @@ def test_runner_refuses_clearly_without_root(
                                                   "scenarios": ["noloss"], "rtts_ms": [9]})])  # fmt: skip
     assert code == 2
     assert "needs root" in capsys.readouterr().err
+
+
+def test_static_client_flight_is_the_most_frequent_and_else_the_shorter() -> None:
+    from quicack.testbed.run import choose_static_flight
+
+    assert choose_static_flight([(2, 3, 4), (2, 3, 4, 5), (2, 3, 4)]) == (2, 3, 4)
+    assert choose_static_flight([(3, 4, 5), (3, 4), (3, 4, 5)]) == (3, 4, 5)
+    assert choose_static_flight([(3, 4, 5), (3, 4)]) == (3, 4)

@@ -293,17 +293,71 @@ def _write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
     (run_dir / RUN_JSON).write_text(json.dumps(data, indent=1, default=str) + "\n")
 
 
-def calibrate_group(group: RunGroup, work: Path) -> RunGroup:
-    """Run a no-loss baseline of the same client/mode/RTT and derive the drop list of `group`."""
-    baseline = RunGroup(**{**asdict(group), "scenario": "noloss", "repetitions": 1, "compress": False,
-                           "calibrate": None, "drop_to_client": (), "drop_to_server": (), "extra": {}})  # fmt: skip
-    res = execute_run(baseline, 0, work, run_dir=work / "baseline")
+def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
+    return RunGroup(**{**asdict(group), "scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
+                       "drop_to_client": (), "drop_to_server": (), "extra": {}, **changes})  # fmt: skip
+
+
+def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, Any]:
+    res = execute_run(baseline, 0, work, run_dir=work / name)
     sim = res.run_dir / "sim"
     cal = calibrate(sim / capture.LEFT, sim / capture.RIGHT)
-    info = cal.as_dict() | {"baseline_status": res.status, "baseline_failure_reason": res.failure_reason}
-    to_client = cal.drop_to_client if group.calibrate == "server_flight" else ()
-    to_server = cal.drop_to_server if group.calibrate == "client_flight" else ()
-    out = with_drops(group, to_client, to_server)
+    return cal.as_dict() | {"baseline_status": res.status, "baseline_failure_reason": res.failure_reason}
+
+
+# imc24 Table 4 / Appendix E: the second client flight is mapped to datagram indices once per client and used
+# for both modes and every RTT ("this static mapping no longer drops the entire second client flight" when a
+# client sends probes first, e.g. at 300 ms). Found from no-loss WFC baselines at this RTT; the most frequent
+# flight of several baselines, because a client's burst may include one more ACK datagram by timing alone.
+CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small"}
+CLIENT_FLIGHT_BASELINES = 3
+CLIENT_FLIGHT_FILE = "client_flight_calibration.json"
+
+
+def choose_static_flight(flights: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The most frequent flight; on a tie the shorter one (a trailing datagram is the part that
+    depends on timing alone)."""
+    return min(set(flights), key=lambda flight: (-flights.count(flight), len(flight), flight))
+
+
+def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[str, Any]:
+    """The client's static second-flight mapping, calibrated on first use and kept beside its run
+    groups (``<raw>/<server>_<client>/client_flight_calibration.json``) so every group of that client
+    drops the same datagrams."""
+    path = raw_root / f"{group.server}_{group.client}" / CLIENT_FLIGHT_FILE
+    if path.exists():
+        return json.loads(path.read_text())
+    baselines = [
+        _calibrate_baseline(_baseline(group, **CLIENT_FLIGHT_REFERENCE), work, f"client_flight_{i}")
+        for i in range(1, CLIENT_FLIGHT_BASELINES + 1)
+    ]
+    flights = [tuple(b["second_client_flight"]) for b in baselines if b["baseline_status"] == "ok" and b["second_client_flight"]]
+    if not flights:
+        raise RuntimeError(f"{group.client}: no no-loss baseline showed a second client flight")
+    chosen = choose_static_flight(flights)
+    result = {"second_client_flight": list(chosen), "reference": CLIENT_FLIGHT_REFERENCE, "baselines": baselines}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    return result
+
+
+def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
+    """The drop list of `group`: the remaining first server flight from a no-loss baseline of the same
+    client, mode and RTT (it differs by mode: IACK adds the instant ACK); the second client flight from
+    the client's static mapping."""
+    if group.calibrate == "client_flight":
+        static = static_client_flight(group, raw_root, work)
+        flight = static["second_client_flight"]
+        out = with_drops(group, (), tuple(flight))
+        out.extra["calibration"] = {
+            "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight, "static": True,
+            "reference": static["reference"], "note": f"static per client ({CLIENT_FLIGHT_FILE})",
+            "baseline_status": "ok", "baseline_failure_reason": None,
+        }  # fmt: skip
+        return out
+    info = _calibrate_baseline(_baseline(group), work, "baseline")
+    to_client = tuple(info["drop_to_client"]) if group.calibrate == "server_flight" else ()
+    out = with_drops(group, to_client, ())
     out.extra["calibration"] = info
     return out
 
@@ -312,7 +366,7 @@ def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  #
     """Every repetition of `group` (after drop-list calibration when the scenario needs it)."""
     if group.calibrate:
         with tempfile.TemporaryDirectory(prefix="quicack-calib-") as tmp:
-            group = calibrate_group(group, Path(tmp))
+            group = calibrate_group(group, Path(tmp), raw_root)
         cal = group.extra["calibration"]
         log(f"[{group.key}] calibrated: drop_to_client={list(group.drop_to_client)} "
             f"drop_to_server={list(group.drop_to_server)} {cal.get('note') or ''}")  # fmt: skip

@@ -15,7 +15,8 @@ from quicack.testbed.servers import supported_protocols as server_protocols
 
 @dataclass(frozen=True)
 class Scenario:
-    """What a scenario fixes; drop lists of the loss scenarios are calibrated per client and mode."""
+    """What a scenario fixes. The remaining first server flight is calibrated per client, mode and RTT; the
+    second client flight is mapped once per client (imc24 Table 4; `run.static_client_flight`)."""
 
     name: str
     cert_size: str  # 'small' (1,212 B) or 'large' (5,113 B)
