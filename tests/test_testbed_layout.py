@@ -100,9 +100,10 @@ def test_runner_refuses_clearly_without_root(
     assert "needs root" in capsys.readouterr().err
 
 
-def test_static_client_flight_is_the_most_frequent_and_else_the_shorter() -> None:
+def test_static_client_flight_is_the_shortest_one_seen() -> None:
+    """A longer baseline flight holds an ACK-only datagram sent in between by timing (aioquic)."""
     from quicack.testbed.run import choose_static_flight
 
-    assert choose_static_flight([(2, 3, 4), (2, 3, 4, 5), (2, 3, 4)]) == (2, 3, 4)
-    assert choose_static_flight([(3, 4, 5), (3, 4), (3, 4, 5)]) == (3, 4, 5)
-    assert choose_static_flight([(3, 4, 5), (3, 4)]) == (3, 4)
+    assert choose_static_flight([(2, 3, 4, 5), (2, 3, 4, 5), (2, 3, 4)]) == (2, 3, 4)
+    assert choose_static_flight([(3, 4, 5), (3, 4, 5), (3, 4, 5)]) == (3, 4, 5)
+    assert choose_static_flight([(3, 4, 6), (3, 4, 5), (3, 4, 5)]) == (3, 4, 5)

@@ -113,7 +113,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         netns.create(topo)
         router.configure(topo, imp)
         impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
-        caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen)
+        caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen) if group.captures else None
         sreq = ServerRequest(
             impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
             www=_www_dir(), qlog_dir=run_dir / "server" / "qlog", keylog_path=run_dir / "server" / "keys.log",
@@ -148,7 +148,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         # Let the last datagrams (CONNECTION_CLOSE, final ACKs) cross the emulated path before capturing stops.
         time.sleep(min(2.0, group.rtt_ms / 1000 * 2 + 0.2))
         server.stop(signal.SIGTERM, grace_s=5)
-        caps.stop()
+        if caps is not None:
+            caps.stop()
         impair_proc.stop(signal.SIGTERM, grace_s=5)
         timing.mark("stopped")
         if (logs / "impairment.json").exists():
@@ -281,6 +282,7 @@ def _run_json(
             "job": topo.job,
             "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
             "capture_snaplen": group.capture_snaplen,
+            "captures": group.captures,
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
             "cleanup_problems": cleanup_problems,
@@ -307,17 +309,21 @@ def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, 
 
 # imc24 Table 4 / Appendix E: the second client flight is mapped to datagram indices once per client and used
 # for both modes and every RTT ("this static mapping no longer drops the entire second client flight" when a
-# client sends probes first, e.g. at 300 ms). Found from no-loss WFC baselines at this RTT; the most frequent
-# flight of several baselines, because a client's burst may include one more ACK datagram by timing alone.
+# client sends probes first, e.g. at 300 ms). Found from several no-loss WFC baselines at this RTT, because a
+# client's burst may include one more ACK-only datagram by timing alone (see choose_static_flight).
 CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small"}
 CLIENT_FLIGHT_BASELINES = 3
 CLIENT_FLIGHT_FILE = "client_flight_calibration.json"
 
 
 def choose_static_flight(flights: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """The most frequent flight; on a tie the shorter one (a trailing datagram is the part that
-    depends on timing alone)."""
-    return min(set(flights), key=lambda flight: (-flights.count(flight), len(flight), flight))
+    """The shortest flight the baselines showed (the most frequent among equally short ones): a
+    longer one holds an ACK-only datagram the client happened to send between the flight's
+    datagrams (aioquic: 2,3,4 or, by timing, 2,3,4,5 with an ACK as datagram 4), not more of the
+    flight's information."""
+    shortest = min(len(flight) for flight in flights)
+    candidates = [flight for flight in flights if len(flight) == shortest]
+    return min(set(candidates), key=lambda flight: (-candidates.count(flight), flight))
 
 
 def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[str, Any]:

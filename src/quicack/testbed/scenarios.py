@@ -85,6 +85,7 @@ class RunGroup:
     loss_s2c: float = 0.0
     drop_to_client: tuple[int, ...] = ()
     drop_to_server: tuple[int, ...] = ()
+    captures: bool = True  # tcpdump on both router interfaces (off: qlogs only)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -150,6 +151,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 server_initial_rtt_ms=cfg.get("server_initial_rtt_ms"),
                 timeout_s=float(cfg.get("timeout_s", 30)),
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
+                captures=bool(cfg.get("captures", True)),
                 compress=bool(cfg.get("compress", True)),
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
