@@ -22,15 +22,10 @@ dataset = "sample"
 scenario = "noloss"
 
 # %%
-import polars as pl
-
-from quicack.figures.common import run_accounting, save_figure, testbed_provenance
+from quicack.figures.common import save_figure, testbed_provenance
 from quicack.figures.data import read_views
-from quicack.figures.imc24_handshake import imc24_fig03_coalescence
+from quicack.figures.imc24_handshake import imc24_fig03_coalescence, imc24_fig03_note
 
 views = read_views(db, "runs", "packets", "frames")
-used = views["runs"].filter(pl.col("scenario") == scenario)
-
-# %%
 fig = imc24_fig03_coalescence(views["runs"], views["packets"], views["frames"], scenario)
-save_figure(fig, out_dir, "imc24-fig03", formats.split(","), testbed_provenance(dataset).with_note(f"'{scenario}' " + run_accounting(used)))
+save_figure(fig, out_dir, "imc24-fig03", formats.split(","), testbed_provenance(dataset).with_note(imc24_fig03_note(views["runs"], scenario)))

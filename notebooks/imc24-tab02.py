@@ -20,28 +20,12 @@ formats = "pdf,png"
 dataset = "sample"
 
 # %%
-import polars as pl
-
-from quicack.figures.common import run_accounting, save_table, testbed_provenance
+from quicack.figures.common import save_table, testbed_provenance
 from quicack.figures.data import read_views
-from quicack.figures.imc24_tables import imc24_tab02_guidelines
-from quicack.metrics.guidelines import TIE_MS, classify_configurations, guidelines
+from quicack.figures.imc24_tables import imc24_tab02_guidelines, imc24_tab02_note
 
 views = read_views(db, "runs", "datagrams", "handshake_runs")
 table = imc24_tab02_guidelines(views["handshake_runs"], views["runs"], views["datagrams"])
-classified = classify_configurations(views["runs"], views["datagrams"]).filter(pl.col("condition").is_not_null())
-# Only configurations with both modes measured enter a cell.
-classified = classified.join(guidelines(views["handshake_runs"]).select("client_impl", "scenario", "rtt_ms"), on=["client_impl", "scenario", "rtt_ms"], how="semi")
-used = views["runs"].join(classified.select("client_impl", "scenario", "rtt_ms"), on=["client_impl", "scenario", "rtt_ms"], how="semi").filter(
-    pl.col("mode").is_in(["iack", "wfc"])
-)
-missing = table.filter(pl.col("configurations") == 0)
-note = (
-    "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "
-    f"configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < {TIE_MS:g} ms. Amplification limit = "
-    "3 x the client's first flight (UDP payload). Not measured (no such configuration in the data): "
-    + ("; ".join(f"{r['certificate']} / {r['condition']}" for r in missing.iter_rows(named=True)) or "none")
-    + ". IACK/WFC runs used: " + run_accounting(used)
-)
+note = imc24_tab02_note(views["handshake_runs"], views["runs"], views["datagrams"], table)
 save_table(table, out_dir, "imc24-tab02", testbed_provenance(dataset).with_note(note))
 table

@@ -20,18 +20,11 @@ formats = "pdf,png"
 dataset = "sample"
 
 # %%
-from quicack.figures.common import run_accounting, save_table, testbed_provenance
+from quicack.figures.common import save_table, testbed_provenance
 from quicack.figures.data import read_views
-from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay, table3_runs
+from quicack.figures.imc24_tables import imc24_tab03_note, imc24_tab03_server_ack_delay
 
 views = read_views(db, "runs", "frames")
 table = imc24_tab03_server_ack_delay(views["runs"], views["frames"])
-scenarios = set(table3_runs(views["runs"])["scenario"].to_list())
-used = views["runs"].filter(views["runs"]["scenario"].is_in(sorted(scenarios)))
-note = (
-    "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that space; "
-    "several runs with one repetition index (clients, RTTs): their median. Paper: public QIR handshake captures, quic-go client, "
-    "August 2024. Runs used: " + run_accounting(used)
-)
-save_table(table, out_dir, "imc24-tab03", testbed_provenance(dataset).with_note(note))
+save_table(table, out_dir, "imc24-tab03", testbed_provenance(dataset).with_note(imc24_tab03_note(views["runs"])))
 table

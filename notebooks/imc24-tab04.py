@@ -20,17 +20,11 @@ formats = "pdf,png"
 dataset = "sample"
 
 # %%
-from quicack.figures.common import run_accounting, save_table, testbed_provenance
-from quicack.figures.data import read_views
-from quicack.figures.imc24_tables import imc24_tab04_client_defaults
+from quicack.figures.common import save_table, testbed_provenance
+from quicack.figures.data import read_view
+from quicack.figures.imc24_tables import imc24_tab04_client_defaults, imc24_tab04_note
 
-views = read_views(db, "handshake_runs")
-table = imc24_tab04_client_defaults(views["handshake_runs"])
-note = (
-    "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median over such runs); "
-    "'> N': no run had such a probe, N = the longest wait seen before the server answered (a lower bound). Second flight: c2s "
-    "datagram indices the second-client-flight loss runs dropped (calibrated per client, mode and RTT). Runs: "
-    + run_accounting(views["handshake_runs"])
-)
-save_table(table, out_dir, "imc24-tab04", testbed_provenance(dataset).with_note(note))
+handshakes = read_view(db, "handshake_runs")
+table = imc24_tab04_client_defaults(handshakes)
+save_table(table, out_dir, "imc24-tab04", testbed_provenance(dataset).with_note(imc24_tab04_note(handshakes)))
 table

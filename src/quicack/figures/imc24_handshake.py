@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 from matplotlib.patches import Patch, Rectangle
 
-from quicack.figures.common import setup_style
+from quicack.figures.common import run_accounting, setup_style
 from quicack.metrics.coalescence import coalescence_patterns
 
 CLIENT_SIDE, SERVER_SIDE = "sim_left", "sim_right"
@@ -385,3 +385,19 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: p
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
     return fig
+
+
+def imc24_fig01_runs(handshakes: pl.DataFrame, client: str, scenario: str, rtt_ms: float) -> tuple[str, str, str]:
+    """The IACK and WFC runs Fig. 1 draws (each the repetition nearest its configuration's median
+    TTFB) and the footnote that names them and counts the configuration's runs."""
+    iack_run = representative_run(handshakes, client, scenario, "iack", rtt_ms)
+    wfc_run = representative_run(handshakes, client, scenario, "wfc", rtt_ms)
+    configuration = handshakes.filter(
+        (pl.col("client_impl") == client) & (pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms) & pl.col("mode").is_in(["iack", "wfc"])
+    )
+    note = f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration); configuration " + run_accounting(configuration)
+    return iack_run, wfc_run, note
+
+
+def imc24_fig03_note(runs: pl.DataFrame, scenario: str = "noloss") -> str:
+    return f"'{scenario}' " + run_accounting(runs.filter(pl.col("scenario") == scenario))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.figures.common import run_accounting
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
 from quicack.metrics.server_ack_delay import SPACES, first_server_acks
@@ -229,3 +230,40 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> pl.DataFrame:
             }
         )
     return pl.DataFrame(rows)
+
+
+def imc24_tab02_note(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame, table: pl.DataFrame) -> str:
+    """Table 2's footnote: how a cell is decided, which cells the data cannot fill, and the runs
+    behind the others (only configurations with both modes measured enter a cell)."""
+    classified = guidelines_metric.classify_configurations(runs, datagrams).filter(pl.col("condition").is_not_null())
+    measured = guidelines_metric.guidelines(handshakes).select("client_impl", "scenario", "rtt_ms")
+    keys = ["client_impl", "scenario", "rtt_ms"]
+    classified = classified.join(measured, on=keys, how="semi")
+    used = runs.join(classified.select(keys), on=keys, how="semi").filter(pl.col("mode").is_in(["iack", "wfc"]))
+    missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
+    return (
+        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "
+        f"configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < {guidelines_metric.TIE_MS:g} ms. "
+        "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the data): "
+        + ("; ".join(missing.to_series().to_list()) or "none")
+        + ". IACK/WFC runs used: "
+        + run_accounting(used)
+    )
+
+
+def imc24_tab03_note(runs: pl.DataFrame) -> str:
+    used = runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique()))
+    return (
+        "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "
+        "space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR handshake captures, "
+        "quic-go client, August 2024. Runs used: " + run_accounting(used)
+    )
+
+
+def imc24_tab04_note(handshakes: pl.DataFrame) -> str:
+    return (
+        "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median over such "
+        "runs); '> N': no run had such a probe, N = the longest wait seen before the server answered (a lower bound). Second "
+        "flight: c2s datagram indices the second-client-flight loss runs dropped (calibrated per client, mode and RTT). Runs: "
+        + run_accounting(handshakes)
+    )
