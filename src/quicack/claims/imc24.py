@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table, read_reference
+from quicack.figures.imc24_tables import table3_runs
 from quicack.metrics import guidelines, summary
 from quicack.metrics.server_ack_delay import server_ack_delay_table
 
@@ -127,14 +128,14 @@ def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...
 
 def server_first_ack_delay(tables: Tables, server: str) -> Measured:
     """Appendix D / Table 3: ACK Delay of the server's first Initial ACK, range over repetitions
-    (and over modes for our server)."""
-    table = server_ack_delay_table(tables["runs"], tables["frames"], ("server_impl", "mode")).filter(pl.col("server_impl") == server)
+    (and over modes for our server), from the runs Table 3 reads (the handshake test case)."""
+    runs = table3_runs(tables["runs"]).filter(pl.col("server_impl") == server)
+    table = server_ack_delay_table(runs, tables["frames"], ("server_impl", "mode"))
     columns = [c for c in table.columns if c.startswith("initial_")]
     if table.is_empty() or not columns:
         return Measured.unmeasured(f"no captures of a {server} server")
     values = table.select(pl.concat_list(columns).alias("v")).explode("v")["v"]
-    runs = tables["runs"].filter(pl.col("server_impl") == server).height
-    return _range(values, runs)
+    return _range(values, runs.height)
 
 
 def default_pto_of(tables: Tables, client: str) -> Measured:
