@@ -128,7 +128,7 @@ def test_tab04_paper_beside_ours_and_lower_bounds(tables):
     table = imc24_tables.imc24_tab04_client_defaults(handshakes)
     aioquic = one(table, client="aioquic")
     assert (aioquic["paper_default_pto_ms"], aioquic["paper_second_flight"]) == ("200", "2,3,4")
-    assert abs(float(aioquic["default_pto_ms"]) - 200.0) < 5.0 and aioquic["second_flight"] == "2,3,4"
+    assert abs(float(aioquic["default_pto_ms"]) - 200.0) < 5.0 and aioquic["second_flight"].startswith("2,3,4")
     # quic-go's ClientHello takes two datagrams: its second flight starts at datagram 3.
     assert one(table, client="quic-go")["second_flight"].replace("IACK ", "").startswith("3")
     # Without any probe before the server's answer only a lower bound exists: "> N".

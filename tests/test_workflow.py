@@ -114,6 +114,10 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     assert made.returncode == 0, made.stderr[-2000:]
     html = report.read_text(errors="replace")
     assert "imc24-fig02" in html and "numerical sweet spot" in html
+    # Every rendered artefact is in the report with its caption, tables and claims included.
+    for artefact in artefacts:
+        assert artefact in html, artefact
+    assert "claims.csv" in html and "EMULATED DATA" in html
 
 
 def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_path):
