@@ -27,6 +27,6 @@ from quicack.figures.common import save_table, testbed_provenance
 from quicack.figures.data import read_views
 
 # %%
-claims = imc24_claims(read_views(db, "handshake_runs", "runs", "frames"), dataset)
+claims = imc24_claims(read_views(db, "handshake_runs", "runs", "frames", "datagrams"), dataset)
 save_table(claims, out_dir, "imc24-claims", testbed_provenance(dataset))
 claims.select("claim_id", "paper_value", "ours", "agrees")

@@ -23,7 +23,7 @@ def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     for group in GROUPS:
         pipeline.ingest_group_stage(RAW, group, "sample", parquet)
         pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames")}
+    return {name: store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams")}
 
 
 @pytest.fixture(scope="module")

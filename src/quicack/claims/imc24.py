@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table, read_reference
-from quicack.figures.imc24_tables import table3_runs
+from quicack.figures.imc24_tables import imc24_tab02_guidelines, table3_runs
 from quicack.metrics import guidelines, summary
 from quicack.metrics.server_ack_delay import server_ack_delay_table
 
@@ -172,18 +172,28 @@ def rtt_sample_share(tables: Tables, client: str) -> Measured:
     return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
 
 
-def guideline_for(tables: Tables, scenario: str, paper: str) -> Measured:
-    """Appendix C / Table 2: the mode most (client, RTT) configurations of ``scenario`` prefer."""
-    rows = guidelines.guidelines_by_scenario(_our_server_runs(tables)).filter(pl.col("scenario") == scenario)
-    if rows.is_empty():
-        return Measured.unmeasured(f"no {scenario} runs")
-    row = rows.row(0, named=True)
-    text = (
-        f"{row['preferred'].upper()} (median margin {row['median_iack_advantage_ms']:+.1f} ms for IACK; configurations "
-        f"IACK {row['configurations_iack']}, WFC {row['configurations_wfc']}, tie {row['configurations_tie']})"
+TAB02_CERTIFICATE = {"small": "below amplification limit", "large": "above amplification limit"}
+TAB02_CONDITION = {
+    "server-flight": "loss: first server flight except first datagram",
+    "client-flight": "loss: second client flight",
+    "short-delay": "no loss, Δt < 3·RTT",
+    "long-delay": "no loss, Δt ≥ 3·RTT",
+}
+
+
+def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
+    """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
+    table = imc24_tab02_guidelines(tables["handshake_runs"], tables["runs"], tables["datagrams"])
+    row = table.filter((pl.col("certificate") == TAB02_CERTIFICATE[certificate]) & (pl.col("condition") == TAB02_CONDITION[condition]))
+    if row.is_empty() or row["configurations"][0] == 0:
+        return Measured.unmeasured("no such configuration in the data")
+    cell = row.row(0, named=True)
+    keys = ["client_impl", "scenario", "rtt_ms"]
+    configurations = guidelines.classify_configurations(tables["runs"], tables["datagrams"]).filter(
+        (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
     )
-    runs = _our_server_runs(tables).filter(pl.col("scenario") == scenario).height
-    return Measured(None, None, text, runs, matches=row["preferred"] == paper)
+    runs = _our_server_runs(tables).join(configurations.select(keys), on=keys, how="semi").height
+    return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
 
 def _below(rtt_ms: float) -> pl.Expr:
@@ -212,10 +222,11 @@ CLAIMS: dict[str, ClaimFunction] = {
         share_of_configurations, scenario="drop_server_flight", preferred="iack", rtt_filter=pl.col("rtt_ms") == 300.0
     ),
     "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
-    "imc24-C-tab02-server-flight": partial(guideline_for, scenario="drop_server_flight", paper="wfc"),
-    "imc24-C-tab02-client-flight": partial(guideline_for, scenario="drop_client_flight", paper="iack"),
-    "imc24-C-tab02-amplification": partial(guideline_for, scenario="amplification", paper="iack"),
-    "imc24-C-tab02-noloss": partial(guideline_for, scenario="noloss", paper="iack"),
+    **{
+        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate, condition=condition)
+        for certificate in TAB02_CERTIFICATE
+        for condition in TAB02_CONDITION
+    },
 }  # fmt: skip
 
 

@@ -264,6 +264,6 @@ def imc24_tab04_note(handshakes: pl.DataFrame) -> str:
     return (
         "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median over such "
         "runs); '> N': no run had such a probe, N = the longest wait seen before the server answered (a lower bound). Second "
-        "flight: c2s datagram indices the second-client-flight loss runs dropped (calibrated per client, mode and RTT). Runs: "
+        "flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed maps the flight once per client, as imc24 does; other datasets may differ per mode or RTT, shown beside). Runs: "
         + run_accounting(handshakes)
     )
