@@ -192,7 +192,9 @@ def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured
     configurations = guidelines.classify_configurations(tables["runs"], tables["datagrams"]).filter(
         (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
     )
-    runs = _our_server_runs(tables).join(configurations.select(keys), on=keys, how="semi").height
+    # Only configurations with both modes measured enter a cell (as in imc24-tab02).
+    compared = guidelines.guidelines(tables["handshake_runs"]).select(keys)
+    runs = _our_server_runs(tables).join(configurations.select(keys), on=keys, how="semi").join(compared, on=keys, how="semi").height
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
 
