@@ -107,3 +107,33 @@ def test_static_client_flight_is_the_shortest_one_seen() -> None:
     assert choose_static_flight([(2, 3, 4, 5), (2, 3, 4, 5), (2, 3, 4)]) == (2, 3, 4)
     assert choose_static_flight([(3, 4, 5), (3, 4, 5), (3, 4, 5)]) == (3, 4, 5)
     assert choose_static_flight([(3, 4, 6), (3, 4, 5), (3, 4, 5)]) == (3, 4, 5)
+
+
+def test_tidy_folds_logs_into_run_json_without_machine_paths(tmp_path: Path) -> None:
+    """Per-process logs and the server's ready file end up in run.json (non-empty output only, with
+    this machine's paths made relative); the files and the logs folder are gone."""
+    import json
+    import sysconfig
+
+    from quicack.testbed import tidy
+
+    run = tmp_path / "aioquic_quic-go" / "noloss-iack-rtt9ms-10KB-h3" / "1"
+    (run / "logs").mkdir(parents=True)
+    (run / "server").mkdir()
+    site = sysconfig.get_paths()["purelib"]
+    (run / "logs" / "server.stderr").write_text(
+        f'  File "{site}/aioquic/quic/logger.py", line 329\n  File "{tidy.REPO_ROOT}/src/quicack/testbed/server.py", line 183\n'
+    )
+    (run / "logs" / "client.stdout").write_text("")
+    (run / "logs" / "impairment.json").write_text('{"c2s": {"delay_ms": 4.5}}')
+    (run / "server" / "server_info.json").write_text('{"warm_up_ms": 92.8}')
+    tidy.write_run_json(run, {"status": "ok", "impairment": {"c2s": {"delay_ms": 4.5}}})
+
+    assert tidy.tidy_raw(tmp_path) == 1 and tidy.tidy_raw(tmp_path) == 0
+    folded = json.loads((run / "run.json").read_text())
+    assert set(folded["process_output"]) == {"server.stderr"}
+    assert folded["process_output"]["server.stderr"] == (
+        '  File "<site-packages>/aioquic/quic/logger.py", line 329\n  File "src/quicack/testbed/server.py", line 183\n'
+    )
+    assert folded["server_info"] == {"warm_up_ms": 92.8} and folded["impairment"] == {"c2s": {"delay_ms": 4.5}}
+    assert not (run / "logs").exists() and not (run / "server" / "server_info.json").exists()

@@ -28,11 +28,11 @@ from typing import Any
 
 import yaml
 
-from quicack.testbed import capture, netns, router
+from quicack.testbed import capture, netns, router, tidy
 from quicack.testbed.calibrate import calibrate
 from quicack.testbed.clients import ClientRequest, client_command, client_versions
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
-from quicack.testbed.layout import RUN_JSON, RunLocation, testcase_name
+from quicack.testbed.layout import RunLocation, testcase_name
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
 from quicack.testbed.servers import ServerRequest, is_ready, server_command
@@ -83,7 +83,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     (run_dir / "server" / "qlog").mkdir(parents=True)
     sim_dir = run_dir / "sim"
     sim_dir.mkdir()
-    logs = run_dir / "logs"
+    logs = run_dir / tidy.LOGS
 
     served = ensure_files(_www_dir(), [group.file_name])[group.file_name]
     one_way = group.rtt_ms / 2
@@ -117,7 +117,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         sreq = ServerRequest(
             impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
             www=_www_dir(), qlog_dir=run_dir / "server" / "qlog", keylog_path=run_dir / "server" / "keys.log",
-            ready_file=run_dir / "server" / "server_info.json", mode=group.mode, cert_delay_ms=group.cert_delay_ms,
+            ready_file=run_dir / tidy.SERVER_INFO, mode=group.mode, cert_delay_ms=group.cert_delay_ms,
             initial_rtt_ms=group.server_initial_rtt_ms,
         )  # fmt: skip
         server_argv, server_env = server_command(sreq)
@@ -171,8 +171,9 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     except (Exception, KeyboardInterrupt, SystemExit) as exc:
         reason = f"testbed error: {type(exc).__name__}: {exc}"
         if isinstance(exc, KeyboardInterrupt | SystemExit):
-            _write_run_json(run_dir, _run_json(group, repetition, loc, served, server_info, status, reason,
-                                               client_exit, downloaded, impairment, timing, topo, []))  # fmt: skip
+            rj = _run_json(group, repetition, loc, served, server_info, status, reason, client_exit, downloaded,
+                           impairment, timing, topo, [])  # fmt: skip
+            tidy.write_run_json(run_dir, tidy.fold_into_run_json(run_dir, rj))
             raise
     finally:
         procs.stop_all()
@@ -180,11 +181,14 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         shutil.rmtree(download_tmp, ignore_errors=True)
     if group.compress:
         _compress_outputs(run_dir)
+    if not group.server_qlog:
+        shutil.rmtree(run_dir / "server" / "qlog", ignore_errors=True)
     rj = _run_json(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
         topo, cleanup_problems,
     )  # fmt: skip
-    _write_run_json(run_dir, rj)
+    rj = tidy.fold_into_run_json(run_dir, rj)
+    tidy.write_run_json(run_dir, rj)
     return RunResult(status, reason, rj, run_dir)
 
 
@@ -288,11 +292,6 @@ def _run_json(
             "cleanup_problems": cleanup_problems,
         },
     }  # fmt: skip
-
-
-def _write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_JSON).write_text(json.dumps(data, indent=1, default=str) + "\n")
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:

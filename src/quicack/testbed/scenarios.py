@@ -86,6 +86,7 @@ class RunGroup:
     drop_to_client: tuple[int, ...] = ()
     drop_to_server: tuple[int, ...] = ()
     captures: bool = True  # tcpdump on both router interfaces (off: qlogs only)
+    server_qlog: bool = True  # keep the server's qlog (off: the client's only)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -152,6 +153,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 timeout_s=float(cfg.get("timeout_s", 30)),
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
                 captures=bool(cfg.get("captures", True)),
+                server_qlog=bool(cfg.get("server_qlog", True)),
                 compress=bool(cfg.get("compress", True)),
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
