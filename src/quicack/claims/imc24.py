@@ -26,11 +26,6 @@ TTFB = "ttfb_capture_ms"
 TIE_MS = guidelines.TIE_MS
 
 
-def _our_server_runs(tables: Tables) -> pl.DataFrame:
-    """Runs against our IACK/WFC server: the other servers (Table 3) have no mode."""
-    return tables["handshake_runs"].filter(pl.col("mode").is_in(["iack", "wfc"]))
-
-
 def _fmt(value: float | None, unit: str = "ms") -> str:
     return "n/a" if value is None else f"{value:.1f} {unit}".strip()
 
@@ -47,18 +42,12 @@ def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | N
 
 
 def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
-    """Per client and RTT: median TTFB with IACK and WFC and ``iack_advantage_ms`` = WFC − IACK
-    (positive: the instant ACK is faster), with the ok runs behind them."""
-    runs = _our_server_runs(tables).filter(pl.col("scenario") == scenario)
-    medians = summary.summarize(runs, TTFB)
-    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
-    counts = medians.group_by("client_impl", "rtt_ms").agg(pl.col("runs").sum())
-    if not {"iack", "wfc"} <= set(wide.columns):
-        return pl.DataFrame(schema={"client_impl": pl.Utf8, "rtt_ms": pl.Float64, "iack_advantage_ms": pl.Float64, "runs": pl.Int64})
+    """Per client and RTT of ``scenario``: ``iack_advantage_ms`` = WFC − IACK median TTFB
+    (positive: the instant ACK is faster) and the ok runs behind both medians."""
     return (
-        wide.with_columns((pl.col("wfc") - pl.col("iack")).alias("iack_advantage_ms"))
-        .join(counts, on=["client_impl", "rtt_ms"])
-        .filter(pl.col("iack_advantage_ms").is_not_null())
+        guidelines.guidelines(tables["handshake_runs"], TTFB)
+        .filter(pl.col("scenario") == scenario)
+        .with_columns((pl.col("iack_runs") + pl.col("wfc_runs")).alias("runs"))
         .sort("client_impl", "rtt_ms")
     )
 
@@ -66,9 +55,9 @@ def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
 def stack_delay_range(tables: Tables) -> Measured:
     """§4.1: difference of the clients' first RTT samples WFC − IACK (no loss), median per client
     over RTTs, range over the clients that log it, go-x-net left out as in the paper."""
-    delays = summary.stack_delay(_our_server_runs(tables)).filter(pl.col("client_impl") != "go-x-net")
+    delays = summary.stack_delay(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") != "go-x-net")
     per_client = delays.group_by("client_impl").agg(pl.col("first_rtt_wfc_minus_iack_ms").median()).drop_nulls().sort("client_impl")
-    runs = _our_server_runs(tables).filter((pl.col("scenario") == "noloss") & (pl.col("client_impl") != "go-x-net")).height
+    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter((pl.col("scenario") == "noloss") & (pl.col("client_impl") != "go-x-net")).height
     return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
 
 
@@ -78,13 +67,10 @@ FIRST_SAMPLE_SCENARIOS = ("noloss", "drop_client_flight")
 def pto_improvement_range(tables: Tables) -> Measured:
     """§4.1 / Fig. 16: median first-PTO improvement WFC − IACK (logged), range over clients and
     RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
-    runs = _our_server_runs(tables).filter(pl.col("scenario").is_in(FIRST_SAMPLE_SCENARIOS))
-    medians = summary.summarize(runs, "first_pto_logged_ms", ["client_impl", "mode", "rtt_ms"])
-    wide = medians.pivot(on="mode", index=["client_impl", "rtt_ms"], values="median").with_columns(
-        (pl.col("wfc") - pl.col("iack")).alias("improvement")
-    ).drop_nulls("improvement").sort("client_impl", "rtt_ms")
-    labels = wide.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
-    return _range(wide["improvement"], runs.height, labels=labels)
+    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter(pl.col("scenario").is_in(FIRST_SAMPLE_SCENARIOS))
+    improvement = summary.pto_improvement(runs, "first_pto_logged_ms", FIRST_SAMPLE_SCENARIOS).drop_nulls("pto_improvement_ms")
+    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
+    return _range(improvement["pto_improvement_ms"], runs.height, labels=labels)
 
 
 def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 1.0) -> Measured:
@@ -116,7 +102,7 @@ def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_f
 def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
     """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
     the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
-    runs = _our_server_runs(tables).filter(
+    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter(
         (pl.col("scenario") == "amplification") & (pl.col("mode") == "wfc") & pl.col("client_impl").is_in(clients) & (pl.col("status") == "ok")
     )
     if runs.is_empty():
@@ -141,7 +127,7 @@ def server_first_ack_delay(tables: Tables, server: str) -> Measured:
 def default_pto_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
     else only a lower bound (open range)."""
-    rows = summary.default_pto_by_client(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    rows = summary.default_pto_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs")
     row = rows.row(0, named=True)
@@ -154,7 +140,7 @@ def default_pto_of(tables: Tables, client: str) -> Measured:
 def second_flight_of(tables: Tables, client: str, paper: str) -> Measured:
     """Appendix E / Table 4: datagram indices of the second client flight (most frequent over the
     9 ms loss runs), per mode; matches when every mode shows the paper's indices."""
-    rows = summary.second_flight_by_client(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    rows = summary.second_flight_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no calibrated {client} runs")
     indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
@@ -164,7 +150,7 @@ def second_flight_of(tables: Tables, client: str, paper: str) -> Measured:
 
 def rtt_sample_share(tables: Tables, client: str) -> Measured:
     """Appendix E / Fig. 11: share of the RFC 9002 RTT samples the client exposed in its qlog."""
-    rows = summary.rtt_sample_exposure(_our_server_runs(tables)).filter(pl.col("client_impl") == client)
+    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
     if rows.is_empty() or rows["exposed_share"][0] is None:
         return Measured.unmeasured(f"no {client} transfer with both counts")
     row = rows.row(0, named=True)
@@ -188,13 +174,10 @@ def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured
     if row.is_empty() or row["configurations"][0] == 0:
         return Measured.unmeasured("no such configuration in the data")
     cell = row.row(0, named=True)
-    keys = ["client_impl", "scenario", "rtt_ms"]
-    configurations = guidelines.classify_configurations(tables["runs"], tables["datagrams"]).filter(
+    compared = guidelines.compared_configurations(tables["handshake_runs"], tables["runs"], tables["datagrams"], TTFB).filter(
         (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
     )
-    # Only configurations with both modes measured enter a cell (as in imc24-tab02).
-    compared = guidelines.guidelines(tables["handshake_runs"]).select(keys)
-    runs = _our_server_runs(tables).join(configurations.select(keys), on=keys, how="semi").join(compared, on=keys, how="semi").height
+    runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
 

@@ -9,6 +9,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from quicack.figures.common import run_accounting, setup_style
 from quicack.metrics.coalescence import coalescence_patterns
+from quicack.metrics.summary import iack_wfc_runs
 
 CLIENT_SIDE, SERVER_SIDE = "sim_left", "sim_right"
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}
@@ -392,8 +393,8 @@ def imc24_fig01_runs(handshakes: pl.DataFrame, client: str, scenario: str, rtt_m
     TTFB) and the footnote that names them and counts the configuration's runs."""
     iack_run = representative_run(handshakes, client, scenario, "iack", rtt_ms)
     wfc_run = representative_run(handshakes, client, scenario, "wfc", rtt_ms)
-    configuration = handshakes.filter(
-        (pl.col("client_impl") == client) & (pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms) & pl.col("mode").is_in(["iack", "wfc"])
+    configuration = iack_wfc_runs(handshakes).filter(
+        (pl.col("client_impl") == client) & (pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms)
     )
     note = f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration); configuration " + run_accounting(configuration)
     return iack_run, wfc_run, note

@@ -1,7 +1,7 @@
 """imc24 first-PTO improvement across RTTs (Fig. 16) and RTT samples exposed vs possible (Fig. 11),
 with the numbers behind them as polars frames.
 
-Only the aioquic server's IACK/WFC runs count; RTTs and clients come from the data.
+Only IACK/WFC runs count (any server with that knob); RTTs and clients come from the data.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import polars as pl
 from quicack.figures.common import setup_style
 from quicack.metrics import summary
 
-SERVER = "aioquic"
-MODES = ("iack", "wfc")
 # Scenarios whose emulated loss (if any) comes after the client's first RTT sample: the server's
 # ACK of the ClientHello reaches the client before the second client flight is sent and lost.
 FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
@@ -24,13 +22,9 @@ PTO_SOURCES = {"logged": "first_pto_logged_ms", "recomputed": "first_pto_ms"}
 PAPER_PTO_IMPROVEMENT_MS = (7.0, 24.7)  # imc24 §4.1: median improvement range over clients and RTTs
 
 
-def _aioquic_server(handshakes: pl.DataFrame) -> pl.DataFrame:
-    return handshakes.filter((pl.col("server_impl") == SERVER) & pl.col("mode").is_in(MODES))
-
-
 def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
     """Every run behind Fig. 16, failed ones included (they are counted, not used)."""
-    return _aioquic_server(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
+    return summary.iack_wfc_runs(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
 
 
 def pto_improvement_table(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
@@ -50,7 +44,7 @@ def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_fl
     """Per client, mode and RTT present in both: median first RTT sample (client qlog) in
     ``scenario`` minus that in ``reference``; near zero when the loss does not touch the first
     sample (what pooling them in Fig. 16 relies on)."""
-    runs = _aioquic_server(handshakes)
+    runs = summary.iack_wfc_runs(handshakes)
     by = ["client_impl", "mode", "rtt_ms"]
     medians = {
         name: summary.summarize(runs.filter(pl.col("scenario") == name), "first_rtt_ms", by).select(*by, pl.col("median").alias(name))
@@ -104,7 +98,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
 
 def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
     """Every run behind Fig. 11 (the 10 MB transfer), failed ones included."""
-    return _aioquic_server(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
+    return summary.iack_wfc_runs(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
 
 
 def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:

@@ -235,11 +235,9 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> pl.DataFrame:
 def imc24_tab02_note(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame, table: pl.DataFrame) -> str:
     """Table 2's footnote: how a cell is decided, which cells the data cannot fill, and the runs
     behind the others (only configurations with both modes measured enter a cell)."""
-    classified = guidelines_metric.classify_configurations(runs, datagrams).filter(pl.col("condition").is_not_null())
-    measured = guidelines_metric.guidelines(handshakes).select("client_impl", "scenario", "rtt_ms")
     keys = ["client_impl", "scenario", "rtt_ms"]
-    classified = classified.join(measured, on=keys, how="semi")
-    used = runs.join(classified.select(keys), on=keys, how="semi").filter(pl.col("mode").is_in(["iack", "wfc"]))
+    compared = guidelines_metric.compared_configurations(handshakes, runs, datagrams).select(keys)
+    used = summary.iack_wfc_runs(runs).join(compared, on=keys, how="semi")
     missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
     return (
         "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "

@@ -2,7 +2,7 @@
 
 TTFB is the client-side capture's time of the first response-body byte (``ttfb_capture_ms``): it
 exists for every client, also for quinn, whose qlog has no frames. Only the aioquic server's
-IACK/WFC runs count; the scenario, RTTs and clients come from the data.
+IACK/WFC runs count (any server with that knob); the scenario, RTTs and clients come from the data.
 """
 
 from __future__ import annotations
@@ -14,23 +14,21 @@ import numpy as np
 import polars as pl
 
 from quicack.figures.common import setup_style
-from quicack.metrics.summary import summarize
+from quicack.metrics.summary import MODES, iack_wfc_runs, mode_difference, summarize
 
-SERVER = "aioquic"
-MODES = ("iack", "wfc")
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
 MODE_COLOR = {"iack": "#1f77b4", "wfc": "#d62728"}
 MODE_MARKER = {"iack": "o", "wfc": "s"}
 TTFB = "ttfb_capture_ms"
 
 
-def select_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, server_impl: str = SERVER) -> pl.DataFrame:
-    """Every run of the figure, failed ones included (they are counted, not drawn): the
-    ``server_impl`` server in IACK or WFC mode, ``scenario``, and ``rtt_ms`` if given."""
-    where = (pl.col("server_impl") == server_impl) & pl.col("mode").is_in(MODES) & (pl.col("scenario") == scenario)
+def select_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None) -> pl.DataFrame:
+    """Every run of the figure, failed ones included (they are counted, not drawn): IACK or WFC
+    runs of ``scenario``, and of ``rtt_ms`` if given."""
+    where = pl.col("scenario") == scenario
     if rtt_ms is not None:
         where &= pl.col("rtt_ms") == rtt_ms
-    return handshakes.filter(where)
+    return iack_wfc_runs(handshakes).filter(where)
 
 
 def ttfb_summary(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB) -> pl.DataFrame:
@@ -39,21 +37,17 @@ def ttfb_summary(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None =
     median at that RTT (negative: IACK delivers the first byte sooner)."""
     runs = select_runs(handshakes, scenario, rtt_ms)
     summary = summarize(runs, metric, ["client_impl", "mode", "scenario", "rtt_ms"])
-    medians = summary.select("client_impl", "rtt_ms", "mode", "median")
-    iack = medians.filter(pl.col("mode") == "iack").select("client_impl", "rtt_ms", pl.col("median").alias("_iack"))
-    wfc = medians.filter(pl.col("mode") == "wfc").select("client_impl", "rtt_ms", pl.col("median").alias("_wfc"))
-    difference = iack.join(wfc, on=["client_impl", "rtt_ms"], how="full", coalesce=True).select(
-        "client_impl", "rtt_ms", (pl.col("_iack") - pl.col("_wfc")).alias("iack_minus_wfc_ms")
+    difference = mode_difference(runs, metric, ["client_impl", "rtt_ms"]).select(
+        "client_impl", "rtt_ms", (-pl.col("wfc_minus_iack")).alias("iack_minus_wfc_ms")
     )
     return summary.join(difference, on=["client_impl", "rtt_ms"], how="left").sort("client_impl", "rtt_ms", "mode")
 
 
 def qlog_capture_difference(handshakes: pl.DataFrame) -> pl.DataFrame:
     """Per client (and 'all'): median and largest absolute difference of qlog TTFB minus
-    capture TTFB over the ok IACK/WFC runs of the aioquic server that have both."""
-    both = handshakes.filter(
-        (pl.col("server_impl") == SERVER) & pl.col("mode").is_in(MODES) & (pl.col("status") == "ok")
-        & pl.col("ttfb_ms").is_not_null() & pl.col(TTFB).is_not_null()
+    capture TTFB over the ok IACK/WFC runs that have both."""
+    both = iack_wfc_runs(handshakes).filter(
+        (pl.col("status") == "ok") & pl.col("ttfb_ms").is_not_null() & pl.col(TTFB).is_not_null()
     ).with_columns((pl.col("ttfb_ms") - pl.col(TTFB)).alias("difference"))
     aggregations = [
         pl.col("difference").median().alias("median_qlog_minus_capture_ms"),

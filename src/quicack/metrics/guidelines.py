@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack.metrics.summary import summarize
+from quicack.metrics.summary import iack_wfc_runs, mode_difference
 
 # A margin below this is within run-to-run jitter of the testbed: reported as a tie.
 TIE_MS = 1.0
@@ -16,11 +16,10 @@ def guidelines(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_capture_ms") -
     """Per (scenario, RTT, client) the mode with the lower median TTFB and the margin, and per
     scenario the mode most configurations prefer. The client-side capture TTFB is the default
     because it exists for every client (quinn's qlog has no frames)."""
-    paired = handshakes.filter(pl.col("mode").is_in(["iack", "wfc"]))
-    medians = summarize(paired, ttfb_column).pivot(on="mode", index=["client_impl", "scenario", "rtt_ms"], values="median")
-    medians = medians.with_columns([pl.lit(None, dtype=pl.Float64).alias(m) for m in ("iack", "wfc") if m not in medians.columns])
-    per_configuration = medians.filter(pl.col("iack").is_not_null() & pl.col("wfc").is_not_null()).with_columns(
-        (pl.col("wfc") - pl.col("iack")).alias("iack_advantage_ms"),
+    medians = mode_difference(handshakes, ttfb_column, ["client_impl", "scenario", "rtt_ms"])
+    per_configuration = medians.filter(pl.col("wfc_minus_iack").is_not_null()).select(
+        "client_impl", "scenario", "rtt_ms", pl.col("iack_median").alias("iack"), pl.col("wfc_median").alias("wfc"),
+        "iack_runs", "wfc_runs", pl.col("wfc_minus_iack").alias("iack_advantage_ms"),
     ).with_columns(
         pl.when(pl.col("iack_advantage_ms").abs() < TIE_MS)
         .then(pl.lit("tie"))
@@ -120,7 +119,7 @@ def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None =
     the first: server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms
     vs 3·RTT). Configurations whose runs disagree on these, or drop the first server datagram,
     get a null column (not classified)."""
-    paired = runs.filter(pl.col("mode").is_in(["iack", "wfc"]))
+    paired = iack_wfc_runs(runs)
     # Drop lists are calibrated per mode (IACK's server flight has one datagram more): each mode
     # of a configuration must drop one list consistently, and the modes must drop the same side.
     per_mode = paired.group_by("client_impl", "scenario", "rtt_ms", "mode").agg(
@@ -172,6 +171,16 @@ def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None =
     )
 
 
+def compared_configurations(
+    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None, ttfb_column: str = "ttfb_capture_ms"
+) -> pl.DataFrame:
+    """The (client, scenario, RTT) configurations that enter a Table 2 cell: both modes measured
+    (``guidelines``) and classified into a row and column (``classify_configurations``)."""
+    return guidelines(handshakes, ttfb_column).join(
+        classify_configurations(runs, datagrams), on=["client_impl", "scenario", "rtt_ms"], how="inner"
+    ).filter(pl.col("condition").is_not_null())
+
+
 def guidelines_table(
     handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None, ttfb_column: str = "ttfb_capture_ms"
 ) -> pl.DataFrame:
@@ -179,9 +188,7 @@ def guidelines_table(
     ``classify_configurations``): per cell the decision of ``_cells``, the paper's preference
     and where the cell was measured; ``configurations`` = 0 where the data has no such
     configuration (not measured: never a guess)."""
-    per_configuration = guidelines(handshakes, ttfb_column).join(
-        classify_configurations(runs, datagrams), on=["client_impl", "scenario", "rtt_ms"], how="inner"
-    ).filter(pl.col("condition").is_not_null())
+    per_configuration = compared_configurations(handshakes, runs, datagrams, ttfb_column)
     cells = _cells(per_configuration, ["certificate", "condition"])
     where = (
         per_configuration.group_by("certificate", "condition", "scenario")

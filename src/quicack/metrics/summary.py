@@ -8,6 +8,14 @@ from collections.abc import Sequence
 import polars as pl
 
 CONFIGURATION = ["client_impl", "mode", "scenario", "rtt_ms"]
+# Handshake modes of an IACK/WFC server (the testbed's, or the imc24 artifact's quic-go); runs
+# against servers without that knob have mode null and take no part in a comparison.
+MODES = ("iack", "wfc")
+
+
+def iack_wfc_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """The runs that compare instant ACK with wait-for-certificate (mode 'iack' or 'wfc')."""
+    return handshakes.filter(pl.col("mode").is_in(MODES))
 
 
 def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:
@@ -33,6 +41,27 @@ def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None
     )
 
 
+def mode_difference(handshakes: pl.DataFrame, metric: str, by: Sequence[str]) -> pl.DataFrame:
+    """Per ``by``: the median of ``metric`` with IACK and with WFC (ok runs), the ok runs with a
+    value behind each (``iack_runs``, ``wfc_runs``) and ``wfc_minus_iack`` (positive: IACK lower;
+    null when one mode is missing)."""
+    keys = list(by)
+    medians = summarize(iack_wfc_runs(handshakes), metric, [*keys, "mode"])
+    by_mode = {
+        mode: medians.filter(pl.col("mode") == mode).select(*keys, pl.col("median").alias(f"{mode}_median"), pl.col("runs").alias(f"{mode}_runs"))
+        for mode in MODES
+    }
+    return (
+        by_mode["iack"]
+        .join(by_mode["wfc"], on=keys, how="full", coalesce=True)
+        .with_columns(
+            pl.col("iack_runs", "wfc_runs").fill_null(0),
+            (pl.col("wfc_median") - pl.col("iack_median")).alias("wfc_minus_iack"),
+        )
+        .sort(keys)
+    )
+
+
 def pto_improvement(
     handshakes: pl.DataFrame, pto_column: str = "first_pto_logged_ms", scenarios: Sequence[str] = ("noloss",)
 ) -> pl.DataFrame:
@@ -41,22 +70,10 @@ def pto_improvement(
     scenarios in which the emulated loss comes after the client's first RTT sample belong here
     (no loss; the second client flight lost). ``iack_runs``/``wfc_runs`` count the ok runs with
     a value behind each median."""
-    selected = handshakes.filter(pl.col("scenario").is_in(list(scenarios)) & pl.col("mode").is_in(["iack", "wfc"]))
-    medians = summarize(selected, pto_column, ["client_impl", "mode", "rtt_ms"])
-    index = ["client_impl", "rtt_ms"]
-    by_mode = {
-        mode: medians.filter(pl.col("mode") == mode).select(*index, pl.col("median").alias(f"{mode}_median_ms"), pl.col("runs").alias(f"{mode}_runs"))
-        for mode in ("iack", "wfc")
-    }
-    return (
-        by_mode["iack"]
-        .join(by_mode["wfc"], on=index, how="full", coalesce=True)
-        .select(
-            *index, "iack_median_ms", "wfc_median_ms",
-            (pl.col("wfc_median_ms") - pl.col("iack_median_ms")).alias("pto_improvement_ms"),
-            pl.col("iack_runs").fill_null(0), pl.col("wfc_runs").fill_null(0),
-        )
-        .sort(index)
+    selected = handshakes.filter(pl.col("scenario").is_in(list(scenarios)))
+    return mode_difference(selected, pto_column, ["client_impl", "rtt_ms"]).select(
+        "client_impl", "rtt_ms", pl.col("iack_median").alias("iack_median_ms"), pl.col("wfc_median").alias("wfc_median_ms"),
+        pl.col("wfc_minus_iack").alias("pto_improvement_ms"), "iack_runs", "wfc_runs",
     )
 
 
@@ -68,9 +85,9 @@ def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:
     gap = summarize(noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]).select(
         "client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms")
     )
-    first_rtt = summarize(noloss, "first_rtt_ms").pivot(on="mode", index=["client_impl", "rtt_ms"], values="median")
+    first_rtt = mode_difference(noloss, "first_rtt_ms", ["client_impl", "rtt_ms"])
     return gap.join(
-        first_rtt.select("client_impl", "rtt_ms", (pl.col("wfc") - pl.col("iack")).alias("first_rtt_wfc_minus_iack_ms")),
+        first_rtt.select("client_impl", "rtt_ms", pl.col("wfc_minus_iack").alias("first_rtt_wfc_minus_iack_ms")),
         on=["client_impl", "rtt_ms"],
         how="left",
     ).sort("client_impl", "rtt_ms")
