@@ -14,26 +14,17 @@ from aioquic.quic.logger import QuicLogger
 
 from quicack.testbed.certs import CERT_SIZES, cert_paths, chain_der_bytes
 from quicack.testbed.files import FILE_SIZES, ensure_files, file_bytes
-from quicack.testbed.server import HQ_ALPN, FileServerProtocol, HandshakeMode, TestbedQuicServer
+from quicack.testbed.server import HQ_ALPN, FileServerProtocol, HandshakeMode, TestbedQuicServer, open_endpoint
 
 DELTA_MS = 150.0
 
 
 async def _download(mode: HandshakeMode, www: Path, name: str = "10KB") -> tuple[bytes, dict[str, Any]]:
-    loop = asyncio.get_running_loop()
     paths = cert_paths("small")
     cfg = QuicConfiguration(is_client=False, alpn_protocols=HQ_ALPN)
     cfg.load_cert_chain(paths.chain, paths.key)
     cfg.quic_logger = QuicLogger()
-    transport, _ = await loop.create_datagram_endpoint(
-        lambda: TestbedQuicServer(
-            mode=mode,
-            cert_delay_s=DELTA_MS / 1000,
-            configuration=cfg,
-            create_protocol=lambda *a, **k: FileServerProtocol(*a, www=www, **k),
-        ),
-        local_addr=("127.0.0.1", 0),
-    )
+    transport, _ = await open_endpoint(cfg, mode, DELTA_MS / 1000, www, "127.0.0.1", 0)
     port = transport.get_extra_info("sockname")[1]
     ccfg = QuicConfiguration(is_client=True, alpn_protocols=HQ_ALPN, verify_mode=ssl.CERT_NONE)
     try:
@@ -162,3 +153,15 @@ def test_issued_connection_ids_are_routable_as_soon_as_they_are_sent(www: Path) 
     issued, routable = asyncio.run(handshake_without_further_server_input())
     assert issued, "the server issued no new connection IDs"
     assert issued <= routable
+
+
+def test_a_qlog_trace_ended_twice_is_written_once(tmp_path: Path) -> None:
+    """At shutdown the server writes every open trace; a connection closing afterwards ends its own
+    trace again. aioquic's file logger raised ValueError there (tracebacks in the server's stderr)."""
+    from quicack.testbed.server import IdempotentQlogFileLogger
+
+    logger = IdempotentQlogFileLogger(str(tmp_path))
+    trace = logger.start_trace(is_client=False, odcid=bytes.fromhex("0011223344556677"))
+    logger.end_trace(trace)
+    logger.end_trace(trace)
+    assert [p.name for p in tmp_path.iterdir()] == ["0011223344556677.qlog"]

@@ -341,32 +341,44 @@ def build_configuration(settings: ServerSettings) -> tuple[QuicConfiguration, in
         cfg.initial_rtt = settings.initial_rtt_ms / 1000.0
     if settings.qlog_dir is not None:
         settings.qlog_dir.mkdir(parents=True, exist_ok=True)
-        cfg.quic_logger = QuicFileLogger(str(settings.qlog_dir))
+        cfg.quic_logger = IdempotentQlogFileLogger(str(settings.qlog_dir))
     if settings.keylog is not None:
         settings.keylog.parent.mkdir(parents=True, exist_ok=True)
         cfg.secrets_log_file = settings.keylog.open("a", buffering=1)
     return cfg, paths.chain_der_bytes
 
 
+class IdempotentQlogFileLogger(QuicFileLogger):
+    """aioquic's file logger, but ending a trace twice is harmless: at shutdown the server writes every
+    trace still open, and a connection closing afterwards would end its own again (ValueError)."""
+
+    def end_trace(self, trace: Any) -> None:
+        if trace in self._traces:
+            super().end_trace(trace)
+
+
+async def open_endpoint(
+    configuration: QuicConfiguration, mode: HandshakeMode, cert_delay_s: float, www: Path, host: str, port: int
+) -> tuple[asyncio.DatagramTransport, TestbedQuicServer]:
+    """A listening ``TestbedQuicServer`` serving files from ``www``."""
+    loop = asyncio.get_running_loop()
+    return await loop.create_datagram_endpoint(
+        lambda: TestbedQuicServer(
+            mode=mode,
+            cert_delay_s=cert_delay_s,
+            configuration=configuration,
+            create_protocol=lambda *args, **kwargs: FileServerProtocol(*args, www=www, **kwargs),
+        ),
+        local_addr=(host, port),
+    )
+
+
 async def serve(settings: ServerSettings, ready_file: Path | None = None) -> None:
     ensure_files(settings.www)
     cfg, cert_bytes = build_configuration(settings)
     loop = asyncio.get_running_loop()
-    www = settings.www
-
-    def make_protocol(*args: Any, **kwargs: Any) -> FileServerProtocol:
-        return FileServerProtocol(*args, www=www, **kwargs)
-
-    transport, server = await loop.create_datagram_endpoint(
-        lambda: TestbedQuicServer(
-            mode=settings.mode,
-            cert_delay_s=settings.cert_delay_ms / 1000.0,
-            configuration=cfg,
-            create_protocol=make_protocol,
-        ),
-        local_addr=(settings.host, settings.port),
-    )
-    warm_ms = await warm_up(settings, www)
+    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www, settings.host, settings.port)
+    warm_ms = await warm_up(settings, settings.www)
     info = settings.describe(cert_bytes) | {
         "pid": os.getpid(),
         "started_unix_s": time.time(),
@@ -406,19 +418,10 @@ async def warm_up(settings: ServerSettings, www: Path) -> float:
     from aioquic.asyncio.client import connect
 
     t0 = time.perf_counter()
-    loop = asyncio.get_running_loop()
     paths = cert_paths(settings.cert_size)
     cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN + HQ_ALPN)
     cfg.load_cert_chain(paths.chain, paths.key)
-    transport, _ = await loop.create_datagram_endpoint(
-        lambda: TestbedQuicServer(
-            mode=settings.mode,
-            cert_delay_s=0.0,
-            configuration=cfg,
-            create_protocol=lambda *a, **k: FileServerProtocol(*a, www=www, **k),
-        ),
-        local_addr=("127.0.0.1", 0),
-    )
+    transport, _ = await open_endpoint(cfg, settings.mode, 0.0, www, "127.0.0.1", 0)
     port = transport.get_extra_info("sockname")[1]
     client_cfg = QuicConfiguration(is_client=True, alpn_protocols=HQ_ALPN, verify_mode=ssl.CERT_NONE)
     try:
