@@ -63,22 +63,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
 }
 
 fn main() {
-    let options = match parse_args() {
-        Ok(Some(options)) => options,
-        Ok(None) => {
-            println!("{}", env!("QUINN_VERSION"));
-            return;
-        }
-        Err(err) => {
-            eprintln!("{err}");
-            std::process::exit(2);
-        }
-    };
-    if let Some(keylog) = &options.keylog {
-        // rustls' KeyLogFile only reads SSLKEYLOGFILE; set it before any other thread exists.
-        unsafe { std::env::set_var("SSLKEYLOGFILE", keylog) };
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let (options, runtime) = quicack_quinn_client::start(parse_args(), |options: &Options| options.keylog.as_deref());
     if let Err(err) = runtime.block_on(run(&options)) {
         eprintln!("quinn-server: {err:#}");
         std::process::exit(1);
