@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     database.add_argument("--db", type=Path, required=True)
     database.add_argument("--summary", type=Path, required=True)
     database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
+    database.add_argument(
+        "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
+    )
     database.set_defaults(handler=_build_db)
 
     claims = commands.add_parser("merge-claims", help="(pipeline) every paper's claims table in one claims.csv")
@@ -188,6 +191,17 @@ def _derive_group(args: argparse.Namespace) -> int:
 def _build_db(args: argparse.Namespace) -> int:
     repo_root = Path.cwd()
     counts = store.build_database(args.db, args.parquet, repo_root)
+    from quicack.provenance import DescriptionError, write_description
+
+    try:
+        if args.description is not None and not args.description.is_file():
+            raise DescriptionError(f"{args.description}: no such file")
+        described = write_description(args.db, args.description)
+    except DescriptionError as error:
+        args.db.unlink(missing_ok=True)
+        print(f"dataset description: {error}", file=sys.stderr)
+        return 2
+    print(f"dataset description: {described.kind} ({described.description_file or 'none'})")
     summary = pipeline.summarize(args.parquet, counts)
     args.summary.parent.mkdir(parents=True, exist_ok=True)
     args.summary.write_text(summary.text)

@@ -427,3 +427,25 @@ TABLES: dict[str, Table] = {
         INGEST_ISSUES,
     )
 }
+
+# Not a Parquet view like the tables above: a one-row table that ``quicack build-db --description``
+# stores inside the DuckDB file (quicack.provenance), so that every footnote names the data's origin.
+DATASET_DESCRIPTION = Table(
+    "dataset_description",
+    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row; kind 'unknown' when it has none.",
+    (
+        Column("name", S, "Name of the dataset (the runs' dataset column when it has no description)."),
+        Column("kind", S, "'emulated', 'public-captures', 'scan', 'emulated-scan', 'other', or 'unknown' (no description)."),
+        Column("title", S, "One line on what the data is; every footnote quotes it."),
+        Column("description", S, "Longer description: how it was recorded or obtained."),
+        Column(
+            "recorded_with",
+            pl.List(pl.Struct({"component": S, "version": S})),
+            "Software it was recorded with, in the file's order: component (testbed, kernel, implementation) and version.",
+        ),
+        Column("source", S, "Who published or recorded it."),
+        Column("url", S, "Where it can be obtained."),
+        Column("license", S, "Licence of the data."),
+        Column("description_file", S, "Path of the description file the row was read from (null: none)."),
+    ),
+)
