@@ -32,7 +32,7 @@ extras=""
 "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".${extras}"
 "$python" -m ipykernel install --sys-prefix --name python3 >/dev/null
 
-if [ $dev = 1 ] && [ -x src/clients/build.sh ]; then
-  bash src/clients/build.sh
+if [ $dev = 1 ] && [ -x src/implementations/build.sh ]; then
+  bash src/implementations/build.sh
 fi
 echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'))"

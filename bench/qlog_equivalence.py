@@ -27,8 +27,8 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
+from quicack.layout import is_qlog_name  # noqa: E402
 from quicack.qlog import write_qlog_parquet  # noqa: E402
-from quicack.qlog.discover import is_qlog_name  # noqa: E402
 
 TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues")
 

@@ -56,7 +56,7 @@ def aioquic_server(tmp_path_factory: pytest.TempPathFactory):
     log = (workdir / "server.log").open("w")
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "quicack.testbed.server",
+            sys.executable, "-m", "quicack.testbed.iack_wfc_server",
             "--host", "127.0.0.1", "--port", str(port), "--mode", "none",
             "--www", str(workdir / "www"), "--ready-file", str(ready_file),
         ],
@@ -87,7 +87,7 @@ CASES = [(impl, protocol) for impl in KNOWN_IMPLS for protocol in sorted(support
 def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_path: Path, impl: str, app_protocol: str):
     if client_executable(impl) is None:
         pytest.skip(
-            f"{impl} client is not built/installed (run src/clients/build.sh; ngtcp2: apt-get install ngtcp2-client)"
+            f"{impl} client is not built/installed (run src/implementations/build.sh; ngtcp2: apt-get install ngtcp2-client)"
         )
     req = ClientRequest(
         impl=impl,

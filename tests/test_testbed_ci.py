@@ -10,7 +10,7 @@ import pytest
 from quicack.testbed.clients import client_executable
 from quicack.testbed.run import load_config, run_group
 from quicack.testbed.scenarios import expand
-from quicack.testbed.servers import server_executable
+from quicack.testbed.server_programs import server_executable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
     missing = [g.client for g in groups if client_executable(g.client) is None]
     missing += [g.server for g in groups if server_executable(g.server) is None]
     if missing:
-        pytest.skip(f"clients/servers not built: {sorted(set(missing))} (src/clients/build.sh)")
+        pytest.skip(f"clients/servers not built: {sorted(set(missing))} (src/implementations/build.sh)")
     raw = tmp_path / "raw"
     results = [r for g in groups for r in run_group(g, raw, log=lambda _msg: None)]
     assert len(results) == sum(g.repetitions for g in groups)
@@ -42,7 +42,8 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
         else:  # the handshake run against quic-go: no loss, no IACK/WFC
             assert r.run_json["server_impl"] == "quic-go" and r.run_json["mode"] is None
 
-    from quicack.ingest import ingest_group, run_groups
+    from quicack.ingest import ingest_group
+    from quicack.layout import run_groups
 
     ingested = 0
     for group in run_groups(raw):

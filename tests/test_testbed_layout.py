@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from quicack.layout import RunLocation, file_size_bytes, parse_run_folder
+from quicack.layout import testcase_name as make_testcase_name
 from quicack.testbed.calibrate import calibrate, split_datagrams
-from quicack.testbed.layout import RunLocation, file_size_bytes, parse_run_folder
-from quicack.testbed.layout import testcase_name as make_testcase_name
 from quicack.testbed.scenarios import SCENARIOS, expand
 
 REPO = Path(__file__).resolve().parent.parent

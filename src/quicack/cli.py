@@ -126,7 +126,7 @@ def _run_id_for(path: Path) -> str:
 
 
 def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
-    from quicack.qlog.discover import is_qlog_name
+    from quicack.layout import is_qlog_name
 
     files: list[Path] = []
     for path in paths:

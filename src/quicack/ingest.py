@@ -10,67 +10,26 @@ are described from their names. Every input file ends either as rows or as a row
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
+from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, keylog_files, parse_run_folder, run_groups
 from quicack.schema import INGEST_ISSUES, RUNS, TABLES
-
-CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
-COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
-RUN_MARKERS = ("run.json", "client", "server", "sim")
 
 # Tables one run group writes, in this order.
 INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
-
-
-@dataclass(frozen=True)
-class RunFolder:
-    run_id: str
-    path: Path
 
 
 def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
     return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
 
 
-def run_groups(raw_root: Path) -> list[str]:
-    """Run groups of a dataset: the folders directly below its raw folder, sorted."""
-    if not raw_root.is_dir():
-        return []
-    return sorted(p.name for p in raw_root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def discover_runs(group_root: Path, raw_root: Path) -> Iterator[RunFolder]:
-    """Every run folder below a group: a folder holding run.json or client/server/sim folders."""
-    for path in sorted(p for p in [group_root, *group_root.rglob("*")] if p.is_dir()):
-        if path.name in ("client", "server", "sim", "qlog"):
-            continue
-        if any((path / marker).exists() for marker in RUN_MARKERS):
-            yield RunFolder(run_id=path.relative_to(raw_root).as_posix(), path=path)
-
-
-def _has_suffix(path: Path, suffixes: tuple[str, ...]) -> bool:
-    name = path.name.lower()
-    return any(name.endswith(s + c) for s in suffixes for c in COMPRESSED_SUFFIXES)
-
-
-def capture_files(run: RunFolder) -> list[Path]:
-    """Captures of a run (the decoder names the vantage: sim_left / sim_right / file stem)."""
-    return [p for p in sorted(run.path.rglob("*")) if p.is_file() and _has_suffix(p, CAPTURE_SUFFIXES)]
-
-
-def keylog_files(run: RunFolder) -> list[Path]:
-    return sorted(p for p in run.path.rglob("*") if p.is_file() and p.name.lower() in ("keys.log", "keylog.txt", "sslkeylogfile.txt"))
-
-
 def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[dict]]:
     """The ``runs`` row of a run folder, from run.json or, failing that, from its path."""
     issues: list[dict] = []
     meta: dict = {}
-    run_json = run.path / "run.json"
+    run_json = run.path / RUN_JSON
     if run_json.exists():
         try:
             meta = json.loads(run_json.read_text())
@@ -114,17 +73,10 @@ def _droplist(indices) -> str | None:
 def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> dict:
     """Settings encoded in folder names (imc24 artifact, QIR logs) when there is no run.json."""
     try:
-        from quicack.testbed.layout import parse_run_folder
-    except ImportError:
-        parse_run_folder = None
-    if parse_run_folder is not None:
-        try:
-            return dict(parse_run_folder(run.path))
-        except (ValueError, KeyError) as error:
-            issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
-            return {}
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", "no run.json: parameters taken from the folder names only"))
-    return {}
+        return dict(parse_run_folder(run.path))
+    except (ValueError, KeyError) as error:
+        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        return {}
 
 
 def _rel(path: Path, raw_root: Path) -> str:

@@ -34,7 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from quicack.testbed.certs import cert_paths
-from quicack.testbed.clients import ClientRequest, client_command, client_executable, client_versions, clients_dir
+from quicack.testbed.clients import (
+    ClientRequest,
+    client_command,
+    client_executable,
+    client_versions,
+    implementations_dir,
+)
 from quicack.testbed.files import FILE_SIZES, ensure_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,13 +159,13 @@ def _server_command(fixture: Fixture, port: int, www: Path, server_dir: Path) ->
     certs = cert_paths("small")
     if fixture.server == "aioquic":
         argv = [
-            sys.executable, "-m", "quicack.testbed.server", "--host", "127.0.0.1", "--port", str(port),
+            sys.executable, "-m", "quicack.testbed.iack_wfc_server", "--host", "127.0.0.1", "--port", str(port),
             "--mode", fixture.mode or "none", "--cert-delay-ms", f"{fixture.cert_delay_ms:g}", "--cert-size", "small",
             "--www", str(www), "--qlog-dir", str(qlog_dir), "--keylog", str(keylog),
         ]  # fmt: skip
         return argv, {}, signal.SIGTERM
     if fixture.server == "quic-go":
-        binary = clients_dir() / "quic-go" / "bin" / "quic-go-server"
+        binary = implementations_dir() / "quic-go" / "bin" / "quic-go-server"
         argv = [
             str(binary), "-listen", f"127.0.0.1:{port}", "-cert", str(certs.chain), "-key", str(certs.key),
             "-www", str(www), "-keylog", str(keylog), "-qlog-dir", str(qlog_dir),

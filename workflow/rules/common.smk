@@ -1,16 +1,25 @@
 # Shared configuration, paths and input functions of the quicack workflow.
 
+import ast
+import shlex
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
+from quicack.layout import run_groups
 from quicack.pipeline import DERIVED_TABLES
 
 min_version("9.0")
 
 
 validate(config, "../schemas/config.schema.yaml")
+
+# With --use-conda every job runs in the environment made from environment.yml, into which
+# environment.post-deploy.sh installs quicack itself: every rule calls the quicack command, so there is one
+# environment for all, not one per rule.
+CONDA_ENV = "../../environment.yml"
 
 DATASET = config["dataset"]
 RAW = Path(config["raw_dir"])
@@ -20,30 +29,94 @@ LOGS = RESULTS / "logs"
 FIGURE_FORMATS = config["figures"]["formats"]
 
 
+def dataset_description():
+    """The dataset's description file: the configured one (which must exist), else dataset.yaml beside the
+    raw folder when there is one, else none (footnotes then say the origin is not described)."""
+    configured = config.get("dataset_description")
+    if configured:
+        if not Path(configured).is_file():
+            raise WorkflowError(f"dataset_description: {configured} does not exist")
+        return [configured]
+    default = RAW.parent / "dataset.yaml"
+    return [str(default)] if default.is_file() else []
+
+
+DESCRIPTION = dataset_description()
+
+
 SOURCE = Path("src/quicack")
 
 
-def package_code(*left_out):
-    """The package's modules, as inputs of the stages: Snakemake re-runs a stage when the code that made
-    its outputs changed, not only its data (imported modules are otherwise invisible to it)."""
-    return sorted(str(p) for p in SOURCE.rglob("*.py") if p.relative_to(SOURCE).parts[0] not in left_out)
+def module_file(dotted):
+    """src/quicack/a/b.py or src/quicack/a/b/__init__.py for 'quicack.a.b'; None outside the package."""
+    path = SOURCE.parent.joinpath(*dotted.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
-# The testbed only records data; the figures only read the database.
-ANALYSIS_CODE = package_code("testbed", "figures")
-RENDER_CODE = package_code("testbed")
+def imported_modules(path, dotted):
+    """quicack modules that `path` (the module named `dotted`) imports anywhere in its body, lazy imports included."""
+    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            # `from quicack.x import y` may name a submodule y.
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "quicack"}
+
+
+def stage_code(*roots, files=()):
+    """The package's source files a stage runs: the modules named in `roots` and everything they import
+    from the package, followed through every import; plus `files` as they are. Snakemake re-runs a stage
+    when the code that made its outputs changed (imported modules are otherwise invisible to it), and only
+    then: the ingest rules do not depend on the figures."""
+    todo = []
+    for root in roots:
+        path = module_file(root)
+        # A package as a root stands for all of its modules.
+        if path is not None and path.name == "__init__.py":
+            todo.extend(f"{root}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
+        todo.append(root)
+    seen = set()
+    while todo:
+        dotted = todo.pop()
+        path = module_file(dotted)
+        if path is None or dotted in seen:
+            continue
+        seen.add(dotted)
+        parent = dotted.rpartition(".")[0]
+        todo.extend(imported_modules(path, dotted) | ({parent} if parent else set()))
+    return sorted({str(module_file(m)) for m in seen} | {str(SOURCE / f) for f in files})
+
+
+# The command line dispatches to every stage; its own file counts for each, not everything it imports.
+ENTRY_FILES = ("cli.py", "pipeline.py")
+INGEST_CODE = stage_code("quicack.ingest", "quicack.store", files=ENTRY_FILES)
+DERIVE_CODE = stage_code(
+    "quicack.metrics.rtt",
+    "quicack.metrics.connections",
+    "quicack.metrics.handshake",
+    "quicack.metrics.agreement",
+    "quicack.store",
+    files=ENTRY_FILES,
+)
+DATABASE_CODE = stage_code("quicack.store", "quicack.provenance", files=ENTRY_FILES)
+# The notebooks call the figures and claims packages.
+RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 # Curated paper values (claims, reference tables) that the figures and tables print beside ours.
 REFERENCE_DATA = sorted(str(p) for p in Path("data/reference").glob("*.csv"))
 
-
-def run_groups():
-    """Run groups (<server>_<client> folders) of the raw dataset, read when the DAG is built."""
-    if not RAW.is_dir():
-        return []
-    return sorted(p.name for p in RAW.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-GROUPS = run_groups()
+GROUPS = run_groups(RAW)
 
 
 def group_inputs(wildcards):

@@ -4,7 +4,8 @@
 rule database:
     input:
         all_parquet(),
-        code=ANALYSIS_CODE,
+        code=DATABASE_CODE,
+        description=DESCRIPTION,
     output:
         db=RESULTS / "quicack.duckdb",
         summary=report(
@@ -17,8 +18,9 @@ rule database:
     params:
         parquet=PARQUET,
         strict="--strict" if config["strict"] else "",
+        description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
-        "--summary {output.summary:q} {params.strict} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
+        "--summary {output.summary:q} {params.strict} {params.description} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"

@@ -4,7 +4,7 @@
 rule derive_group:
     input:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
-        code=ANALYSIS_CODE,
+        code=DERIVE_CODE,
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=DERIVED_TABLES),
     log:
@@ -14,7 +14,7 @@ rule derive_group:
         initial_rtt_ms=config["recovery"]["initial_rtt_ms"],
         rttvar_order=config["recovery"]["rttvar_order"],
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "quicack derive-group --parquet {params.parquet:q} --group {wildcards.group:q} "
         "--initial-rtt-ms {params.initial_rtt_ms} --rttvar-order {params.rttvar_order} > {log:q} 2>&1"

@@ -5,7 +5,7 @@
 rule ingest_group:
     input:
         raw=group_inputs,
-        code=ANALYSIS_CODE,
+        code=INGEST_CODE,
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
     log:
@@ -15,7 +15,7 @@ rule ingest_group:
         dataset=DATASET,
         parquet=PARQUET,
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "quicack ingest-group --raw {params.raw:q} --group {wildcards.group:q} "
         "--dataset {params.dataset:q} --parquet {params.parquet:q} > {log:q} 2>&1"
@@ -32,6 +32,6 @@ rule ingest_dataset_issues:
         # Re-checked whenever the set of run groups changes (params are a rerun trigger).
         groups=GROUPS,
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} > {log:q} 2>&1"

@@ -23,7 +23,7 @@ for artefact_id in RENDERED:
             formats=",".join(FIGURE_FORMATS),
             dataset=DATASET,
         conda:
-            "../../environment.yml"
+            CONDA_ENV
         shell:
             "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
             "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
@@ -44,6 +44,6 @@ rule claims:
     log:
         LOGS / "render" / "claims.log",
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "quicack merge-claims {input:q} --out {output:q} > {log:q} 2>&1"

@@ -7,8 +7,9 @@
 #   snakemake testbed_all --cores 1 --configfile config/testbed_ci.yaml    # the small CI matrix
 #
 # One job per run group (client × mode × scenario × RTT × file, all repetitions; loss scenarios first
-# calibrate their drop lists on a no-loss baseline). Jobs hold the `testbed` resource: by default one at a
-# time, so that runs do not compete for the two CPU cores that the emulated delay depends on; raise it with
+# calibrate their drop lists on a no-loss baseline). Jobs hold the `testbed` resource, one at a
+# time by default (workflow/profiles/default), so that runs do not compete for the two CPU cores that the
+# emulated delay depends on; raise it with
 # --resources testbed=N on bigger machines. The analysis rules never depend on these outputs.
 
 from quicack.testbed.scenarios import expand as _tb_expand
@@ -21,8 +22,6 @@ _TB_OUT = Path(_TB.get("out", f"data/{_TB.get('dataset', 'testbed')}/raw"))
 _TB_LOGS = Path("results") / "testbed_logs" / _TB.get("dataset", "testbed")
 _TB_GROUPS = {g.key: _tb_group_json(g) for g in _tb_expand(_TB)} if _TB else {}
 _TB_KEYS = list(_TB_GROUPS)
-
-workflow.global_resources.setdefault("testbed", 1)
 
 
 rule testbed_all:
@@ -46,6 +45,6 @@ rule testbed_group:
     log:
         _TB_LOGS / "{server}_{client}" / "{testcase}.log",
     conda:
-        "../../environment.yml"
+        CONDA_ENV
     shell:
         "python -m quicack.testbed.run --group-json {params.group:q} --out {params.out:q} > {log:q} 2>&1"

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from quicack.layout import endpoint_from_path
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
@@ -31,7 +32,7 @@ from .normalize import (
 )
 from .profiles import profile_for
 from .records import Damage, iter_records
-from .traces import Trace, parse_rfc3339_ns, vantage_from_path, vantage_from_title
+from .traces import Trace, parse_rfc3339_ns, vantage_from_title
 
 STAGE = "qlog"
 
@@ -217,7 +218,7 @@ class _FileReader:
             vantage = d.vantage
         if vantage is None:
             vantage = self.vantage_arg or vantage_from_title(tr.get("title"), top.get("title")) \
-                or vantage_from_path(self.path)
+                or endpoint_from_path(self.path)
             if vantage is None and vp.get("type") != "network":
                 self.issue("warning", f"{self.path}: trace {index} has no client/server vantage point and none was "
                                       "given; direction will be null (pass vantage= or use the .../client/qlog/ "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from .normalize import Connection
@@ -46,17 +45,4 @@ def vantage_from_title(*titles: Any) -> str | None:
             words = set(re.findall(r"[a-z]+", title.lower()))
             if ("client" in words) != ("server" in words):
                 return "client" if "client" in words else "server"
-    return None
-
-
-def vantage_from_path(path: Path) -> str | None:
-    parts = [p.lower() for p in path.parts]
-    # QUIC Interop Runner layout: .../client/qlog/<file> and .../server/qlog/<file>
-    for p in reversed(parts[:-1]):
-        if p in ("client", "server"):
-            return p
-    name = parts[-1] if parts else ""
-    has_c, has_s = "client" in name, "server" in name
-    if has_c != has_s:
-        return "client" if has_c else "server"
     return None

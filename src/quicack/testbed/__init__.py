@@ -5,10 +5,10 @@ Modules, in the order a run uses them:
 * ``scenarios`` — imc24 scenarios and the expansion of a ``testbed:`` config into run groups
 * ``netns`` — client/router/server namespaces and veths (198.18.0.0/15), creation and removal
 * ``router`` / ``impair`` — NFQUEUE rules + the user-space delay/loss/drop-list program, tbf bandwidth
-* ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``)
-* ``server`` — the aioquic server with instant ACK (IACK) and wait-for-certificate (WFC); ``certs``, ``files``
-* ``clients`` — command lines of the client implementations (client engineer's module)
+* ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``; the layout is ``quicack.layout``)
+* ``iack_wfc_server`` — our aioquic server with instant ACK (IACK) and wait-for-certificate (WFC); ``certs``, ``files``
+* ``server_programs`` — command lines of every server implementation (ours and unmodified quic-go, quinn, ngtcp2)
+* ``clients`` — command lines of the client implementations
 * ``run`` — one run / one run group / the CLI; ``calibrate`` — drop lists from a no-loss baseline
-* ``layout`` — raw folder naming and ``parse_run_folder`` (quicack and imc24 artifact namings)
 * ``procs``, ``summarize`` — small helpers (captures are read with ``quicack.pcap``)
 """

@@ -13,11 +13,13 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from quicack.layout.vantage import CAPTURE_FILE_NAMES, SIM_LEFT, SIM_RIGHT
 from quicack.testbed.netns import Topology, ns_argv
 from quicack.testbed.procs import Managed, ProcessSet, wait_until
 
-LEFT = "trace_node_left.pcap"
-RIGHT = "trace_node_right.pcap"
+# The simulator's file names: the analysis finds captures by these (quicack.layout.vantage).
+LEFT = CAPTURE_FILE_NAMES[SIM_LEFT]
+RIGHT = CAPTURE_FILE_NAMES[SIM_RIGHT]
 
 
 @dataclass

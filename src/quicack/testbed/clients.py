@@ -2,7 +2,7 @@
 
 Every client downloads one URL, saves the body as ``download_dir / <basename of the URL path>``,
 writes a TLS keylog (NSS ``SSLKEYLOGFILE`` format) and one qlog per connection into ``qlog_dir``.
-The compiled clients live in ``src/clients/<impl>/`` and are built by ``src/clients/build.sh``.
+The compiled clients live in ``src/implementations/<impl>/`` and are built by ``src/implementations/build.sh``.
 
 ``client_command`` only builds the command line; the caller runs it (inside the client's network
 namespace in the testbed) and enforces ``timeout_s`` on the whole process as well.
@@ -37,13 +37,13 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     "quiche": frozenset({H3, HQ}),
 }
 
-# Binaries built by src/clients/build.sh, relative to src/clients/.
+# Binaries built by src/implementations/build.sh, relative to src/implementations/.
 _BUILT_BINARIES: dict[str, str] = {
     "quic-go": "quic-go/bin/quic-go-client",
     "quic-go-old": "quic-go-old/bin/quic-go-old-client",
     "go-x-net": "go-x-net/bin/go-x-net-client",
     "quinn": "quinn/bin/quinn-client",
-    # Optional (BoringSSL build): `src/clients/build.sh quiche`.
+    # Optional (BoringSSL build): `src/implementations/build.sh quiche`.
     "quiche": "quiche/bin/quiche-client",
 }
 _AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
@@ -62,12 +62,12 @@ class ClientRequest:
     timeout_s: float = 30.0
 
 
-def clients_dir() -> Path:
-    """Where the client programs are: ``src/clients`` of this checkout, or ``$QUICACK_CLIENTS_DIR``."""
-    override = os.environ.get("QUICACK_CLIENTS_DIR")
+def implementations_dir() -> Path:
+    """Where the client programs are: ``src/implementations`` of this checkout, or ``$QUICACK_IMPLEMENTATIONS_DIR``."""
+    override = os.environ.get("QUICACK_IMPLEMENTATIONS_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "clients"
+    return Path(__file__).resolve().parents[2] / "implementations"
 
 
 def supported_protocols(impl: str) -> frozenset[str]:
@@ -97,12 +97,12 @@ def client_executable(impl: str) -> Path | None:
     """The program that runs the client of `impl`, or None if it is not built/installed."""
     supported_protocols(impl)
     if impl == "aioquic":
-        script = clients_dir() / _AIOQUIC_SCRIPT
+        script = implementations_dir() / _AIOQUIC_SCRIPT
         return script if script.is_file() else None
     if impl == "ngtcp2":
         found = shutil.which(_NGTCP2_CLIENT)
         return Path(found) if found else None
-    binary = clients_dir() / _BUILT_BINARIES[impl]
+    binary = implementations_dir() / _BUILT_BINARIES[impl]
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
 
 
@@ -124,7 +124,7 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         raise ValueError(f"URL has no file path: {req.url!r}")
     executable = client_executable(req.impl)
     if executable is None:
-        raise FileNotFoundError(f"{req.impl} client is not built (run src/clients/build.sh)")
+        raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
 
     for directory in (req.download_dir, req.qlog_dir, req.keylog_path.parent):
         directory.mkdir(parents=True, exist_ok=True)

@@ -28,15 +28,17 @@ from typing import Any
 
 import yaml
 
+from quicack.layout import RunLocation, testcase_name
+from quicack.layout.runs import keylog_path, qlog_folder, sim_folder
+from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
 from quicack.testbed import capture, netns, router, tidy
 from quicack.testbed.calibrate import calibrate
 from quicack.testbed.clients import ClientRequest, client_command, client_versions
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
-from quicack.testbed.layout import RunLocation, testcase_name
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
-from quicack.testbed.servers import ServerRequest, is_ready, server_command
-from quicack.testbed.servers import server_info as server_info_of
+from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
+from quicack.testbed.server_programs import server_info as server_info_of
 
 SERVER_PORT = 443
 GROUP_JSON = "group.json"
@@ -79,9 +81,9 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         run_dir = raw_root / loc.relative()
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    (run_dir / "client" / "qlog").mkdir(parents=True)
-    (run_dir / "server" / "qlog").mkdir(parents=True)
-    sim_dir = run_dir / "sim"
+    for endpoint in ENDPOINTS:
+        qlog_folder(run_dir, endpoint).mkdir(parents=True)
+    sim_dir = sim_folder(run_dir)
     sim_dir.mkdir()
     logs = run_dir / tidy.LOGS
 
@@ -116,7 +118,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen) if group.captures else None
         sreq = ServerRequest(
             impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
-            www=_www_dir(), qlog_dir=run_dir / "server" / "qlog", keylog_path=run_dir / "server" / "keys.log",
+            www=_www_dir(), qlog_dir=qlog_folder(run_dir, SERVER), keylog_path=keylog_path(run_dir, SERVER),
             ready_file=run_dir / tidy.SERVER_INFO, mode=group.mode, cert_delay_ms=group.cert_delay_ms,
             initial_rtt_ms=group.server_initial_rtt_ms,
         )  # fmt: skip
@@ -132,8 +134,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             url=f"https://{topo.server_addr}:{SERVER_PORT}/{group.file_name}",
             app_protocol=group.app_protocol,
             download_dir=download_tmp,
-            keylog_path=run_dir / "client" / "keys.log",
-            qlog_dir=run_dir / "client" / "qlog",
+            keylog_path=keylog_path(run_dir, CLIENT),
+            qlog_dir=qlog_folder(run_dir, CLIENT),
             timeout_s=group.timeout_s,
         )
         argv, env = client_command(req)
@@ -182,7 +184,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     if group.compress:
         _compress_outputs(run_dir)
     if not group.server_qlog:
-        shutil.rmtree(run_dir / "server" / "qlog", ignore_errors=True)
+        shutil.rmtree(qlog_folder(run_dir, SERVER), ignore_errors=True)
     rj = _run_json(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
         topo, cleanup_problems,
@@ -193,10 +195,10 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
 
 
 def _compress_outputs(run_dir: Path) -> None:
-    for p in list((run_dir / "sim").glob("*.pcap")):
+    for p in list(sim_folder(run_dir).glob("*.pcap")):
         capture.gzip_file(p)
-    for side in ("client", "server"):
-        for p in list((run_dir / side / "qlog").glob("*")):
+    for endpoint in ENDPOINTS:
+        for p in list(qlog_folder(run_dir, endpoint).glob("*")):
             if p.is_file() and not p.name.endswith((".gz", ".zst")):
                 capture.gzip_file(p)
 
@@ -301,7 +303,7 @@ def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
 
 def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, Any]:
     res = execute_run(baseline, 0, work, run_dir=work / name)
-    sim = res.run_dir / "sim"
+    sim = sim_folder(res.run_dir)
     cal = calibrate(sim / capture.LEFT, sim / capture.RIGHT)
     return cal.as_dict() | {"baseline_status": res.status, "baseline_failure_reason": res.failure_reason}
 

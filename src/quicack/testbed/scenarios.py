@@ -9,8 +9,8 @@ from typing import Any
 
 from quicack.testbed.clients import H3, HQ
 from quicack.testbed.clients import supported_protocols as client_protocols
-from quicack.testbed.servers import has_handshake_modes
-from quicack.testbed.servers import supported_protocols as server_protocols
+from quicack.testbed.server_programs import has_handshake_modes
+from quicack.testbed.server_programs import supported_protocols as server_protocols
 
 
 @dataclass(frozen=True)

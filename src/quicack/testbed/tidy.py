@@ -18,7 +18,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from quicack.testbed.layout import RUN_JSON
+from quicack.layout import RUN_JSON
 
 LOGS = "logs"
 SERVER_INFO = Path("server") / "server_info.json"

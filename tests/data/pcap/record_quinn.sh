@@ -2,11 +2,11 @@
 # Record a real quinn client <-> quinn server run (hq-interop) on loopback, both asking for the ACK frequency
 # extension (draft-ietf-quic-ack-frequency-04 as quinn-proto 0.11 implements it: ACK_FREQUENCY 0xaf,
 # IMMEDIATE_ACK 0x1f; both sides send min_ack_delay, so it is negotiated).
-# Usage: record_quinn.sh OUTDIR PORT BYTES   (root, tcpdump on PATH, src/clients/build.sh quinn done; ports 5600-5699)
+# Usage: record_quinn.sh OUTDIR PORT BYTES   (root, tcpdump on PATH, src/implementations/build.sh quinn done; ports 5600-5699)
 # Writes OUTDIR/capture.pcap and OUTDIR/keys.log (the client's secrets, SSLKEYLOGFILE).
 set -eu
 out=$1; port=$2; bytes=$3
-bin=$(cd "$(dirname "$0")/../../../src/clients/quinn/bin" && pwd)
+bin=$(cd "$(dirname "$0")/../../../src/implementations/quinn/bin" && pwd)
 mkdir -p "$out"; work=$(mktemp -d)
 mkdir -p "$work/www" "$work/dl"
 head -c "$bytes" /dev/zero | tr '\0' x > "$work/www/file"

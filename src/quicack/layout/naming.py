@@ -1,14 +1,7 @@
-"""Raw-data layout: where a run's files go, and reading run settings back from a folder path.
+"""What folder names say about a run, and the names the testbed gives its runs.
 
-quicack layout (QUIC Interop Runner style)::
-
-    <dataset>/raw/<server>_<client>/<testcase>/<repetition>/
-        run.json
-        client/{keys.log, qlog/*.qlog, ...}
-        server/{keys.log, qlog/*.qlog, ...}
-        sim/{trace_node_left.pcap[.gz], trace_node_right.pcap[.gz]}
-
-with ``<testcase> = <scenario>-<mode>-rtt<rtt>ms-<file>-<app>`` (e.g. ``noloss-iack-rtt9ms-10KB-h3``).
+quicack's runs live in the QUIC Interop Runner layout (``quicack.layout.runs``) with
+``<testcase> = <scenario>-<mode>-rtt<rtt>ms-<file>-<app>`` (e.g. ``noloss-iack-rtt9ms-10KB-h3``).
 
 The imc24 artifact (a fork of the QIR) encodes the settings in the name of the top-level log folder instead:
 ``logs_<k=v,k=v,...>_<YYYY-MM-DDTHH:MM:SS>/<server>_<client>/<testcase>/<repetition>/...``, e.g.
@@ -25,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RUN_JSON = "run.json"
+from quicack.layout.runs import RUN_JSON
+
 _TESTCASE_RE = re.compile(
     r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-rtt(?P<rtt>[0-9.]+)ms-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)$"
 )

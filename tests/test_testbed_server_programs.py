@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 import yaml
 
-from quicack.testbed.layout import parse_run_folder
+from quicack.layout import parse_run_folder
 from quicack.testbed.run import load_config
 from quicack.testbed.scenarios import SCENARIOS, expand, group_from_json, group_to_json
-from quicack.testbed.servers import KNOWN_SERVERS, ServerRequest, server_command, server_executable
+from quicack.testbed.server_programs import KNOWN_SERVERS, ServerRequest, server_command, server_executable
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "workflow" / "schemas" / "testbed.schema.yaml"

@@ -14,7 +14,7 @@ from aioquic.quic.logger import QuicLogger
 
 from quicack.testbed.certs import CERT_SIZES, cert_paths, chain_der_bytes
 from quicack.testbed.files import FILE_SIZES, ensure_files, file_bytes
-from quicack.testbed.server import HQ_ALPN, FileServerProtocol, HandshakeMode, TestbedQuicServer, open_endpoint
+from quicack.testbed.iack_wfc_server import HQ_ALPN, FileServerProtocol, HandshakeMode, TestbedQuicServer, open_endpoint
 
 DELTA_MS = 150.0
 
@@ -158,7 +158,7 @@ def test_issued_connection_ids_are_routable_as_soon_as_they_are_sent(www: Path) 
 def test_a_qlog_trace_ended_twice_is_written_once(tmp_path: Path) -> None:
     """At shutdown the server writes every open trace; a connection closing afterwards ends its own
     trace again. aioquic's file logger raised ValueError there (tracebacks in the server's stderr)."""
-    from quicack.testbed.server import IdempotentQlogFileLogger
+    from quicack.testbed.iack_wfc_server import IdempotentQlogFileLogger
 
     logger = IdempotentQlogFileLogger(str(tmp_path))
     trace = logger.start_trace(is_client=False, odcid=bytes.fromhex("0011223344556677"))

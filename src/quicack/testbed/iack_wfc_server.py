@@ -57,7 +57,7 @@ from quicack.testbed.certs import CERT_SIZES, cert_paths
 from quicack.testbed.files import ensure_files
 
 HQ_ALPN = ["hq-interop"]
-log = logging.getLogger("quicack.testbed.server")
+log = logging.getLogger("quicack.testbed.iack_wfc_server")
 
 
 class HandshakeMode(enum.StrEnum):

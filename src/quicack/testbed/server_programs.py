@@ -1,11 +1,11 @@
 """The QUIC server programs of the testbed: how to run each one, when it is ready, what it is.
 
-``aioquic`` is our IACK/WFC server (``python -m quicack.testbed.server``), the only one with a handshake mode
+``aioquic`` is our IACK/WFC server (``python -m quicack.testbed.iack_wfc_server``), the only one with a handshake mode
 and a certificate-store delay Δt. The others serve the run's file with their implementation's defaults, for
 imc24 Table 3 (the ACK Delay of the server's first ACKs):
 
-* ``quic-go`` — ``src/clients/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
-* ``quinn`` — ``src/clients/quinn/bin/quinn-server`` (hq-interop only);
+* ``quic-go`` — ``src/implementations/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
+* ``quinn`` — ``src/implementations/quinn/bin/quinn-server`` (hq-interop only);
 * ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call.
 
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from quicack.testbed.certs import CERT_SIZES, cert_paths
-from quicack.testbed.clients import H3, HQ, clients_dir
+from quicack.testbed.clients import H3, HQ, implementations_dir
 
 KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
 _PROTOCOLS: dict[str, frozenset[str]] = {
@@ -79,7 +79,7 @@ def server_executable(impl: str) -> Path | None:
     if impl == "ngtcp2":
         found = shutil.which(_NGTCP2_SERVER) or (Path("/usr/sbin") / _NGTCP2_SERVER).as_posix()
         return Path(found) if Path(found).is_file() else None
-    binary = clients_dir() / _BUILT_BINARIES[impl]
+    binary = implementations_dir() / _BUILT_BINARIES[impl]
     return binary if binary.is_file() else None
 
 
@@ -87,12 +87,12 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
     """argv and extra environment variables that start the server of ``req.impl`` for one run."""
     executable = server_executable(req.impl)
     if executable is None:
-        raise FileNotFoundError(f"{req.impl} server is not built/installed (src/clients/build.sh; apt ngtcp2-server)")
+        raise FileNotFoundError(f"{req.impl} server is not built/installed (src/implementations/build.sh; apt ngtcp2-server)")
     for directory in (req.qlog_dir, req.keylog_path.parent):
         directory.mkdir(parents=True, exist_ok=True)
     if req.impl == "aioquic":
         argv = [
-            str(executable), "-m", "quicack.testbed.server",
+            str(executable), "-m", "quicack.testbed.iack_wfc_server",
             "--host", req.host, "--port", str(req.port),
             "--cert-size", req.cert_size, "--mode", req.mode, "--cert-delay-ms", f"{req.cert_delay_ms:g}",
             "--www", str(req.www), "--qlog-dir", str(req.qlog_dir),
@@ -172,7 +172,7 @@ def server_version(impl: str) -> str | None:
             return "ngtcp2 (Debian ngtcp2-server) unknown"
         return f"ngtcp2 (Debian ngtcp2-server) {out.stdout.strip()}"
     # quic-go's server is built from the client's module (same go.mod pin); quinn-server has --version.
-    probe = clients_dir() / ("quic-go/bin/quic-go-client" if impl == "quic-go" else _BUILT_BINARIES[impl])
+    probe = implementations_dir() / ("quic-go/bin/quic-go-client" if impl == "quic-go" else _BUILT_BINARIES[impl])
     try:
         out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):

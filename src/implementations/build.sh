@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the compiled QUIC clients of the testbed into src/clients/<impl>/bin/.
+# Builds the compiled QUIC clients of the testbed into src/implementations/<impl>/bin/.
 # Idempotent: go and cargo rebuild only what changed, so a second run takes seconds.
 # Versions are pinned by the committed go.mod/go.sum and Cargo.lock (--locked).
 # Needs Go and Rust toolchains; the aioquic client is a Python script (aioquic from pip)
 # and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
 #
-# usage: src/clients/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn)
+# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn)
 #
 # quiche is built only when named (`build.sh quiche`) or with QUICACK_BUILD_QUICHE=1: it compiles
 # BoringSSL from source (about 6 minutes on 2 cores) and needs cmake and libclang-dev.
@@ -118,7 +118,7 @@ if [ "$#" -eq 0 ]; then
         echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
     fi
     if [ ! -x "$CLIENTS_DIR/quiche/bin/quiche-client" ]; then
-        echo "note: quiche client not built (optional: src/clients/build.sh quiche)"
+        echo "note: quiche client not built (optional: src/implementations/build.sh quiche)"
     fi
     if python3 -c 'import aioquic' 2>/dev/null; then
         echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"

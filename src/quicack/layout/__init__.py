@@ -1,0 +1,48 @@
+"""The raw-data layouts quicack reads and its testbed writes: one home for every path rule.
+
+* ``vantage`` — the names of observation points (``client``, ``server``, ``sim_left``, ``sim_right``) and
+  how a file's path names them;
+* ``runs`` — the QUIC Interop Runner (QIR) layout ``<raw>/<server>_<client>/<testcase>/<repetition>/``:
+  run groups, run folders, and where a run keeps its keylogs, qlogs and captures;
+* ``naming`` — what folder names say about a run: quicack's test-case names
+  (``<scenario>-<mode>-rtt<rtt>ms-<file>-<app>``) and the imc24 artifact's ``logs_<k=v,...>_<time>`` folders.
+
+Ingest, the qlog reader, the capture decoder, the Snakemake rules and the testbed all take these rules from
+here, so that the analysis never depends on the recorder. A scanner's layout
+(``<vantage_point>/data/<timestamp>/…``) belongs beside them as its own module.
+"""
+
+from quicack.layout.naming import RunLocation, file_size_bytes, parse_imc24_folder_name, parse_run_folder, testcase_name
+from quicack.layout.runs import (
+    RUN_JSON,
+    RunFolder,
+    capture_files,
+    discover_runs,
+    is_qlog_name,
+    keylog_files,
+    qlog_files,
+    run_groups,
+)
+from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_point, endpoint_from_path
+
+__all__ = [
+    "CLIENT",
+    "RUN_JSON",
+    "SERVER",
+    "SIM_LEFT",
+    "SIM_RIGHT",
+    "RunFolder",
+    "RunLocation",
+    "capture_files",
+    "capture_point",
+    "discover_runs",
+    "endpoint_from_path",
+    "file_size_bytes",
+    "is_qlog_name",
+    "keylog_files",
+    "parse_imc24_folder_name",
+    "parse_run_folder",
+    "qlog_files",
+    "run_groups",
+    "testcase_name",
+]
