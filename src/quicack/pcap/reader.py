@@ -35,6 +35,13 @@ LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
 LINKTYPE_RAW_OPENBSD = 12
 LINKTYPE_LOOP = 108
+# Point-to-point links: ns-3's PointToPointNetDevice (the QUIC Interop Runner's simulator) writes PPP (9).
+LINKTYPE_PPP = 9
+LINKTYPE_PPP_HDLC = 50
+LINKTYPE_C_HDLC = 104
+PPP_ADDRESS_CONTROL = b"\xff\x03"
+PPP_PROTOCOL_IPV4 = 0x0021
+PPP_PROTOCOL_IPV6 = 0x0057
 
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
@@ -294,6 +301,23 @@ def _address_name(address: bytes, names: dict[bytes, str]) -> str:
     return name
 
 
+def _ppp_header(data: bytes) -> tuple[int | None, int] | None:
+    """(ethertype of the payload or None when it is not IP, header length) of a PPP frame (RFC 1661), with or
+    without the HDLC address and control bytes ff 03 (RFC 1662) and with a one-byte protocol field when it is
+    compressed (an odd first byte); None when the frame is shorter than its header."""
+    offset = 2 if data[:2] == PPP_ADDRESS_CONTROL else 0
+    if len(data) <= offset:
+        return None
+    if data[offset] & 1:
+        protocol, offset = data[offset], offset + 1
+    elif len(data) < offset + 2:
+        return None
+    else:
+        protocol, offset = (data[offset] << 8) | data[offset + 1], offset + 2
+    ethertype = {PPP_PROTOCOL_IPV4: ETHERTYPE_IPV4, PPP_PROTOCOL_IPV6: ETHERTYPE_IPV6}.get(protocol)
+    return ethertype, offset
+
+
 def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatagram | ReadIssue | None:
     """Strip link, IP and UDP headers; None for anything that is not UDP (not our business)."""
     data = record.data
@@ -331,6 +355,16 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
             ethertype = ETHERTYPE_IPV6
         else:
             return None
+        offset = 4
+    elif linktype in (LINKTYPE_PPP, LINKTYPE_PPP_HDLC):
+        header = _ppp_header(data)
+        if header is None:
+            return ReadIssue(record.record_number, "warning", "PPP frame shorter than its header")
+        ethertype, offset = header
+    elif linktype == LINKTYPE_C_HDLC:
+        if len(data) < 4:
+            return ReadIssue(record.record_number, "warning", "Cisco HDLC frame shorter than its header")
+        ethertype = (data[2] << 8) | data[3]
         offset = 4
     else:
         return ReadIssue(record.record_number, "error", f"unsupported link type {linktype}")
