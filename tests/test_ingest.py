@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack import ingest
-from tests.conftest import QLOG_FIXTURES, make_run
+from tests.conftest import QLOG_FIXTURES, REPO, make_run
 
 
 def test_ingest_group_reads_runs_and_both_vantages(real_raw):
@@ -82,3 +82,61 @@ def test_imc24_artifact_folder_naming_is_read_without_run_json(tmp_path):
     assert row["rtt_ms"] == 9.0 and row["file_bytes"] == 10240
     assert tables["packets"].height > 0
     assert tables["ingest_issues"].is_empty()
+
+
+QIR_AS_FOUND = REPO / "tests/data/qir_as_found/all-interop-servers"
+
+
+def test_qir_folders_as_found_are_described_and_their_status_inferred():
+    """The imc24 artifact's QIR captures: <day>/<server>_<client>/handshake/ with a PPP capture and a keylog only
+    (built from recorded runs by tests/tools/make_qir_as_found.py, link header rewritten). Days are repetitions in
+    folder order; the outcome comes from the capture and says so."""
+    groups = ingest.run_groups(QIR_AS_FOUND)
+    assert groups == ["2024-05-14", "2024-05-15", "2024-05-16"]
+    runs = pl.concat([ingest.ingest_group(QIR_AS_FOUND, group, "qir")["runs"] for group in groups])
+    assert runs.height == 12
+    assert set(runs["client_impl"]) == {"aioquic"} and set(runs["scenario"]) == {"handshake"}
+    assert sorted(runs.group_by("server_impl").agg(pl.col("repetition").sort())["repetition"].to_list()) == [[1, 2, 3]] * 4
+    assert set(runs["status_source"]) == {"inferred from capture"}
+    failed = runs.filter(pl.col("status") == "failed")
+    assert failed.select("run_id", "failure_reason").rows() == [
+        ("2024-05-16/quinn_aioquic/handshake", "inferred: no datagram captured")
+    ]
+    assert runs.filter(pl.col("status") == "ok").height == 11
+
+
+def test_qir_capture_as_found_decodes_and_an_empty_one_is_a_warning_not_an_error():
+    tables = ingest.ingest_group(QIR_AS_FOUND, "2024-05-16", "qir")
+    packets = tables["packets"].filter(pl.col("packet_type") != "datagram_padding")
+    assert set(packets["vantage"]) == {"sim_left"} and packets["decrypted"].all()
+    assert packets["run_id"].n_unique() == 3  # the fourth run's capture is empty
+    issues = tables["ingest_issues"]
+    assert issues.filter(pl.col("severity") == "error").is_empty()
+    assert issues.filter(pl.col("message").str.contains("capture is empty")).height == 1
+
+
+def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
+    """Wrongly typed run.json values (hand-made: the testbed never writes them) → null and a warning each."""
+    raw = tmp_path / "raw"
+    variants = {
+        "1": {"status": "ok", "repetition": "first"},
+        "2": {"status": "ok", "drop_to_client": ["x"], "rtt_ms": "9 ms"},
+        "3": {"status": "ok", "cert_bytes": 2**70, "mode": ["iack"]},
+        "4": {"status": "ok", "nested": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+    }
+    for repetition, meta in variants.items():
+        make_run(raw, f"aioquic_quic-go/noloss/{repetition}", QLOG_FIXTURES / "aioquic" / "client.qlog", None, meta)
+    deep = make_run(raw, "aioquic_quic-go/noloss/5", QLOG_FIXTURES / "aioquic" / "client.qlog", None, None)
+    (deep / "run.json").write_text("[" * 100_000 + "]" * 100_000)
+    as_folder = make_run(raw, "aioquic_quic-go/noloss/6", QLOG_FIXTURES / "aioquic" / "client.qlog", None, None)
+    (as_folder / "run.json").mkdir()
+    tables = ingest.ingest_group(raw, "aioquic_quic-go", "t")
+    runs = tables["runs"].sort("run_id")
+    assert runs.height == 6 and runs["repetition"].to_list() == [1, 2, 3, 4, 5, 6]  # from the folder names
+    assert runs["rtt_ms"].null_count() == 6 and runs["mode"].null_count() == 6 and runs["cert_bytes"].null_count() == 6
+    assert runs["drop_to_client"].null_count() == 6
+    messages = tables["ingest_issues"]["message"].to_list()
+    for field in ("repetition", "drop_to_client", "rtt_ms", "cert_bytes", "mode"):
+        assert any(f"'{field}'" in m for m in messages), field
+    assert sum("run.json unreadable" in m for m in messages) == 2
+    assert not tables["packets"].is_empty()

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, keylog_files, parse_run_folder, run_groups
+from quicack.layout.naming import describe_run_id
 from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 
 # Tables one run group writes, in this order.
@@ -26,7 +27,10 @@ def issue(path: str, run_id: str | None, stage: str, severity: str, message: str
 
 
 def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[dict]]:
-    """The ``runs`` row of a run folder, from run.json or, failing that, from its path."""
+    """The ``runs`` row of a run folder, from run.json or, failing that, from its path.
+
+    Without run.json (QIR logs as the runner writes them, the imc24 artifact's folders) the status is left
+    null here and inferred from the run's capture after decoding (`infer_status`)."""
     issues: list[dict] = []
     meta: dict = {}
     run_json = run.path / RUN_JSON
@@ -35,39 +39,60 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
             meta = json.loads(run_json.read_text())
             if not isinstance(meta, dict):
                 raise ValueError("top level is not an object")
-        except (ValueError, UnicodeDecodeError) as error:
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
             issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
-    row = {c.name: meta.get(c.name) for c in RUNS.columns}
+    row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name != "status_source"}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
     calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
     row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
     row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
     for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
-        row[name] = _droplist(row[name])
-    group, *rest = run.run_id.split("/")
-    server, _, client = group.partition("_")
+        row[name] = _droplist(row[name], name, run, raw_root, issues)
+    from_path = describe_run_id(run.run_id)
     row.update(run_id=run.run_id, dataset=dataset, raw_path=run.run_id)
-    row["server_impl"] = row["server_impl"] or server or None
-    row["client_impl"] = row["client_impl"] or client or None
-    if row["scenario"] is None and rest:
-        row["scenario"] = rest[0]
-    if row["repetition"] is None and len(rest) > 1 and rest[-1].isdigit():
-        row["repetition"] = int(rest[-1])
-    if row["status"] not in ("ok", "failed"):
-        if row["status"] is not None:
-            issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
-        row["status"] = None
+    for name in ("server_impl", "client_impl", "scenario", "repetition"):
+        if row[name] is None:
+            row[name] = from_path.get(name)
+    if row["repetition"] is None and "series" in from_path:
+        # One run per series folder (the artifact's all-interop-servers/<day>/): the day's place among the
+        # dataset's series is the repetition, so days sort as the folders do.
+        series = run_groups(raw_root)
+        row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
+    row["status_source"] = "run.json" if row["status"] is not None else None
+    if row["status"] not in (None, "ok", "failed"):
+        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        row["status"] = row["status_source"] = None
     return row, issues
 
 
-def _droplist(indices) -> str | None:
-    """Datagram indices as the QIR droplist string ('2_3_4'; '' = none); strings pass unchanged."""
+_PYTHON_TYPES = {pl.Utf8: (str,), pl.Int64: (int,), pl.Float64: (int, float), pl.Boolean: (bool,)}
+
+
+def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list[dict]):
+    """A run.json value if it has the column's type (a number for a number, a string for a string); else null
+    and a warning, so that one wrongly typed field costs that field, not the run group."""
+    if value is None or name in ("drop_to_client", "drop_to_server"):
+        return value
+    accepted = _PYTHON_TYPES.get(dtype, ())
+    wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
+    if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
+        return value
+    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    return None
+
+
+def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[dict]) -> str | None:
+    """Datagram indices as the QIR droplist string ('2_3_4'; '' = none); strings pass unchanged; anything
+    else is recorded as null with a warning."""
     if indices is None or isinstance(indices, str):
         return indices
-    return "_".join(str(int(i)) for i in indices)
+    if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+        return "_".join(str(i) for i in indices)
+    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    return None
 
 
 def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> dict:
@@ -102,12 +127,16 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
         issues.extend(run_issues)
         qlogs, missing = discover_qlogs(run.path, run.run_id)
         parts["ingest_issues"].append(_relative_paths(missing, raw_root))
+        evidence = Evidence()
         for path, vantage in qlogs:
             result = read_qlog(path, run.run_id, vantage)
             for name in ("packets", "frames", "metrics_logged", "endpoints"):
                 parts[name].append(getattr(result, name))
             parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
-        _ingest_captures(run, raw_root, parts)
+            evidence.add(result.frames, datagrams=0)
+        _ingest_captures(run, raw_root, parts, evidence)
+        if row["status"] is None and not (run.path / RUN_JSON).is_file():
+            row.update(evidence.status())
     if not found_any:
         issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     parts["runs"].append(pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty())
@@ -115,7 +144,30 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
     return {name: _concat(name, frames) for name, frames in parts.items()}
 
 
-def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]]) -> None:
+class Evidence:
+    """What a run's data shows about its outcome, for runs whose recorder left no status (QIR logs, the imc24
+    artifact): the QUIC Interop Runner's handshake test passes when the handshake completes, and the server's
+    HANDSHAKE_DONE frame (RFC 9000 §19.20) is the sign of that on the wire and in a client's qlog."""
+
+    def __init__(self) -> None:
+        self.datagrams = 0
+        self.handshake_done = False
+
+    def add(self, frames: pl.DataFrame, datagrams: int) -> None:
+        self.datagrams += datagrams
+        if not self.handshake_done and not frames.is_empty():
+            self.handshake_done = not frames.filter(
+                (pl.col("frame_type") == "handshake_done") & (pl.col("direction") == "s2c")
+            ).is_empty()
+
+    def status(self) -> dict[str, str | None]:
+        if self.handshake_done:
+            return {"status": "ok", "failure_reason": None, "status_source": "inferred from capture"}
+        reason = "no datagram captured" if self.datagrams == 0 else "no HANDSHAKE_DONE from the server"
+        return {"status": "failed", "failure_reason": f"inferred: {reason}", "status_source": "inferred from capture"}
+
+
+def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], evidence: Evidence) -> None:
     from quicack.pcap.decode import decode_capture
 
     keylogs = keylog_files(run)
@@ -124,6 +176,7 @@ def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.Da
             for name in ("datagrams", "packets", "frames"):
                 parts[name].append(getattr(batch, name))
             parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))
+            evidence.add(batch.frames, batch.datagrams.height)
 
 
 def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:

@@ -180,3 +180,28 @@ def parse_run_folder(path: str | Path) -> dict[str, Any]:
             if k in data:
                 out[k] = data[k]
     return out
+
+
+_GROUP_RE = re.compile(r"^(?P<server>[^_/]+)_(?P<client>[^/]+)$")
+
+
+def describe_run_id(run_id: str) -> dict[str, Any]:
+    """What a run's place in the QIR layout says, for a run without run.json: server and client from the
+    ``<server>_<client>`` folder, the test case below it, the repetition folder below that when there is one,
+    and the folder above the pair, if any (``series``: the imc24 artifact's ``all-interop-servers/<day>/``
+    keeps one QIR run per day). Keys are present only when known."""
+    parts = run_id.split("/")
+    repetition = int(parts[-1]) if len(parts) >= 3 and parts[-1].isdigit() else None
+    names = parts[:-1] if repetition is not None else parts
+    out: dict[str, Any] = {}
+    if len(names) >= 2 and (pair := _GROUP_RE.match(names[-2])):
+        out.update(server_impl=pair.group("server"), client_impl=pair.group("client"), testcase=names[-1], scenario=names[-1])
+        if len(names) >= 3:
+            out["series"] = names[-3]
+    elif names and (pair := _GROUP_RE.match(names[0])):
+        out.update(server_impl=pair.group("server"), client_impl=pair.group("client"))
+        if len(names) >= 2:
+            out.update(testcase=names[1], scenario=names[1])
+    if repetition is not None:
+        out["repetition"] = repetition
+    return out

@@ -148,8 +148,12 @@ def open_capture(path: Path) -> BinaryIO:
 def read_link_records(stream: BinaryIO) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
     """Yield link-layer records (and DSB secrets) from a pcap or pcapng stream."""
     head = stream.read(4)
+    if not head:
+        # What a failed run leaves behind (the QUIC Interop Runner keeps the file): nothing was captured.
+        yield ReadIssue(None, "warning", "capture is empty (0 bytes): nothing was captured")
+        return
     if len(head) < 4:
-        yield ReadIssue(None, "error", "file is empty or shorter than a capture header")
+        yield ReadIssue(None, "error", "file is shorter than a capture header")
         return
     (magic_le,) = struct.unpack("<I", head)
     (magic_be,) = struct.unpack(">I", head)
