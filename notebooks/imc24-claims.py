@@ -19,14 +19,17 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
 from quicack.claims.imc24 import imc24_claims
-from quicack.figures.common import save_table, testbed_provenance
+from quicack.figures.common import save
 from quicack.figures.data import read_views
+from quicack.provenance import read_description
 
 # %%
-claims = imc24_claims(read_views(db, "handshake_runs", "runs", "frames", "datagrams"), dataset)
-save_table(claims, out_dir, "imc24-claims", testbed_provenance(dataset))
-claims.select("claim_id", "paper_value", "ours", "agrees")
+views = read_views(db, "handshake_runs", "runs", "frames", "datagrams")
+description = read_description(db)
+rendered = imc24_claims(views, description)
+save(rendered, out_dir, "imc24-claims", formats, description)
+rendered.artefact.select("claim_id", "paper_value", "ours", "agrees")

@@ -17,18 +17,20 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 # Which configuration to draw: the repetition closest to the median TTFB of each mode.
 client = "aioquic"
 scenario = "amplification"
 rtt_ms = 9.0
 
 # %%
-from quicack.figures.common import save_figure, testbed_provenance
+from quicack.figures.common import save
 from quicack.figures.data import read_views
-from quicack.figures.imc24_handshake import imc24_fig01_handshake_timeline, imc24_fig01_runs
+from quicack.figures.imc24_handshake import imc24_fig01_handshake_timeline
+from quicack.provenance import read_description
 
-views = read_views(db, "runs", "datagrams", "packets", "frames", "handshake_runs")
-iack_run, wfc_run, note = imc24_fig01_runs(views["handshake_runs"], client, scenario, rtt_ms)
-fig = imc24_fig01_handshake_timeline(views["runs"], views["datagrams"], views["packets"], views["frames"], iack_run, wfc_run)
-save_figure(fig, out_dir, "imc24-fig01", formats.split(","), testbed_provenance(dataset).with_note(note))
+# %%
+views = read_views(db, "handshake_runs", "runs", "packets", "frames")
+description = read_description(db)
+rendered = imc24_fig01_handshake_timeline(views["handshake_runs"], views["runs"], views["packets"], views["frames"], client, scenario, rtt_ms)
+save(rendered, out_dir, "imc24-fig01", formats, description)

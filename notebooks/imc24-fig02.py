@@ -17,11 +17,14 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import MODEL, save_figure
-from quicack.figures.imc24 import imc24_fig02_pto_evolution
+from quicack.figures.common import save
+from quicack.figures.rfc9002_model import imc24_fig02_pto_evolution
+from quicack.provenance import read_description
 
 # %%
-save_figure(imc24_fig02_pto_evolution(rtt_ms=20.0, cert_delay_ms=20.0), out_dir, "imc24-fig02", formats.split(","), MODEL)
+description = read_description(db)
+rendered = imc24_fig02_pto_evolution(rtt_ms=20.0, cert_delay_ms=20.0)
+save(rendered, out_dir, "imc24-fig02", formats, description)

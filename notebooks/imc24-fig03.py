@@ -17,15 +17,18 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 # The runs whose handshakes are drawn (no loss, so every datagram is the sender's first choice).
 scenario = "noloss"
 
 # %%
-from quicack.figures.common import save_figure, testbed_provenance
+from quicack.figures.common import save
 from quicack.figures.data import read_views
-from quicack.figures.imc24_handshake import imc24_fig03_coalescence, imc24_fig03_note
+from quicack.figures.imc24_handshake import imc24_fig03_coalescence
+from quicack.provenance import read_description
 
+# %%
 views = read_views(db, "runs", "packets", "frames")
-fig = imc24_fig03_coalescence(views["runs"], views["packets"], views["frames"], scenario)
-save_figure(fig, out_dir, "imc24-fig03", formats.split(","), testbed_provenance(dataset).with_note(imc24_fig03_note(views["runs"], scenario)))
+description = read_description(db)
+rendered = imc24_fig03_coalescence(views["runs"], views["packets"], views["frames"], scenario)
+save(rendered, out_dir, "imc24-fig03", formats, description)

@@ -17,15 +17,16 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import run_accounting, save_figure, testbed_provenance
-from quicack.figures.data import read_view
-from quicack.figures.imc24_pto import imc24_fig11_rtt_samples, rtt_sample_runs, runs_per_client_note
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.figures.imc24_pto import imc24_fig11_rtt_samples
+from quicack.provenance import read_description
 
 # %%
-handshakes = read_view(db, "handshake_runs")
-provenance = testbed_provenance(dataset).with_note(run_accounting(rtt_sample_runs(handshakes, 100.0), "rtt_samples_logged"))
-provenance = provenance.with_note(runs_per_client_note(handshakes, 100.0))
-save_figure(imc24_fig11_rtt_samples(handshakes, 100.0), out_dir, "imc24-fig11", formats.split(","), provenance)
+views = read_views(db, "handshake_runs")
+description = read_description(db)
+rendered = imc24_fig11_rtt_samples(views["handshake_runs"], rtt_ms=100.0)
+save(rendered, out_dir, "imc24-fig11", formats, description)

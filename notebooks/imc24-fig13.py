@@ -17,14 +17,16 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import run_accounting, save_figure, testbed_provenance
-from quicack.figures.data import read_view
-from quicack.figures.imc24_ttfb import imc24_fig13_ttfb_client_flight_loss_rtts, select_runs
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.figures.imc24_ttfb import imc24_fig13_ttfb_client_flight_loss_rtts
+from quicack.provenance import read_description
 
 # %%
-handshakes = read_view(db, "handshake_runs")
-provenance = testbed_provenance(dataset).with_note(run_accounting(select_runs(handshakes, "drop_client_flight"), "ttfb_capture_ms"))
-save_figure(imc24_fig13_ttfb_client_flight_loss_rtts(handshakes), out_dir, "imc24-fig13", formats.split(","), provenance)
+views = read_views(db, "handshake_runs")
+description = read_description(db)
+rendered = imc24_fig13_ttfb_client_flight_loss_rtts(views["handshake_runs"])
+save(rendered, out_dir, "imc24-fig13", formats, description)

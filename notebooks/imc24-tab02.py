@@ -17,15 +17,17 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import save_table, testbed_provenance
+from quicack.figures.common import save
 from quicack.figures.data import read_views
-from quicack.figures.imc24_tables import imc24_tab02_guidelines, imc24_tab02_note
+from quicack.figures.imc24_tables import imc24_tab02_guidelines
+from quicack.provenance import read_description
 
-views = read_views(db, "runs", "datagrams", "handshake_runs")
-table = imc24_tab02_guidelines(views["handshake_runs"], views["runs"], views["datagrams"])
-note = imc24_tab02_note(views["handshake_runs"], views["runs"], views["datagrams"], table)
-save_table(table, out_dir, "imc24-tab02", testbed_provenance(dataset).with_note(note))
-table
+# %%
+views = read_views(db, "handshake_runs", "runs", "datagrams")
+description = read_description(db)
+rendered = imc24_tab02_guidelines(views["handshake_runs"], views["runs"], views["datagrams"])
+save(rendered, out_dir, "imc24-tab02", formats, description)
+rendered.artefact

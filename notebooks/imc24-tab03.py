@@ -17,14 +17,17 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import save_table, testbed_provenance
+from quicack.figures.common import save
 from quicack.figures.data import read_views
-from quicack.figures.imc24_tables import imc24_tab03_note, imc24_tab03_server_ack_delay
+from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
+from quicack.provenance import read_description
 
+# %%
 views = read_views(db, "runs", "frames")
-table = imc24_tab03_server_ack_delay(views["runs"], views["frames"])
-save_table(table, out_dir, "imc24-tab03", testbed_provenance(dataset).with_note(imc24_tab03_note(views["runs"])))
-table
+description = read_description(db)
+rendered = imc24_tab03_server_ack_delay(views["runs"], views["frames"])
+save(rendered, out_dir, "imc24-tab03", formats, description)
+rendered.artefact

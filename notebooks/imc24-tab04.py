@@ -17,14 +17,17 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.figures.common import save_table, testbed_provenance
-from quicack.figures.data import read_view
-from quicack.figures.imc24_tables import imc24_tab04_client_defaults, imc24_tab04_note
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.figures.imc24_tables import imc24_tab04_client_defaults
+from quicack.provenance import read_description
 
-handshakes = read_view(db, "handshake_runs")
-table = imc24_tab04_client_defaults(handshakes)
-save_table(table, out_dir, "imc24-tab04", testbed_provenance(dataset).with_note(imc24_tab04_note(handshakes)))
-table
+# %%
+views = read_views(db, "handshake_runs")
+description = read_description(db)
+rendered = imc24_tab04_client_defaults(views["handshake_runs"])
+save(rendered, out_dir, "imc24-tab04", formats, description)
+rendered.artefact

@@ -8,8 +8,10 @@ import polars as pl
 import pytest
 
 from quicack import pipeline, recovery, store
-from quicack.claims import Measured, agreement, claims_table, read_reference
-from quicack.claims.imc24 import CLAIMS, REFERENCE, imc24_claims
+from quicack.claims import Measured, agreement, claims_table
+from quicack.claims.imc24 import CLAIMS, imc24_claims
+from quicack.provenance import DatasetDescription
+from quicack.reference import paper_claims
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = REPO / "data" / "sample" / "raw"
@@ -28,7 +30,7 @@ def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
 
 @pytest.fixture(scope="module")
 def claims(tables) -> pl.DataFrame:
-    return imc24_claims(tables, "sample", REPO / REFERENCE)
+    return imc24_claims(tables, DatasetDescription("sample", "emulated", "testbed runs")).artefact
 
 
 def claim(claims: pl.DataFrame, claim_id: str) -> dict:
@@ -50,7 +52,7 @@ def test_agreement_is_containment_in_the_paper_range_widened_by_the_tolerance():
 
 
 def test_reference_rows_and_claim_functions_stay_in_step(tables):
-    reference = read_reference(REPO / REFERENCE)
+    reference = paper_claims("imc24")
     assert set(reference["claim_id"]) == set(CLAIMS)
     with pytest.raises(ValueError, match="imc24-extra"):
         claims_table("imc24", reference, {**CLAIMS, "imc24-extra": lambda t: Measured.unmeasured("")}, tables)
@@ -82,7 +84,7 @@ def test_our_values_come_from_the_runs(claims):
 def test_every_claim_that_differs_on_the_embedded_data_is_explained():
     """The explanations in the reference file were written against the embedded dataset: a
     difference without one would be hidden in plain sight."""
-    reference = read_reference(REPO / REFERENCE)
+    reference = paper_claims("imc24")
     unexplained = reference.filter(pl.col("explanation").is_null() | (pl.col("explanation").str.strip_chars() == ""))
     # Checked against the rendered claims of the full embedded dataset in test_workflow; here the
     # reference file must at least explain every claim our method cannot reproduce by design.

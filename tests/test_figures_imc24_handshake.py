@@ -12,7 +12,7 @@ import pytest
 
 from quicack import pipeline, recovery, store
 from quicack.figures import imc24_handshake, imc24_tables
-from quicack.metrics import guidelines
+from quicack.metrics import guidelines, selection
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
@@ -63,26 +63,32 @@ def test_fig01_bursts_merge_and_the_figure_draws(tables):
     assert sum(a["datagrams"] for a in arrows) == sequence.height and len(arrows) < sequence.height
     flight = next(a for a in arrows if "ServerHello" in a["label"])
     assert flight["direction"] == "s2c" and flight["datagrams"] == 5 and "3 × Handshake[CRYPTO]" in flight["label"]
-    assert imc24_handshake.representative_run(tables["handshake_runs"], "aioquic", "amplification", "iack", 9.0).startswith(
+    assert selection.representative_run(tables["handshake_runs"], "aioquic", "amplification", "iack", 9.0).startswith(
         "aioquic_aioquic/amplification-iack-rtt9ms"
     )
-    fig = imc24_handshake.imc24_fig01_handshake_timeline(tables["runs"], tables["datagrams"], tables["packets"], tables["frames"], IACK_RUN, WFC_RUN)
+    fig = imc24_handshake.handshake_timeline_figure(tables["runs"], tables["packets"], tables["frames"], IACK_RUN, WFC_RUN)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any("PTO probe" in t for t in texts) and any("default PTO" in t for t in texts)
     assert any(IACK_RUN in ax.get_title(loc="left") for ax in fig.axes)
     plt.close(fig)
+    rendered = imc24_handshake.imc24_fig01_handshake_timeline(tables["handshake_runs"], tables["runs"], tables["packets"], tables["frames"])
+    drawn = [t for t in rendered.note.split() if t.startswith("aioquic_aioquic/")]
+    assert len(drawn) == 2 and set(drawn) <= set(rendered.runs["run_id"].to_list())
+    assert set(rendered.runs["client_impl"].to_list()) == {"aioquic"} and set(rendered.runs["mode"].to_list()) == {"iack", "wfc"}
+    plt.close(rendered.artefact)
 
 
 def test_fig03_draws_every_client_and_mode(tables):
-    fig = imc24_handshake.imc24_fig03_coalescence(tables["runs"], tables["packets"], tables["frames"])
-    assert len(fig.axes) == 2
+    rendered = imc24_handshake.imc24_fig03_coalescence(tables["runs"], tables["packets"], tables["frames"])
+    fig = rendered.artefact
+    assert len(fig.axes) == 2 and set(rendered.runs["scenario"].to_list()) == {"noloss"}
     texts = {t.get_text() for ax in fig.axes for t in ax.texts}
     assert {"aioquic", "quic-go", "IACK", "WFC", "ACK CRYPTO"} <= texts
     plt.close(fig)
 
 
 def test_tab02_cells_match_the_paper_where_measured(tables):
-    table = imc24_tables.imc24_tab02_guidelines(tables["handshake_runs"], tables["runs"], tables["datagrams"])
+    table = imc24_tables.imc24_tab02_guidelines(tables["handshake_runs"], tables["runs"], tables["datagrams"]).artefact
     assert table.height == 8
     below = guidelines.BELOW
     server_lost = one(table, certificate=below, condition=guidelines.SERVER_FLIGHT_LOST)
@@ -108,7 +114,7 @@ def test_tab02_cells_match_the_paper_where_measured(tables):
 
 
 def test_tab03_one_row_per_server_and_mode_with_the_paper_beside(tables):
-    table = imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], tables["frames"])
+    table = imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], tables["frames"]).artefact
     aioquic = table.filter(pl.col("server") == "aioquic")
     assert aioquic["mode"].sort().to_list() == ["IACK", "WFC"] and table["server"].n_unique() == table.filter(pl.col("mode") == "IACK").height
     iack, wfc = one(table, server="aioquic", mode="IACK"), one(table, server="aioquic", mode="WFC")
@@ -119,13 +125,13 @@ def test_tab03_one_row_per_server_and_mode_with_the_paper_beside(tables):
         assert 0.0 < float(iack[f"initial_{rep}"]) < float(wfc[f"initial_{rep}"]) < 10.0
     # A server without an ACK in a space prints '-', a repetition without a run 'no run'.
     frames = tables["frames"].filter(pl.col("pn_space") != "handshake")
-    stripped = one(imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4), server="aioquic", mode="IACK")
+    stripped = one(imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact, server="aioquic", mode="IACK")
     assert stripped["handshake_1"] == "-" and stripped["initial_4"] == "no run"
 
 
 def test_tab04_paper_beside_ours_and_lower_bounds(tables):
     handshakes = tables["handshake_runs"]
-    table = imc24_tables.imc24_tab04_client_defaults(handshakes)
+    table = imc24_tables.imc24_tab04_client_defaults(handshakes).artefact
     aioquic = one(table, client="aioquic")
     assert (aioquic["paper_default_pto_ms"], aioquic["paper_second_flight"]) == ("200", "2,3,4")
     assert abs(float(aioquic["default_pto_ms"]) - 200.0) < 5.0 and aioquic["second_flight"].startswith("2,3,4")
@@ -133,5 +139,5 @@ def test_tab04_paper_beside_ours_and_lower_bounds(tables):
     assert one(table, client="quic-go")["second_flight"].replace("IACK ", "").startswith("3")
     # Without any probe before the server's answer only a lower bound exists: "> N".
     answered_first = handshakes.with_columns(pl.lit(None, dtype=pl.Float64).alias("default_pto_ms"))
-    bounded = one(imc24_tables.imc24_tab04_client_defaults(answered_first), client="aioquic")
+    bounded = one(imc24_tables.imc24_tab04_client_defaults(answered_first).artefact, client="aioquic")
     assert bounded["default_pto_ms"].startswith("> ") and "lower bound" in bounded["default_pto_from"]

@@ -14,11 +14,13 @@ import polars as pl
 import pytest
 
 from quicack import pipeline, recovery, store
-from quicack.figures import common, imc24_pto, imc24_ttfb
-from quicack.figures.common import run_accounting, save_figure
-from quicack.metrics import summary
+from quicack.figures import imc24_pto, imc24_ttfb
+from quicack.figures.common import run_accounting, save
+from quicack.metrics import selection, summary
+from quicack.provenance import DatasetDescription
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
+EMULATED = DatasetDescription("sample", "emulated", "real QUIC implementations over emulated paths")
 GROUPS = ("aioquic_aioquic", "aioquic_go-x-net", "aioquic_ngtcp2", "aioquic_quic-go", "aioquic_quinn")
 CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 
@@ -77,7 +79,7 @@ def test_qlog_and_capture_ttfb_agree(handshakes):
 
 
 def test_failed_runs_are_counted_not_used(handshakes):
-    runs = imc24_ttfb.select_runs(handshakes, "drop_server_flight", 9.0).filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack"))
+    runs = selection.scenario_runs(handshakes, "drop_server_flight", 9.0).filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack"))
     victim = runs.sort("repetition")["run_id"][0]
     broken = handshakes.with_columns(
         pl.when(pl.col("run_id") == victim).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status"),
@@ -85,7 +87,7 @@ def test_failed_runs_are_counted_not_used(handshakes):
     )
     row = imc24_ttfb.ttfb_summary(broken, "drop_server_flight", 9.0).filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack")).row(0, named=True)
     assert (row["runs"], row["failed_runs"]) == (runs.height - 1, 1) and row["max"] < 1000.0
-    assert "1 failed (excluded)" in run_accounting(imc24_ttfb.select_runs(broken, "drop_server_flight", 9.0), "ttfb_capture_ms")
+    assert "1 failed (excluded)" in run_accounting(selection.scenario_runs(broken, "drop_server_flight", 9.0), "ttfb_capture_ms")
 
 
 def test_other_servers_and_modes_are_left_out(handshakes):
@@ -137,39 +139,42 @@ def test_rtt_samples_exposed_per_client(handshakes):
 
 
 FIGURES = [
-    (imc24_ttfb.imc24_fig05_ttfb_amplification, lambda h: imc24_ttfb.select_runs(h, "amplification", 9.0), lambda h: 1),
-    (imc24_ttfb.imc24_fig06_ttfb_server_flight_loss, lambda h: imc24_ttfb.select_runs(h, "drop_server_flight", 9.0), lambda h: 1),
-    (imc24_ttfb.imc24_fig07_ttfb_client_flight_loss, lambda h: imc24_ttfb.select_runs(h, "drop_client_flight", 9.0), lambda h: 1),
+    (imc24_ttfb.imc24_fig05_ttfb_amplification, lambda h: selection.scenario_runs(h, "amplification", 9.0), lambda h: 1),
+    (imc24_ttfb.imc24_fig06_ttfb_server_flight_loss, lambda h: selection.scenario_runs(h, "drop_server_flight", 9.0), lambda h: 1),
+    (imc24_ttfb.imc24_fig07_ttfb_client_flight_loss, lambda h: selection.scenario_runs(h, "drop_client_flight", 9.0), lambda h: 1),
     (
         imc24_ttfb.imc24_fig12_ttfb_server_flight_loss_rtts,
-        lambda h: imc24_ttfb.select_runs(h, "drop_server_flight"),
-        lambda h: imc24_ttfb.select_runs(h, "drop_server_flight")["rtt_ms"].n_unique(),
+        lambda h: selection.scenario_runs(h, "drop_server_flight"),
+        lambda h: selection.scenario_runs(h, "drop_server_flight")["rtt_ms"].n_unique(),
     ),
     (
         imc24_ttfb.imc24_fig13_ttfb_client_flight_loss_rtts,
-        lambda h: imc24_ttfb.select_runs(h, "drop_client_flight"),
-        lambda h: imc24_ttfb.select_runs(h, "drop_client_flight")["rtt_ms"].n_unique(),
+        lambda h: selection.scenario_runs(h, "drop_client_flight"),
+        lambda h: selection.scenario_runs(h, "drop_client_flight")["rtt_ms"].n_unique(),
     ),
-    (imc24_pto.imc24_fig16_pto_improvement, imc24_pto.pto_runs, lambda h: 2),
-    (imc24_pto.imc24_fig11_rtt_samples, imc24_pto.rtt_sample_runs, lambda h: 1),
+    (imc24_pto.imc24_fig16_pto_improvement, selection.pto_runs, lambda h: 2),
+    (imc24_pto.imc24_fig11_rtt_samples, selection.rtt_sample_runs, lambda h: 1),
 ]
 
 
 @pytest.mark.parametrize(("draw", "runs", "panels"), FIGURES, ids=[f[0].__name__ for f in FIGURES])
-def test_figure_has_its_panels_and_the_emulated_footnote(handshakes, tmp_path, draw, runs, panels):
-    fig = draw(handshakes)
+def test_figure_has_its_panels_and_a_footnote_counting_exactly_the_runs_drawn(handshakes, tmp_path, draw, runs, panels):
+    rendered = draw(handshakes)
+    fig = rendered.artefact
     assert len(fig.axes) == panels(handshakes) > 0
-    provenance = common.testbed_provenance("sample").with_note(run_accounting(runs(handshakes), "ttfb_capture_ms"))
-    paths = save_figure(fig, tmp_path, "figure", ["png"], provenance)
+    # The runs the footnote counts are the figure's own selection, not recomputed beside it.
+    assert rendered.runs.sort("run_id").equals(runs(handshakes).sort("run_id"))
+    paths = save(rendered, tmp_path, "figure", "png", EMULATED)
     footnote = " ".join(" ".join(text.get_text().split()) for text in fig.texts)  # the footnote is wrapped
-    assert "EMULATED DATA" in footnote and "failed (excluded)" in footnote
+    assert "EMULATED DATA — dataset 'sample'" in footnote
+    assert "Runs used: " + run_accounting(rendered.runs, rendered.metric) in footnote
     assert paths[0].stat().st_size > 10_000
 
 
 def test_ttfb_figure_is_deterministic(handshakes, tmp_path):
     pngs = []
     for name in ("a", "b"):
-        fig = imc24_ttfb.imc24_fig06_ttfb_server_flight_loss(handshakes)
-        pngs.append(save_figure(fig, tmp_path, name, ["png"], common.testbed_provenance("sample"))[0].read_bytes())
+        rendered = imc24_ttfb.imc24_fig06_ttfb_server_flight_loss(handshakes)
+        pngs.append(save(rendered, tmp_path, name, ["png"], EMULATED)[0].read_bytes())
     assert pngs[0] == pngs[1]
     plt.close("all")

@@ -103,6 +103,10 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
         else:
             for fmt in ("csv", "md", "tex"):
                 assert (out / "tables" / f"{artefact}.{fmt}").stat().st_size > 100, artefact
+    # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
+    assert (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
+    with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT name, kind FROM dataset_description").fetchall() == [("sample", "emulated")]
     # Every claim where the embedded data differs from the paper says why.
     claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
     differing = claims.filter(pl.col("agrees") == False)  # noqa: E712 (null: no number to compare)

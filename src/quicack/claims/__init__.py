@@ -1,7 +1,8 @@
 """Claims tables: each in-text number of a paper beside the value our data gives.
 
 A paper's claims are curated in ``data/reference/<paper>_claims.csv`` (what the paper says, its
-value as a range, the tolerance we accept and, where ours differs, why). Our values are computed
+value as a range, the tolerance we accept and, where ours differs, why; read by
+``quicack.reference.paper_claims``). Our values are computed
 from the database by one function per claim (``quicack.claims.<paper>``); this module puts the two
 side by side and decides agreement the same way for every paper.
 """
@@ -11,22 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
-
-REFERENCE_COLUMNS = {
-    "claim_id": pl.Utf8,
-    "section": pl.Utf8,
-    "artefact": pl.Utf8,
-    "statement": pl.Utf8,
-    "paper_value": pl.Utf8,
-    "paper_low": pl.Float64,
-    "paper_high": pl.Float64,
-    "unit": pl.Utf8,
-    "tolerance": pl.Float64,
-    "explanation": pl.Utf8,
-}
 
 
 @dataclass(frozen=True)
@@ -47,10 +34,6 @@ class Measured:
 
 
 ClaimFunction = Callable[[Mapping[str, pl.DataFrame]], Measured]
-
-
-def read_reference(path: Path) -> pl.DataFrame:
-    return pl.read_csv(path, schema_overrides=REFERENCE_COLUMNS).select(list(REFERENCE_COLUMNS))
 
 
 def agreement(paper_low: float | None, paper_high: float | None, ours: Measured, tolerance: float) -> bool | None:

@@ -14,10 +14,13 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, claims_table, read_reference
-from quicack.figures.imc24_tables import imc24_tab02_guidelines, table3_runs
+from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.metrics import guidelines, summary
+from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, pto_runs, table3_runs
 from quicack.metrics.server_ack_delay import server_ack_delay_table
+from quicack.provenance import DatasetDescription
+from quicack.reference import paper_claims, paper_table, read_claims
+from quicack.rendered import Rendered
 
 Tables = Mapping[str, pl.DataFrame]
 DEFAULT_RTT_MS = 9.0
@@ -61,14 +64,11 @@ def stack_delay_range(tables: Tables) -> Measured:
     return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
 
 
-FIRST_SAMPLE_SCENARIOS = ("noloss", "drop_client_flight")
-
-
 def pto_improvement_range(tables: Tables) -> Measured:
     """§4.1 / Fig. 16: median first-PTO improvement WFC − IACK (logged), range over clients and
     RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
-    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter(pl.col("scenario").is_in(FIRST_SAMPLE_SCENARIOS))
-    improvement = summary.pto_improvement(runs, "first_pto_logged_ms", FIRST_SAMPLE_SCENARIOS).drop_nulls("pto_improvement_ms")
+    runs = pto_runs(tables["handshake_runs"])
+    improvement = summary.pto_improvement(runs, "first_pto_logged_ms", FIRST_SAMPLE_UNAFFECTED).drop_nulls("pto_improvement_ms")
     labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
     return _range(improvement["pto_improvement_ms"], runs.height, labels=labels)
 
@@ -137,9 +137,10 @@ def default_pto_of(tables: Tables, client: str) -> Measured:
     return Measured(bound, float("inf"), f"> {bound:.0f} ms (lower bound: no run made the client probe first)", 0)
 
 
-def second_flight_of(tables: Tables, client: str, paper: str) -> Measured:
+def second_flight_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: datagram indices of the second client flight (most frequent over the
     9 ms loss runs), per mode; matches when every mode shows the paper's indices."""
+    paper = paper_table("imc24", "tab04").filter(pl.col("client") == client)["second_flight"].first()
     rows = summary.second_flight_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no calibrated {client} runs")
@@ -158,19 +159,12 @@ def rtt_sample_share(tables: Tables, client: str) -> Measured:
     return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
 
 
-TAB02_CERTIFICATE = {"small": "below amplification limit", "large": "above amplification limit"}
-TAB02_CONDITION = {
-    "server-flight": "loss: first server flight except first datagram",
-    "client-flight": "loss: second client flight",
-    "short-delay": "no loss, Δt < 3·RTT",
-    "long-delay": "no loss, Δt ≥ 3·RTT",
-}
-
-
 def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
     """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
-    table = imc24_tab02_guidelines(tables["handshake_runs"], tables["runs"], tables["datagrams"])
-    row = table.filter((pl.col("certificate") == TAB02_CERTIFICATE[certificate]) & (pl.col("condition") == TAB02_CONDITION[condition]))
+    paper = paper_table("imc24", "tab02")
+    table = guidelines.guidelines_beside_paper(tables["handshake_runs"], tables["runs"], paper, tables["datagrams"])
+    cell_of_claim = paper.filter((pl.col("certificate_id") == certificate) & (pl.col("condition_id") == condition))
+    row = table.join(cell_of_claim.select("certificate", "condition"), on=["certificate", "condition"], how="semi")
     if row.is_empty() or row["configurations"][0] == 0:
         return Measured.unmeasured("no such configuration in the data")
     cell = row.row(0, named=True)
@@ -198,7 +192,7 @@ CLAIMS: dict[str, ClaimFunction] = {
     **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
     **{f"imc24-E-tab04-pto-{client}": partial(default_pto_of, client=client) for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")},
     **{
-        f"imc24-E-tab04-flight-{client}": partial(second_flight_of, client=client, paper="2,3,4")
+        f"imc24-E-tab04-flight-{client}": partial(second_flight_of, client=client)
         for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")
     },
     **{f"imc24-E-fig11-{client}": partial(rtt_sample_share, client=client) for client in ("aioquic", "go-x-net", "ngtcp2", "quic-go")},
@@ -209,17 +203,14 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
     **{
         f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate, condition=condition)
-        for certificate in TAB02_CERTIFICATE
-        for condition in TAB02_CONDITION
+        for certificate, condition in paper_table("imc24", "tab02").select("certificate_id", "condition_id").iter_rows()
     },
 }  # fmt: skip
 
 
-REFERENCE = Path("data/reference/imc24_claims.csv")
-
-
-def imc24_claims(tables: Tables, dataset: str, reference: Path = REFERENCE) -> pl.DataFrame:
-    """imc24's testbed claims beside ours, with where our numbers come from on every row."""
-    table = claims_table("imc24", read_reference(reference), CLAIMS, tables)
-    source = f"testbed emulation, dataset '{dataset}'"
-    return table.with_columns(pl.lit(source).alias("our_source"))
+def imc24_claims(tables: Tables, description: DatasetDescription, reference: Path | None = None) -> Rendered:
+    """imc24's testbed claims beside ours, with where our numbers come from on every row (from the
+    dataset's description); ``reference``: another claims file than data/reference/imc24_claims.csv."""
+    claims = read_claims(reference) if reference is not None else paper_claims("imc24")
+    table = claims_table("imc24", claims, CLAIMS, tables)
+    return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))

@@ -1,10 +1,11 @@
-"""Saving figures and tables the same way everywhere, with their provenance on them."""
+"""What a render function returns (``Rendered``) and ``save``: every figure and table written the same
+way, with a footnote that names the data's origin (from the dataset's description) and counts the
+runs that were drawn."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +13,11 @@ import matplotlib
 matplotlib.use("Agg")  # figures are files; never open a window (CI has no display)
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+
+from quicack.provenance import DatasetDescription  # noqa: E402
+from quicack.rendered import Rendered, run_accounting  # noqa: E402
+
+__all__ = ["Rendered", "run_accounting", "save", "setup_style"]
 
 # At 6 pt, an average character is about 3 pt wide: 24 per inch, a little less to be safe.
 FOOTNOTE_CHARS_PER_INCH = 22
@@ -22,41 +28,6 @@ _SAVE_METADATA = {
     "png": {"Software": None},
     "svg": {"Date": None},
 }
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a figure's numbers come from; printed in small type under the figure."""
-
-    source: str  # e.g. "RFC 9002 model (quicack.recovery)" or "testbed emulation"
-    emulated: bool
-    note: str = ""  # e.g. how many runs were excluded and why
-
-    def footnote(self) -> str:
-        text = f"EMULATED DATA — {self.source}; not the paper's measurement." if self.emulated else f"Computed from {self.source}."
-        return f"{text} {self.note}".strip()
-
-    def with_note(self, note: str) -> Provenance:
-        return Provenance(self.source, self.emulated, f"{self.note} {note}".strip())
-
-
-MODEL = Provenance("the RFC 9002 formulas in quicack.recovery (no measurement)", emulated=False)
-
-
-def testbed_provenance(dataset: str) -> Provenance:
-    """Every testbed figure says it is emulated: real QUIC implementations, emulated paths."""
-    return Provenance(f"dataset '{dataset}', real QUIC implementations over emulated paths (quicack testbed)", emulated=True)
-
-
-def run_accounting(runs: pl.DataFrame, metric: str | None = None) -> str:
-    """'N runs: A ok, F failed (excluded)[, M without <metric> (excluded)]' over the runs a figure
-    draws from, so that nothing is dropped silently."""
-    ok = runs.filter(pl.col("status") == "ok")
-    text = f"{runs.height} runs: {ok.height} ok, {runs.height - ok.height} failed (excluded)"
-    if metric is not None:
-        missing = ok.filter(pl.col(metric).is_null()).height
-        text += f", {missing} ok without {metric} (excluded)"
-    return text + "."
 
 
 def setup_style() -> None:
@@ -72,14 +43,23 @@ def setup_style() -> None:
     )
 
 
-def save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], provenance: Provenance) -> list[Path]:
-    figures_dir = Path(figures_dir)
+def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription) -> list[Path]:
+    """Write a rendered figure (one file per format) or table (CSV, Markdown, LaTeX) with its
+    footnote; ``formats`` as the notebooks get it ("pdf,png") or as a list; tables ignore it."""
+    footnote = rendered.footnote(description)
+    if isinstance(rendered.artefact, pl.DataFrame):
+        return _save_table(rendered.artefact, Path(out_dir), artefact_id, footnote)
+    wanted = formats.split(",") if isinstance(formats, str) else list(formats)
+    return _save_figure(rendered.artefact, Path(out_dir), artefact_id, wanted, footnote)
+
+
+def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
     figures_dir.mkdir(parents=True, exist_ok=True)
     # Wrapped to the figure's width, under the axes: the footnote must never widen a
     # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
     width_in = fig.get_size_inches()[0]
-    footnote = textwrap.fill(provenance.footnote(), width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
-    fig.text(0.01, 0.0, footnote, fontsize=6, color="dimgray", ha="left", va="top")
+    wrapped = textwrap.fill(footnote, width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
+    fig.text(0.01, 0.0, wrapped, fontsize=6, color="dimgray", ha="left", va="top")
     paths = []
     for fmt in formats:
         path = figures_dir / f"{figure_id}.{fmt}"
@@ -89,15 +69,14 @@ def save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Seq
     return paths
 
 
-def save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, provenance: Provenance) -> list[Path]:
-    """A table as CSV, Markdown and LaTeX, each with the provenance line."""
-    tables_dir = Path(tables_dir)
+def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:
+    """A table as CSV, Markdown and LaTeX, each with the footnote."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv_path = tables_dir / f"{table_id}.csv"
     frame.write_csv(csv_path)
     pandas_frame = frame.to_pandas()
     md_path = tables_dir / f"{table_id}.md"
-    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{provenance.footnote()}\n")
+    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{footnote}\n")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False) + f"% {provenance.footnote()}\n")
+    tex_path.write_text(pandas_frame.to_latex(index=False) + f"% {footnote}\n")
     return [csv_path, md_path, tex_path]

@@ -7,9 +7,9 @@ import matplotlib.pyplot as plt
 import polars as pl
 from matplotlib.patches import Patch, Rectangle
 
-from quicack.figures.common import run_accounting, setup_style
+from quicack.figures.common import Rendered, setup_style
 from quicack.metrics.coalescence import coalescence_patterns
-from quicack.metrics.summary import iack_wfc_runs
+from quicack.metrics.selection import configuration_runs, representative_run
 
 CLIENT_SIDE, SERVER_SIDE = "sim_left", "sim_right"
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}
@@ -167,19 +167,6 @@ def first_rtt_sample(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) -
     return {"arrived_ms": first["time_ms"], "sample_ms": sample, "largest_acked": first["largest_acked"], "first_pto_ms": 3 * sample}
 
 
-def representative_run(handshakes: pl.DataFrame, client: str, scenario: str, mode: str, rtt_ms: float, metric: str = "ttfb_capture_ms") -> str:
-    """The ok run of a configuration whose ``metric`` is closest to the configuration's median
-    (the lower repetition on a tie)."""
-    runs = handshakes.filter(
-        (pl.col("client_impl") == client) & (pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms)
-        & (pl.col("status") == "ok") & pl.col(metric).is_not_null()
-    )
-    if runs.is_empty():
-        raise ValueError(f"no ok run with {metric} for {client}/{scenario}/{mode}/{rtt_ms} ms")
-    median = runs[metric].median()
-    return runs.with_columns((pl.col(metric) - median).abs().alias("distance")).sort("distance", "repetition")["run_id"][0]
-
-
 def _warp(
     times: list[float], gap_cap_ms: float, unit_ms: float, lines: dict[float, int] | None = None
 ) -> tuple[dict[float, float], list[tuple[float, float, float]]]:
@@ -270,9 +257,7 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
     ax.set_title(title, fontsize=8.5, loc="left")
 
 
-def imc24_fig01_handshake_timeline(
-    runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, iack_run_id: str, wfc_run_id: str
-) -> plt.Figure:
+def handshake_timeline_figure(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, iack_run_id: str, wfc_run_id: str) -> plt.Figure:
     """Two sequence diagrams side by side, IACK and WFC, of two real runs: every datagram between
     the client-side (sim_left) and the server-side (sim_right) capture with its measured send and
     receive times (ms on one clock since the client's first datagram; time runs downwards, long
@@ -333,7 +318,7 @@ def _parse_content(content: str) -> list[tuple[str, str]]:
     return parts
 
 
-def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, scenario: str = "noloss") -> plt.Figure:
+def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, scenario: str = "noloss") -> Rendered:
     """Per client (rows) and mode (IACK left, WFC right): the handshake datagrams of the usual
     pattern over the ``scenario`` runs, client→server on the upper lane and server→client on the
     lower, each datagram a box split into its QUIC packets (colour = packet type, text = frame
@@ -385,20 +370,25 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: p
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    return fig
+    return Rendered(fig, runs.filter(pl.col("scenario") == scenario), note=f"Scenario '{scenario}'.")
 
 
-def imc24_fig01_runs(handshakes: pl.DataFrame, client: str, scenario: str, rtt_ms: float) -> tuple[str, str, str]:
-    """The IACK and WFC runs Fig. 1 draws (each the repetition nearest its configuration's median
-    TTFB) and the footnote that names them and counts the configuration's runs."""
+def imc24_fig01_handshake_timeline(
+    handshakes: pl.DataFrame,
+    runs: pl.DataFrame,
+    packets: pl.DataFrame,
+    frames: pl.DataFrame,
+    client: str = "aioquic",
+    scenario: str = "amplification",
+    rtt_ms: float = 9.0,
+) -> Rendered:
+    """Fig. 1: the IACK and the WFC run of one configuration, each the repetition nearest its
+    configuration's median TTFB, as sequence diagrams (``handshake_timeline_figure``); the
+    footnote names them and counts the configuration's runs."""
     iack_run = representative_run(handshakes, client, scenario, "iack", rtt_ms)
     wfc_run = representative_run(handshakes, client, scenario, "wfc", rtt_ms)
-    configuration = iack_wfc_runs(handshakes).filter(
-        (pl.col("client_impl") == client) & (pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms)
+    return Rendered(
+        handshake_timeline_figure(runs, packets, frames, iack_run, wfc_run),
+        configuration_runs(handshakes, client, scenario, rtt_ms),
+        note=f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration).",
     )
-    note = f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration); configuration " + run_accounting(configuration)
-    return iack_run, wfc_run, note
-
-
-def imc24_fig03_note(runs: pl.DataFrame, scenario: str = "noloss") -> str:
-    return f"'{scenario}' " + run_accounting(runs.filter(pl.col("scenario") == scenario))

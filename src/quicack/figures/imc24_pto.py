@@ -12,19 +12,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from quicack.figures.common import setup_style
+from quicack.figures.common import Rendered, setup_style
 from quicack.metrics import summary
+from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, pto_runs, rtt_sample_runs
+from quicack.reference import paper_claim_range
 
-# Scenarios whose emulated loss (if any) comes after the client's first RTT sample: the server's
-# ACK of the ClientHello reaches the client before the second client flight is sent and lost.
-FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
 PTO_SOURCES = {"logged": "first_pto_logged_ms", "recomputed": "first_pto_ms"}
-PAPER_PTO_IMPROVEMENT_MS = (7.0, 24.7)  # imc24 §4.1: median improvement range over clients and RTTs
-
-
-def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
-    """Every run behind Fig. 16, failed ones included (they are counted, not used)."""
-    return summary.iack_wfc_runs(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
+# The paper's median improvement range over clients and RTTs (§4.1), drawn as a band behind ours.
+PTO_IMPROVEMENT_CLAIM = "imc24-4.1-pto-improvement"
 
 
 def pto_improvement_table(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
@@ -58,11 +53,12 @@ def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_fl
     )
 
 
-def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> plt.Figure:
+def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> Rendered:
     """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data;
     left the PTO the clients logged, right the one recomputed from their first RTT sample."""
     setup_style()
     table = pto_improvement_table(handshakes, scenarios)
+    paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
     colors = plt.get_cmap("tab10").colors
@@ -70,7 +66,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
     style = {client: (markers[i % len(markers)], colors[i % len(colors)]) for i, client in enumerate(clients)}
     for ax, source in zip(axes, PTO_SOURCES, strict=True):
         part = table.filter(pl.col("pto_source") == source)
-        ax.axhspan(*PAPER_PTO_IMPROVEMENT_MS, color="gray", alpha=0.12, linewidth=0)
+        ax.axhspan(paper_low, paper_high, color="gray", alpha=0.12, linewidth=0)
         ax.axhline(0.0, color="black", linewidth=0.8)
         without = []
         for client in clients:
@@ -89,16 +85,11 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
         ax.set_xlabel("RTT [ms]")
         ax.set_title(f"first PTO {source} ({PTO_SOURCES[source]})", fontsize=8)
     handles = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
-    handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label="paper: 7–24.7 ms"))
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label=f"paper: {paper_low:g}–{paper_high:g} ms"))
     axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")
     axes[1].legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
-    return fig
-
-
-def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
-    """Every run behind Fig. 11 (the 10 MB transfer), failed ones included."""
-    return summary.iack_wfc_runs(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
+    return Rendered(fig, pto_runs(handshakes, scenarios), PTO_SOURCES["logged"])
 
 
 def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
@@ -114,7 +105,7 @@ def runs_per_client_note(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> str
     return "ok runs per client (n): " + ", ".join(f"{c} {n}" for c, n in table.select("client_impl", "runs").iter_rows()) + "."
 
 
-def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> plt.Figure:
+def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> Rendered:
     """Fig. 11: per client, RTT samples possible (newly acknowledging ACKs) beside the ones the
     implementation exposed in its qlog, 10 MB transfer, WFC."""
     setup_style()
@@ -143,4 +134,4 @@ def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> 
     ax.set_title(f"10 MB transfer, RTT {rtt_ms:g} ms, WFC", fontsize=8)
     ax.legend(fontsize=6.5, loc="upper left")
     fig.tight_layout()
-    return fig
+    return Rendered(fig, rtt_sample_runs(handshakes, rtt_ms), "rtt_samples_logged", runs_per_client_note(handshakes, rtt_ms))

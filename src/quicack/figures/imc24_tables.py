@@ -1,109 +1,55 @@
 """imc24 (ReACKed QUICer) Tables 2–4 in the paper's layout, from the measurements, with the paper's
-values beside ours. Cells are strings as printed ("-" = no ACK, "> N" = lower bound only); the
+values (data/reference/imc24_tab0N.csv) beside ours. Cells are strings as printed ("-" = no ACK, "> N" = lower bound only); the
 numbers behind them stay in their own columns."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from quicack.figures.common import run_accounting
+from quicack.figures.common import Rendered
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
+from quicack.metrics.selection import guideline_runs, table3_accounted_runs, table3_runs
 from quicack.metrics.server_ack_delay import SPACES, first_server_acks
+from quicack.reference import paper_table
 
 # ------------------------------------------------------------------------------------------------
 # Table 2: deployment guidelines
 
 
-def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> pl.DataFrame:
+def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> Rendered:
     """Table 2's eight cells (certificate below/above the anti-amplification limit × the four
     loss / Δt columns), each with the paper's preference, ours (computed from the measured TTFB
-    margins; see ``quicack.metrics.guidelines.guidelines_table``) and whether they agree."""
-    table = guidelines_metric.guidelines_table(handshakes, runs, datagrams)
-
-    def ours(row: dict) -> str:
-        if row["configurations"] == 0:
-            return "not measured"
-        mode = row["preferred"]
-        margin = row["median_iack_advantage_ms"]
-        counts = f"{row['configurations_iack']} IACK / {row['configurations_wfc']} WFC / {row['configurations_tie']} tie"
-        if mode == "tie":
-            return f"tie (median margin {margin:+.1f} ms; {counts})"
-        winner = "IACK" if mode == "iack" else "WFC"
-        return f"{winner} by {abs(margin):.1f} ms ({counts})"
-
-    def agrees(row: dict) -> str:
-        if row["configurations"] == 0:
-            return "n/a"
-        return "yes" if row["preferred"] == row["paper_preferred"] else "no"
-
-    rows = table.to_dicts()
-    return pl.DataFrame(
-        {
-            "certificate": [r["certificate"] for r in rows],
-            "condition": [r["condition"] for r in rows],
-            "paper": [r["paper_preferred"].upper() for r in rows],
-            "ours": [ours(r) for r in rows],
-            "agrees": [agrees(r) for r in rows],
-            "median_iack_advantage_ms": [r["median_iack_advantage_ms"] for r in rows],
-            "configurations": [r["configurations"] for r in rows],
-            "measured_in": [r["measured_in"] or "-" for r in rows],
-        }
+    margins; see ``quicack.metrics.guidelines.guidelines_beside_paper``) and whether they agree."""
+    table = guidelines_metric.guidelines_beside_paper(handshakes, runs, paper_table("imc24", "tab02"), datagrams)
+    missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
+    note = (
+        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "
+        f"configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < {guidelines_metric.TIE_MS:g} ms. "
+        "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the data): "
+        + ("; ".join(missing.to_series().to_list()) or "none")
+        + ". Only IACK/WFC runs of configurations with both modes measured enter a cell."
     )
+    return Rendered(table, guideline_runs(handshakes, runs, datagrams), note=note)
 
 
 # ------------------------------------------------------------------------------------------------
 # Table 3: first ACK Delay per server
 
-# imc24 Table 3 (public QIR handshake captures, quic-go client, August 2024): first ACK Delay [ms]
-# per repetition, Initial then Handshake space; None = no ACK ('-').
-PAPER_TABLE3_MS: dict[str, tuple[tuple[float | None, ...], tuple[float | None, ...]]] = {
-    "aioquic": ((3.3, 3.4, 3.3), (None, None, None)),
-    "go-x-net": ((0.0, 0.0, None), (None, None, None)),
-    "haproxy": ((1.0, 1.0, None), (0.0, 0.0, None)),
-    "kwik": ((0.0, 0.0, 0.0), (None, None, None)),
-    "lsquic": ((1.2, 1.1, 1.2), (0.2, 0.2, 0.2)),
-    "msquic": ((None, None, None), (None, None, None)),
-    "mvfst": ((0.8, None, 0.7), (0.2, None, 0.1)),
-    "neqo": ((0.0, 0.0, None), (0.0, 0.0, None)),
-    "nginx": ((0.0, 0.0, 0.0), (None, None, None)),
-    "ngtcp2": ((0.0, 0.0, 0.0), (None, None, None)),
-    "picoquic": ((0.8, 0.7, 0.8), (None, None, None)),
-    "quic-go": ((0.0, 0.0, 0.0), (None, None, None)),
-    "quiche": ((1.4, 1.4, 1.5), (None, None, None)),
-    "quinn": ((0.4, None, 0.4), (None, None, None)),
-    "s2n-quic": ((14.0, 15.2, 14.1), (None, None, None)),
-    "xquic": ((1.3, 1.1, 1.2), (None, 0.5, 0.5)),
-}
-
-
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenario: str = "noloss") -> pl.DataFrame:
-    """The ok runs Table 3 reads, per (server, mode): those of ``scenario`` (the QIR test case the
-    paper used) if that server has any, else those of ``fallback_scenario`` (our aioquic server's
-    no-loss runs), else all its runs. Adds ``table3_scenario``."""
-    ok = runs.filter(pl.col("status") == "ok")
-    keys = ["server_impl", "mode"]
-    available = ok.group_by(keys).agg(
-        (pl.col("scenario") == scenario).any().alias("has_primary"),
-        (pl.col("scenario") == fallback_scenario).any().alias("has_fallback"),
-    )
-    chosen = available.with_columns(
-        pl.when(pl.col("has_primary"))
-        .then(pl.lit(scenario))
-        .when(pl.col("has_fallback"))
-        .then(pl.lit(fallback_scenario))
-        .otherwise(pl.lit(None, dtype=pl.Utf8))
-        .alias("table3_scenario")
-    ).select(*keys, "table3_scenario")
-    joined = ok.join(chosen, on=keys, how="left", nulls_equal=True)
-    return joined.filter(pl.col("table3_scenario").is_null() | (pl.col("scenario") == pl.col("table3_scenario")))
+def _paper_table3() -> dict[str, dict[str, str]]:
+    """imc24 Table 3 per server and space as printed: the repetitions' ACK Delays joined by " / "."""
+    paper = paper_table("imc24", "tab03").sort("server", "pn_space", "repetition")
+    cells: dict[str, dict[str, str]] = {}
+    for (server, space), rows in paper.group_by("server", "pn_space", maintain_order=True):
+        cells.setdefault(server, {})[space] = " / ".join(_ms(v) for v in rows["ack_delay_ms"].to_list())
+    return cells
 
 
-def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repetitions: int | None = None) -> pl.DataFrame:
+def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repetitions: int | None = None) -> Rendered:
     """imc24 Table 3: per server implementation (and mode, for our IACK/WFC aioquic server) the
     ACK Delay of the server's first ACK in the Initial and the Handshake space, per repetition
     ("-" = no ACK in that space, "no run" = no ok run with that repetition), the median over the
@@ -127,6 +73,7 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repet
         pl.col("rtt_ms").unique().sort().cast(pl.Utf8).str.replace(r"\.0$", "").str.join(", ").alias("rtts"),
     )
     present = set(selected.select("server_impl", "mode", "repetition").unique().iter_rows())
+    papers = _paper_table3()
     values = {(r["server_impl"], r["mode"], r["repetition"], r["pn_space"]): r["ack_delay_ms"] for r in per_repetition.iter_rows(named=True)}
     rows = []
     for info in describe.sort("server_impl", "mode", nulls_last=True).iter_rows(named=True):
@@ -138,28 +85,22 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repet
                     row[f"{space}_{rep}"] = "no run"
                 else:
                     row[f"{space}_{rep}"] = _ms(values.get((server, mode, rep, space)))
-        paper = PAPER_TABLE3_MS.get(server)
-        row["paper_initial"] = " / ".join(_ms(v) for v in paper[0]) if paper else "not in paper"
-        row["paper_handshake"] = " / ".join(_ms(v) for v in paper[1]) if paper else "not in paper"
+        paper = papers.get(server, {})
+        row["paper_initial"] = paper.get("initial", "not in paper")
+        row["paper_handshake"] = paper.get("handshake", "not in paper")
         row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {info['runs']} runs, client {info['clients']}, RTT {info['rtts']} ms"
         rows.append(row)
-    return pl.DataFrame(rows)
+    note = (
+        "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "
+        "space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR handshake captures, "
+        "quic-go client, August 2024."
+    )
+    return Rendered(pl.DataFrame(rows), table3_accounted_runs(runs), note=note)
 
 
 # ------------------------------------------------------------------------------------------------
 # Table 4: default PTO and second client flight
 
-# imc24 Table 4: default PTO [ms] and the datagram indices of the second client flight.
-PAPER_TABLE4: dict[str, tuple[float, str]] = {
-    "aioquic": (200.0, "2,3,4"),
-    "go-x-net": (999.0, "2,3,4"),
-    "mvfst": (100.0, "2,3,4"),
-    "neqo": (300.0, "2,3"),
-    "ngtcp2": (300.0, "2,3,4"),
-    "picoquic": (250.0, "2,3,4,5"),
-    "quic-go": (200.0, "2,3,4"),
-    "quiche": (999.0, "2"),
-}
 SECOND_FLIGHT_SCENARIO = "drop_client_flight"
 
 
@@ -167,7 +108,7 @@ def _indices(calibration: str | None) -> str | None:
     return None if calibration is None else calibration.replace("_", ",")
 
 
-def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> pl.DataFrame:
+def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
     """imc24 Table 4 per client: default PTO (the median first probe sent before any server
     datagram arrived; "> N" when every run was answered first, N the largest such wait) and the
     datagram indices of the second client flight (the calibrated drop list of the
@@ -204,6 +145,7 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> pl.DataFrame:
         others = "; ".join(f"{v} at {', '.join(f'{r:g}' for r in rtts)} ms" for v, rtts in votes.items() if v != chosen)
         return chosen, ", ".join(f"{r:g}" for r in votes[chosen]), others or "-"
 
+    papers = {r["client"]: r for r in paper_table("imc24", "tab04").iter_rows(named=True)}
     rows = []
     for row in defaults.iter_rows(named=True):
         client = row["client_impl"]
@@ -215,53 +157,24 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> pl.DataFrame:
             how = "lower bound only: in every run the server answered before the client probed"
         else:
             ours_pto, how = "not measured", "no ok run"
-        paper = PAPER_TABLE4.get(client)
+        paper = papers.get(client)
         second, second_rtts, others = flights(client)
         rows.append(
             {
                 "client": client,
                 "default_pto_ms": ours_pto,
-                "paper_default_pto_ms": f"{paper[0]:.0f}" if paper else "not in paper",
+                "paper_default_pto_ms": f"{paper['default_pto_ms']:.0f}" if paper else "not in paper",
                 "default_pto_from": how,
                 "second_flight": second or "not measured",
-                "paper_second_flight": paper[1] if paper else "not in paper",
+                "paper_second_flight": paper["second_flight"] if paper else "not in paper",
                 "second_flight_at_rtt_ms": second_rtts,
                 "second_flight_other_rtts": others,
             }
         )
-    return pl.DataFrame(rows)
-
-
-def imc24_tab02_note(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame, table: pl.DataFrame) -> str:
-    """Table 2's footnote: how a cell is decided, which cells the data cannot fill, and the runs
-    behind the others (only configurations with both modes measured enter a cell)."""
-    keys = ["client_impl", "scenario", "rtt_ms"]
-    compared = guidelines_metric.compared_configurations(handshakes, runs, datagrams).select(keys)
-    used = summary.iack_wfc_runs(runs).join(compared, on=keys, how="semi")
-    missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
-    return (
-        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "
-        f"configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < {guidelines_metric.TIE_MS:g} ms. "
-        "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the data): "
-        + ("; ".join(missing.to_series().to_list()) or "none")
-        + ". IACK/WFC runs used: "
-        + run_accounting(used)
-    )
-
-
-def imc24_tab03_note(runs: pl.DataFrame) -> str:
-    used = runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique()))
-    return (
-        "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "
-        "space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR handshake captures, "
-        "quic-go client, August 2024. Runs used: " + run_accounting(used)
-    )
-
-
-def imc24_tab04_note(handshakes: pl.DataFrame) -> str:
-    return (
+    note = (
         "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median over such "
         "runs); '> N': no run had such a probe, N = the longest wait seen before the server answered (a lower bound). Second "
-        "flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed maps the flight once per client, as imc24 does; other datasets may differ per mode or RTT, shown beside). Runs: "
-        + run_accounting(handshakes)
+        "flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed maps the flight once per client, as "
+        "imc24 does; other datasets may differ per mode or RTT, shown beside)."
     )
+    return Rendered(pl.DataFrame(rows), handshakes, note=note)

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from quicack.figures.common import setup_style
+from quicack.figures.common import Rendered, setup_style
+from quicack.metrics.selection import scenario_runs
 from quicack.metrics.summary import MODES, iack_wfc_runs, mode_difference, summarize
 
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
@@ -22,20 +23,11 @@ MODE_MARKER = {"iack": "o", "wfc": "s"}
 TTFB = "ttfb_capture_ms"
 
 
-def select_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None) -> pl.DataFrame:
-    """Every run of the figure, failed ones included (they are counted, not drawn): IACK or WFC
-    runs of ``scenario``, and of ``rtt_ms`` if given."""
-    where = pl.col("scenario") == scenario
-    if rtt_ms is not None:
-        where &= pl.col("rtt_ms") == rtt_ms
-    return iack_wfc_runs(handshakes).filter(where)
-
-
 def ttfb_summary(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB) -> pl.DataFrame:
     """Per client, mode and RTT: ``summarize`` of ``metric`` (median, quartiles, min/max, runs,
     failed_runs, missing_runs) plus ``iack_minus_wfc_ms``, the client's IACK median minus its WFC
     median at that RTT (negative: IACK delivers the first byte sooner)."""
-    runs = select_runs(handshakes, scenario, rtt_ms)
+    runs = scenario_runs(handshakes, scenario, rtt_ms)
     summary = summarize(runs, metric, ["client_impl", "mode", "scenario", "rtt_ms"])
     difference = mode_difference(runs, metric, ["client_impl", "rtt_ms"]).select(
         "client_impl", "rtt_ms", (-pl.col("wfc_minus_iack")).alias("iack_minus_wfc_ms")
@@ -114,7 +106,7 @@ def ttfb_by_client_figure(handshakes: pl.DataFrame, scenario: str, rtt_ms: float
     """One panel: TTFB per client at ``rtt_ms`` in ``scenario``, IACK beside WFC, the number
     above each client is its IACK − WFC median difference in ms."""
     setup_style()
-    runs = select_runs(handshakes, scenario, rtt_ms)
+    runs = scenario_runs(handshakes, scenario, rtt_ms)
     clients = _clients(runs)
     fig, ax = plt.subplots(figsize=(4.6, 2.9))
     _draw_ttfb_panel(ax, runs, clients, annotate=True)
@@ -130,7 +122,7 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
     """One panel per RTT in the data (own y-axis each: TTFB grows with the RTT), per client
     IACK beside WFC as in the single-RTT figures."""
     setup_style()
-    runs = select_runs(handshakes, scenario)
+    runs = scenario_runs(handshakes, scenario)
     rtts = sorted(runs["rtt_ms"].unique().to_list())
     clients = _clients(runs)
     ncols = max(1, min(ncols, len(rtts)))
@@ -153,27 +145,35 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
     return fig
 
 
-def imc24_fig05_ttfb_amplification(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> Rendered:
+    return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), scenario_runs(handshakes, scenario, rtt_ms), TTFB)
+
+
+def _ttfb_over_rtts(handshakes: pl.DataFrame, scenario: str, title: str) -> Rendered:
+    return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), scenario_runs(handshakes, scenario), TTFB)
+
+
+def imc24_fig05_ttfb_amplification(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 5: no loss, certificate above the anti-amplification limit and Δt before the
     ServerHello (scenario 'amplification')."""
-    return ttfb_by_client_figure(handshakes, "amplification", rtt_ms, "No loss, certificate > amplification limit")
+    return _ttfb_at_rtt(handshakes, "amplification", rtt_ms, "No loss, certificate > amplification limit")
 
 
-def imc24_fig06_ttfb_server_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+def imc24_fig06_ttfb_server_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 6: the remaining first server flight is lost (scenario 'drop_server_flight')."""
-    return ttfb_by_client_figure(handshakes, "drop_server_flight", rtt_ms, "Remaining first server flight lost")
+    return _ttfb_at_rtt(handshakes, "drop_server_flight", rtt_ms, "Remaining first server flight lost")
 
 
-def imc24_fig07_ttfb_client_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> plt.Figure:
+def imc24_fig07_ttfb_client_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 7: the second client flight is lost (scenario 'drop_client_flight')."""
-    return ttfb_by_client_figure(handshakes, "drop_client_flight", rtt_ms, "Second client flight lost")
+    return _ttfb_at_rtt(handshakes, "drop_client_flight", rtt_ms, "Second client flight lost")
 
 
-def imc24_fig12_ttfb_server_flight_loss_rtts(handshakes: pl.DataFrame) -> plt.Figure:
+def imc24_fig12_ttfb_server_flight_loss_rtts(handshakes: pl.DataFrame) -> Rendered:
     """Fig. 12: remaining first server flight lost, every RTT in the data."""
-    return ttfb_over_rtts_figure(handshakes, "drop_server_flight", "Remaining first server flight lost")
+    return _ttfb_over_rtts(handshakes, "drop_server_flight", "Remaining first server flight lost")
 
 
-def imc24_fig13_ttfb_client_flight_loss_rtts(handshakes: pl.DataFrame) -> plt.Figure:
+def imc24_fig13_ttfb_client_flight_loss_rtts(handshakes: pl.DataFrame) -> Rendered:
     """Fig. 13: second client flight lost, every RTT in the data."""
-    return ttfb_over_rtts_figure(handshakes, "drop_client_flight", "Second client flight lost")
+    return _ttfb_over_rtts(handshakes, "drop_client_flight", "Second client flight lost")

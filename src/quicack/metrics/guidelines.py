@@ -66,7 +66,8 @@ def guidelines_by_scenario(handshakes: pl.DataFrame, ttfb_column: str = "ttfb_ca
 
 # imc24 Table 2 (Appendix C): rows = the certificate vs the server's anti-amplification limit;
 # columns = loss of the first server flight except its first datagram, loss of the second client
-# flight, no loss with Δt below / above the client's first PTO (3·RTT).
+# flight, no loss with Δt below / above the client's first PTO (3·RTT). The paper's cells:
+# data/reference/imc24_tab02.csv (same labels).
 BELOW, ABOVE = "below amplification limit", "above amplification limit"
 SERVER_FLIGHT_LOST = "loss: first server flight except first datagram"
 CLIENT_FLIGHT_LOST = "loss: second client flight"
@@ -74,16 +75,6 @@ SHORT_DELAY = "no loss, Δt < 3·RTT"
 LONG_DELAY = "no loss, Δt ≥ 3·RTT"
 CERTIFICATE_ROWS = (BELOW, ABOVE)
 CONDITION_COLUMNS = (SERVER_FLIGHT_LOST, CLIENT_FLIGHT_LOST, SHORT_DELAY, LONG_DELAY)
-PAPER_TABLE2 = {
-    (BELOW, SERVER_FLIGHT_LOST): "wfc",
-    (BELOW, CLIENT_FLIGHT_LOST): "iack",
-    (BELOW, SHORT_DELAY): "iack",
-    (BELOW, LONG_DELAY): "wfc",
-    (ABOVE, SERVER_FLIGHT_LOST): "iack",
-    (ABOVE, CLIENT_FLIGHT_LOST): "iack",
-    (ABOVE, SHORT_DELAY): "iack",
-    (ABOVE, LONG_DELAY): "iack",
-}
 # RFC 9000 §8.1: before validating the address a server sends at most 3× the bytes it received.
 AMPLIFICATION_FACTOR = 3
 MIN_INITIAL_DATAGRAM_BYTES = 1200
@@ -182,12 +173,17 @@ def compared_configurations(
 
 
 def guidelines_table(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None, ttfb_column: str = "ttfb_capture_ms"
+    handshakes: pl.DataFrame,
+    runs: pl.DataFrame,
+    paper: pl.DataFrame,
+    datagrams: pl.DataFrame | None = None,
+    ttfb_column: str = "ttfb_capture_ms",
 ) -> pl.DataFrame:
     """imc24 Table 2's eight cells from the measured (client, scenario, RTT) configurations (see
     ``classify_configurations``): per cell the decision of ``_cells``, the paper's preference
-    and where the cell was measured; ``configurations`` = 0 where the data has no such
-    configuration (not measured: never a guess)."""
+    (``paper``: certificate, condition, preferred — reference.paper_table('imc24', 'tab02')) and
+    where the cell was measured; ``configurations`` = 0 where the data has no such configuration
+    (not measured: never a guess)."""
     per_configuration = compared_configurations(handshakes, runs, datagrams, ttfb_column)
     cells = _cells(per_configuration, ["certificate", "condition"])
     where = (
@@ -205,10 +201,13 @@ def guidelines_table(
     )
     layout = pl.DataFrame(
         [
-            {"certificate": row, "condition": column, "paper_preferred": PAPER_TABLE2[(row, column)], "order": i}
+            {"certificate": row, "condition": column, "order": i}
             for i, (row, column) in enumerate((r, c) for r in CERTIFICATE_ROWS for c in CONDITION_COLUMNS)
         ]
-    )
+    ).join(paper.select("certificate", "condition", pl.col("preferred").alias("paper_preferred")), on=["certificate", "condition"], how="left")
+    uncovered = layout.filter(pl.col("paper_preferred").is_null())
+    if not uncovered.is_empty():
+        raise ValueError(f"the paper's Table 2 has no cell for {uncovered.select('certificate', 'condition').rows()}")
     counts = ["configurations_iack", "configurations_wfc", "configurations_tie"]
     return (
         layout.join(cells, on=["certificate", "condition"], how="left")
@@ -217,4 +216,44 @@ def guidelines_table(
         .with_columns(pl.sum_horizontal(counts).alias("configurations"))
         .sort("order")
         .drop("order")
+    )
+
+
+def guidelines_beside_paper(
+    handshakes: pl.DataFrame, runs: pl.DataFrame, paper: pl.DataFrame, datagrams: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Table 2's eight cells as printed: the paper's preference, ours in words (winner and margin,
+    or 'tie', with the configuration counts; 'not measured' where the data has no such
+    configuration), whether they agree, and the numbers behind ours."""
+    table = guidelines_table(handshakes, runs, paper, datagrams)
+
+    # Eight rows: Python's number formatting here keeps the printed cells exactly as they were.
+    def ours(row: dict) -> str:
+        if row["configurations"] == 0:
+            return "not measured"
+        mode = row["preferred"]
+        margin = row["median_iack_advantage_ms"]
+        counts = f"{row['configurations_iack']} IACK / {row['configurations_wfc']} WFC / {row['configurations_tie']} tie"
+        if mode == "tie":
+            return f"tie (median margin {margin:+.1f} ms; {counts})"
+        winner = "IACK" if mode == "iack" else "WFC"
+        return f"{winner} by {abs(margin):.1f} ms ({counts})"
+
+    def agrees(row: dict) -> str:
+        if row["configurations"] == 0:
+            return "n/a"
+        return "yes" if row["preferred"] == row["paper_preferred"] else "no"
+
+    rows = table.to_dicts()
+    return pl.DataFrame(
+        {
+            "certificate": [r["certificate"] for r in rows],
+            "condition": [r["condition"] for r in rows],
+            "paper": [r["paper_preferred"].upper() for r in rows],
+            "ours": [ours(r) for r in rows],
+            "agrees": [agrees(r) for r in rows],
+            "median_iack_advantage_ms": [r["median_iack_advantage_ms"] for r in rows],
+            "configurations": [r["configurations"] for r in rows],
+            "measured_in": [r["measured_in"] or "-" for r in rows],
+        }
     )

@@ -93,13 +93,10 @@ def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:
     ).sort("client_impl", "rtt_ms")
 
 
-# imc24 Table 4's default PTO (ms) for the clients both have.
-PAPER_DEFAULT_PTO_MS = {"aioquic": 200.0, "go-x-net": 999.0, "ngtcp2": 300.0, "quic-go": 200.0, "quiche": 999.0}
-
-
 def default_pto_by_client(handshakes: pl.DataFrame) -> pl.DataFrame:
     """Per client: the default PTO observed as a probe before any server datagram (median over
-    such runs), else the largest lower bound seen, beside imc24 Table 4's value."""
+    such runs), else the largest lower bound seen (imc24 Table 4's values:
+    reference.paper_table('imc24', 'tab04'))."""
     ok = handshakes.filter(pl.col("status") == "ok")
     return (
         ok.group_by("client_impl")
@@ -108,7 +105,6 @@ def default_pto_by_client(handshakes: pl.DataFrame) -> pl.DataFrame:
             pl.col("default_pto_ms").is_not_null().sum().cast(pl.Int64).alias("runs_with_probe"),
             pl.col("default_pto_lower_bound_ms").max().alias("default_pto_lower_bound_ms"),
         )
-        .with_columns(pl.col("client_impl").replace_strict(PAPER_DEFAULT_PTO_MS, default=None, return_dtype=pl.Float64).alias("paper_default_pto_ms"))
         .sort("client_impl")
     )
 

@@ -1,4 +1,5 @@
-"""imc24 (ReACKed QUICer) figures: one function per figure, named after it."""
+"""The imc24 figures drawn from the RFC 9002 model alone (quicack.recovery), no measurement: Fig. 2
+(PTO evolution over RTT samples) and Fig. 4 (the instant ACK's numerical sweet spot)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 
 from quicack import recovery
-from quicack.figures.common import setup_style
+from quicack.figures.common import Rendered, setup_style
 
 
 def imc24_fig02_pto_evolution(
@@ -17,7 +18,7 @@ def imc24_fig02_pto_evolution(
     cert_delay_ms: float = 20.0,
     samples: int = 40,
     params: recovery.RecoveryParams = recovery.RecoveryParams(),
-) -> plt.Figure:
+) -> Rendered:
     """PTO after each RTT sample in a static setting: the first sample is RTT + Δt with
     wait-for-certificate and RTT with an instant ACK; every later sample is the RTT."""
     setup_style()
@@ -35,7 +36,7 @@ def imc24_fig02_pto_evolution(
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return Rendered(fig, model=True)
 
 
 def sweet_spot_grid(
@@ -53,7 +54,7 @@ def imc24_fig04_sweet_spot(
     rtt_range_ms: tuple[float, float] = (1.0, 300.0),
     resolution: int = 120,
     params: recovery.RecoveryParams = recovery.RecoveryParams(),
-) -> plt.Figure:
+) -> Rendered:
     """Theoretical first-PTO reduction of IACK over WFC relative to the RTT over (Δt, RTT), with
     the region where the instant ACK causes no spurious retransmission (Δt < 3·RTT)."""
     setup_style()
@@ -74,4 +75,4 @@ def imc24_fig04_sweet_spot(
     ax.text(0.03, 0.96, "no spurious\nretransmissions", transform=ax.transAxes, ha="left", va="top", fontsize=7, color="white")
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0))
     fig.tight_layout()
-    return fig
+    return Rendered(fig, model=True)

@@ -1,0 +1,86 @@
+"""Which runs each imc24 figure, table and claim reads: one home per selection, so that a figure, its
+footnote's run counts and the claims built on the same numbers cannot disagree. Every selection
+keeps failed runs (they are counted in the footnotes, never drawn)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from quicack.metrics import guidelines
+from quicack.metrics.summary import iack_wfc_runs
+
+# Scenarios whose emulated loss (if any) comes after the client's first RTT sample: the server's
+# ACK of the ClientHello reaches the client before the second client flight is sent and lost.
+FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
+
+
+def scenario_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None) -> pl.DataFrame:
+    """IACK or WFC runs of ``scenario`` (and of ``rtt_ms`` if given): the TTFB figures' runs."""
+    where = pl.col("scenario") == scenario
+    if rtt_ms is not None:
+        where &= pl.col("rtt_ms") == rtt_ms
+    return iack_wfc_runs(handshakes).filter(where)
+
+
+def configuration_runs(handshakes: pl.DataFrame, client: str, scenario: str, rtt_ms: float) -> pl.DataFrame:
+    """IACK and WFC runs of one client, scenario and RTT (Fig. 1 draws one of each)."""
+    return scenario_runs(handshakes, scenario, rtt_ms).filter(pl.col("client_impl") == client)
+
+
+def representative_run(handshakes: pl.DataFrame, client: str, scenario: str, mode: str, rtt_ms: float, metric: str = "ttfb_capture_ms") -> str:
+    """The ok run of a configuration whose ``metric`` is closest to the configuration's median
+    (the lower repetition on a tie)."""
+    runs = configuration_runs(handshakes, client, scenario, rtt_ms).filter(
+        (pl.col("mode") == mode) & (pl.col("status") == "ok") & pl.col(metric).is_not_null()
+    )
+    if runs.is_empty():
+        raise ValueError(f"no ok run with {metric} for {client}/{scenario}/{mode}/{rtt_ms} ms")
+    median = runs[metric].median()
+    return runs.with_columns((pl.col(metric) - median).abs().alias("distance")).sort("distance", "repetition")["run_id"][0]
+
+
+def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
+    """IACK/WFC runs of ``scenarios``: the first-PTO improvement (Fig. 16 and its claim)."""
+    return iack_wfc_runs(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
+
+
+def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
+    """The 10 MB transfers behind Fig. 11."""
+    return iack_wfc_runs(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
+
+
+def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenario: str = "noloss") -> pl.DataFrame:
+    """The ok runs Table 3 reads, per (server, mode): those of ``scenario`` (the QIR test case the
+    paper used) if that server has any, else those of ``fallback_scenario`` (our aioquic server's
+    no-loss runs), else all its runs. Adds ``table3_scenario``."""
+    ok = runs.filter(pl.col("status") == "ok")
+    keys = ["server_impl", "mode"]
+    available = ok.group_by(keys).agg(
+        (pl.col("scenario") == scenario).any().alias("has_primary"),
+        (pl.col("scenario") == fallback_scenario).any().alias("has_fallback"),
+    )
+    chosen = available.with_columns(
+        pl.when(pl.col("has_primary"))
+        .then(pl.lit(scenario))
+        .when(pl.col("has_fallback"))
+        .then(pl.lit(fallback_scenario))
+        .otherwise(pl.lit(None, dtype=pl.Utf8))
+        .alias("table3_scenario")
+    ).select(*keys, "table3_scenario")
+    joined = ok.join(chosen, on=keys, how="left", nulls_equal=True)
+    return joined.filter(pl.col("table3_scenario").is_null() | (pl.col("scenario") == pl.col("table3_scenario")))
+
+
+def table3_accounted_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Every run of the scenarios Table 3 reads, failed ones included (its footnote counts them)."""
+    return runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique().to_list()))
+
+
+def guideline_runs(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
+    classified into a row and column)."""
+    keys = ["client_impl", "scenario", "rtt_ms"]
+    compared = guidelines.compared_configurations(handshakes, runs, datagrams).select(keys)
+    return iack_wfc_runs(runs).join(compared, on=keys, how="semi")

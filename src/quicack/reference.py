@@ -1,0 +1,66 @@
+"""The papers' own numbers, read from ``data/reference/<paper>_<name>.csv``: one home per paper for
+every value we print beside ours (tables, figure bands, in-text claims). Code never types them in.
+
+Column types follow the data contract's unit suffixes: ``*_ms`` and ``paper_low``/``paper_high``/
+``tolerance`` are float64, ``repetition`` int64, everything else text; an empty cell is null (e.g. no
+ACK in that packet number space).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+# The repository's data/reference (src/quicack/reference.py → ../../data/reference); the package
+# is used from its checkout (pip install -e), as the pipeline is.
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"
+
+CLAIM_COLUMNS = {
+    "claim_id": pl.Utf8,
+    "section": pl.Utf8,
+    "artefact": pl.Utf8,
+    "statement": pl.Utf8,
+    "paper_value": pl.Utf8,
+    "paper_low": pl.Float64,
+    "paper_high": pl.Float64,
+    "unit": pl.Utf8,
+    "tolerance": pl.Float64,
+    "explanation": pl.Utf8,
+}
+
+
+def reference_path(paper: str, name: str, directory: Path | None = None) -> Path:
+    return (directory or REFERENCE_DIR) / f"{paper}_{name}.csv"
+
+
+def _column_type(name: str) -> type[pl.DataType]:
+    if name.endswith("_ms") or name in ("paper_low", "paper_high", "tolerance"):
+        return pl.Float64
+    if name == "repetition":
+        return pl.Int64
+    return pl.Utf8
+
+
+def paper_table(paper: str, name: str, directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/<paper>_<name>.csv`` as printed in the paper, typed by column name."""
+    frame = pl.read_csv(reference_path(paper, name, directory), infer_schema=False)
+    return frame.with_columns(pl.col(c).cast(_column_type(c)) for c in frame.columns)
+
+
+def read_claims(path: Path) -> pl.DataFrame:
+    """A claims reference file: the paper's in-text statements, their values as text and as a
+    range, our tolerance and, where ours differs, why."""
+    return pl.read_csv(path, schema_overrides=CLAIM_COLUMNS).select(list(CLAIM_COLUMNS))
+
+
+def paper_claims(paper: str, directory: Path | None = None) -> pl.DataFrame:
+    return read_claims(reference_path(paper, "claims", directory))
+
+
+def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) -> tuple[float, float]:
+    """The paper's value of one claim as (low, high), e.g. a band drawn behind our values."""
+    row = paper_claims(paper, directory).filter(pl.col("claim_id") == claim_id)
+    if row.height != 1 or row["paper_low"][0] is None or row["paper_high"][0] is None:
+        raise KeyError(f"{reference_path(paper, 'claims', directory)}: no numeric range for claim '{claim_id}'")
+    return float(row["paper_low"][0]), float(row["paper_high"][0])

@@ -1,0 +1,51 @@
+"""What every render function returns: the artefact together with the runs it used, so that a
+footnote's counts are computed from exactly what was drawn. Shared by ``quicack.figures`` and
+``quicack.claims`` (which must not depend on the figures); written by ``quicack.figures.common.save``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from quicack.provenance import DatasetDescription
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+MODEL_FOOTNOTE = "Computed from the RFC 9002 formulas in quicack.recovery (no measurement)."
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a render function returns: the figure or table together with what its footnote
+    counts, so that the counts come from exactly the runs that were drawn.
+
+    ``runs``: every run the artefact draws from, failed ones included (None: no runs behind it,
+    e.g. a model figure); ``metric``: the column whose nulls were left out; ``note``: how to
+    read it; ``model``: drawn from formulas, not from the dataset."""
+
+    artefact: Figure | pl.DataFrame
+    runs: pl.DataFrame | None = None
+    metric: str | None = None
+    note: str = ""
+    model: bool = False
+
+    def footnote(self, description: DatasetDescription) -> str:
+        """Origin (the model, or the dataset's own description), how to read it, the runs used."""
+        parts = [MODEL_FOOTNOTE if self.model else description.footnote(), self.note]
+        if self.runs is not None:
+            parts.append("Runs used: " + run_accounting(self.runs, self.metric))
+        return " ".join(p.strip() for p in parts if p.strip())
+
+
+def run_accounting(runs: pl.DataFrame, metric: str | None = None) -> str:
+    """'N runs: A ok, F failed (excluded)[, M without <metric> (excluded)]' over the runs a figure
+    draws from, so that nothing is dropped silently."""
+    ok = runs.filter(pl.col("status") == "ok")
+    text = f"{runs.height} runs: {ok.height} ok, {runs.height - ok.height} failed (excluded)"
+    if metric is not None:
+        missing = ok.filter(pl.col(metric).is_null()).height
+        text += f", {missing} ok without {metric} (excluded)"
+    return text + "."

@@ -1,0 +1,56 @@
+"""The shape of the rendering code: a notebook is parameters, loading the database, ONE render
+function, saving; claims and metrics never depend on the figures; paper values live in
+data/reference, not in code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
+PACKAGE = REPO / "src" / "quicack"
+# What a notebook may call besides its one render function.
+PLUMBING = {"read_views", "read_description", "save"}
+
+
+def calls(tree: ast.AST) -> list[str]:
+    return [node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
+def test_a_notebook_calls_exactly_one_render_function(notebook):
+    tree = ast.parse(notebook.read_text())
+    imported = {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    render_calls = [name for name in calls(tree) if name not in PLUMBING]
+    assert len(render_calls) == 1, render_calls
+    (function,) = render_calls
+    # Named after the artefact it renders (imc24-fig05 -> imc24_fig05_…), from the figures or claims.
+    assert function.startswith(notebook.stem.replace("-", "_"))
+    assert imported[function].startswith(("quicack.figures.", "quicack.claims."))
+    assert calls(tree).count("save") == 1
+
+
+@pytest.mark.parametrize("package", ["claims", "metrics"])
+def test_claims_and_metrics_do_not_import_the_figures(package):
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
+            assert not any(m.startswith("quicack.figures") for m in modules), f"{path.relative_to(REPO)} imports {modules}"
+
+
+def test_no_paper_table_is_typed_into_the_code():
+    """The papers' values are read from data/reference (quicack.reference); a PAPER_* constant in
+    the figures, claims or metrics would be a second home for them."""
+    for package in ("figures", "claims", "metrics"):
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            found = re.findall(r"^PAPER_[A-Z0-9_]+\s*[:=].*\d", path.read_text(), flags=re.M)
+            assert not found, f"{path.relative_to(REPO)}: {found}"

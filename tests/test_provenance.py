@@ -1,0 +1,103 @@
+"""Dataset descriptions: the loader (good, missing and bad files), the footnote's words per kind, and
+the one-row table build-db stores in the database. The bad files are hand-made (malformed input)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from quicack.provenance import (
+    DatasetDescription,
+    DescriptionError,
+    load_description,
+    read_description,
+    write_description,
+)
+from quicack.rendered import Rendered
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "sample" / "dataset.yaml"
+
+
+def test_the_embedded_dataset_describes_itself_as_emulated_with_its_versions():
+    description = load_description(SAMPLE, "ignored")
+    assert (description.name, description.kind) == ("sample", "emulated")
+    components = dict(description.recorded_with)
+    assert {"testbed", "aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn"} <= set(components)
+    assert "613cfc28643d49a4ad0a733963100c86ed517921" in components["testbed"] and "1.7.2" in components["aioquic"]
+    assert description.footnote().startswith("EMULATED DATA — dataset 'sample': ")
+
+
+def test_a_missing_description_is_unknown_and_says_so(tmp_path):
+    for path in (None, tmp_path / "dataset.yaml"):
+        description = load_description(path, "mine")
+        assert (description.name, description.kind) == ("mine", "unknown")
+        assert description.footnote() == "Dataset 'mine': origin not described (no dataset description)."
+        assert "EMULATED" not in description.footnote()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\nkind: emulated\n", "missing required field(s) title"),
+        ("name: x\nkind: simulated\ntitle: t\n", "kind 'simulated' is not one of emulated, public-captures"),
+        ("name: x\nkind: scan\ntitle: t\nlicence: MIT\n", "unknown field(s) licence"),
+        ("name: x\nkind: scan\ntitle: t\nrecorded_with: [quic-go]\n", "'recorded_with' must map"),
+        ("- just\n- a list\n", "is a mapping of fields"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+    ids=["no-title", "bad-kind", "typo", "versions-as-list", "not-a-mapping", "not-yaml"],
+)
+def test_hand_made_bad_description_files_fail_with_the_file_and_the_reason(tmp_path, text, message):
+    path = tmp_path / "dataset.yaml"
+    path.write_text(text)
+    with pytest.raises(DescriptionError) as error:
+        load_description(path, "x")
+    assert str(path) in str(error.value) and message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "starts"),
+    [
+        ("emulated", "EMULATED DATA — dataset 'd': QUIC runs"),
+        ("emulated-scan", "EMULATED SCAN DATA — dataset 'd': QUIC runs"),
+        ("public-captures", "Public QUIC Interop Runner captures (QUIC runs; source: interop.seemann.io), dataset 'd'."),
+        ("scan", "Measured scan data (QUIC runs; source: interop.seemann.io), dataset 'd'."),
+        ("other", "Dataset 'd': QUIC runs; source: interop.seemann.io."),
+    ],
+)
+def test_footnote_wording_per_kind(kind, starts):
+    description = DatasetDescription("d", kind, "QUIC runs", url="interop.seemann.io")
+    assert description.footnote().startswith(starts)
+    assert ("EMULATED" in description.footnote()) == kind.startswith("emulated")
+    # A table or figure built on it starts its footnote with those words; a model figure never does.
+    assert Rendered(None, note="How to read it.").footnote(description) == f"{description.footnote()} How to read it."
+    assert Rendered(None, model=True).footnote(description).startswith("Computed from the RFC 9002 formulas")
+
+
+def test_claims_name_our_source_from_the_description():
+    assert DatasetDescription("sample", "emulated", "t").source_label() == "testbed emulation, dataset 'sample'"
+    assert DatasetDescription("qir", "public-captures", "t").source_label() == "public captures, dataset 'qir'"
+
+
+def test_build_db_stores_the_description_and_an_undescribed_dataset_is_named_after_its_runs(tmp_path):
+    db = tmp_path / "quicack.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE VIEW runs AS SELECT 'mine' AS dataset")
+    assert write_description(db, None).kind == "unknown"
+    assert read_description(db) == DatasetDescription.undescribed("mine")
+    stored = write_description(db, SAMPLE)
+    assert read_description(db) == stored and stored.recorded_with
+    with duckdb.connect(str(db), read_only=True) as con:
+        comments = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'dataset_description'").fetchall()
+        assert comments and all(c for (c,) in comments)
+        assert con.execute("SELECT kind, recorded_with[1].component FROM dataset_description").fetchone() == ("emulated", "testbed")
+
+
+def test_a_database_without_the_table_is_undescribed(tmp_path):
+    db = tmp_path / "old.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE VIEW runs AS SELECT 'old' AS dataset")
+    assert read_description(db).footnote() == "Dataset 'old': origin not described (no dataset description)."
