@@ -101,3 +101,17 @@ def test_a_database_without_the_table_is_undescribed(tmp_path):
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE VIEW runs AS SELECT 'old' AS dataset")
     assert read_description(db).footnote() == "Dataset 'old': origin not described (no dataset description)."
+
+
+def test_build_db_refuses_a_bad_description_and_leaves_no_database(tmp_path, capsys):
+    from quicack.cli import main
+
+    bad = tmp_path / "dataset.yaml"
+    bad.write_text("name: x\nkind: bogus\ntitle: t\n")  # hand-made, malformed
+    (tmp_path / "parquet").mkdir()
+    db = tmp_path / "quicack.duckdb"
+    common = ["build-db", "--parquet", str(tmp_path / "parquet"), "--db", str(db), "--summary", str(tmp_path / "summary.txt")]
+    assert main([*common, "--description", str(bad)]) == 2
+    assert not db.exists() and "kind 'bogus'" in capsys.readouterr().err
+    assert main([*common, "--description", str(SAMPLE)]) == 0
+    assert read_description(db).kind == "emulated"
