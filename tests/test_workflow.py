@@ -15,7 +15,7 @@ import pytest
 
 from quicack.schema import TABLES
 from quicack.store import connect
-from tests.conftest import QLOG_FIXTURES, REPO
+from tests.conftest import QLOG_FIXTURES, REPO, make_run
 
 
 def snakemake(*args: str) -> subprocess.CompletedProcess:
@@ -155,3 +155,28 @@ def test_qlog_command_writes_tables_and_fails_only_when_nothing_is_readable(tmp_
     garbage.write_bytes(b"\x00\x01 not a qlog")  # hand-made malformed input
     bad = subprocess.run(["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode == 1
+
+
+def test_any_group_folder_name_is_ingested(tmp_path):
+    """Folder names with wildcard braces, glob characters, a leading '-' and a newline (hand-made names: no
+    recorder writes them, but a file system allows them) reach the database unchanged; nothing is injected."""
+    raw = tmp_path / "raw"
+    names = ["a{group}_x", "-leading_x", "glob*[?]_x", "new\nline_x"]
+    for name in names:
+        make_run(raw, f"{name}/transfer/1", QLOG_FIXTURES / "ngtcp2" / "client.sqlog", QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
+                 {"status": "ok", "repetition": 1})
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    done = snakemake(str(db), *config_for(raw, results))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with connect(db) as con:
+        run_ids = sorted(r[0] for r in con.execute("SELECT run_id FROM runs").fetchall())
+        packets = con.execute("SELECT count(DISTINCT run_id) FROM packets").fetchone()[0]
+    assert run_ids == sorted(f"{name}/transfer/1" for name in names)
+    assert packets == 4
+
+
+@pytest.mark.parametrize("dataset", ["..", ".", "a/b", ".hidden"])
+def test_dataset_must_be_a_name_not_a_path(tmp_path, dataset):
+    done = snakemake("-n", "--config", f"dataset={dataset}", f"results_dir={tmp_path}")
+    assert done.returncode != 0 and "dataset" in done.stdout + done.stderr

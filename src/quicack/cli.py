@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from quicack import pipeline, recovery, store
+from quicack.layout import group_from_key
 from quicack.pcap import cli as pcap_cli
 from quicack.schema import TABLES
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
     group.add_argument("--raw", type=Path, required=True)
-    group.add_argument("--group", required=True)
+    _add_group_arguments(group)
     group.add_argument("--dataset", required=True)
     group.add_argument("--parquet", type=Path, required=True)
     group.set_defaults(handler=_ingest_group)
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     derive = commands.add_parser("derive-group", help="(pipeline) rtt_samples and connections of one run group")
     derive.add_argument("--parquet", type=Path, required=True)
-    derive.add_argument("--group", required=True)
+    _add_group_arguments(derive)
     derive.add_argument("--initial-rtt-ms", type=float, default=recovery.K_INITIAL_RTT_MS)
     derive.add_argument("--rttvar-order", choices=[o.value for o in recovery.RttOrder], default="appendix_a")
     derive.set_defaults(handler=_derive_group)
@@ -170,9 +171,21 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_group_arguments(parser: argparse.ArgumentParser) -> None:
+    names = parser.add_mutually_exclusive_group(required=True)
+    names.add_argument("--group", help="the run group's folder name")
+    # What the Snakemake rules pass: any folder name survives the shell, wildcards and option parsing.
+    names.add_argument("--group-key", help="the run group's name as quicack.layout.group_key encodes it")
+
+
+def _group_of(args: argparse.Namespace) -> str:
+    return args.group if args.group is not None else group_from_key(args.group_key)
+
+
 def _ingest_group(args: argparse.Namespace) -> int:
-    counts = pipeline.ingest_group_stage(args.raw, args.group, args.dataset, args.parquet)
-    print(f"{args.group}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    group = _group_of(args)
+    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet)
+    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
 
@@ -183,8 +196,9 @@ def _dataset_issues(args: argparse.Namespace) -> int:
 
 def _derive_group(args: argparse.Namespace) -> int:
     params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
-    counts = pipeline.derive_group_stage(args.parquet, args.group, params)
-    print(f"{args.group}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    group = _group_of(args)
+    counts = pipeline.derive_group_stage(args.parquet, group, params)
+    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack import ingest, recovery, store
+from quicack.layout import group_key
 from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import handshake_runs
@@ -23,7 +24,7 @@ class StrictModeError(RuntimeError):
 
 def ingest_group_stage(raw_root: Path, group: str, dataset: str, parquet_root: Path) -> dict[str, int]:
     tables = ingest.ingest_group(raw_root, group, dataset)
-    store.write_tables(tables, parquet_root, group)
+    store.write_tables(tables, parquet_root, group_key(group))
     return {name: frame.height for name, frame in tables.items()}
 
 
@@ -35,14 +36,15 @@ def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
 
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
     names = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams")
-    read = {name: store.read_table(parquet_root, name, [group]) for name in names}
+    part = group_key(group)
+    read = {name: store.read_table(parquet_root, name, [part]) for name in names}
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
     connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"])
     handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
     tables = {"rtt_samples": rtt, "connections": connections, "handshake_runs": handshakes, "estimator_agreement": agreement}
-    store.write_tables(tables, parquet_root, group)
+    store.write_tables(tables, parquet_root, part)
     return {name: frame.height for name, frame in tables.items()}
 
 

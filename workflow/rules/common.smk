@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
-from quicack.layout import run_groups
+from quicack.layout import group_from_key, group_key, run_groups
 from quicack.pipeline import DERIVED_TABLES
 
 min_version("9.0")
@@ -116,14 +116,31 @@ RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 # Curated paper values (claims, reference tables) that the figures and tables print beside ours.
 REFERENCE_DATA = sorted(str(p) for p in Path("data/reference").glob("*.csv"))
 
-GROUPS = run_groups(RAW)
+# Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
+GROUPS = [group_key(group) for group in run_groups(RAW)]
+
+
+def group_files(group_key_value):
+    group_root = RAW / group_from_key(group_key_value)
+    return sorted(p for p in group_root.rglob("*") if p.is_file() and p.name != "group.json")
 
 
 def group_inputs(wildcards):
     """Every raw file of a run group, so that a changed or added file re-runs its group. The
     testbed's group.json markers are left out: they are outputs of testbed rules, and the
-    analysis must never ask to re-run the testbed."""
-    return sorted(str(p) for p in (RAW / wildcards.group).rglob("*") if p.is_file() and p.name != "group.json")
+    analysis must never ask to re-run the testbed. Paths with braces cannot be inputs (Snakemake
+    reads them as wildcards, escaped or not): `group_braced_files` stands in for them."""
+    return [str(p) for p in group_files(wildcards.group) if "{" not in str(p) and "}" not in str(p)]
+
+
+def group_braced_files(wildcards):
+    """Size and modification time of the group's files whose path has a brace: a params value, so that a
+    change to them re-runs the group like a changed input would."""
+    return sorted(
+        f"{p.relative_to(RAW)}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+        for p in group_files(wildcards.group)
+        if "{" in str(p) or "}" in str(p)
+    )
 
 
 def table_parts(tables, groups):

@@ -16,5 +16,5 @@ rule derive_group:
     conda:
         CONDA_ENV
     shell:
-        "quicack derive-group --parquet {params.parquet:q} --group {wildcards.group:q} "
+        "quicack derive-group --parquet {params.parquet:q} --group-key={wildcards.group:q} "
         "--initial-rtt-ms {params.initial_rtt_ms} --rttvar-order {params.rttvar_order} > {log:q} 2>&1"

@@ -12,12 +12,13 @@ rule ingest_group:
         LOGS / "ingest" / "{group}.log",
     params:
         raw=RAW,
+        braced_files=group_braced_files,
         dataset=DATASET,
         parquet=PARQUET,
     conda:
         CONDA_ENV
     shell:
-        "quicack ingest-group --raw {params.raw:q} --group {wildcards.group:q} "
+        "quicack ingest-group --raw {params.raw:q} --group-key={wildcards.group:q} "
         "--dataset {params.dataset:q} --parquet {params.parquet:q} > {log:q} 2>&1"
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
 
@@ -48,6 +49,28 @@ def run_groups(raw_root: Path) -> list[str]:
     if not raw_root.is_dir():
         return []
     return sorted(p.name for p in raw_root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+# Characters a run group's name keeps in file names and Snakemake wildcards; everything else is %-encoded.
+_KEY_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-+=,@")
+
+
+def group_key(group: str) -> str:
+    """A run group's name as a part of file names and Snakemake wildcards: any folder name the file system
+    allows (braces, glob characters, a newline, a leading '-' or '.', bytes that are not UTF-8) is
+    %-encoded, so it cannot be read as a wildcard, a glob or an option. Ordinary names stay as they are."""
+    encoded = []
+    for position, char in enumerate(group):
+        if char in _KEY_SAFE and not (position == 0 and char in "-."):
+            encoded.append(char)
+        else:
+            encoded.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogateescape")))
+    return "".join(encoded)
+
+
+def group_from_key(key: str) -> str:
+    """The run group's folder name back from `group_key`."""
+    return unquote(key, errors="surrogateescape")
 
 
 def discover_runs(group_root: Path, raw_root: Path) -> Iterator[RunFolder]:
