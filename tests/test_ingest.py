@@ -140,3 +140,10 @@ def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
         assert any(f"'{field}'" in m for m in messages), field
     assert sum("run.json unreadable" in m for m in messages) == 2
     assert not tables["packets"].is_empty()
+
+
+def test_stored_paths_are_relative_to_the_raw_folder(real_raw):
+    """Outputs must not depend on where the raw data sits (real_raw is an absolute temporary folder)."""
+    tables = ingest.ingest_group(real_raw.resolve(), "aioquic_aioquic", "t")
+    paths = tables["endpoints"]["path"].to_list()
+    assert paths == ["aioquic_aioquic/transfer/1/client/qlog/client.qlog", "aioquic_aioquic/transfer/1/server/qlog/server.qlog"]

@@ -130,8 +130,10 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
         evidence = Evidence()
         for path, vantage in qlogs:
             result = read_qlog(path, run.run_id, vantage)
-            for name in ("packets", "frames", "metrics_logged", "endpoints"):
+            for name in ("packets", "frames", "metrics_logged"):
                 parts[name].append(getattr(result, name))
+            # Relative to the raw folder, so that outputs do not depend on where the data sits.
+            parts["endpoints"].append(_relative_paths(result.endpoints, raw_root))
             parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
             evidence.add(result.frames, datagrams=0)
         _ingest_captures(run, raw_root, parts, evidence)
