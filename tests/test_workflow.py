@@ -180,3 +180,17 @@ def test_any_group_folder_name_is_ingested(tmp_path):
 def test_dataset_must_be_a_name_not_a_path(tmp_path, dataset):
     done = snakemake("-n", "--config", f"dataset={dataset}", f"results_dir={tmp_path}")
     assert done.returncode != 0 and "dataset" in done.stdout + done.stderr
+
+
+def test_run_from_another_directory_keeps_every_render_job(tmp_path):
+    """-s <repo>/workflow/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n")
+    done = subprocess.run(
+        ["snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--configfile", str(config), "-n", "--cores", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    jobs = set(re.findall(r"^(\w+)\s+\d+$", done.stdout, flags=re.M))
+    notebooks = {f"render_{p.stem.replace('-', '_')}" for p in (REPO / "notebooks").glob("*.py")}
+    assert notebooks and notebooks <= jobs and {"ingest_group", "database", "claims"} <= jobs

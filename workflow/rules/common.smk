@@ -1,6 +1,7 @@
 # Shared configuration, paths and input functions of the quicack workflow.
 
 import ast
+import os
 import shlex
 from pathlib import Path
 
@@ -44,7 +45,10 @@ def dataset_description():
 DESCRIPTION = dataset_description()
 
 
-SOURCE = Path("src/quicack")
+# The repository, relative to the working directory: "." from the repository root, and still right when
+# Snakemake runs from elsewhere (-s <repo>/workflow/Snakefile), where cwd-relative paths would find nothing.
+REPO = Path(os.path.relpath(Path(workflow.basedir).parent))
+SOURCE = REPO / "src" / "quicack"
 
 
 def module_file(dotted):
@@ -114,7 +118,7 @@ DATABASE_CODE = stage_code("quicack.store", "quicack.provenance", files=ENTRY_FI
 # The notebooks call the figures and claims packages.
 RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 # Curated paper values (claims, reference tables) that the figures and tables print beside ours.
-REFERENCE_DATA = sorted(str(p) for p in Path("data/reference").glob("*.csv"))
+REFERENCE_DATA = sorted(str(p) for p in (REPO / "data" / "reference").rglob("*.csv"))
 
 # Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
 GROUPS = [group_key(group) for group in run_groups(RAW)]
@@ -158,7 +162,7 @@ def all_parquet():
 FIGURES = RESULTS / "figures"
 TABLES = RESULTS / "tables"
 NOTEBOOKS_OUT = RESULTS / "notebooks"
-NOTEBOOKS = Path("notebooks")
+NOTEBOOKS = REPO / "notebooks"
 
 
 def rendered_ids():
