@@ -62,7 +62,9 @@ def test_ingest_is_deterministic(real_raw, tmp_path):
     db = results / "t" / "quicack.duckdb"
 
     def digests():
-        return {p.relative_to(results): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(results.rglob("*.parquet"))}
+        # The working Parquet set; the database reads hard links of it (results/t/snapshots/<id>/).
+        parquet = results / "t" / "parquet"
+        return {p.relative_to(parquet): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(parquet.rglob("*.parquet"))}
 
     assert snakemake(str(db), *config_for(real_raw, results)).returncode == 0
     first = digests()
@@ -194,3 +196,45 @@ def test_run_from_another_directory_keeps_every_render_job(tmp_path):
     jobs = set(re.findall(r"^(\w+)\s+\d+$", done.stdout, flags=re.M))
     notebooks = {f"render_{p.stem.replace('-', '_')}" for p in (REPO / "notebooks").glob("*.py")}
     assert notebooks and notebooks <= jobs and {"ingest_group", "database", "claims"} <= jobs
+
+
+def runs_in(db: Path) -> list[str]:
+    with connect(db) as con:
+        return sorted(r[0] for r in con.execute("SELECT run_id FROM runs").fetchall())
+
+
+def test_removed_and_renamed_groups_leave_every_output(real_raw, tmp_path):
+    """Results follow the dataset: a removed group's runs disappear, a renamed group counts once."""
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    assert snakemake(str(db), *config_for(real_raw, results)).returncode == 0
+    assert runs_in(db) == ["aioquic_aioquic/transfer/1", "ngtcp2_ngtcp2/transfer/1"]
+
+    shutil.rmtree(real_raw / "ngtcp2_ngtcp2")
+    done = snakemake(str(db), *config_for(real_raw, results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert runs_in(db) == ["aioquic_aioquic/transfer/1"]
+    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
+    assert not list((results / "t" / "parquet").rglob("ngtcp2_ngtcp2.parquet"))
+
+    (real_raw / "aioquic_aioquic").rename(real_raw / "aioquic_aioquic-renamed")
+    done = snakemake(str(db), *config_for(real_raw, results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert runs_in(db) == ["aioquic_aioquic-renamed/transfer/1"]
+    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
+
+
+def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw, tmp_path):
+    """The database is renamed into place and its views name a snapshot of the Parquet set: a connection
+    opened before a rebuild keeps answering from the old dataset while the rebuild replaces every file."""
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    assert snakemake(str(db), *config_for(real_raw, results)).returncode == 0
+    old = connect(db)
+    before = old.execute("SELECT count(*), (SELECT count(*) FROM packets) FROM runs").fetchone()
+    # The rebuild rewrites the aioquic group's files in place of the old ones (one more run in it).
+    shutil.copytree(real_raw / "aioquic_aioquic/transfer/1", real_raw / "aioquic_aioquic/transfer/2")
+    assert snakemake(str(db), *config_for(real_raw, results)).returncode == 0
+    assert old.execute("SELECT count(*), (SELECT count(*) FROM packets) FROM runs").fetchone() == before
+    old.close()
+    assert len(runs_in(db)) == 3

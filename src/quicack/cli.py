@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     database.add_argument("--summary", type=Path, required=True)
     database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     database.add_argument(
+        "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
+        "are deleted. Default: every part found"
+    )
+    database.add_argument(
         "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
     )
     database.set_defaults(handler=_build_db)
@@ -203,27 +207,36 @@ def _derive_group(args: argparse.Namespace) -> int:
 
 
 def _build_db(args: argparse.Namespace) -> int:
-    repo_root = Path.cwd()
-    counts = store.build_database(args.db, args.parquet, repo_root)
+    from quicack import publish
     from quicack.provenance import DescriptionError, write_description
 
+    repo_root = Path.cwd()
+    files = publish.current_parts(args.parquet, list(TABLES), args.parts)
+    snapshot = publish.snapshot(args.parquet, files)
+    # Built aside and renamed over the published database at the end: a reader sees the old dataset or the
+    # new one, never a mix, and a failed build leaves no half-made database behind.
+    building = args.db.with_name(args.db.name + ".building")
+    counts = store.build_database(building, snapshot, repo_root)
     try:
         if args.description is not None and not args.description.is_file():
             raise DescriptionError(f"{args.description}: no such file")
-        described = write_description(args.db, args.description)
+        described = write_description(building, args.description)
     except DescriptionError as error:
-        args.db.unlink(missing_ok=True)
+        building.unlink(missing_ok=True)
         print(f"dataset description: {error}", file=sys.stderr)
         return 2
     print(f"dataset description: {described.kind} ({described.description_file or 'none'})")
-    summary = pipeline.summarize(args.parquet, counts)
+    summary = pipeline.summarize(snapshot, counts)
+    if args.strict and (summary.errors or summary.warnings):
+        print(summary.text)
+        print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
+        building.unlink(missing_ok=True)
+        return 2
+    publish.publish(building, args.db)
+    publish.prune_snapshots(args.parquet)
     args.summary.parent.mkdir(parents=True, exist_ok=True)
     args.summary.write_text(summary.text)
     print(summary.text)
-    if args.strict and (summary.errors or summary.warnings):
-        print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
-        args.db.unlink(missing_ok=True)
-        return 2
     return 0
 
 

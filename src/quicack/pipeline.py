@@ -79,10 +79,11 @@ class Summary:
     warnings: int
 
 
-def summarize(parquet_root: Path, counts: dict[str, int]) -> Summary:
-    """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt."""
-    issues = store.read_table(parquet_root, "ingest_issues")
-    runs = store.read_table(parquet_root, "runs")
+def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
+    """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
+    the Parquet files the database was built on."""
+    issues = store.read_files("ingest_issues", files.get("ingest_issues", []))
+    runs = store.read_files("runs", files.get("runs", []))
     lines = ["quicack ingest summary", ""]
     lines += [f"  {name:<18} {rows:>10,} rows" for name, rows in counts.items()]
     ok = runs.filter(pl.col("status") == "ok").height

@@ -7,6 +7,7 @@ relative to the repository root, and a ``COMMENT ON`` for every view and column.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,7 +23,11 @@ _PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "statistics":
 def write_table(table: Table, frame: pl.DataFrame, path: Path) -> Path:
     """Write ``frame`` conformed to ``table`` to ``path`` (parents created)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    table.conform(frame).write_parquet(path, **_PARQUET_OPTIONS)
+    # Written aside, then renamed: a reader never sees a half-written file, and a published snapshot's hard
+    # link (quicack.publish) keeps the old content instead of seeing this one being written into it.
+    partial = path.with_name(path.name + ".partial")
+    table.conform(frame).write_parquet(partial, **_PARQUET_OPTIONS)
+    os.replace(partial, path)
     return path
 
 
@@ -55,33 +60,28 @@ def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
     return mapping[dtype if isinstance(dtype, type) else type(dtype)]
 
 
-def build_database(db_path: Path, parquet_root: Path, repo_root: Path) -> dict[str, int]:
-    """(Re)create the DuckDB file with one commented view per table; return row counts.
+def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path) -> dict[str, int]:
+    """Create the DuckDB file ``db_path`` (replaced if it exists) with one commented view per table over
+    exactly ``files`` (table name → its Parquet files; `quicack.publish` gives a snapshot's); return row counts.
 
-    View paths are relative to ``repo_root`` so that the file opens from the repository root
-    with the DuckDB CLI and keeps working when the checkout moves; ``connect`` sets the search
-    path for Python users anywhere.
+    View paths are relative to ``repo_root`` where they can be, so that the file opens from the repository
+    root with the DuckDB CLI and keeps working when the checkout moves; ``connect`` sets the search path for
+    Python users anywhere.
     """
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = db_path.with_suffix(".duckdb.tmp")
-    tmp_path.unlink(missing_ok=True)
-    parquet_root = Path(parquet_root).resolve()
-    try:
-        view_root = parquet_root.relative_to(Path(repo_root).resolve())
-    except ValueError:
-        view_root = parquet_root  # results outside the repository: absolute paths
+    db_path.unlink(missing_ok=True)
+    root = Path(repo_root).resolve()
     counts: dict[str, int] = {}
-    with duckdb.connect(str(tmp_path)) as con:
-        con.execute(f"SET file_search_path = {_sql_string(str(Path(repo_root).resolve()))}")
+    with duckdb.connect(str(db_path)) as con:
+        con.execute(f"SET file_search_path = {_sql_string(str(root))}")
         for table in TABLES.values():
-            files = sorted((parquet_root / table.name).glob("*.parquet"))
             columns = ", ".join(
                 f"CAST({_quote(c.name)} AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns
             )
-            if files:
-                glob = _sql_string(f"{view_root}/{table.name}/*.parquet")
-                source = f"read_parquet({glob}, union_by_name = true)"
-                con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM {source}")
+            paths = [_view_path(path, root) for path in files.get(table.name, [])]
+            if paths:
+                listed = ", ".join(_sql_string(path) for path in paths)
+                con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)")
             else:
                 nulls = ", ".join(f"CAST(NULL AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns)
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {nulls} WHERE false")
@@ -89,8 +89,25 @@ def build_database(db_path: Path, parquet_root: Path, repo_root: Path) -> dict[s
             for column in table.columns:
                 con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {_sql_string(column.comment)}")
             counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
-    tmp_path.replace(db_path)
     return counts
+
+
+def _view_path(path: Path, root: Path) -> str:
+    """A Parquet file as a view names it: relative to the repository when inside it (results outside the
+    repository keep absolute paths). Glob characters are escaped: a file name is one file, never a pattern."""
+    resolved = path.resolve()
+    try:
+        text = str(resolved.relative_to(root))
+    except ValueError:
+        text = str(resolved)
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def read_files(name: str, files: list[Path]) -> pl.DataFrame:
+    """A table from exactly these Parquet files, conformed to the contract; empty when there are none."""
+    table = TABLES[name]
+    frames = [table.conform(pl.read_parquet(f)) for f in files]
+    return pl.concat(frames, how="vertical") if frames else table.empty()
 
 
 def _quote(identifier: str) -> str:

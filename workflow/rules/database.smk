@@ -18,9 +18,11 @@ rule database:
     params:
         parquet=PARQUET,
         strict="--strict" if config["strict"] else "",
+        # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
+        parts=" ".join(shlex.quote(part) for part in [*GROUPS, "_dataset"]),
         description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",
     conda:
         CONDA_ENV
     shell:
         "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
-        "--summary {output.summary:q} {params.strict} {params.description} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
+        "--summary {output.summary:q} {params.strict} {params.description} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
