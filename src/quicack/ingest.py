@@ -18,6 +18,8 @@ from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, ke
 from quicack.layout.naming import describe_run_id
 from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 
+# runs columns that ingest fills itself, never from run.json.
+DERIVED_RUN_COLUMNS = ("series", "status_source")
 # Tables one run group writes, in this order.
 INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
 
@@ -44,7 +46,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
-    row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name != "status_source"}
+    row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
     calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
     row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
@@ -56,6 +58,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
     for name in ("server_impl", "client_impl", "scenario", "repetition"):
         if row[name] is None:
             row[name] = from_path.get(name)
+    row["series"] = from_path.get("series")
     if row["repetition"] is None and "series" in from_path:
         # One run per series folder (the artifact's all-interop-servers/<day>/): the day's place among the
         # dataset's series is the repetition, so days sort as the folders do.

@@ -91,6 +91,7 @@ RUNS = Table(
         Column("repetition", I, "Repetition index of this configuration."),
         Column("status", S, "'ok' when the transfer completed and the bytes matched, else 'failed'."),
         Column("failure_reason", S, "Why the run failed (null when status = 'ok')."),
+        Column("series", S, "The folder above <server>_<client> when a dataset keeps one QIR run per folder (the imc24 artifact's all-interop-servers/<day>/): repetition numbers these folders in name order. Null otherwise."),
         Column("status_source", S, "Where status comes from: 'run.json' (the recorder said so) or 'inferred from capture' (a run without run.json: 'ok' when the client-side capture shows the server's HANDSHAKE_DONE, else 'failed'); null when unknown."),
         Column("raw_path", S, "Folder of the raw run, relative to the dataset's raw folder."),
         Column("drop_to_client", S, "1-based s2c datagram indices the emulator dropped, in the QIR droplist notation '2_3' (run.json drop_to_client; '' = none, null = unknown)."),
