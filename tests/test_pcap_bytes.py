@@ -25,7 +25,7 @@ def wire_udp_bytes(capture: Capture) -> tuple[int, int]:
             if not isinstance(record, LinkRecord):
                 continue
             data = record.data
-            offset = {1: 14, 113: 16, 276: 20, 101: 0}[record.linktype]
+            offset = {1: 14, 113: 16, 276: 20, 101: 0, 9: 2}[record.linktype]  # 9: PPP as ns-3 writes it
             if record.linktype == 1 and data[12:14] not in (b"\x08\x00", b"\x86\xdd"):
                 continue
             version = data[offset] >> 4

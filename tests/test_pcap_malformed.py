@@ -146,10 +146,14 @@ def test_malformed_no_keylog(tmp_path: Path) -> None:
 
 
 def test_malformed_not_a_capture(tmp_path: Path) -> None:
-    for name, content in (("empty.pcap", b""), ("text.pcap", b"hello, this is not a capture\n" * 10)):
-        tables = decode_all(write_bytes(tmp_path / name, content))
-        assert tables["datagrams"].height == 0
-        assert (tables["ingest_issues"]["severity"] == "error").any()
+    tables = decode_all(write_bytes(tmp_path / "text.pcap", b"hello, this is not a capture\n" * 10))
+    assert tables["datagrams"].height == 0
+    assert (tables["ingest_issues"]["severity"] == "error").any()
+    # An empty file is what a failed run leaves (the QUIC Interop Runner keeps it): a warning, not an error.
+    tables = decode_all(write_bytes(tmp_path / "empty.pcap", b""))
+    assert tables["datagrams"].height == 0
+    assert "capture is empty" in messages(tables)
+    assert not (tables["ingest_issues"]["severity"] == "error").any()
     tables = decode_all(tmp_path / "missing.pcap")
     assert "cannot open" in messages(tables)
 
