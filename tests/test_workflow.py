@@ -238,3 +238,29 @@ def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw,
     assert old.execute("SELECT count(*), (SELECT count(*) FROM packets) FROM runs").fetchone() == before
     old.close()
     assert len(runs_in(db)) == 3
+
+
+QIR_AS_FOUND = REPO / "tests" / "data" / "qir_as_found"
+
+
+def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path):
+    """The QIR captures as the imc24 artifact publishes them (fixture: recorded runs in that layout): Table 3 is
+    drawn, every artefact that needs another scenario is a placeholder saying what is missing, the run
+    succeeds, and rendering.txt lists what could not be drawn; strict mode fails on it."""
+    results = tmp_path / "results"
+    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = results / "qir"
+    rendering = (out / "rendering.txt").read_text()
+    assert "artefacts: 15 (6 drawn, 9 not drawn)" in rendering
+    assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
+    assert "imc24-tab03" not in rendering
+    table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
+    assert table3.filter(pl.col("server") == "quinn").select("initial_1", "initial_3").row(0) == ("0.4", "no run")
+    footnote = (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1]
+    assert footnote.startswith("EMULATED DATA — dataset 'qir-as-found'")  # from tests/data/qir_as_found/dataset.yaml
+    assert (out / "figures" / "imc24-fig05.png").stat().st_size > 0
+    statuses = sorted(str(p) for p in out.rglob("*.status.json"))
+    strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
+                            capture_output=True, text=True)
+    assert strict.returncode != 0 and "9 artefact(s) could not be drawn" in strict.stderr

@@ -75,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     database.set_defaults(handler=_build_db)
 
+    rendering = commands.add_parser("render-summary", help="(pipeline) which artefacts could not be drawn, and why")
+    rendering.add_argument("statuses", nargs="*", type=Path, help="<artefact>.status.json files written by the notebooks")
+    rendering.add_argument("--out", type=Path, required=True)
+    rendering.add_argument("--strict", action="store_true", help="fail when an artefact could not be drawn")
+    rendering.set_defaults(handler=_render_summary)
+
     claims = commands.add_parser("merge-claims", help="(pipeline) every paper's claims table in one claims.csv")
     claims.add_argument("tables", nargs="+", type=Path, help="<paper>-claims.csv files")
     claims.add_argument("--out", type=Path, required=True)
@@ -237,6 +243,19 @@ def _build_db(args: argparse.Namespace) -> int:
     args.summary.parent.mkdir(parents=True, exist_ok=True)
     args.summary.write_text(summary.text)
     print(summary.text)
+    return 0
+
+
+def _render_summary(args: argparse.Namespace) -> int:
+    from quicack.figures.common import rendering_summary
+
+    text, not_drawn = rendering_summary(args.statuses)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(text)
+    if args.strict and not_drawn:
+        print(f"strict mode: {not_drawn} artefact(s) could not be drawn; failing", file=sys.stderr)
+        return 2
     return 0
 
 

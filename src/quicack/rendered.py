@@ -4,12 +4,17 @@ footnote's counts are computed from exactly what was drawn. Shared by ``quicack.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 import polars as pl
 
+from quicack.metrics.selection import MissingData
 from quicack.provenance import DatasetDescription
+
+P = ParamSpec("P")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,11 +31,13 @@ class Rendered:
     e.g. a model figure); ``metric``: the column whose nulls were left out; ``note``: how to
     read it; ``model``: drawn from formulas, not from the dataset."""
 
-    artefact: Figure | pl.DataFrame
+    artefact: Figure | pl.DataFrame | None
     runs: pl.DataFrame | None = None
     metric: str | None = None
     note: str = ""
     model: bool = False
+    # Why nothing was drawn (the dataset lacks the artefact's inputs): ``save`` writes a placeholder.
+    missing: str = ""
 
     def footnote(self, description: DatasetDescription) -> str:
         """Origin (the model, or the dataset's own description), how to read it, the runs used."""
@@ -38,6 +45,20 @@ class Rendered:
         if self.runs is not None:
             parts.append("Runs used: " + run_accounting(self.runs, self.metric))
         return " ".join(p.strip() for p in parts if p.strip())
+
+
+def placeholder_when_missing(render: Callable[P, Rendered]) -> Callable[P, Rendered]:
+    """A render function that returns a placeholder saying what is missing when the dataset lacks its
+    inputs (MissingData), instead of failing the pipeline."""
+
+    @functools.wraps(render)
+    def rendered_or_placeholder(*args: P.args, **kwargs: P.kwargs) -> Rendered:
+        try:
+            return render(*args, **kwargs)
+        except MissingData as missing:
+            return Rendered(None, missing=str(missing))
+
+    return rendered_or_placeholder
 
 
 def run_accounting(runs: pl.DataFrame, metric: str | None = None) -> str:

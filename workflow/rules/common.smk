@@ -191,7 +191,14 @@ def rendered_outputs(artefact_id):
         paths = [TABLES / f"{artefact_id}.{fmt}" for fmt in ("csv", "md", "tex")]
         in_report = ".csv"
     # (`report` must not start a line here: the Snakefile parser reads that as the directive.)
-    return [(report(p, caption=caption, category=category) if p.suffix == in_report else p) for p in paths]
+    return [(report(p, caption=caption, category=category) if p.suffix == in_report else p) for p in paths] + [
+        render_status(artefact_id)
+    ]
+
+
+def render_status(artefact_id):
+    """Whether the notebook could draw its artefact, and if not why (quicack.figures.common.save)."""
+    return (FIGURES if is_figure(artefact_id) else TABLES) / f"{artefact_id}.status.json"
 
 
 def rendered_notebooks():

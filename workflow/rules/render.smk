@@ -47,3 +47,22 @@ rule claims:
         CONDA_ENV
     shell:
         "quicack merge-claims {input:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule render_summary:
+    input:
+        [render_status(artefact_id) for artefact_id in RENDERED],
+    output:
+        report(
+            RESULTS / "rendering.txt",
+            caption="../report/rendering.rst",
+            category="Data",
+        ),
+    log:
+        LOGS / "render" / "rendering.log",
+    params:
+        strict="--strict" if config["strict"] else "",
+    conda:
+        CONDA_ENV
+    shell:
+        "quicack render-summary {input:q} --out {output:q} {params.strict} > {log:q} 2>&1"

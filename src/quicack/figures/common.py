@@ -4,6 +4,7 @@ runs that were drawn."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,10 +48,37 @@ def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Seq
     """Write a rendered figure (one file per format) or table (CSV, Markdown, LaTeX) with its
     footnote; ``formats`` as the notebooks get it ("pdf,png") or as a list; tables ignore it."""
     footnote = rendered.footnote(description)
-    if isinstance(rendered.artefact, pl.DataFrame):
-        return _save_table(rendered.artefact, Path(out_dir), artefact_id, footnote)
+    out_dir = Path(out_dir)
+    _write_status(rendered, out_dir, artefact_id)
     wanted = formats.split(",") if isinstance(formats, str) else list(formats)
-    return _save_figure(rendered.artefact, Path(out_dir), artefact_id, wanted, footnote)
+    if rendered.missing:
+        # The rule's outputs must exist: a placeholder of the same kind says what was missing.
+        if "-tab" in artefact_id or artefact_id.endswith("-claims"):
+            placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
+            return _save_table(placeholder, out_dir, artefact_id, footnote)
+        return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)
+    if isinstance(rendered.artefact, pl.DataFrame):
+        return _save_table(rendered.artefact, out_dir, artefact_id, footnote)
+    return _save_figure(rendered.artefact, out_dir, artefact_id, wanted, footnote)
+
+
+def status_path(out_dir: Path, artefact_id: str) -> Path:
+    """Where ``save`` records whether an artefact was drawn, and why not (read by ``quicack render-summary``)."""
+    return Path(out_dir) / f"{artefact_id}.status.json"
+
+
+def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = None if rendered.runs is None else rendered.runs.height
+    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
+    status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n")
+
+
+def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
+    fig = plt.figure(figsize=(6.0, 1.6))
+    text = textwrap.fill(f"{artefact_id} not drawn: the dataset has {missing}.", width=90)
+    fig.text(0.5, 0.55, text, ha="center", va="center", fontsize=8)
+    return fig
 
 
 def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
@@ -80,3 +108,13 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
     tex_path = tables_dir / f"{table_id}.tex"
     tex_path.write_text(pandas_frame.to_latex(index=False) + f"% {footnote}\n")
     return [csv_path, md_path, tex_path]
+
+
+def rendering_summary(status_files: Sequence[Path]) -> tuple[str, int]:
+    """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
+    why; and how many could not."""
+    statuses = sorted((json.loads(Path(f).read_text()) for f in status_files), key=lambda s: s["artefact"])
+    missing = [s for s in statuses if not s["rendered"]]
+    lines = ["quicack rendering summary", "", f"  artefacts: {len(statuses)} ({len(statuses) - len(missing)} drawn, {len(missing)} not drawn)"]
+    lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
+    return "\n".join(lines) + "\n", len(missing)

@@ -9,7 +9,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.metrics.coalescence import coalescence_patterns
-from quicack.metrics.selection import configuration_runs, representative_run
+from quicack.metrics.selection import configuration_runs, representative_run, require_runs
+from quicack.rendered import placeholder_when_missing
 
 CLIENT_SIDE, SERVER_SIDE = "sim_left", "sim_right"
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}
@@ -318,11 +319,13 @@ def _parse_content(content: str) -> list[tuple[str, str]]:
     return parts
 
 
+@placeholder_when_missing
 def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, scenario: str = "noloss") -> Rendered:
     """Per client (rows) and mode (IACK left, WFC right): the handshake datagrams of the usual
     pattern over the ``scenario`` runs, client→server on the upper lane and server→client on the
     lower, each datagram a box split into its QUIC packets (colour = packet type, text = frame
     types); "k/n" under a box when only k of the n runs showed that content."""
+    selected = require_runs(runs.filter(pl.col("scenario") == scenario), f"of scenario '{scenario}'")
     setup_style()
     patterns = coalescence_patterns(runs, packets, frames, scenario)
     clients = sorted(patterns["client_impl"].unique().to_list())
@@ -370,9 +373,10 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: p
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    return Rendered(fig, runs.filter(pl.col("scenario") == scenario), note=f"Scenario '{scenario}'.")
+    return Rendered(fig, selected, note=f"Scenario '{scenario}'.")
 
 
+@placeholder_when_missing
 def imc24_fig01_handshake_timeline(
     handshakes: pl.DataFrame,
     runs: pl.DataFrame,

@@ -14,8 +14,9 @@ import polars as pl
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.metrics import summary
-from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, pto_runs, rtt_sample_runs
+from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, pto_runs, require_runs, rtt_sample_runs
 from quicack.reference import paper_claim_range
+from quicack.rendered import placeholder_when_missing
 
 PTO_SOURCES = {"logged": "first_pto_logged_ms", "recomputed": "first_pto_ms"}
 # The paper's median improvement range over clients and RTTs (§4.1), drawn as a band behind ours.
@@ -53,9 +54,11 @@ def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_fl
     )
 
 
+@placeholder_when_missing
 def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> Rendered:
     """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data;
     left the PTO the clients logged, right the one recomputed from their first RTT sample."""
+    runs = require_runs(pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"])
     setup_style()
     table = pto_improvement_table(handshakes, scenarios)
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
@@ -89,7 +92,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
     axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")
     axes[1].legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
-    return Rendered(fig, pto_runs(handshakes, scenarios), PTO_SOURCES["logged"])
+    return Rendered(fig, runs, PTO_SOURCES["logged"])
 
 
 def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
@@ -105,9 +108,11 @@ def runs_per_client_note(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> str
     return "ok runs per client (n): " + ", ".join(f"{c} {n}" for c, n in table.select("client_impl", "runs").iter_rows()) + "."
 
 
+@placeholder_when_missing
 def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> Rendered:
     """Fig. 11: per client, RTT samples possible (newly acknowledging ACKs) beside the ones the
     implementation exposed in its qlog, 10 MB transfer, WFC."""
+    runs = require_runs(rtt_sample_runs(handshakes, rtt_ms), f"of the 10 MB transfers (scenario 'transfer', WFC) at RTT {rtt_ms:g} ms", "rtt_samples_logged")
     setup_style()
     table = rtt_sample_table(handshakes, rtt_ms)
     clients = table["client_impl"].to_list()
@@ -134,4 +139,4 @@ def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> 
     ax.set_title(f"10 MB transfer, RTT {rtt_ms:g} ms, WFC", fontsize=8)
     ax.legend(fontsize=6.5, loc="upper left")
     fig.tight_layout()
-    return Rendered(fig, rtt_sample_runs(handshakes, rtt_ms), "rtt_samples_logged", runs_per_client_note(handshakes, rtt_ms))
+    return Rendered(fig, runs, "rtt_samples_logged", runs_per_client_note(handshakes, rtt_ms))

@@ -88,7 +88,8 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repet
         paper = papers.get(server, {})
         row["paper_initial"] = paper.get("initial", "not in paper")
         row["paper_handshake"] = paper.get("handshake", "not in paper")
-        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {info['runs']} runs, client {info['clients']}, RTT {info['rtts']} ms"
+        rtt = f"RTT {info['rtts']} ms" if info["rtts"] else "RTT not recorded"
+        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {info['runs']} runs, client {info['clients']}, {rtt}"
         rows.append(row)
     note = (
         "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "

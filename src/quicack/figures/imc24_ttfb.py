@@ -14,8 +14,9 @@ import numpy as np
 import polars as pl
 
 from quicack.figures.common import Rendered, setup_style
-from quicack.metrics.selection import scenario_runs
+from quicack.metrics.selection import require_runs, scenario_runs
 from quicack.metrics.summary import MODES, iack_wfc_runs, mode_difference, summarize
+from quicack.rendered import placeholder_when_missing
 
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
 MODE_COLOR = {"iack": "#1f77b4", "wfc": "#d62728"}
@@ -146,34 +147,41 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
 
 
 def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> Rendered:
-    return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), scenario_runs(handshakes, scenario, rtt_ms), TTFB)
+    runs = require_runs(scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", TTFB)
+    return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), runs, TTFB)
 
 
 def _ttfb_over_rtts(handshakes: pl.DataFrame, scenario: str, title: str) -> Rendered:
-    return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), scenario_runs(handshakes, scenario), TTFB)
+    runs = require_runs(scenario_runs(handshakes, scenario), f"of scenario '{scenario}'", TTFB)
+    return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), runs, TTFB)
 
 
+@placeholder_when_missing
 def imc24_fig05_ttfb_amplification(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 5: no loss, certificate above the anti-amplification limit and Δt before the
     ServerHello (scenario 'amplification')."""
     return _ttfb_at_rtt(handshakes, "amplification", rtt_ms, "No loss, certificate > amplification limit")
 
 
+@placeholder_when_missing
 def imc24_fig06_ttfb_server_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 6: the remaining first server flight is lost (scenario 'drop_server_flight')."""
     return _ttfb_at_rtt(handshakes, "drop_server_flight", rtt_ms, "Remaining first server flight lost")
 
 
+@placeholder_when_missing
 def imc24_fig07_ttfb_client_flight_loss(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> Rendered:
     """Fig. 7: the second client flight is lost (scenario 'drop_client_flight')."""
     return _ttfb_at_rtt(handshakes, "drop_client_flight", rtt_ms, "Second client flight lost")
 
 
+@placeholder_when_missing
 def imc24_fig12_ttfb_server_flight_loss_rtts(handshakes: pl.DataFrame) -> Rendered:
     """Fig. 12: remaining first server flight lost, every RTT in the data."""
     return _ttfb_over_rtts(handshakes, "drop_server_flight", "Remaining first server flight lost")
 
 
+@placeholder_when_missing
 def imc24_fig13_ttfb_client_flight_loss_rtts(handshakes: pl.DataFrame) -> Rendered:
     """Fig. 13: second client flight lost, every RTT in the data."""
     return _ttfb_over_rtts(handshakes, "drop_client_flight", "Second client flight lost")

@@ -11,6 +11,25 @@ import polars as pl
 from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs
 
+
+class MissingData(LookupError):
+    """The dataset does not hold what an artefact is drawn from (a scenario, a test case, a metric); the
+    message says what. A render function raises it before drawing; the artefact becomes a placeholder that
+    says so, and the pipeline goes on (``strict: true`` turns it into a failure)."""
+
+
+def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None) -> pl.DataFrame:
+    """``runs`` unchanged when at least one is ok (with ``metric`` measured, if given), else MissingData
+    naming ``what`` was looked for."""
+    usable = runs.filter(pl.col("status") == "ok")
+    if metric is not None:
+        usable = usable.filter(pl.col(metric).is_not_null())
+    if usable.is_empty():
+        measured = f" with {metric}" if metric is not None else ""
+        raise MissingData(f"no ok run{measured} {what} ({runs.height} runs of it in the dataset)")
+    return runs
+
+
 # Scenarios whose emulated loss (if any) comes after the client's first RTT sample: the server's
 # ACK of the ClientHello reaches the client before the second client flight is sent and lost.
 FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
@@ -36,7 +55,7 @@ def representative_run(handshakes: pl.DataFrame, client: str, scenario: str, mod
         (pl.col("mode") == mode) & (pl.col("status") == "ok") & pl.col(metric).is_not_null()
     )
     if runs.is_empty():
-        raise ValueError(f"no ok run with {metric} for {client}/{scenario}/{mode}/{rtt_ms} ms")
+        raise MissingData(f"no ok run with {metric} of client {client}, scenario '{scenario}', {mode.upper()}, RTT {rtt_ms:g} ms")
     median = runs[metric].median()
     return runs.with_columns((pl.col(metric) - median).abs().alias("distance")).sort("distance", "repetition")["run_id"][0]
 
