@@ -8,11 +8,12 @@ import polars as pl
 from matplotlib.patches import Patch, Rectangle
 
 from quicack.figures.common import Rendered, setup_style
+from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
 
-CLIENT_SIDE, SERVER_SIDE = "sim_left", "sim_right"
+CLIENT_SIDE, SERVER_SIDE = SIM_LEFT, SIM_RIGHT
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}
 RECEIVER = {"c2s": SERVER_SIDE, "s2c": CLIENT_SIDE}
 PACKET_NAMES = {"initial": "Initial", "handshake": "Handshake", "1rtt": "1-RTT", "0rtt": "0-RTT", "retry": "Retry"}

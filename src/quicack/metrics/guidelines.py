@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.layout.vantage import SIM_LEFT
 from quicack.metrics.summary import iack_wfc_runs, mode_difference
 
 # A margin below this is within run-to-run jitter of the testbed: reported as a tie.
@@ -78,7 +79,7 @@ CONDITION_COLUMNS = (SERVER_FLIGHT_LOST, CLIENT_FLIGHT_LOST, SHORT_DELAY, LONG_D
 # RFC 9000 §8.1: before validating the address a server sends at most 3× the bytes it received.
 AMPLIFICATION_FACTOR = 3
 MIN_INITIAL_DATAGRAM_BYTES = 1200
-CLIENT_SIDE = "sim_left"
+CLIENT_SIDE = SIM_LEFT
 # The client's first flight (one or two datagrams) leaves in one burst (as in metrics.handshake).
 FIRST_FLIGHT_BURST_MS = 1.0
 

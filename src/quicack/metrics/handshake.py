@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.layout.vantage import SIM_LEFT
 from quicack.metrics.pto import pto_counts_logged, retransmission_summary
 from quicack.schema import HANDSHAKE_RUNS
 
-CLIENT_SIDE = "sim_left"
+CLIENT_SIDE = SIM_LEFT
 # The client's first flight (one or two datagrams: a ClientHello beyond 1200 bytes is split) leaves
 # in one burst; anything the client sends later without having heard from the server is a probe.
 FIRST_FLIGHT_BURST_MS = 1.0

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import polars as pl
 
-SENDER_SIDE = {"c2s": "sim_left", "s2c": "sim_right"}
-RECEIVER_SIDE = {"c2s": "sim_right", "s2c": "sim_left"}
+from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
+
+SENDER_SIDE = {"c2s": SIM_LEFT, "s2c": SIM_RIGHT}
+RECEIVER_SIDE = {"c2s": SIM_RIGHT, "s2c": SIM_LEFT}
 # A probe sent this long after the last datagram from the peer is timer driven, not ACK driven.
 TIMER_GAP_MS = 2.0
 # Probe packets closer than this to the previous one belong to the same PTO expiry (RFC 9002

@@ -13,6 +13,7 @@ import json
 import polars as pl
 
 from quicack import recovery
+from quicack.layout.vantage import CLIENT, SIM_LEFT
 from quicack.schema import RTT_SAMPLES
 
 ACK_FRAME_TYPES = ("ack", "ack_ecn")
@@ -23,7 +24,7 @@ def endpoint_inputs(
 ) -> tuple[list[recovery.SentPacket], list[recovery.AckReceived]]:
     """Sent packets and received ACK frames of one endpoint, as the recovery module wants them."""
     sent_event, received_event = ("sent", "received") if source == "qlog" else ("captured", "captured")
-    own_direction = "c2s" if vantage in ("client", "sim_left") else "s2c"
+    own_direction = "c2s" if vantage in (CLIENT, SIM_LEFT) else "s2c"
     key = (pl.col("run_id") == run_id) & (pl.col("vantage") == vantage) & (pl.col("source") == source)
     sent_rows = packets.filter(
         key & (pl.col("event") == sent_event) & (pl.col("direction") == own_direction) & pl.col("packet_number").is_not_null()

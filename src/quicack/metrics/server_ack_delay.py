@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import polars as pl
 
-VANTAGE_PREFERENCE = ("sim_right", "sim_left")
+from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
+
+VANTAGE_PREFERENCE = (SIM_RIGHT, SIM_LEFT)
 SPACES = ("initial", "handshake")
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.layout.vantage import SIM_LEFT
+
 REQUEST_STREAM_ID = 0
 # Client-side capture point of the emulated link (the client's own qlog is the other source).
-CLIENT_CAPTURE_VANTAGE = "sim_left"
+CLIENT_CAPTURE_VANTAGE = SIM_LEFT
 
 
 def request_stream_frames(frames: pl.DataFrame) -> pl.DataFrame:
