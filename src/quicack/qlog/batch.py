@@ -14,7 +14,7 @@ import polars as pl
 
 from quicack.schema import METRICS_LOGGED, PACKETS
 
-from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, Connection, _int, _num
+from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, TraceConnection, _int, _num
 
 PACKET_DTYPES = {
     "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
@@ -34,7 +34,7 @@ assert tuple(PACKET_DTYPES) == PACKET_COLUMNS and tuple(FRAME_DTYPES) == FRAME_C
 assert tuple(METRIC_DTYPES) == METRIC_COLUMNS
 
 class Merged:
-    """Flat rows (see ``normalize.Connection``) of several connections plus, per connection, its attributes and
+    """Flat rows (see ``normalize.TraceConnection``) of several connections plus, per connection, its attributes and
     row count."""
 
     def __init__(self, dtypes: dict[str, Any]) -> None:
@@ -42,10 +42,10 @@ class Merged:
         self.width = len(dtypes)
         self.flat: list[Any] = []
         self.lengths: list[int] = []
-        self.conns: list[Connection] = []
+        self.conns: list[TraceConnection] = []
         self.sanitized = False
 
-    def add(self, conn: Connection, flat: list[Any]) -> None:
+    def add(self, conn: TraceConnection, flat: list[Any]) -> None:
         if flat:
             if len(flat) % self.width:
                 raise ValueError(f"flat rows of {len(flat)} values are not rows of {self.width}")  # a bug, not input

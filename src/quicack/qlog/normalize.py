@@ -184,7 +184,7 @@ _ABSENT: Any = object()
 
 
 @dataclass
-class Connection:
+class TraceConnection:
     """State of one connection (one trace, or one group_id inside a trace) while its events stream by.
 
     Rows are buffered flat, row after row, each in the order of PACKET_COLUMNS / FRAME_COLUMNS / METRIC_COLUMNS:

@@ -27,7 +27,7 @@ from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PAC
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
 from .detect import JSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
 from .normalize import (
-    Connection,
+    TraceConnection,
     event_kind,
 )
 from .profiles import profile_for
@@ -72,7 +72,7 @@ class _FileReader:
         self.vantage_arg = vantage
         self.batch_events = max(1, batch_events)
         self.issues: list[dict[str, Any]] = []
-        self.conns: dict[tuple[int, str | None], Connection] = {}
+        self.conns: dict[tuple[int, str | None], TraceConnection] = {}
         self.dirty: dict[tuple[int, str | None], None] = {}  # connections with buffered rows, in first-seen order
         self.used_run_ids: set[str] = set()
         self.repeats: dict[str, int] = {}
@@ -254,7 +254,7 @@ class _FileReader:
             group_is_connection=profile_for(impl, time_units).group_id_per_event_is_connection,
         )
 
-    def _connection(self, trace: Trace, group: str | None) -> Connection:
+    def _connection(self, trace: Trace, group: str | None) -> TraceConnection:
         key = (trace.index, group)
         conn = self.conns.get(key)
         if conn is not None:
@@ -273,7 +273,7 @@ class _FileReader:
                 self.repeats[base] = n
         self.used_run_ids.add(run_id)
         d = self.dialect
-        conn = Connection(
+        conn = TraceConnection(
             run_id=run_id,
             group_id=group,
             vantage=trace.vantage,
@@ -286,7 +286,7 @@ class _FileReader:
         self.conns[key] = conn
         return conn
 
-    def _resolve_reference(self, trace: Trace, conn: Connection, first_t: float) -> None:
+    def _resolve_reference(self, trace: Trace, conn: TraceConnection, first_t: float) -> None:
         """Absolute time of trace time 0, from reference_time or from absolute event times."""
         if not trace.ref_resolved:
             trace.ref_resolved = True
@@ -411,7 +411,7 @@ class _FileReader:
             events=n,
         )
 
-    def _fallback_origin(self, conn: Connection) -> None:
+    def _fallback_origin(self, conn: TraceConnection) -> None:
         what = "first sent Initial" if conn.vantage == "client" else "first received Initial"
         if conn.first_packet_t is not None:
             conn.origin_t = conn.first_packet_t

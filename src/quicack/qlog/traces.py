@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .normalize import Connection
+from .normalize import TraceConnection
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Trace:
     ref_abs_ns: int | None = None
     ref_resolved: bool = False
     last_t: float = 0.0
-    conn: Connection | None = None  # the connection of events without their own group_id
+    conn: TraceConnection | None = None  # the connection of events without their own group_id
     group_is_connection: bool = True  # False: per-event group_id values do not split connections (quinn)
 
 
