@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from quicack.pcap.cli import OUTPUT_TABLES, pcap_command, write_capture_parquet
-from quicack.pcap.decode import CaptureDecoder, decode_capture, vantage_from_path
+from quicack.pcap.decode import CaptureDecoder, decode_capture
 from quicack.pcap.keylog import load_keylogs
 from quicack.pcap.reader import UdpDatagram, read_udp
 from quicack.schema import TABLES
@@ -110,10 +110,10 @@ def test_ack_frames_have_ranges_and_delay() -> None:
     )
 
 
-def test_vantage_names() -> None:
-    assert vantage_from_path(Path("run/sim/trace_node_left.pcap")) == "sim_left"
-    assert vantage_from_path(Path("run/sim/trace_node_right.pcap.gz")) == "sim_right"
-    assert vantage_from_path(Path("run/sim/loopback.pcap")) == "loopback"
+def test_the_capture_point_names_the_vantage() -> None:
+    """Without a vantage given, rows say where the capture was taken (quicack.layout.capture_point)."""
+    batches = list(decode_capture(DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"))
+    assert set(pl.concat([b.packets for b in batches])["vantage"]) == {"aioquic_sll"}
 
 
 def test_cli_writes_the_contract_and_prints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

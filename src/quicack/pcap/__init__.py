@@ -14,7 +14,7 @@ from __future__ import annotations
 
 # Names are imported on first use: `quicack --help` (which registers this subcommand) and
 # `python -m quicack.pcap.cli --help` must not pay for polars and the decoder.
-_DECODE_NAMES = ("CaptureBatch", "decode_capture", "vantage_from_path")
+_DECODE_NAMES = ("CaptureBatch", "decode_capture")
 _CLI_NAMES = ("add_subparser", "pcap_command", "write_capture_parquet")
 
 

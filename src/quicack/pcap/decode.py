@@ -13,13 +13,13 @@ DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
+from quicack.layout import capture_point
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
 
 from .connection import C2S, S2C, Connection, Endpoint
@@ -70,13 +70,6 @@ def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
             return size
         position = payload.find(dcid, position + 1)
     return None
-
-
-def vantage_from_path(path: Path) -> str:
-    """Capture point name: the testbed's router captures are sim_left / sim_right, else the file stem."""
-    stem = path.name.split(".")[0]
-    match = re.fullmatch(r"trace_node_(left|right)", stem)
-    return f"sim_{match.group(1)}" if match else stem
 
 
 @dataclass
@@ -791,7 +784,7 @@ def decode_capture(
         [] if keylog is None else [Path(keylog)] if isinstance(keylog, (str, Path)) else [Path(p) for p in keylog]
     )
     secrets = load_keylogs(keylog_paths)
-    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or vantage_from_path(path), str(path))
+    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path))
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
     issues = decoder.issues
