@@ -56,7 +56,7 @@ def test_batches_are_bounded_by_batch_events(tmp_path: Path):
 
 def test_write_parquet_streams_batches_into_row_groups(tmp_path: Path):
     p = _long_log(tmp_path, 30)
-    s = write_qlog_parquet([p], tmp_path / "out", run_id_for=lambda _: "r", batch_events=1_000)
+    s = write_qlog_parquet([p], tmp_path / "out", run_id_for=lambda _: "r", batch_events=1_000, row_group_rows=1_000)
     packets = pl.read_parquet(tmp_path / "out" / "packets.parquet")
     assert packets.height == s.rows["packets"] and s.rows["endpoints"] == 1
     import pyarrow.parquet as pq

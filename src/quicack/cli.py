@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from quicack import pipeline, recovery, store
 from quicack.layout import group_from_key
@@ -22,7 +21,6 @@ from quicack.pcap import cli as pcap_cli
 from quicack.schema import TABLES
 
 DEFAULT_DB = Path("results/sample/quicack.duckdb")
-QLOG_OUTPUT_TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues", "rtt_samples")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,40 +90,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def _qlog(args: argparse.Namespace) -> int:
     from quicack.metrics.rtt import recompute_rtt_samples
-    from quicack.qlog import read_qlog
+    from quicack.qlog import FileSummary, write_qlog_parquet
+
+    readable = 0
+
+    def report(file: FileSummary) -> None:
+        nonlocal readable
+        rows = file.rows
+        readable += rows["packets"] > 0 or rows["metrics_logged"] > 0
+        print(
+            f"{file.path}: {file.dialect or '?'}, {file.connections} connection(s), {rows['packets']} packets, "
+            f"{rows['frames']} frames, {rows['metrics_logged']} metrics updates, "
+            f"{rows['rtt_samples']} RTT samples recomputed, {rows['ingest_issues']} issue(s) ({file.errors} errors)"
+        )
 
     files = _expand_qlog_paths(args.paths)
-    args.out.mkdir(parents=True, exist_ok=True)
-    writers: dict[str, pq.ParquetWriter] = {}
-    readable = 0
-    try:
-        for path in files:
-            result = read_qlog(path, run_id=_run_id_for(path), vantage=None)
-            rtt = recompute_rtt_samples(result.packets, result.frames, result.endpoints)
-            tables = {
-                "packets": result.packets,
-                "frames": result.frames,
-                "metrics_logged": result.metrics_logged,
-                "endpoints": result.endpoints,
-                "ingest_issues": result.ingest_issues,
-                "rtt_samples": rtt,
-            }
-            for name, frame in tables.items():
-                _append(writers, args.out, name, frame)
-            errors = result.ingest_issues.filter(pl.col("severity") == "error").height
-            readable += result.packets.height > 0 or result.metrics_logged.height > 0
-            dialect = result.endpoints["dialect"].first() if result.endpoints.height else "?"
-            print(
-                f"{path}: {dialect}, {result.endpoints.height} connection(s), {result.packets.height} packets, "
-                f"{result.frames.height} frames, {result.metrics_logged.height} metrics updates, "
-                f"{rtt.height} RTT samples recomputed, {result.ingest_issues.height} issue(s) ({errors} errors)"
-            )
-        for name in QLOG_OUTPUT_TABLES:
-            if name not in writers:
-                _append(writers, args.out, name, TABLES[name].empty())
-    finally:
-        for writer in writers.values():
-            writer.close()
+    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report)
     if not files:
         print("no qlog files found", file=sys.stderr)
     return 0 if readable else 1
@@ -146,13 +126,6 @@ def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def _append(writers: dict[str, pq.ParquetWriter], out: Path, name: str, frame: pl.DataFrame) -> None:
-    arrow = TABLES[name].conform(frame).to_arrow()
-    if name not in writers:
-        writers[name] = pq.ParquetWriter(out / f"{name}.parquet", arrow.schema, compression="zstd")
-    writers[name].write_table(arrow)
 
 
 def _sql(args: argparse.Namespace) -> int:

@@ -10,34 +10,128 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
-from quicack.schema import TABLES, Table
+from quicack.schema import TABLES
+
+# duckdb and pyarrow are imported where they are used: `quicack pcap` on one small capture then starts
+# without them (pyarrow with numpy alone costs ~0.15 s).
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow.parquet as pq
 
 # Parquet settings fixed so that two runs on the same input give identical files.
 _PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "statistics": True}
+# Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
+# overhead is small, small enough that the rows waiting for one stay a few MB.
+ROW_GROUP_ROWS = 65_536
 
 
-def write_table(table: Table, frame: pl.DataFrame, path: Path) -> Path:
-    """Write ``frame`` conformed to ``table`` to ``path`` (parents created)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Written aside, then renamed: a reader never sees a half-written file, and a published snapshot's hard
-    # link (quicack.publish) keeps the old content instead of seeing this one being written into it.
-    partial = path.with_name(path.name + ".partial")
-    table.conform(frame).write_parquet(partial, **_PARQUET_OPTIONS)
-    os.replace(partial, path)
-    return path
+class TableWriter:
+    """Streams frames of contract tables into one Parquet file per table, one row group per frame.
+
+    The one writer of the package: the pipeline's parts, ``quicack pcap`` and ``quicack qlog`` use it.
+    Memory is one frame per table, whatever the number of frames. Each file is written aside and renamed into
+    place by ``close`` (a reader never sees a half-written file, and a published snapshot's hard link, see
+    ``quicack.publish``, keeps the old content instead of seeing the new one written into it); every table
+    given gets a file, an empty one if no rows came, so that a job always leaves the same outputs behind.
+    Leaving the ``with`` block on an exception removes the partial files and publishes nothing.
+    """
+
+    def __init__(self, paths: dict[str, Path], row_group_rows: int = ROW_GROUP_ROWS) -> None:
+        self.paths = {name: Path(path) for name, path in paths.items()}
+        self.rows = dict.fromkeys(self.paths, 0)
+        self.row_group_rows = row_group_rows
+        # Frames wait here until a row group's worth has come: many small frames (one per qlog file) would
+        # otherwise each cost a row group's overhead. A table that never fills one (most run groups and
+        # captures) is written by polars alone at close; pyarrow's appending writer opens at the first flush.
+        self._pending: dict[str, list[pl.DataFrame]] = {name: [] for name in self.paths}
+        self._pending_rows = dict.fromkeys(self.paths, 0)
+        self._writers: dict[str, pq.ParquetWriter] = {}
+
+    @classmethod
+    def in_folder(cls, folder: Path, names: Iterable[str], row_group_rows: int = ROW_GROUP_ROWS) -> TableWriter:
+        """``folder/<table>.parquet`` for each table (the command-line tools' output)."""
+        return cls({name: Path(folder) / f"{name}.parquet" for name in names}, row_group_rows)
+
+    @classmethod
+    def part(cls, parquet_root: Path, names: Iterable[str], part: str) -> TableWriter:
+        """``parquet_root/<table>/<part>.parquet`` for each table (the pipeline's output of one run group)."""
+        return cls({name: Path(parquet_root) / name / f"{part}.parquet" for name in names})
+
+    def write(self, name: str, frame: pl.DataFrame) -> None:
+        """Append ``frame`` (conformed to the contract) to table ``name``; empty frames cost nothing."""
+        if not frame.height:
+            return
+        self._pending[name].append(TABLES[name].conform(frame))
+        self.rows[name] += frame.height
+        self._pending_rows[name] += frame.height
+        if self._pending_rows[name] >= self.row_group_rows:
+            self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        import pyarrow.parquet as pq
+
+        frame = pl.concat(self._pending[name], how="vertical").to_arrow()
+        self._pending[name], self._pending_rows[name] = [], 0
+        writer = self._writers.get(name)
+        if writer is None:
+            writer = pq.ParquetWriter(
+                self._partial(name), frame.schema, compression="zstd", compression_level=3, write_statistics=True
+            )
+            self._writers[name] = writer
+        writer.write_table(frame)
+
+    def close(self) -> dict[str, int]:
+        """Finish every file and rename it into place; return the rows written per table."""
+        for name, path in self.paths.items():
+            partial = self._partial(name)
+            if name in self._writers:
+                if self._pending[name]:
+                    self._flush(name)
+                self._writers.pop(name).close()
+            else:
+                pending = self._pending.pop(name)
+                frame = pl.concat(pending, how="vertical") if pending else TABLES[name].empty()
+                frame.write_parquet(partial, **_PARQUET_OPTIONS)
+            os.replace(partial, path)
+        return dict(self.rows)
+
+    def abandon(self) -> None:
+        """Drop what was written so far; the files in place (if any) stay as they were."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+        self._pending.clear()
+        for name in self.paths:
+            self._partial(name).unlink(missing_ok=True)
+
+    def _partial(self, name: str) -> Path:
+        path = self.paths[name]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.with_name(path.name + ".partial")
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abandon()
 
 
 def write_tables(frames: dict[str, pl.DataFrame], parquet_root: Path, part: str) -> list[Path]:
-    """Write one part of several tables: ``parquet_root/<table>/<part>.parquet`` each.
-
-    Every table named in ``frames`` gets a file, even an empty one, so that a run group
-    always leaves the same set of outputs behind.
-    """
-    return [write_table(TABLES[name], frame, parquet_root / name / f"{part}.parquet") for name, frame in frames.items()]
+    """Write one part of several tables: ``parquet_root/<table>/<part>.parquet`` each (empty files included)."""
+    with TableWriter.part(parquet_root, frames, part) as writer:
+        for name, frame in frames.items():
+            writer.write(name, frame)
+    return list(writer.paths.values())
 
 
 def read_table(parquet_root: Path, name: str, parts: Iterable[str] | None = None) -> pl.DataFrame:
@@ -68,6 +162,8 @@ def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path)
     root with the DuckDB CLI and keeps working when the checkout moves; ``connect`` sets the search path for
     Python users anywhere.
     """
+    import duckdb
+
     db_path.parent.mkdir(parents=True, exist_ok=True)
     db_path.unlink(missing_ok=True)
     root = Path(repo_root).resolve()
@@ -117,6 +213,8 @@ def _quote(identifier: str) -> str:
 def connect(db_path: Path, repo_root: Path | None = None, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """Open the database from anywhere: the views' relative paths resolve against ``repo_root``
     (default: the folder holding ``results/``)."""
+    import duckdb
+
     db_path = Path(db_path).resolve()
     root = repo_root if repo_root is not None else _guess_repo_root(db_path)
     con = duckdb.connect(str(db_path), read_only=read_only)

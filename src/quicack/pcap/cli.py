@@ -1,6 +1,6 @@
 """`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like listing.
 
-The lead's `quicack` command wires this in through `add_subparser(subparsers)` (or calls `pcap_command(argv)`).
+The `quicack` command wires this in through `add_subparser(subparsers)`; `pcap_command(argv)` runs it alone.
 """
 
 from __future__ import annotations
@@ -11,64 +11,24 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-# polars, pyarrow and the decoder are imported where they are used, not here: `--help` and the lead's
+# polars, pyarrow and the decoder are imported where they are used, not here: `--help` and the
 # `quicack` command (which only registers this subcommand) then start in milliseconds.
 if TYPE_CHECKING:
-    import pyarrow.parquet as pq
-
     from .decode import CaptureBatch
 
 OUTPUT_TABLES = ("datagrams", "packets", "frames", "ingest_issues")
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
-    """Stream batches into DIR/<table>.parquet (one row group per batch); return rows written per table.
+    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.store.TableWriter`);
+    return the rows written per table."""
+    from quicack.store import TableWriter
 
-    A capture of one batch (up to DEFAULT_BATCH_ROWS rows, e.g. a 10 MB transfer) is written by polars alone;
-    pyarrow's ParquetWriter, which appends row groups to an open file, is imported only when a second batch
-    comes. That saves pyarrow's import (with numpy, ~0.15 s) for every small capture, and large captures keep
-    constant memory.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    writers: dict[str, pq.ParquetWriter] = {}
-    counts = dict.fromkeys(OUTPUT_TABLES, 0)
-    first: CaptureBatch | None = None
-    try:
+    with TableWriter.in_folder(out_dir, OUTPUT_TABLES) as writer:
         for batch in batches:
-            if first is None:
-                first = batch
-                continue
-            if not writers:
-                import pyarrow.parquet as pq
-
-                for name in OUTPUT_TABLES:
-                    schema = getattr(first, name).to_arrow().schema
-                    writers[name] = pq.ParquetWriter(out_dir / f"{name}.parquet", schema, compression="zstd")
-                _append(writers, first, counts)
-            _append(writers, batch, counts)
-    finally:
-        for writer in writers.values():
-            writer.close()
-    if not writers:
-        if first is None:  # no batch at all: (empty) files with the contract's schema
-            from quicack.schema import TABLES
-
             for name in OUTPUT_TABLES:
-                TABLES[name].empty().write_parquet(out_dir / f"{name}.parquet")
-        else:
-            for name in OUTPUT_TABLES:
-                frame = getattr(first, name)
-                frame.write_parquet(out_dir / f"{name}.parquet", compression="zstd")
-                counts[name] = frame.height
-    return counts
-
-
-def _append(writers: dict[str, pq.ParquetWriter], batch: CaptureBatch, counts: dict[str, int]) -> None:
-    for name in OUTPUT_TABLES:
-        frame = getattr(batch, name)
-        if frame.height:
-            writers[name].write_table(frame.to_arrow())
-        counts[name] += frame.height
+                writer.write(name, getattr(batch, name))
+    return writer.rows
 
 
 def format_packets(batch: CaptureBatch) -> Iterator[str]:

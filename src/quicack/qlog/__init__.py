@@ -8,11 +8,12 @@ and ``ingest_issues`` rows; ``write_qlog_parquet`` streams many files into Parqu
 
 from .detect import Dialect, detect_dialect
 from .discover import discover_qlogs
-from .parquet import IngestSummary, write_qlog_parquet
+from .parquet import FileSummary, IngestSummary, write_qlog_parquet
 from .reader import QlogBatch, QlogResult, iter_qlog, read_qlog
 
 __all__ = [
     "Dialect",
+    "FileSummary",
     "IngestSummary",
     "QlogBatch",
     "QlogResult",

@@ -7,13 +7,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
-from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, Table
+from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
+from quicack.store import ROW_GROUP_ROWS, TableWriter
 
 from .reader import STAGE, iter_qlog
 
 TABLES: tuple[Table, ...] = (PACKETS, FRAMES, METRICS_LOGGED, ENDPOINTS, INGEST_ISSUES)
+
+# What turns one file's sent packets, ACK frames and endpoints into rtt_samples rows (quicack.metrics.rtt's
+# recompute_rtt_samples; passed in, because the metrics build on this reader, not the other way round).
+RttDeriver = Callable[[pl.DataFrame, pl.DataFrame, pl.DataFrame], pl.DataFrame]
+
+
+@dataclass
+class FileSummary:
+    """What one qlog file gave."""
+
+    path: Path
+    dialect: str | None = None
+    connections: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
 
 
 @dataclass
@@ -37,19 +52,22 @@ def write_qlog_parquet(
     run_id_for: Callable[[Path], str],
     vantage_for: Callable[[Path], str | None] | None = None,
     batch_events: int = 50_000,
+    rtt_samples: RttDeriver | None = None,
+    on_file: Callable[[FileSummary], None] | None = None,
+    row_group_rows: int = ROW_GROUP_ROWS,
 ) -> IngestSummary:
     """Read every qlog in ``paths`` and write ``out_dir/<table>.parquet`` for packets, frames, metrics_logged,
-    endpoints and ingest_issues. Batches are written as Parquet row groups as they come, so peak memory is one
-    batch (JSON-SEQ / NDJSON) or one file (JSON documents), independent of the total input size.
+    endpoints and ingest_issues (and rtt_samples when ``rtt_samples`` derives them). Batches are written as
+    Parquet row groups as they come, so peak memory is one batch (JSON-SEQ / NDJSON) or one file (JSON
+    documents) plus the rows waiting for a row group (``row_group_rows``), independent of the total input size; for rtt_samples a file's sent packets and ACK frames
+    wait until its end. ``on_file`` hears what each file gave.
 
     No paths at all is reported as an ``ingest_issues`` row (an empty folder or a run without qlog).
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     summary = IngestSummary()
-    schemas = {t.name: t.empty().to_arrow().schema for t in TABLES}
-    writers = {t.name: pq.ParquetWriter(out_dir / f"{t.name}.parquet", schemas[t.name]) for t in TABLES}
-    try:
+    names = [t.name for t in TABLES] + ([RTT_SAMPLES.name] if rtt_samples else [])
+    with TableWriter.in_folder(out_dir, names, row_group_rows) as writer:
         for path in paths:
             path = Path(path)
             summary.files += 1
@@ -58,26 +76,39 @@ def write_qlog_parquet(
             except OSError:
                 pass
             vantage = vantage_for(path) if vantage_for else None
+            rows_before = dict(writer.rows)
+            file_summary = FileSummary(path)
+            sent_packets: list[pl.DataFrame] = []
+            ack_frames: list[pl.DataFrame] = []
             for batch in iter_qlog(path, run_id_for(path), vantage, batch_events=batch_events):
                 summary.events += batch.events
                 for t in TABLES:
-                    df = getattr(batch, t.name)
-                    if df.height:
-                        writers[t.name].write_table(df.to_arrow().cast(schemas[t.name]))
-                        summary.rows[t.name] += df.height
+                    writer.write(t.name, getattr(batch, t.name))
+                file_summary.errors += batch.ingest_issues.filter(pl.col("severity") == "error").height
+                if batch.endpoints.height:
+                    file_summary.connections += batch.endpoints.height
+                    file_summary.dialect = batch.endpoints["dialect"].first()
+                if rtt_samples:
+                    sent_packets.append(batch.packets.filter(pl.col("event") == "sent"))
+                    ack_frames.append(batch.frames.filter(pl.col("ack_ranges").is_not_null()))
+                    if batch.endpoints.height:
+                        writer.write(
+                            RTT_SAMPLES.name,
+                            rtt_samples(pl.concat(sent_packets), pl.concat(ack_frames), batch.endpoints),
+                        )
+            file_summary.rows = {name: writer.rows[name] - rows_before[name] for name in names}
+            if on_file:
+                on_file(file_summary)
         if summary.files == 0:
             issue = pl.DataFrame(
                 [{"path": str(out_dir), "run_id": None, "stage": STAGE, "severity": "error",
                   "message": "no qlog files to read (empty folder or a run without qlog output)"}],
                 schema=INGEST_ISSUES.schema,
             )
-            writers["ingest_issues"].write_table(issue.to_arrow().cast(schemas["ingest_issues"]))
-            summary.rows["ingest_issues"] += 1
-    finally:
-        for name, w in writers.items():
-            w.close()
-            summary.outputs[name] = out_dir / f"{name}.parquet"
+            writer.write("ingest_issues", issue)
+    summary.rows = {t.name: writer.rows[t.name] for t in TABLES}
+    summary.outputs = dict(writer.paths)
     return summary
 
 
-__all__ = ["IngestSummary", "write_qlog_parquet"]
+__all__ = ["FileSummary", "IngestSummary", "write_qlog_parquet"]
