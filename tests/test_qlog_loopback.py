@@ -58,7 +58,7 @@ def test_real_loopback_detection_counts_and_origin(run, vantage, impl, dialect):
     initials = r.packets.filter((pl.col("packet_type") == "initial") & (pl.col("event") == first))
     assert initials["time_ms"][0] == 0.0 and r.packets["time_ms"].min() >= 0.0
     for ranges in r.frames.filter(pl.col("frame_type") == "ack")["ack_ranges"].drop_nulls():
-        rs = json.loads(ranges)
+        rs = [(r["low"], r["high"]) for r in ranges]
         assert all(lo <= hi for lo, hi in rs) and rs == sorted(rs, key=lambda x: -x[1])
 
 

@@ -57,6 +57,21 @@ F = pl.Float64
 I = pl.Int64  # noqa: E741 - short alias keeps the table definitions readable
 B = pl.Boolean
 
+# frames.ack_ranges: every acknowledged range of an ACK frame, highest first, as SQL can unnest it.
+ACK_RANGE = pl.Struct({"low": I, "high": I})
+ACK_RANGES = pl.List(ACK_RANGE)
+
+
+def ack_ranges_from_json(column: str) -> pl.Expr:
+    """The producers' text form of ACK ranges, JSON ``[[low, high], ...]``, as the contract's ACK_RANGES.
+
+    Both readers (captures and qlogs) build the text per frame, which costs far less in Python than
+    building structs; polars turns it into lists of structs for a whole batch at once.
+    """
+    pairs = pl.col(column).str.json_decode(pl.List(pl.List(I)))
+    return pairs.list.eval(pl.struct(low=pl.element().list.get(0), high=pl.element().list.get(1))).alias(column)
+
+
 RUN_ID = Column("run_id", S, "Identifier of the measured connection: <server>_<client>/<testcase>/<repetition> within the dataset.")
 SOURCE = Column("source", S, "Where the row comes from: 'pcap' (packet capture) or 'qlog' (implementation log).")
 VANTAGE_PKT = Column(
@@ -66,6 +81,13 @@ VANTAGE_PKT = Column(
     "the emulated link, 'sim_right' = server side, else the capture file's stem).",
 )
 DIRECTION = Column("direction", S, "'c2s' (client to server) or 's2c' (server to client).")
+CONNECTION_ODCID = Column(
+    "connection_odcid",
+    S,
+    "pcap: the connection the row belongs to, named by the Destination Connection ID of its first client Initial "
+    "(hex; the first long header's DCID when the capture missed that Initial); tells apart connections of one capture, "
+    "which share packet numbers. qlog: null (the trace is the connection).",
+)
 TIME_MS = Column("time_ms", F, "Milliseconds since the first client Initial of this connection at this vantage point.")
 PN_SPACE = Column("pn_space", S, "Packet number space: 'initial', 'handshake' or 'appdata' (0-RTT and 1-RTT).")
 PACKET_NUMBER = Column("packet_number", I, "QUIC packet number (full, decoded).")
@@ -115,6 +137,7 @@ DATAGRAMS = Table(
     (
         RUN_ID,
         VANTAGE_PKT,
+        CONNECTION_ODCID,
         DIRECTION,
         Column("datagram_index", I, "1-based index of the datagram per direction in this capture, as the QUIC Interop Runner droplist counts."),
         TIME_MS,
@@ -133,6 +156,7 @@ PACKETS = Table(
         RUN_ID,
         SOURCE,
         VANTAGE_PKT,
+        CONNECTION_ODCID,
         DIRECTION,
         Column("event", S, "'sent' or 'received' (qlog), 'captured' (pcap)."),
         TIME_MS,
@@ -150,7 +174,7 @@ PACKETS = Table(
         Column("header_bytes", I, "QUIC header bytes (including the packet number)."),
         Column("aead_tag_bytes", I, "AEAD authentication tag bytes (16 for QUIC v1/v2 AEADs)."),
         Column("ack_eliciting", B, "True if the packet carries a frame other than ACK, PADDING or CONNECTION_CLOSE."),
-        Column("decrypted", B, "True if the payload was decrypted (pcap) or its frames were logged (qlog)."),
+        Column("decrypted", B, "True if the payload was decrypted (pcap) or its frames were logged (qlog); null for datagram_padding rows (nothing to decrypt)."),
         Column("frames_logged", B, "False when the source logs packet headers without frames (e.g. quinn): ack_eliciting is then unknown."),
         Column("frames_complete", B, "pcap: False when frame decoding stopped at an unknown frame type (the rest of the packet is one 'unknown' frame)."),
     ),
@@ -163,9 +187,11 @@ FRAMES = Table(
         RUN_ID,
         SOURCE,
         VANTAGE_PKT,
+        CONNECTION_ODCID,
         DIRECTION,
         Column("event", S, "'sent', 'received' or 'captured', as for the carrying packet."),
         TIME_MS,
+        Column("datagram_index", I, "Index of the carrying datagram, as packets.datagram_index (pcap: per direction, 1-based; qlog: null)."),
         PN_SPACE,
         PACKET_NUMBER,
         Column("frame_index", I, "0-based position of the frame in its packet."),
@@ -174,7 +200,7 @@ FRAMES = Table(
         Column("ack_delay_ms", F, "ACK frames: ACK Delay field in milliseconds (already scaled by the ack_delay_exponent)."),
         Column("largest_acked", I, "ACK frames: largest acknowledged packet number."),
         Column("first_ack_range", I, "ACK frames: length of the first ACK range (packets below largest_acked)."),
-        Column("ack_ranges", S, "ACK frames: all acknowledged ranges as JSON [[low, high], ...], highest first."),
+        Column("ack_ranges", ACK_RANGES, "ACK frames: all acknowledged ranges, highest first, as a list of {low, high} (packet numbers, inclusive): unnest(ack_ranges) gives one row per range."),
         Column("ecn_ect0", I, "ACK_ECN frames: ECT(0) count (null for ACK frames without ECN counts)."),
         Column("ecn_ect1", I, "ACK_ECN frames: ECT(1) count."),
         Column("ecn_ce", I, "ACK_ECN frames: ECN-CE count."),
@@ -182,7 +208,11 @@ FRAMES = Table(
         Column("offset", I, "STREAM / CRYPTO frames: byte offset."),
         Column("length", I, "STREAM / CRYPTO / DATAGRAM frames: payload length in bytes."),
         Column("fin", B, "STREAM frames: FIN bit."),
-        Column("tls_messages", S, "CRYPTO frames: TLS handshake messages starting inside, comma-separated (client_hello, server_hello, ...)."),
+        Column("tls_messages", pl.List(S), "CRYPTO frames: the TLS handshake messages starting inside, in order (client_hello, server_hello, ...): list_contains(tls_messages, 'server_hello')."),
+        Column("ack_frequency_sequence", I, "ACK_FREQUENCY frames (draft-ietf-quic-ack-frequency): Sequence Number."),
+        Column("ack_eliciting_threshold", I, "ACK_FREQUENCY frames: Ack-Eliciting Threshold (ack-eliciting packets the peer may receive without acknowledging; 1 = ACK every other one)."),
+        Column("request_max_ack_delay_ms", F, "ACK_FREQUENCY frames: Request Max Ack Delay, in ms (the frame carries µs)."),
+        Column("reordering_threshold", I, "ACK_FREQUENCY frames: Reordering Threshold (0 = no immediate ACK on reordering). IMMEDIATE_ACK has no fields: frame_type 'immediate_ack'."),
     ),
 )
 
@@ -324,40 +354,6 @@ HANDSHAKE_RUNS = Table(
     derived=True,
 )
 
-SCAN_CONNECTIONS = Table(
-    "scan_connections",
-    "One row per scanner connection attempt (QScanner or emulated CDN scans).",
-    (
-        Column("scan_id", S, "Scan identifier."),
-        Column("vantage_point", S, "Where the scan ran."),
-        Column("scan_date", S, "Date of the scan (ISO 8601)."),
-        Column("domain", S, "Target domain."),
-        Column("ip", S, "Target address."),
-        Column("asn", I, "Origin AS of the address."),
-        Column("cdn", S, "CDN of the AS (imc24 Table 5) or 'Others'."),
-        Column("success", B, "Handshake completed."),
-        Column("iack", B, "First server Initial was a lone ACK (instant ACK)."),
-        Column("coalesced_ack_sh", B, "First server Initial carried ACK and ServerHello together."),
-        Column("ack_to_sh_ms", F, "Delay between the instant ACK and the ServerHello."),
-        Column("first_ack_delay_ms", F, "ACK Delay field of the first server ACK."),
-        Column("rtt_ms", F, "RTT measured by the scanner."),
-        Column("cf_ray_iata", S, "IATA code from Cloudflare's Cf-Ray header, if any."),
-    ),
-)
-
-ACK_BREAKDOWN = Table(
-    "ack_breakdown",
-    "Return-path bytes per (run, direction, component).",
-    (
-        RUN_ID,
-        DIRECTION,
-        Column("component", S, "ip_header, udp_header, quic_header, aead_tag, or a frame type."),
-        Column("bytes", I, "Bytes of this component."),
-        Column("packets", I, "Packets that carried this component."),
-    ),
-    derived=True,
-)
-
 INGEST_ISSUES = Table(
     "ingest_issues",
     "One row per input problem found while ingesting; nothing is dropped silently.",
@@ -423,8 +419,6 @@ TABLES: dict[str, Table] = {
         CONNECTIONS,
         HANDSHAKE_RUNS,
         ESTIMATOR_AGREEMENT,
-        SCAN_CONNECTIONS,
-        ACK_BREAKDOWN,
         ENDPOINTS,
         INGEST_ISSUES,
     )

@@ -150,6 +150,11 @@ def _sql_string(text: str) -> str:
 
 
 def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
+    """The DuckDB type of a contract column (lists and structs included: VARCHAR[], STRUCT(low BIGINT, ...)[])."""
+    if isinstance(dtype, pl.List):
+        return _sql_type(dtype.inner) + "[]"
+    if isinstance(dtype, pl.Struct):
+        return "STRUCT(" + ", ".join(f"{_quote(field.name)} {_sql_type(field.dtype)}" for field in dtype.fields) + ")"
     mapping = {pl.Utf8: "VARCHAR", pl.Float64: "DOUBLE", pl.Int64: "BIGINT", pl.Boolean: "BOOLEAN"}
     return mapping[dtype if isinstance(dtype, type) else type(dtype)]
 

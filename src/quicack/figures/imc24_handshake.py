@@ -35,11 +35,12 @@ BURST_MS = 1.0
 # Fig. 1: sequence diagram of one IACK and one WFC run
 
 
-def _frame_text(frame_type: str, tls: str | None) -> str:
-    name = FRAME_NAMES.get(frame_type, frame_type.upper())
-    if frame_type == "crypto" and tls:
-        return f"{name}({','.join(TLS_NAMES.get(m, m) for m in tls.split(','))})"
-    return name
+def _frame_text() -> pl.Expr:
+    """A frame as the figure names it: its short name, and for CRYPTO the TLS messages it starts."""
+    name = pl.col("frame_type").replace_strict(FRAME_NAMES, default=pl.col("frame_type").str.to_uppercase())
+    messages = pl.col("tls_messages").list.eval(pl.element().replace_strict(TLS_NAMES, default=pl.element()))
+    with_messages = (pl.col("frame_type") == "crypto") & (pl.col("tls_messages").list.len() > 0)
+    return pl.when(with_messages).then(name + "(" + messages.list.join(",") + ")").otherwise(name)
 
 
 def datagram_contents(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) -> pl.DataFrame:
@@ -51,7 +52,7 @@ def datagram_contents(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) 
     run_frames = frames.filter((pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("frame_type") != "padding"))
     per_packet_frames = (
         run_frames.sort("frame_index")
-        .with_columns(pl.struct("frame_type", "tls_messages").map_elements(lambda s: _frame_text(s["frame_type"], s["tls_messages"]), return_dtype=pl.Utf8).alias("text"))
+        .with_columns(_frame_text().alias("text"))
         .group_by(key, maintain_order=True)
         .agg(
             pl.col("text").unique(maintain_order=True).str.join(",").alias("frame_text"),

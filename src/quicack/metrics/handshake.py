@@ -37,7 +37,7 @@ def server_ack_and_hello(frames: pl.DataFrame) -> pl.DataFrame:
     )
     timings = s2c.group_by("run_id").agg(
         pl.col("time_ms").filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).min().alias("server_ack_ms"),
-        pl.col("time_ms").filter(pl.col("tls_messages").str.contains("server_hello")).min().alias("server_hello_ms"),
+        pl.col("time_ms").filter(pl.col("tls_messages").list.contains("server_hello")).min().alias("server_hello_ms"),
     )
     return first_initial.join(timings, on="run_id", how="full", coalesce=True).with_columns(
         # IACK: the server's stack delay between sending the ACK and the ServerHello (Δt = 0 in

@@ -8,8 +8,6 @@ its estimator is used. The selection is polars; the recurrence itself is the pur
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 
 from quicack import recovery
@@ -38,7 +36,7 @@ def endpoint_inputs(
     ).select("time_ms", "pn_space", "ack_ranges", pl.col("ack_delay_ms").fill_null(0.0))
     sent = [recovery.SentPacket(*row) for row in sent_rows.iter_rows()]
     acks = [
-        recovery.AckReceived(time_ms, space, tuple((int(low), int(high)) for low, high in json.loads(ranges)), delay)
+        recovery.AckReceived(time_ms, space, tuple((r["low"], r["high"]) for r in ranges), delay)
         for time_ms, space, ranges, delay in ack_rows.iter_rows()
     ]
     return sent, acks

@@ -55,6 +55,7 @@ class Connection:
     initial_secret_dcid: bytes  # client's first DCID, or the Retry's SCID after a Retry
     time_origin_ns: int
     keylog: Keylog
+    odcid: str = ""  # hex of the client's first DCID: the connection's name in the tables (kept after a Retry)
     cids: set[bytes] = field(default_factory=set)
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     largest_pn: dict[tuple[str, str], int] = field(default_factory=dict)

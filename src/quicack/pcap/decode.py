@@ -17,13 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import polars as pl
-
 from quicack.layout import capture_point
-from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
 
+from .columns import CaptureBatch, DatagramSeen, RowBuffers, assemble_batch
 from .connection import C2S, S2C, Connection, Endpoint
-from .frames import FrameColumns, walk_frames
+from .frames import walk_frames
 from .keylog import Keylog, load_keylogs
 from .quic import (
     AEAD_TAG_BYTES,
@@ -35,11 +33,11 @@ from .quic import (
     UnknownVersionError,
     parse_long_header,
 )
-from .reader import UDP_HEADER_BYTES, ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
+from .reader import ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 # packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
-# (RFC 9000 §12.2 lets a receiver ignore them): one row, decrypted = false, no frames, pn_space / header /
+# (RFC 9000 §12.2 lets a receiver ignore them): one row, decrypted null, no frames, pn_space / header /
 # tag null, packet_bytes = the zeros, so the datagram's bytes still add up; not counted in quic_packets.
 DATAGRAM_PADDING = "datagram_padding"
 DEFAULT_BATCH_ROWS = 32_768
@@ -73,14 +71,6 @@ def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
 
 
 @dataclass
-class CaptureBatch:
-    datagrams: pl.DataFrame
-    packets: pl.DataFrame
-    frames: pl.DataFrame
-    ingest_issues: pl.DataFrame
-
-
-@dataclass
 class _Issues:
     """Aggregates repeated problems into one row each, so a broken capture gives a few rows, not millions."""
 
@@ -109,38 +99,6 @@ class _Issues:
         return out
 
 
-@dataclass
-class _PacketColumns:
-    direction: list[str] = field(default_factory=list)
-    time_ms: list[float | None] = field(default_factory=list)
-    time_abs_ns: list[int] = field(default_factory=list)
-    datagram_index: list[int] = field(default_factory=list)
-    packet_type: list[str] = field(default_factory=list)
-    pn_space: list[str | None] = field(default_factory=list)
-    packet_number: list[int | None] = field(default_factory=list)
-    packet_bytes: list[int] = field(default_factory=list)
-    header_bytes: list[int | None] = field(default_factory=list)
-    aead_tag_bytes: list[int | None] = field(default_factory=list)
-    ack_eliciting: list[bool | None] = field(default_factory=list)
-    decrypted: list[bool] = field(default_factory=list)
-    frames_complete: list[bool | None] = field(default_factory=list)  # null when not decrypted
-    # Not output: how many frame rows each packet has (frames get the packet's columns at batch time) and
-    # the sending endpoint, whose ack_delay_exponent scales the ACK delays of the packet.
-    frame_count: list[int] = field(default_factory=list)
-    sender: list[Endpoint | None] = field(default_factory=list)
-
-
-@dataclass
-class _DatagramColumns:
-    direction: list[str] = field(default_factory=list)
-    datagram_index: list[int] = field(default_factory=list)
-    time_ms: list[float | None] = field(default_factory=list)
-    time_abs_ns: list[int] = field(default_factory=list)
-    ip_header_bytes: list[int] = field(default_factory=list)
-    udp_payload_bytes: list[int] = field(default_factory=list)
-    quic_packets: list[int] = field(default_factory=list)
-
-
 class CaptureDecoder:
     """Stateful decoder of one capture; feed datagrams in file order, take batches."""
 
@@ -157,9 +115,7 @@ class CaptureDecoder:
         self._reset_columns()
 
     def _reset_columns(self) -> None:
-        self.datagrams = _DatagramColumns()
-        self.packets = _PacketColumns()
-        self.frames = FrameColumns()
+        self.rows = RowBuffers()
         # ids of endpoints whose ACKs are in this batch without their ack_delay_exponent
         self.waiting_for_parameters: set[int] = set()
 
@@ -168,15 +124,11 @@ class CaptureDecoder:
 
     def add_datagram(self, datagram: UdpDatagram) -> None:
         """Add the rows of one datagram, all or nothing: an internal error rolls its rows back and re-raises."""
-        # All columns of a group have the same length between datagrams, so one length per group suffices.
-        lengths = (len(self.datagrams.direction), len(self.packets.direction), len(self.frames.frame_index))
+        lengths = self.rows.lengths()
         try:
             self._add_datagram(datagram)
         except Exception:
-            for length, columns in zip(lengths[:2], (self.datagrams, self.packets), strict=True):
-                for column in vars(columns).values():
-                    del column[length:]
-            self.frames.truncate(lengths[2])
+            self.rows.truncate(lengths)
             raise
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
@@ -214,7 +166,6 @@ class CaptureDecoder:
         self.datagram_counts[direction] += 1
         datagram_index = self.datagram_counts[direction]
         time_abs_ns = datagram.time_abs_ns
-        time_ms = (time_abs_ns - connection.time_origin_ns) / 1e6
         wire_bytes = datagram.udp_payload_bytes
         if len(payload) < wire_bytes:
             self.issues.add(
@@ -222,18 +173,22 @@ class CaptureDecoder:
                 "datagram truncated by the capture (snap length): the cut packet is not decrypted",
                 datagram.record_number,
             )
-        packets_before = len(self.packets.packet_bytes)
-        self._add_packets(
-            connection, direction, payload, wire_bytes, time_ms, time_abs_ns, datagram_index, datagram.record_number
+        columns = self.rows.datagrams
+        seen = DatagramSeen(
+            row=len(columns),
+            connection_odcid=connection.odcid,
+            direction=direction,
+            datagram_index=datagram_index,
+            time_ms=(time_abs_ns - connection.time_origin_ns) / 1e6,
+            time_abs_ns=time_abs_ns,
+            record=datagram.record_number,
         )
-        columns = self.datagrams
-        columns.direction.append(direction)
-        columns.datagram_index.append(datagram_index)
-        columns.time_ms.append(time_ms)
-        columns.time_abs_ns.append(time_abs_ns)
+        packet_types = self.rows.packets.packet_type
+        packets_before = len(packet_types)
+        self._add_packets(connection, seen, payload, wire_bytes)
+        columns.seen.append(seen)
         columns.ip_header_bytes.append(datagram.ip_header_bytes)
         columns.udp_payload_bytes.append(wire_bytes)
-        packet_types = self.packets.packet_type
         quic_packets = len(packet_types) - packets_before
         if quic_packets and packet_types[-1] == DATAGRAM_PADDING:  # padding is not a QUIC packet
             quic_packets -= 1
@@ -282,6 +237,7 @@ class CaptureDecoder:
                 initial_secret_dcid=header.dcid,
                 time_origin_ns=datagram.time_abs_ns,
                 keylog=self.keylog,
+                odcid=header.dcid.hex(),
             )
             connection.cids.add(header.dcid)
             if header.dcid:
@@ -304,103 +260,56 @@ class CaptureDecoder:
     # ----------------------------------------------------------------------------------------------
     # packets
 
-    def _add_packets(
-        self,
-        connection: Connection,
-        direction: str,
-        payload: bytes,
-        wire_bytes: int,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-        record: int,
-    ) -> None:
+    def _add_packets(self, connection: Connection, seen: DatagramSeen, payload: bytes, wire_bytes: int) -> None:
         position = 0
         captured = len(payload)
+        direction = seen.direction
         while position < wire_bytes:
             if position >= captured:
-                self._add_opaque_packet(
-                    direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
-                )
+                self._add_opaque_packet(seen, "unknown", None, wire_bytes - position)
                 return
             first = payload[position]
             if first & 0x80:
                 try:
                     header = parse_long_header(payload, position, wire_bytes)
                 except HeaderError as error:
-                    self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", record)
-                    self._add_opaque_packet(
-                        direction, "unknown", None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
-                    )
+                    self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", seen.record)
+                    self._add_opaque_packet(seen, "unknown", None, wire_bytes - position)
                     return
-                self._add_long_header_packet(
-                    connection, direction, header, payload, position, time_ms, time_abs_ns, datagram_index, record
-                )
+                self._add_long_header_packet(connection, seen, header, payload, position)
                 position += header.packet_bytes
             elif position and captured == wire_bytes and not any(payload[position:]):
                 # Zeros after the last packet: datagram padding outside any QUIC packet (aioquic pads datagrams
                 # carrying an Initial to 1200 bytes this way). A short header always has the fixed bit (0x40)
                 # set unless greased (RFC 9287), and a greased 1-RTT packet is not all zeros, so this cannot
                 # swallow a packet. Only after a packet (`position`), only when the capture holds all the bytes.
-                self._add_opaque_packet(
-                    direction, DATAGRAM_PADDING, None, wire_bytes - position, time_ms, time_abs_ns, datagram_index
-                )
+                self.rows.packets.add(seen.row, DATAGRAM_PADDING, wire_bytes - position, decrypted=None)
                 return
             else:
-                self._add_short_header_packet(
-                    connection, direction, payload, position, wire_bytes, time_ms, time_abs_ns, datagram_index, record
-                )
+                self._add_short_header_packet(connection, seen, payload, position, wire_bytes)
                 return
 
     def _add_long_header_packet(
-        self,
-        connection: Connection,
-        direction: str,
-        header: LongHeader,
-        payload: bytes,
-        start: int,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-        record: int,
+        self, connection: Connection, seen: DatagramSeen, header: LongHeader, payload: bytes, start: int
     ) -> None:
         packet_type = header.packet_type
+        packets = self.rows.packets
         if packet_type == "version_negotiation":
-            self._add_packet_row(
-                direction,
-                packet_type,
-                None,
-                None,
-                header.packet_bytes,
-                header.packet_bytes,
-                0,
-                False,
-                True,
-                time_ms,
-                time_abs_ns,
-                datagram_index,
-            )
+            packets.add(
+                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes, aead_tag_bytes=0,
+                ack_eliciting=False, decrypted=True,
+            )  # fmt: skip
             return
         if packet_type == "retry":
             connection.on_retry(header.scid)
             self.connections_by_cid[header.scid] = connection
-            self._add_packet_row(
-                direction,
-                packet_type,
-                None,
-                None,
-                header.packet_bytes,
-                header.packet_bytes - AEAD_TAG_BYTES,
-                AEAD_TAG_BYTES,
-                False,
-                True,
-                time_ms,
-                time_abs_ns,
-                datagram_index,
-            )
+            packets.add(
+                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - AEAD_TAG_BYTES,
+                aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=False, decrypted=True,
+            )  # fmt: skip
             return
         # Learn the connection IDs: a long header carries the sender's own ID as its Source Connection ID.
-        sender = connection.sender(direction)
+        sender = connection.sender(seen.direction)
         if sender.cid_length is None or (header.scid and header.scid not in connection.cids):
             sender.cid_length = len(header.scid)
             connection.cids.add(header.scid)
@@ -409,82 +318,46 @@ class CaptureDecoder:
         if header.version in (VERSION_1, VERSION_2) and header.version != connection.version:
             connection.version = header.version  # compatible version negotiation (RFC 9368)
         self._decrypt_and_walk(
-            connection,
-            direction,
-            packet_type,
-            payload,
-            start,
-            header.pn_offset,
-            start + header.packet_bytes,
-            header.packet_bytes,
-            False,
-            time_ms,
-            time_abs_ns,
-            datagram_index,
-            record,
-        )
+            connection, seen, packet_type, payload, start, header.pn_offset, start + header.packet_bytes,
+            header.packet_bytes, short=False,
+        )  # fmt: skip
 
     def _add_short_header_packet(
-        self,
-        connection: Connection,
-        direction: str,
-        payload: bytes,
-        start: int,
-        wire_bytes: int,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-        record: int,
+        self, connection: Connection, seen: DatagramSeen, payload: bytes, start: int, wire_bytes: int
     ) -> None:
-        cid_length = connection.receiver(direction).cid_length
+        cid_length = connection.receiver(seen.direction).cid_length
         if cid_length is None:
             self.issues.add(
                 "warning",
-                f"{direction} short header packet before any long header: connection ID length unknown, not decrypted",
-                record,
+                f"{seen.direction} short header packet before any long header: connection ID length unknown, not decrypted",
+                seen.record,
             )
-            self._add_opaque_packet(
-                direction, "1rtt", "appdata", wire_bytes - start, time_ms, time_abs_ns, datagram_index
-            )
+            self._add_opaque_packet(seen, "1rtt", "appdata", wire_bytes - start)
             return
         self._decrypt_and_walk(
-            connection,
-            direction,
-            "1rtt",
-            payload,
-            start,
-            1 + cid_length,
-            len(payload),
-            wire_bytes - start,
-            True,
-            time_ms,
-            time_abs_ns,
-            datagram_index,
-            record,
+            connection, seen, "1rtt", payload, start, 1 + cid_length, len(payload), wire_bytes - start, short=True
         )
 
     def _decrypt_and_walk(
         self,
         connection: Connection,
-        direction: str,
+        seen: DatagramSeen,
         packet_type: str,
         payload: bytes,
         start: int,
         pn_offset: int,
         end: int,
         packet_bytes: int,
+        *,
         short: bool,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-        record: int,
     ) -> None:
         pn_space = PN_SPACE[packet_type]
         if start + packet_bytes > len(payload):
             # Cut by the capture's snap length (reported once per datagram): there is nothing to
             # decrypt, and trying would blame the keys for what the capture left out.
-            self._add_opaque_packet(direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index)
+            self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
+        direction = seen.direction
         space_key = (direction, pn_space)
         expected = connection.largest_pn.get(space_key, -1) + 1
         keys = connection.packet_keys(packet_type, direction)
@@ -497,20 +370,18 @@ class CaptureDecoder:
                     packet_type, direction, payload, start, pn_offset, end, expected, short
                 )
                 if packet is None:
-                    self._report_missing_keys(connection, packet_type, direction, record)
+                    self._report_missing_keys(connection, packet_type, direction, seen.record)
         except (CryptoError, ValueError):
             self.issues.add(
-                "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", record
+                "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", seen.record
             )
         if packet is None:
-            self._add_opaque_packet(
-                direction, packet_type, pn_space, packet_bytes, time_ms, time_abs_ns, datagram_index
-            )
+            self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
         packet_number = packet.packet_number
         if packet_number >= expected:
             connection.largest_pn[space_key] = packet_number
-        frames = self.frames
+        frames = self.rows.frames
         first_row = len(frames.frame_index)
         count, ack_eliciting, crypto, new_cids, unknown = walk_frames(packet.payload, frames)
         sender = connection.sender(direction)
@@ -520,7 +391,7 @@ class CaptureDecoder:
             self.issues.add(
                 "warning",
                 f"{direction} {packet_type} packet {packet_number}: {unknown}; the rest of the packet is counted as 'unknown'",
-                record,
+                seen.record,
             )
         if crypto:
             for row, offset, data in crypto:
@@ -531,23 +402,11 @@ class CaptureDecoder:
             for cid in new_cids:
                 connection.cids.add(cid)
                 self.connections_by_cid[cid] = connection
-        self._add_packet_row(
-            direction,
-            packet_type,
-            pn_space,
-            packet_number,
-            packet_bytes,
-            packet.header_bytes,
-            AEAD_TAG_BYTES,
-            ack_eliciting,
-            True,
-            time_ms,
-            time_abs_ns,
-            datagram_index,
-            frames_complete=unknown is None,
-            frame_count=count,
-            sender=sender,
-        )
+        self.rows.packets.add(
+            seen.row, packet_type, packet_bytes, pn_space=pn_space, packet_number=packet_number,
+            header_bytes=packet.header_bytes, aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=ack_eliciting,
+            decrypted=True, frames_complete=unknown is None, frame_count=count, sender=sender,
+        )  # fmt: skip
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
@@ -568,76 +427,16 @@ class CaptureDecoder:
                 record,
             )
 
-    def _add_opaque_packet(
-        self,
-        direction: str,
-        packet_type: str,
-        pn_space: str | None,
-        packet_bytes: int,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-    ) -> None:
+    def _add_opaque_packet(self, seen: DatagramSeen, packet_type: str, pn_space: str | None, packet_bytes: int) -> None:
+        """A packet whose payload could not be read (no keys, cut by the snap length, not QUIC)."""
         tag = AEAD_TAG_BYTES if packet_type in PN_SPACE else None
-        self._add_packet_row(
-            direction,
-            packet_type,
-            pn_space,
-            None,
-            packet_bytes,
-            None,
-            tag,
-            None,
-            False,
-            time_ms,
-            time_abs_ns,
-            datagram_index,
-        )
-
-    def _add_packet_row(
-        self,
-        direction: str,
-        packet_type: str,
-        pn_space: str | None,
-        packet_number: int | None,
-        packet_bytes: int,
-        header_bytes: int | None,
-        aead_tag_bytes: int | None,
-        ack_eliciting: bool | None,
-        decrypted: bool,
-        time_ms: float,
-        time_abs_ns: int,
-        datagram_index: int,
-        *,
-        frames_complete: bool | None = None,
-        frame_count: int = 0,
-        sender: Endpoint | None = None,
-    ) -> None:
-        columns = self.packets
-        columns.direction.append(direction)
-        columns.time_ms.append(time_ms)
-        columns.time_abs_ns.append(time_abs_ns)
-        columns.datagram_index.append(datagram_index)
-        columns.packet_type.append(packet_type)
-        columns.pn_space.append(pn_space)
-        columns.packet_number.append(packet_number)
-        columns.packet_bytes.append(packet_bytes)
-        columns.header_bytes.append(header_bytes)
-        columns.aead_tag_bytes.append(aead_tag_bytes)
-        columns.ack_eliciting.append(ack_eliciting)
-        columns.decrypted.append(decrypted)
-        if frames_complete is None and decrypted:
-            # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
-            frames_complete = True
-        columns.frames_complete.append(frames_complete)
-        columns.frame_count.append(frame_count)
-        columns.sender.append(sender)
+        self.rows.packets.add(seen.row, packet_type, packet_bytes, pn_space=pn_space, aead_tag_bytes=tag)
 
     # ----------------------------------------------------------------------------------------------
     # batches
 
     def batch_ready(self, batch_rows: int) -> bool:
-        rows = max(len(self.frames), len(self.packets.packet_bytes))
+        rows = max(len(self.rows.frames), len(self.rows.packets))
         if rows < batch_rows:
             return False
         if rows >= batch_rows * MAX_DEFERRAL:
@@ -648,118 +447,10 @@ class CaptureDecoder:
         )
 
     def take_batch(self, final: bool = False) -> CaptureBatch:
-        constants = {"run_id": self.run_id, "vantage": self.vantage}
-        datagrams = self.datagrams
-        datagram_frame = pl.DataFrame(
-            {
-                "direction": datagrams.direction,
-                "datagram_index": datagrams.datagram_index,
-                "time_ms": datagrams.time_ms,
-                "time_abs_ns": datagrams.time_abs_ns,
-                "ip_header_bytes": datagrams.ip_header_bytes,
-                "udp_payload_bytes": datagrams.udp_payload_bytes,
-                "quic_packets": datagrams.quic_packets,
-            },
-            schema_overrides={"time_ms": pl.Float64, "time_abs_ns": pl.Int64},
-        ).with_columns(
-            run_id=pl.lit(constants["run_id"]),
-            vantage=pl.lit(constants["vantage"]),
-            udp_header_bytes=pl.lit(UDP_HEADER_BYTES),
-        )
-        packets = self.packets
-        packet_frame = pl.DataFrame(
-            {
-                "direction": packets.direction,
-                "time_ms": packets.time_ms,
-                "time_abs_ns": packets.time_abs_ns,
-                "datagram_index": packets.datagram_index,
-                "packet_type": packets.packet_type,
-                "pn_space": packets.pn_space,
-                "packet_number": packets.packet_number,
-                "packet_bytes": packets.packet_bytes,
-                "header_bytes": packets.header_bytes,
-                "aead_tag_bytes": packets.aead_tag_bytes,
-                "ack_eliciting": packets.ack_eliciting,
-                "decrypted": packets.decrypted,
-                "frames_complete": packets.frames_complete,
-            },
-            schema_overrides={
-                "time_ms": pl.Float64,
-                "pn_space": pl.Utf8,
-                "packet_number": pl.Int64,
-                "header_bytes": pl.Int64,
-                "aead_tag_bytes": pl.Int64,
-                "ack_eliciting": pl.Boolean,
-                "frames_complete": pl.Boolean,
-            },
-        ).with_columns(
-            run_id=pl.lit(self.run_id),
-            source=pl.lit("pcap"),
-            vantage=pl.lit(self.vantage),
-            event=pl.lit("captured"),
-            frames_logged=pl.col("decrypted"),
-        )
-        frames = self.frames
-        # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
-        # (A Python list, not numpy: importing numpy would cost more start-up than this costs per batch.)
-        packet_of_frame = pl.Series(
-            "packet", [row for row, count in enumerate(packets.frame_count) for _ in range(count)], pl.UInt32
-        )
-        # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default 3).
-        exponents = pl.Series(
-            "exponent", [3 if sender is None else sender.ack_delay_exponent for sender in packets.sender], pl.Int64
-        )
-        frame_frame = (
-            packet_frame.select("direction", "time_ms", "pn_space", "packet_number")
-            .with_columns(exponent=exponents)
-            .gather(packet_of_frame)
-            .with_columns(
-                pl.Series("frame_index", frames.frame_index, pl.Int64),
-                pl.Series("frame_type", frames.frame_type, pl.Utf8),
-                pl.Series("frame_bytes", frames.frame_bytes, pl.Int64),
-                pl.Series("ack_delay_raw", frames.ack_delay_raw, pl.Int64),
-                pl.Series("largest_acked", frames.largest_acked, pl.Int64),
-                pl.Series("first_ack_range", frames.first_ack_range, pl.Int64),
-                pl.Series("ack_ranges", frames.ack_ranges, pl.Utf8),
-                pl.Series("stream_id", frames.stream_id, pl.Int64),
-                pl.Series("offset", frames.offset, pl.Int64),
-                pl.Series("length", frames.length, pl.Int64),
-                pl.Series("fin", frames.fin, pl.Boolean),
-                pl.Series("tls_messages", frames.tls_messages, pl.Utf8),
-                *(
-                    pl.Series(name, frames.ecn_column(which), pl.Int64)
-                    for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))
-                ),
-            )
-            .with_columns(
-                ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)
-                * pl.lit(2).pow(pl.col("exponent")).cast(pl.Float64)
-                / 1000.0,
-                run_id=pl.lit(self.run_id),
-                source=pl.lit("pcap"),
-                vantage=pl.lit(self.vantage),
-                event=pl.lit("captured"),
-            )
-            .drop("exponent", "ack_delay_raw")
-        )
         issue_rows = self._final_issue_rows() if final else []
-        issues_frame = pl.DataFrame(
-            {
-                "path": [self.path] * len(issue_rows),
-                "run_id": [self.run_id] * len(issue_rows),
-                "stage": ["pcap"] * len(issue_rows),
-                "severity": [severity for severity, _ in issue_rows],
-                "message": [message for _, message in issue_rows],
-            },
-            schema=INGEST_ISSUES.schema,
-        )
+        batch = assemble_batch(self.rows, self.run_id, self.vantage, self.path, issue_rows)
         self._reset_columns()
-        return CaptureBatch(
-            DATAGRAMS.conform(datagram_frame),
-            PACKETS.conform(packet_frame),
-            FRAMES.conform(frame_frame),
-            INGEST_ISSUES.conform(issues_frame),
-        )
+        return batch
 
     def _final_issue_rows(self) -> list[tuple[str, str]]:
         if self.connection_count == 0:

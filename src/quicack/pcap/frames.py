@@ -50,6 +50,16 @@ FRAME_NAMES: dict[int, str] = {
 NON_ACK_ELICITING = frozenset({0x00, 0x02, 0x03, 0x1C, 0x1D})
 
 
+@dataclass(frozen=True, slots=True)
+class AckFrequency:
+    """The fields of an ACK_FREQUENCY frame (draft-ietf-quic-ack-frequency-04 and later)."""
+
+    sequence_number: int
+    ack_eliciting_threshold: int
+    request_max_ack_delay_us: int  # microseconds, unlike the max_ack_delay transport parameter (ms)
+    reordering_threshold: int
+
+
 @dataclass
 class FrameColumns:
     """Per-frame values, one list per column; packet context columns are filled by the caller."""
@@ -65,9 +75,11 @@ class FrameColumns:
     offset: list[int | None] = field(default_factory=list)
     length: list[int | None] = field(default_factory=list)
     fin: list[bool | None] = field(default_factory=list)
-    tls_messages: list[str | None] = field(default_factory=list)
-    # ACK_ECN counts (ECT(0), ECT(1), CE) by row: rare, so kept aside instead of three more appends per frame.
+    tls_messages: list[list[str] | None] = field(default_factory=list)
+    # ACK_ECN counts (ECT(0), ECT(1), CE) and ACK_FREQUENCY fields by row: rare, so kept aside instead of
+    # more appends per frame.
     ecn_counts: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    ack_frequency: dict[int, AckFrequency] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.frame_index)
@@ -77,8 +89,9 @@ class FrameColumns:
         for column in vars(self).values():
             if isinstance(column, list):
                 del column[length:]
-        for row in [row for row in self.ecn_counts if row >= length]:
-            del self.ecn_counts[row]
+        for aside in (self.ecn_counts, self.ack_frequency):
+            for row in [row for row in aside if row >= length]:
+                del aside[row]
 
     def ecn_column(self, which: int) -> list[int | None]:
         """ECT(0) (0), ECT(1) (1) or CE (2) counts as a full column, null where a row has none."""
@@ -86,6 +99,20 @@ class FrameColumns:
         for row, counts in self.ecn_counts.items():
             column[row] = counts[which]
         return column
+
+    def ack_frequency_columns(self) -> dict[str, list[int | float | None]]:
+        """The ACK_FREQUENCY fields as full columns (the contract's names), null where a row has none."""
+        rows = len(self.frame_index)
+        columns: dict[str, list[int | float | None]] = {
+            name: [None] * rows
+            for name in ("ack_frequency_sequence", "ack_eliciting_threshold", "request_max_ack_delay_ms", "reordering_threshold")
+        }
+        for row, frame in self.ack_frequency.items():
+            columns["ack_frequency_sequence"][row] = frame.sequence_number
+            columns["ack_eliciting_threshold"][row] = frame.ack_eliciting_threshold
+            columns["request_max_ack_delay_ms"][row] = frame.request_max_ack_delay_us / 1000.0
+            columns["reordering_threshold"][row] = frame.reordering_threshold
+        return columns
 
     def add(
         self,
@@ -113,16 +140,6 @@ class FrameColumns:
         self.length.append(length)
         self.fin.append(fin)
         self.tls_messages.append(None)
-
-
-@dataclass(frozen=True, slots=True)
-class AckFrequency:
-    """The fields of an ACK_FREQUENCY frame (draft-ietf-quic-ack-frequency-04 and later)."""
-
-    sequence_number: int
-    ack_eliciting_threshold: int
-    request_max_ack_delay_us: int  # microseconds, unlike the max_ack_delay transport parameter (ms)
-    reordering_threshold: int
 
 
 def read_ack_frequency(buf: Buffer) -> AckFrequency:
@@ -223,6 +240,10 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
             elif frame_type == 0x01 or frame_type == 0x1E or frame_type == 0x1F or frame_type == 0xAC:
                 add(index, FRAME_NAMES[frame_type], buf.tell() - position)
                 ack_eliciting = True
+            elif frame_type == 0xAF:
+                out.ack_frequency[len(out.frame_index)] = read_ack_frequency(buf)
+                add(index, "ack_frequency", buf.tell() - position)
+                ack_eliciting = True
             elif frame_type == 0x30 or frame_type == 0x31:
                 if frame_type == 0x31:
                     length = pull()
@@ -283,8 +304,6 @@ def _skip_other_frame(frame_type: int, buf: Buffer, new_cids: list[bytes]) -> tu
     elif frame_type == 0x1D:  # CONNECTION_CLOSE (application): error, reason
         pull()
         buf.pull_bytes(pull())
-    elif frame_type == 0xAF:
-        read_ack_frequency(buf)
     else:
         return None, None
     return FRAME_NAMES[frame_type], stream_id

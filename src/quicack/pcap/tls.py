@@ -61,8 +61,8 @@ class CryptoStream:
     starts: list[tuple[int, str]] = field(default_factory=list)
     broken: bool = False
 
-    def add(self, offset: int, data: bytes) -> str | None:
-        """Add one CRYPTO frame; return the names of messages starting inside it (comma-separated) or None."""
+    def add(self, offset: int, data: bytes) -> list[str] | None:
+        """Add one CRYPTO frame; return the names of the messages starting inside it, or None."""
         end = offset + len(data)
         if not self.broken:
             if offset <= self.contiguous_end < end:
@@ -71,7 +71,7 @@ class CryptoStream:
             elif offset > self.contiguous_end and len(self.pending) < MAX_PENDING_FRAGMENTS:
                 self.pending[offset] = data
         names = [name for start, name in self.starts if offset <= start < end]
-        return ",".join(names) if names else None
+        return names or None
 
     def _drain_pending(self) -> None:
         while self.pending:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from quicack.schema import METRICS_LOGGED, PACKETS
+from quicack.schema import FRAMES, METRICS_LOGGED, PACKETS, ack_ranges_from_json
 
 from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, TraceConnection, _int, _num
 
@@ -94,11 +94,14 @@ class Merged:
                 .otherwise(pl.lit(None, dtype=pl.Utf8))
             )
             exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
+        if table is FRAMES:
+            exprs.append(ack_ranges_from_json("ack_ranges"))
         if table is PACKETS:
             # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
             exprs += [pl.lit(True).alias("decrypted"),
                       ((pl.col("t") * 1e6).round().cast(pl.Int64) + pl.col("_ref")).alias("time_abs_ns")]
-        keep = [c for c in df.columns if c in table.schema]
+        replaced = {expr.meta.output_name() for expr in exprs}
+        keep = [c for c in df.columns if c in table.schema and c not in replaced]
         return table.conform(df.select([*keep, *exprs]))
 
 

@@ -1,0 +1,249 @@
+"""The capture decoder's row buffers and their assembly into batches of the contract's tables.
+
+Rows go into plain Python lists while a capture is decoded (one object per row would cost more than the
+decoding). A packet row holds the row number of its datagram and a frame row belongs to the packet row before
+it, so the columns a packet shares with its datagram (direction, times, datagram index, connection) and those
+a frame shares with its packet are stored once and spread by a polars gather at batch time. Column names and
+types come from `quicack.schema`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, Table, ack_ranges_from_json
+
+from .connection import Endpoint
+from .frames import FrameColumns
+from .reader import UDP_HEADER_BYTES
+
+SOURCE = "pcap"
+EVENT = "captured"
+# The default ack_delay_exponent (RFC 9000 §18.2), for ACKs whose sender's transport parameters never came.
+DEFAULT_ACK_DELAY_EXPONENT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DatagramSeen:
+    """Where and when a datagram (and so each of its packets) was seen in the capture."""
+
+    row: int  # the datagram's row in the batch being filled (a batch never splits a datagram)
+    connection_odcid: str
+    direction: str
+    datagram_index: int  # 1-based per direction, as the QUIC Interop Runner's droplists count
+    time_ms: float
+    time_abs_ns: int
+    record: int  # capture record number, for issue messages
+
+
+@dataclass
+class CaptureBatch:
+    datagrams: pl.DataFrame
+    packets: pl.DataFrame
+    frames: pl.DataFrame
+    ingest_issues: pl.DataFrame
+
+
+@dataclass
+class DatagramColumns:
+    seen: list[DatagramSeen] = field(default_factory=list)
+    ip_header_bytes: list[int] = field(default_factory=list)
+    udp_payload_bytes: list[int] = field(default_factory=list)
+    quic_packets: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.seen)
+
+
+@dataclass
+class PacketColumns:
+    datagram_row: list[int] = field(default_factory=list)
+    packet_type: list[str] = field(default_factory=list)
+    pn_space: list[str | None] = field(default_factory=list)
+    packet_number: list[int | None] = field(default_factory=list)
+    packet_bytes: list[int] = field(default_factory=list)
+    header_bytes: list[int | None] = field(default_factory=list)
+    aead_tag_bytes: list[int | None] = field(default_factory=list)
+    ack_eliciting: list[bool | None] = field(default_factory=list)
+    decrypted: list[bool | None] = field(default_factory=list)
+    frames_complete: list[bool | None] = field(default_factory=list)
+    # Not output: how many frame rows each packet has, and the sending endpoint, whose ack_delay_exponent
+    # (known only once its transport parameters are seen) scales the ACK delays of the packet.
+    frame_count: list[int] = field(default_factory=list)
+    sender: list[Endpoint | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.datagram_row)
+
+    def add(
+        self,
+        datagram_row: int,
+        packet_type: str,
+        packet_bytes: int,
+        *,
+        pn_space: str | None = None,
+        packet_number: int | None = None,
+        header_bytes: int | None = None,
+        aead_tag_bytes: int | None = None,
+        ack_eliciting: bool | None = None,
+        decrypted: bool | None = False,
+        frames_complete: bool | None = None,
+        frame_count: int = 0,
+        sender: Endpoint | None = None,
+    ) -> None:
+        self.datagram_row.append(datagram_row)
+        self.packet_type.append(packet_type)
+        self.pn_space.append(pn_space)
+        self.packet_number.append(packet_number)
+        self.packet_bytes.append(packet_bytes)
+        self.header_bytes.append(header_bytes)
+        self.aead_tag_bytes.append(aead_tag_bytes)
+        self.ack_eliciting.append(ack_eliciting)
+        self.decrypted.append(decrypted)
+        if frames_complete is None and decrypted:
+            # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
+            frames_complete = True
+        self.frames_complete.append(frames_complete)
+        self.frame_count.append(frame_count)
+        self.sender.append(sender)
+
+
+@dataclass
+class RowBuffers:
+    """The rows of one batch, all tables."""
+
+    datagrams: DatagramColumns = field(default_factory=DatagramColumns)
+    packets: PacketColumns = field(default_factory=PacketColumns)
+    frames: FrameColumns = field(default_factory=FrameColumns)
+
+    def lengths(self) -> tuple[int, int, int]:
+        return len(self.datagrams), len(self.packets), len(self.frames)
+
+    def truncate(self, lengths: tuple[int, int, int]) -> None:
+        """Drop the rows added after `lengths` (rollback of a datagram that failed half-way)."""
+        for length, columns in zip(lengths[:2], (self.datagrams, self.packets), strict=True):
+            for column in vars(columns).values():
+                del column[length:]
+        self.frames.truncate(lengths[2])
+
+
+def _typed(table: Table, columns: dict[str, list]) -> pl.DataFrame:
+    """Columns as a frame with the contract's types."""
+    schema = table.schema
+    return pl.DataFrame([pl.Series(name, values, schema[name]) for name, values in columns.items()])
+
+
+def assemble_batch(
+    rows: RowBuffers, run_id: str, vantage: str, path: str, issue_rows: list[tuple[str, str]]
+) -> CaptureBatch:
+    """The buffered rows as contract frames (the buffers are left as they are)."""
+    datagrams, packets, frames = rows.datagrams, rows.packets, rows.frames
+    seen = datagrams.seen
+    datagram_frame = _typed(
+        DATAGRAMS,
+        {
+            "connection_odcid": [s.connection_odcid for s in seen],
+            "direction": [s.direction for s in seen],
+            "datagram_index": [s.datagram_index for s in seen],
+            "time_ms": [s.time_ms for s in seen],
+            "time_abs_ns": [s.time_abs_ns for s in seen],
+            "ip_header_bytes": datagrams.ip_header_bytes,
+            "udp_payload_bytes": datagrams.udp_payload_bytes,
+            "quic_packets": datagrams.quic_packets,
+        },
+    ).with_columns(run_id=pl.lit(run_id), vantage=pl.lit(vantage), udp_header_bytes=pl.lit(UDP_HEADER_BYTES))
+    shared_with_packets = datagram_frame.select(
+        "connection_odcid", "direction", "time_ms", "time_abs_ns", "datagram_index"
+    ).gather(pl.Series(packets.datagram_row, dtype=pl.UInt32))
+    packet_frame = pl.concat(
+        [
+            shared_with_packets,
+            _typed(
+                PACKETS,
+                {
+                    "packet_type": packets.packet_type,
+                    "pn_space": packets.pn_space,
+                    "packet_number": packets.packet_number,
+                    "packet_bytes": packets.packet_bytes,
+                    "header_bytes": packets.header_bytes,
+                    "aead_tag_bytes": packets.aead_tag_bytes,
+                    "ack_eliciting": packets.ack_eliciting,
+                    "decrypted": packets.decrypted,
+                    "frames_complete": packets.frames_complete,
+                },
+            ),
+        ],
+        how="horizontal",
+    ).with_columns(
+        run_id=pl.lit(run_id),
+        source=pl.lit(SOURCE),
+        vantage=pl.lit(vantage),
+        event=pl.lit(EVENT),
+        frames_logged=pl.col("decrypted"),
+    )
+    # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
+    # (A Python list, not numpy: importing numpy would cost more start-up than this costs per batch.)
+    packet_of_frame = pl.Series(
+        "packet", [row for row, count in enumerate(packets.frame_count) for _ in range(count)], pl.UInt32
+    )
+    # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default).
+    exponents = pl.Series(
+        "exponent",
+        [DEFAULT_ACK_DELAY_EXPONENT if sender is None else sender.ack_delay_exponent for sender in packets.sender],
+        pl.Int64,
+    )
+    frame_values = _typed(
+        FRAMES,
+        {
+            "frame_index": frames.frame_index,
+            "frame_type": frames.frame_type,
+            "frame_bytes": frames.frame_bytes,
+            "largest_acked": frames.largest_acked,
+            "first_ack_range": frames.first_ack_range,
+            "stream_id": frames.stream_id,
+            "offset": frames.offset,
+            "length": frames.length,
+            "fin": frames.fin,
+            "tls_messages": frames.tls_messages,
+            **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
+            **frames.ack_frequency_columns(),
+        },
+    ).with_columns(
+        pl.Series("ack_delay_raw", frames.ack_delay_raw, pl.Int64),
+        pl.Series("ack_ranges", frames.ack_ranges, pl.Utf8),
+    )
+    frame_frame = (
+        packet_frame.select("connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number")
+        .with_columns(exponents)
+        .gather(packet_of_frame)
+        .hstack(frame_values)
+        .with_columns(
+            ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)
+            * pl.lit(2).pow(pl.col("exponent")).cast(pl.Float64)
+            / 1000.0,
+            ack_ranges=ack_ranges_from_json("ack_ranges"),
+            run_id=pl.lit(run_id),
+            source=pl.lit(SOURCE),
+            vantage=pl.lit(vantage),
+            event=pl.lit(EVENT),
+        )
+        .drop("exponent", "ack_delay_raw")
+    )
+    issues_frame = pl.DataFrame(
+        {
+            "path": [path] * len(issue_rows),
+            "run_id": [run_id] * len(issue_rows),
+            "stage": ["pcap"] * len(issue_rows),
+            "severity": [severity for severity, _ in issue_rows],
+            "message": [message for _, message in issue_rows],
+        },
+        schema=INGEST_ISSUES.schema,
+    )
+    return CaptureBatch(
+        DATAGRAMS.conform(datagram_frame),
+        PACKETS.conform(packet_frame),
+        FRAMES.conform(frame_frame),
+        INGEST_ISSUES.conform(issues_frame),
+    )
