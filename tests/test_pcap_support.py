@@ -28,8 +28,8 @@ def _is_capture(path: Path) -> bool:
     return path.is_file() and any(path.name.endswith(suffix) for suffix in CAPTURE_SUFFIXES)
 
 
-def find_captures() -> list[Capture]:
-    """Every capture under tests/data with its keylogs.
+def find_captures(include_snaplen_cut: bool = False) -> list[Capture]:
+    """Every capture under tests/data with its keylogs (those cut by a snap length on purpose only if asked).
 
     tests/data/pcap/<stem>.<ext> uses <stem>.keys.log; runs (loopback and testbed) use the run's
     client/keys.log and server/keys.log next to sim/.
@@ -38,7 +38,7 @@ def find_captures() -> list[Capture]:
     for path in sorted(DATA.rglob("*")):
         if not _is_capture(path):
             continue
-        if "snaplen" in path.name:
+        if "snaplen" in path.name and not include_snaplen_cut:
             # Cut by the snap length on purpose: it cannot decrypt everything; test_pcap_decode tests it alone.
             continue
         if path.stat().st_size == 0:

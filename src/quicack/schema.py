@@ -354,6 +354,34 @@ HANDSHAKE_RUNS = Table(
     derived=True,
 )
 
+ACK_BREAKDOWN = Table(
+    "ack_breakdown",
+    "Bytes of each direction of a capture by component (ackfreq22 Fig. 3, rethink Fig. 2): per run, capture point, direction and "
+    "phase; the components of a (run, vantage, direction, after_first_rtt) add up exactly to its IP bytes (direction_bytes).",
+    (
+        RUN_ID,
+        Column("vantage", S, "Capture point (sim_left = client side of the emulated link, sim_right = server side)."),
+        Column("protocol", S, "'quic' (the TCP runs of the ACK-ratio study add 'tcp')."),
+        DIRECTION,
+        Column(
+            "after_first_rtt",
+            B,
+            "False for datagrams before the end of the first round trip at this capture point (the first c2s datagram after the first "
+            "s2c datagram), true from there on (rethink counts the return path after the first RTT).",
+        ),
+        Column(
+            "component",
+            S,
+            "ip_header, udp_header, quic_header, aead_tag, frame:<frame_type> (frame:ack, frame:stream, frame:padding, ...), "
+            "datagram_padding (zeros after a datagram's last packet) or undecrypted (whole packets that could not be read).",
+        ),
+        Column("bytes", I, "Bytes of this component."),
+        Column("packets", I, "Datagrams (IP/UDP headers) or QUIC packets that carried this component."),
+        Column("direction_bytes", I, "IP bytes of this run, vantage, direction and phase: the sum of its components' bytes."),
+    ),
+    derived=True,
+)
+
 INGEST_ISSUES = Table(
     "ingest_issues",
     "One row per input problem found while ingesting; nothing is dropped silently.",
@@ -419,6 +447,7 @@ TABLES: dict[str, Table] = {
         CONNECTIONS,
         HANDSHAKE_RUNS,
         ESTIMATOR_AGREEMENT,
+        ACK_BREAKDOWN,
         ENDPOINTS,
         INGEST_ISSUES,
     )
