@@ -256,8 +256,8 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text()
-    # 15 imc24 artefacts (6 drawn) + the ACK-ratio formula tables (5, drawn: no data needed) + ackfreq22-tab02 (not drawn)
-    assert "artefacts: 21 (11 drawn, 10 not drawn)" in rendering
+    # 15 imc24 artefacts (6 drawn) + the ACK-ratio formula tables and claims (8, drawn) + ackfreq22-tab02 (not drawn)
+    assert "artefacts: 24 (14 drawn, 10 not drawn)" in rendering
     assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
     assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
     assert "imc24-tab03" not in rendering

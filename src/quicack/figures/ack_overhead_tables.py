@@ -18,9 +18,6 @@ from quicack.rendered import Rendered
 
 FORMULA_NOTE = "Computed from protocol header sizes in quicack.models.ack_overhead (no measurement)."
 CITED_NOTE = "Cited from the paper as printed (a qualitative table: nothing to compute or measure)."
-# tcpquic's footnote: "Assuming 1460B TCP MSS and 1340 QUIC packet size"
-TCP_MSS = 1460
-QUIC_PACKET = 1340
 UNLIMITED = "unlimited"
 
 
@@ -155,38 +152,10 @@ def rethink_tab2_ack_bytes_per_packet() -> Rendered:
 # tcpquic: anatomy and rate tables
 
 
-def tcpquic_anatomy_cells() -> pl.DataFrame:
-    """Per case and bound: the ACK size, the data packets it covers and its share of the forward bytes."""
-    cases = {
-        ("tcp_cumulative", "min"): (model.tcp_ack().size, 2, TCP_MSS),
-        ("tcp_cumulative", "max"): (model.tcp_ack(timestamps=True).size, 2, TCP_MSS),
-        ("quic_cumulative", "min"): (model.quic_ack().size, 2, QUIC_PACKET),
-        ("quic_cumulative", "max"): (model.quic_ack_largest_without_loss().size, 2, QUIC_PACKET),
-        ("tcp_loss", "min"): (model.tcp_ack(sack_blocks=1).size, 1, TCP_MSS),
-        ("tcp_loss", "max"): (model.largest_tcp_ack().size, 1, TCP_MSS),
-        ("quic_loss", "min"): (model.quic_ack(extra_ranges=1).size, 1, QUIC_PACKET),
-        ("quic_loss", "max"): (None, 1, QUIC_PACKET),
-    }
-    return pl.DataFrame(
-        [
-            {
-                "case": case,
-                "bound": bound,
-                "ack_bytes": size,
-                "ack_ratio": ratio,
-                "data_packet_bytes": packet,
-                "share_percent": None if size is None else 100 * model.overhead_share(size, ratio, packet),
-            }
-            for (case, bound), (size, ratio, packet) in cases.items()
-        ],
-        schema_overrides={"ack_bytes": pl.Int64, "share_percent": pl.Float64},
-    )
-
-
 def tcpquic_tab_anatomy() -> Rendered:
     """tcpquic 'Anatomy of TCP and QUIC ACKs': minimum and maximum ACK size per data bytes, cumulative (AR 2) and
     with loss (every packet), for TCP (1460 B MSS) and QUIC (1340 B packets), as a share of the forward bytes."""
-    ours = tcpquic_anatomy_cells().with_columns(
+    ours = model.anatomy_cells().with_columns(
         ours=pl.when(pl.col("share_percent").is_null())
         .then(pl.lit(UNLIMITED))
         .otherwise(pl.col("share_percent").round(2).cast(pl.Utf8) + "%")
@@ -220,7 +189,7 @@ def tcpquic_tab_rate() -> Rendered:
     """tcpquic's rate table: the return bit rate ACKs need to keep the forward path full (forward rate x the
     anatomy's share, min - max), on 10/2, 50/10 and 250/3 Mbit/s paths, flagging where ACKs alone exceed the
     return link."""
-    shares = tcpquic_anatomy_cells()
+    shares = model.anatomy_cells()
     paper = paper_table("tcpquic", "rate").with_columns(
         pl.col("forward_mbps").cast(pl.Float64), pl.col("return_mbps").cast(pl.Float64)
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import polars as pl
+
 IPV4_HEADER = 20
 IPV6_HEADER = 40
 UDP_HEADER = 8
@@ -38,6 +40,9 @@ OPENVPN_OVERHEAD = 68
 # header to 3 B (UDP/IP profile), an IP/TCP header to a tenth (4 B for IPv4, 6 B for IPv6).
 ROHC_UDP_IP = 3
 ROHC_TCP_IP_RATIO = 0.1
+# tcpquic's footnote: "Assuming 1460B TCP MSS and 1340 QUIC packet size"
+TCP_MSS = 1460
+QUIC_PACKET = 1340
 
 
 def round_half_up(value: float) -> int:
@@ -142,3 +147,32 @@ def overhead_share(ack_size: float, ack_ratio: float, data_packet_bytes: float) 
 def ack_rate_to_fill(forward_bit_rate: float, share: float) -> float:
     """Return-path bit rate the ACKs need while the forward path runs full (tcpquic's rate table)."""
     return forward_bit_rate * share
+
+
+def anatomy_cells() -> pl.DataFrame:
+    """tcpquic's anatomy: per case (cumulative AR 2 / with loss, TCP / QUIC) and bound, the ACK size, the data
+    packets it covers and its share of the forward bytes (null size: unlimited)."""
+    cases = {
+        ("tcp_cumulative", "min"): (tcp_ack().size, 2, TCP_MSS),
+        ("tcp_cumulative", "max"): (tcp_ack(timestamps=True).size, 2, TCP_MSS),
+        ("quic_cumulative", "min"): (quic_ack().size, 2, QUIC_PACKET),
+        ("quic_cumulative", "max"): (quic_ack_largest_without_loss().size, 2, QUIC_PACKET),
+        ("tcp_loss", "min"): (tcp_ack(sack_blocks=1).size, 1, TCP_MSS),
+        ("tcp_loss", "max"): (largest_tcp_ack().size, 1, TCP_MSS),
+        ("quic_loss", "min"): (quic_ack(extra_ranges=1).size, 1, QUIC_PACKET),
+        ("quic_loss", "max"): (None, 1, QUIC_PACKET),
+    }
+    return pl.DataFrame(
+        [
+            {
+                "case": case,
+                "bound": bound,
+                "ack_bytes": size,
+                "ack_ratio": ratio,
+                "data_packet_bytes": packet,
+                "share_percent": None if size is None else 100 * overhead_share(size, ratio, packet),
+            }
+            for (case, bound), (size, ratio, packet) in cases.items()
+        ],
+        schema_overrides={"ack_bytes": pl.Int64, "share_percent": pl.Float64},
+    )
