@@ -15,13 +15,9 @@ import pytest
 
 from quicack.schema import TABLES
 from quicack.store import connect
-from tests.conftest import QLOG_FIXTURES, REPO, make_run
+from tests.conftest import QLOG_FIXTURES, REPO, make_run, snakemake
 
 LOOPBACK = REPO / "tests" / "data" / "loopback"
-
-
-def snakemake(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def config_for(raw: Path, results: Path, *extra: str) -> list[str]:
