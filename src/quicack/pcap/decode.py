@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack.layout import capture_point
+from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS
 
 from .connection import C2S, S2C, Connection, Endpoint
@@ -773,6 +774,7 @@ def decode_capture(
     run_id: str = "",
     vantage: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Iterator[CaptureBatch]:
     """Decode one capture into batches of table rows; never raises on bad input (problems go to ingest_issues).
 
@@ -790,7 +792,7 @@ def decode_capture(
     issues = decoder.issues
     datagrams = 0
     check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
-    for item in read_udp(path):
+    for item in read_udp(path, limits):
         if type(item) is UdpDatagram:
             try:
                 decoder.add_datagram(item)
