@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from quicack import pipeline, recovery, store
 from quicack.layout import group_from_key
+from quicack.limits import add_limit_arguments, limits_from_args
 from quicack.pcap import cli as pcap_cli
 from quicack.schema import TABLES
 
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
     qlog.add_argument("paths", nargs="+", type=Path)
     qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
+    add_limit_arguments(qlog)
     qlog.set_defaults(handler=_qlog)
 
     sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
@@ -47,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_group_arguments(group)
     group.add_argument("--dataset", required=True)
     group.add_argument("--parquet", type=Path, required=True)
+    add_limit_arguments(group)
     group.set_defaults(handler=_ingest_group)
 
     dataset = commands.add_parser("dataset-issues", help="(pipeline) dataset-level input problems")
@@ -100,7 +103,7 @@ def _qlog(args: argparse.Namespace) -> int:
     readable = 0
     try:
         for path in files:
-            result = read_qlog(path, run_id=_run_id_for(path), vantage=None)
+            result = read_qlog(path, run_id=_run_id_for(path), vantage=None, limits=limits_from_args(args))
             rtt = recompute_rtt_samples(result.packets, result.frames, result.endpoints)
             tables = {
                 "packets": result.packets,
@@ -194,7 +197,7 @@ def _group_of(args: argparse.Namespace) -> str:
 
 def _ingest_group(args: argparse.Namespace) -> int:
     group = _group_of(args)
-    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet)
+    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args))
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 

@@ -217,7 +217,11 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
             damage_at = i
             break
     yield {"traces": traces, "_salvaged": True}
-    yield Damage(damage_at, 1, f"invalid JSON document ({first_error})", at_end=True)
+    if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
+        yield Damage(damage_at, 1, f"{stream_error}; the events before byte {damage_at} are kept", at_end=True,
+                     stops_file=True)
+    else:
+        yield Damage(damage_at, 1, f"invalid JSON document ({first_error})", at_end=True)
 
 
 _HEADER_STRINGS = {
