@@ -1,7 +1,7 @@
 """The ``quicack`` command.
 
 User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``sql``
-(query the database). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+(query the database), ``fuzz`` (mutated inputs through the readers). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
 ``dataset-issues``, ``derive-group``, ``build-db``.
 """
 
@@ -43,6 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     sql.set_defaults(handler=_sql)
 
     pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
+
+    fuzz = commands.add_parser("fuzz", help="mutated copies of real captures and qlogs through pcap and qlog; "
+                               "counts crashes and hangs")
+    fuzz.add_argument("--reader", choices=["pcap", "qlog", "both"], default="both")
+    fuzz.add_argument("--inputs", type=int, default=2000, help="inputs per reader (default 2000)")
+    fuzz.add_argument("--seed", type=int, default=0, help="the run is a function of the seed (default 0)")
+    fuzz.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    fuzz.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it counts as a hang")
+    fuzz.add_argument("--corpus", type=Path, default=None, help="folder of seed files (default: tests/data)")
+    fuzz.add_argument("--findings", type=Path, default=None, help="save the inputs that crash or hang here")
+    fuzz.set_defaults(handler=_fuzz)
 
     group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
     group.add_argument("--raw", type=Path, required=True)
@@ -132,6 +143,22 @@ def _qlog(args: argparse.Namespace) -> int:
     if not files:
         print("no qlog files found", file=sys.stderr)
     return 0 if readable else 1
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from quicack.fuzz import run_fuzz
+    from quicack.fuzz.runner import DEFAULT_CORPUS
+
+    failed = 0
+    for reader in ("pcap", "qlog") if args.reader == "both" else (args.reader,):
+        report = run_fuzz(reader, args.inputs, args.seed, args.jobs, args.timeout, args.corpus or DEFAULT_CORPUS,
+                          args.findings)
+        print(report.summary())
+        for finding in report.findings:
+            print(f"  input {finding.number} ({'+'.join(finding.mutations)}): {finding.kind}: {finding.what}"
+                  + (f" -> {finding.saved_as}" if finding.saved_as else ""))
+        failed += report.crashes + report.hangs
+    return 1 if failed else 0
 
 
 def _run_id_for(path: Path) -> str:
