@@ -97,11 +97,13 @@ def crafted_number(data: bytes, rng: random.Random, seeds: list[Seed]) -> bytes:
 
 
 def nest(data: bytes, rng: random.Random, seeds: list[Seed]) -> bytes:
-    """Deep nesting at a random value position (balanced or not)."""
-    depth = rng.choice((50, 500, 5_000, 200_000))
-    at = data.find(b":", rng.randrange(len(data) + 1)) + 1 if data else 0
-    closed = b"]" * depth if rng.random() < 0.7 else b""
-    return data[:at] + b"[" * depth + closed + data[at:]
+    """Deeply nested arrays or objects as a new first member of a random object: the JSON stays valid, so the
+    parser builds the whole depth (closed) or reads to the end of the record (not closed)."""
+    depth = rng.choice((50, 500, 5_000, 200_000, 500_000))
+    opener, innermost, closer = rng.choice(((b"[", b"", b"]"), (b'{"a":', b"1", b"}")))
+    at = data.find(b'{"', rng.randrange(len(data) + 1)) + 1 if data else 0
+    closing = closer * depth if rng.random() < 0.8 else b""
+    return data[:at] + b'"deep":' + opener * depth + innermost + closing + b"," + data[at:]
 
 
 MUTATIONS: dict[str, Callable[[bytes, random.Random, list[Seed]], bytes]] = {

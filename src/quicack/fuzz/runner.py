@@ -65,11 +65,13 @@ def run_fuzz(
     findings_dir: Path | None = None,
     progress: Callable[[FuzzReport], None] | None = None,
     target: str = "quicack.fuzz.runner:run_command",
+    stop_after_seconds: float | None = None,
 ) -> FuzzReport:
     """Fuzz ``reader`` ("pcap" or "qlog") with ``inputs`` mutated inputs numbered 0 .. inputs-1.
 
     ``target`` ("module:function", called as ``function(reader, path, keylog, out_dir)`` and returning the issue
-    rows) is what each input goes through: by default the ``quicack pcap`` / ``quicack qlog`` command."""
+    rows) is what each input goes through: by default the ``quicack pcap`` / ``quicack qlog`` command. With
+    ``stop_after_seconds``, no input starts after that time: the report says how many ran."""
     if not find_seeds(corpus, reader):
         raise ValueError(f"no {reader} seed files under {corpus}")
     report = FuzzReport(reader, seed)
@@ -78,6 +80,8 @@ def run_fuzz(
     next_number = 0
     try:
         while report.inputs < inputs:
+            if stop_after_seconds is not None and time.perf_counter() - started > stop_after_seconds:
+                inputs = next_number  # finish the inputs in flight, start no more
             for worker in pool:
                 if worker.ready and worker.number is None and next_number < inputs:
                     worker.assign(next_number, timeout)
