@@ -36,7 +36,7 @@ def write_gzip_bomb(path: Path, head: bytes, filler: bytes, expanded: int) -> Pa
 
 
 READ_IN_CHILD = """
-import resource, sys, time
+import sys, time
 kind, path = sys.argv[1], sys.argv[2]
 started = time.perf_counter()
 if kind == "pcap":
@@ -46,7 +46,8 @@ else:
     from quicack.qlog import read_qlog
     messages = list(read_qlog(path, "r").ingest_issues["message"])
 print(time.perf_counter() - started)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+from quicack.fuzz.runner import peak_rss_mib
+print(int(peak_rss_mib()))  # not ru_maxrss: Linux keeps it across exec, from the (large) test process
 print(*sorted(set(messages)), sep="\\n")  # a bomb of empty records repeats one message per record
 """
 
@@ -150,3 +151,18 @@ def test_bombs_are_quick_to_make(tmp_path: Path):
     started = time.perf_counter()
     write_gzip_bomb(tmp_path / "b.gz", b"", b"\0", 4 * GiB)
     assert time.perf_counter() - started < 10
+
+
+def test_ingest_group_command_passes_its_limits_to_every_reader(tmp_path: Path):
+    # What the Snakemake rule runs: a limit set on ingest-group reaches the qlog reader and the capture decoder.
+    import polars as pl
+
+    from quicack.cli import main
+
+    raw = Path(__file__).parent / "data" / "loopback"
+    parquet = tmp_path / "parquet"
+    assert main(["ingest-group", "--raw", str(raw), "--group", "aioquic_aioquic", "--dataset", "t",
+                 "--parquet", str(parquet), "--max-nesting-depth", "2", "--max-record-bytes", "100"]) == 0
+    messages = pl.read_parquet(next((parquet / "ingest_issues").glob("*.parquet")))["message"].to_list()
+    assert any("nested deeper than 2 levels (limits.max_nesting_depth)" in m for m in messages)  # qlog
+    assert any("exceeds 100 bytes (limits.max_record_bytes)" in m for m in messages)  # the loopback capture

@@ -195,6 +195,18 @@ class _Worker:
                 self.process.kill()
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set size. VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so a
+    worker started from a large process would report its parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run_command(reader: str, path: Path, keylog: Path | None, out: Path) -> int:
     """``quicack pcap`` / ``quicack qlog`` on one file; the number of issue rows it wrote."""
     import polars as pl
@@ -229,5 +241,4 @@ def _serve(connection: Connection, reader: str, corpus: str, seed: int, target: 
             except BaseException as error:  # noqa: BLE001 - anything escaping the command is what we look for
                 connection.send(("exception", f"{type(error).__name__}: {str(error)[:300]}"))
                 continue
-            rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            connection.send(("ok", (rows, rss_mib)))
+            connection.send(("ok", (rows, peak_rss_mib())))

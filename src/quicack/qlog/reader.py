@@ -77,7 +77,7 @@ class _FileReader:
         self.limits = limits
         self.bad_times = 0  # events skipped for a time no clock can show
         self.first_bad_time: tuple[int, Any] | None = None  # (event number in the file, its time)
-        self.events_read = 0
+        self.events_before_batch = 0  # events of the batches already yielded
         self.run_id = run_id
         self.vantage_arg = vantage
         self.batch_events = max(1, batch_events)
@@ -347,7 +347,6 @@ class _FileReader:
         # Hot path: one call per event. Plain dict lookups and class checks, no exceptions in the common case.
         self.pending += 1
         self.events_since_batch += 1
-        self.events_read += 1
         if ev.__class__ is dict:
             t = ev.get("time")
             name = ev.get("name")
@@ -415,7 +414,7 @@ class _FileReader:
     def _bad_time(self, t: float) -> None:
         self.bad_times += 1
         if self.first_bad_time is None:
-            self.first_bad_time = (self.events_read, t)
+            self.first_bad_time = (self.events_before_batch + self.events_since_batch, t)
 
     def _report_bad_times(self) -> None:
         if self.bad_times:
@@ -441,6 +440,7 @@ class _FileReader:
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
         n, self.events_since_batch = self.events_since_batch, 0
+        self.events_before_batch += n
         tables = (merged[0].frame(PACKETS), merged[1].frame(FRAMES), merged[2].frame(METRICS_LOGGED))
         for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
             if m.sanitized:
