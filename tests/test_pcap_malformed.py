@@ -204,3 +204,122 @@ def test_fuzz_frame_walker_counts_every_byte(payload: bytes) -> None:
     walk_frames(payload, columns)
     assert sum(columns.frame_bytes) == len(payload)
     assert columns.frame_index == list(range(len(columns.frame_index)))
+
+
+# -- damaged compression and corrupt pcapng blocks (hand-made from the real captures) ----------------------------
+
+PCAPNG = DATA / "aioquic_v2_dsb.pcapng"  # real aioquic run with its secrets in a Decryption Secrets Block
+
+
+def _first_damage(compressed: bytes, damage, decompress, error_type: type[BaseException]) -> bytes:
+    """The first damaged variant (scanning from the middle) on which the decompressor itself raises error_type:
+    proof that the case under test is the one users hit."""
+    for position in range(len(compressed) // 2, len(compressed) - 16):
+        damaged = damage(compressed, position)
+        try:
+            decompress(damaged)
+        except error_type:
+            return damaged
+        except Exception:  # noqa: BLE001 - another error: look further
+            continue
+    raise AssertionError(f"no damage position raises {error_type.__name__}")
+
+
+def _assert_kept_before_damage(tables: dict[str, pl.DataFrame], full: dict[str, pl.DataFrame], what: str) -> None:
+    assert 0 < tables["datagrams"].height < full["datagrams"].height
+    kept = ["direction", "datagram_index", "time_abs_ns", "udp_payload_bytes"]  # run_id: from the file name
+    assert tables["datagrams"].select(kept).equals(full["datagrams"].head(tables["datagrams"].height).select(kept))
+    # One row says where reading stopped: the decompressor's error, or the record the damaged bytes made
+    # (inflate can hand out a few wrong bytes before it notices).
+    (message,) = tables["ingest_issues"].filter(pl.col("severity") == "error")["message"]
+    assert f"{what} after" in message or "file corrupt at byte" in message
+
+
+def test_malformed_gzip_with_one_byte_deleted_is_one_issue(tmp_path: Path) -> None:
+    # Deleting one byte of a .pcap.gz made gzip raise zlib.error, which nothing caught: the group's ingest died.
+    import zlib
+
+    plain = SMALL.read_bytes() * 4
+    damaged = _first_damage(gzip.compress(plain, mtime=0), lambda c, i: c[:i] + c[i + 1 :], gzip.decompress, zlib.error)
+    full = decode_all(write_bytes(tmp_path / "plain.pcap", plain))
+    tables = decode_all(write_bytes(tmp_path / "deleted.pcap.gz", damaged))
+    _assert_kept_before_damage(tables, full, "gzip data damaged")
+
+
+def test_malformed_zstd_and_xz_damage_is_one_issue(tmp_path: Path) -> None:
+    import lzma
+
+    import zstandard
+
+    # A capture of several zstd blocks and xz chunks (encrypted payloads barely compress): damage in the second
+    # half is not in the first block.
+    plain = gzip.decompress(DATA.joinpath("ngtcp2_keyupdate_gso.pcap.gz").read_bytes())
+    full = decode_all(write_bytes(tmp_path / "plain.pcap", plain))
+    flip = lambda c, i: c[:i] + bytes([c[i] ^ 0x55]) + c[i + 1 :]  # noqa: E731
+    zst = _first_damage(
+        zstandard.ZstdCompressor().compress(plain),
+        flip,
+        lambda d: zstandard.ZstdDecompressor().decompress(d, max_output_size=len(plain) * 2),
+        zstandard.ZstdError,
+    )
+    tables = decode_all(write_bytes(tmp_path / "flipped.pcap.zst", zst))
+    _assert_kept_before_damage(tables, full, "zstd data damaged")
+    xz = _first_damage(lzma.compress(plain), flip, lzma.decompress, lzma.LZMAError)
+    tables = decode_all(write_bytes(tmp_path / "flipped.pcap.xz", xz))
+    _assert_kept_before_damage(tables, full, "xz data damaged")
+
+
+def _pcapng_blocks(data: bytes) -> list[tuple[int, int]]:
+    """(offset, total length) of each block of a little-endian pcapng."""
+    blocks, offset = [], 0
+    while offset < len(data):
+        length = struct.unpack_from("<I", data, offset + 4)[0]
+        blocks.append((offset, length))
+        offset += length
+    return blocks
+
+
+def test_malformed_pcapng_short_block_in_the_middle_is_skipped(tmp_path: Path) -> None:
+    # One block cut short (its last 40 bytes gone) in the middle: reading used to stop there, losing every later
+    # packet. Now the reader finds the next well-framed block and keeps everything after it.
+    data = PCAPNG.read_bytes()
+    blocks = _pcapng_blocks(data)
+    offset, length = blocks[len(blocks) // 2]
+    damaged = data[: offset + length - 40] + data[offset + length :]
+    full = decode_all(PCAPNG, None)
+    tables = decode_all(write_bytes(tmp_path / "short.pcapng", damaged), None)
+    assert tables["datagrams"].height == full["datagrams"].height - 1  # only the damaged block's datagram is lost
+    (message,) = [m for m in tables["ingest_issues"]["message"] if "corrupt pcapng block" in m]
+    assert f"at byte {offset}" in message and f"next valid block at byte {offset + length - 40}" in message
+    # The later datagrams are the same as in the undamaged capture.
+    assert tables["datagrams"].tail(5)["udp_payload_bytes"].equals(full["datagrams"].tail(5)["udp_payload_bytes"])
+
+
+def test_malformed_pcapng_garbage_between_blocks_and_bad_lengths(tmp_path: Path) -> None:
+    data = PCAPNG.read_bytes()
+    blocks = _pcapng_blocks(data)
+    third = blocks[len(blocks) // 3][0]
+    two_thirds = blocks[2 * len(blocks) // 3][0]
+    # 13 bytes of garbage (misaligns the rest), then a block whose length field is 0xFFFFFFF0 ("gigabytes").
+    damaged = bytearray(data[:third] + bytes(range(100, 113)) + data[third:])
+    struct.pack_into("<I", damaged, two_thirds + 13 + 4, 0xFFFFFFF0)
+    full = decode_all(PCAPNG, None)
+    tables = decode_all(write_bytes(tmp_path / "garbage.pcapng", bytes(damaged)), None)
+    issues = [m for m in tables["ingest_issues"]["message"] if "corrupt pcapng block" in m]
+    assert len(issues) == 2
+    assert "exceeds" in issues[1] and "limits.max_record_bytes" in issues[1]
+    assert tables["datagrams"].height == full["datagrams"].height - 1
+
+
+def test_malformed_pcap_record_length_names_the_limit(tmp_path: Path) -> None:
+    from quicack.limits import Limits
+
+    data = bytearray(SMALL.read_bytes())
+    struct.pack_into("<I", data, 24 + 8, 5000)  # first record claims 5000 captured bytes
+    path = write_bytes(tmp_path / "long.pcap", bytes(data))
+    tables = {
+        name: pl.concat([getattr(b, name) for b in decode_capture(path, SMALL_KEYS, limits=Limits(max_record_bytes=4096))])
+        for name in ("datagrams", "ingest_issues")
+    }
+    assert tables["datagrams"].height == 0
+    assert "exceeds 4096 bytes (limits.max_record_bytes)" in messages(tables)

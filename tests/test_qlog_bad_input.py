@@ -183,3 +183,117 @@ def test_batch_builder_matches_the_row_constructor_on_mixed_python_types():
     assert strict.equals(pl.DataFrame(rows, schema=FRAME_DTYPES, orient="row", strict=False), null_equal=True)
     odd = (*row[:3], "1", *row[4:])  # a numeric string: not strict
     assert strict_columns([[v] for v in odd], FRAME_DTYPES) is None
+
+
+# -- hostile values and shapes (hand-made from the real fixtures) ---------------------------------------------------
+
+def _ngtcp2_with(tmp_path: Path, name: str, old: bytes, new: bytes) -> Path:
+    data = NGTCP2.read_bytes()
+    assert old in data
+    p = tmp_path / name
+    p.write_bytes(data.replace(old, new, 1))
+    return p
+
+
+def test_malformed_integer_beyond_64_bits_costs_the_value_not_the_file(tmp_path: Path):
+    # 2^63 as a packet number, an offset and a congestion window: polars could not build the batch (i128),
+    # and the whole file gave 0 rows.
+    full = read_qlog(NGTCP2, "r")
+    for old, new, table in (
+        (b'"packet_number":0}', b'"packet_number":9223372036854775808}', "packets"),
+        (b'"offset":0,', b'"offset":18446744073709551615,', "frames"),
+        (b'"congestion_window":14520', b'"congestion_window":9223372036854775808', "metrics_logged"),
+    ):
+        r = read_qlog(_ngtcp2_with(tmp_path, "big.sqlog", old, new), "r")
+        assert (r.packets.height, r.frames.height, r.metrics_logged.height) == (
+            full.packets.height, full.frames.height, full.metrics_logged.height)
+        assert any(f"some {table} fields" in m and "beyond 64 bits" in m for m in r.ingest_issues["message"])
+
+
+def test_malformed_time_of_1e308_costs_the_event_not_the_file(tmp_path: Path):
+    full = read_qlog(NGTCP2, "r")
+    for time in (b"1e308", b"-1e308", b'"inf"'):
+        r = read_qlog(_ngtcp2_with(tmp_path, "t.sqlog", b'{"time":26,', b'{"time":' + time + b","), "r")
+        (severity, message), = _issues(r)
+        assert severity == "warning" and "1 event(s) skipped: time beyond" in message and "event 4" in message
+        assert r.packets.height == full.packets.height - 1
+        assert r.packets["time_ms"].null_count() == 0 and r.packets["time_ms"].max() < 1e6
+
+
+def test_malformed_reference_time_1e300_is_an_issue_not_an_overflow(tmp_path: Path):
+    r = read_qlog(_ngtcp2_with(tmp_path, "ref.sqlog", b'"reference_time":0', b'"reference_time":1e300'), "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "reference_time 1e+300 is beyond the year 2115" in message
+    assert r.packets.height == read_qlog(NGTCP2, "r").packets.height
+    assert r.endpoints["time_origin_abs_ns"].null_count() == 1
+
+
+def _read_in_subprocess(path: Path) -> tuple[int, str]:
+    """(exit code, output) of reading ``path`` in a child: a parser that crashes the process fails the test
+    instead of killing the test run."""
+    import subprocess
+    import sys
+
+    import quicack
+
+    code = ("import sys; from quicack.qlog import read_qlog; r = read_qlog(sys.argv[1], 'r'); "
+            "print(r.packets.height); print(*r.ingest_issues['message'], sep='\\n')")
+    env = {"PYTHONPATH": str(Path(quicack.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_malformed_deeply_nested_qlog_gz_is_an_issue_not_a_crash(tmp_path: Path):
+    # 300k levels: orjson 3.8.3 segfaulted the ingest job (exit 139) on such a file of a few hundred bytes.
+    import gzip
+
+    levels = 300_000
+    document = tmp_path / "deep.qlog.gz"
+    document.write_bytes(gzip.compress(b'{"qlog_version":"0.3","traces":[{"events":' + b"[" * levels + b"]" * levels
+                                       + b"}]}", mtime=0))
+    assert document.stat().st_size < 1000
+    code, output = _read_in_subprocess(document)
+    assert code == 0, output
+    assert "JSON nested deeper than 200 levels (limits.max_nesting_depth)" in output
+    # In a JSON-SEQ file the deep record costs that record: the records after it are kept.
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    records.insert(5, b'{"time":1,"name":"x","data":' + b"[" * levels + b"]" * levels + b"}\n")
+    sequence = tmp_path / "deep.sqlog.gz"
+    sequence.write_bytes(gzip.compress(b"\x1e".join(records), mtime=0))
+    code, output = _read_in_subprocess(sequence)
+    assert code == 0, output
+    assert output.splitlines()[0] == str(read_qlog(NGTCP2, "r").packets.height)
+    assert "record 5" in output and "nested deeper" in output
+
+
+def test_malformed_oversized_record_is_skipped_and_later_records_kept(tmp_path: Path):
+    from quicack.limits import Limits
+
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    records[5] = records[5][:-2] + b', "padding": "' + b"x" * 3_000_000 + b'"}\n'  # 3 MB: longer than 3 chunks
+    p = tmp_path / "long.sqlog"
+    p.write_bytes(b"\x1e".join(records))
+    full = read_qlog(NGTCP2, "r")
+    assert read_qlog(p, "r").packets.height == full.packets.height  # within the default limit: read
+    r = read_qlog(p, "r", limits=Limits(max_record_bytes=1_000_000))
+    (severity, message), = _issues(r)
+    assert "skipped unreadable record 5" in message and "exceeds 1000000 bytes (limits.max_record_bytes)" in message
+    assert r.packets.height == full.packets.height - 1
+
+
+def test_a_128_mb_ndjson_record_is_read_whole_and_the_next_kept(tmp_path: Path):
+    # Its time (linear in the record length since the reader stopped re-copying the open record with each chunk)
+    # is measured in bench/README.md ("qlog records of any length"), not here: tests do not time anything.
+    from quicack.limits import Limits
+    from quicack.qlog.records import iter_seq_lines
+
+    p = tmp_path / "long.qlog"
+    with open(p, "wb") as f:
+        f.write(b'{"qlog_format":"NDJSON","trace":{}}\n{"time":1,"name":"x","data":{"note":"')
+        for _ in range(128):
+            f.write(b"x" * (1 << 20))
+        f.write(b'"}}\n{"time":2,"name":"y","data":{}}\n')
+    records = list(iter_seq_lines(p, Limits(max_record_bytes=1 << 30)))
+    assert [r.get("name") for r in records] == [None, "x", "y"]
+    assert len(records[1]["data"]["note"]) == 128 << 20

@@ -1,7 +1,8 @@
 """The ``quicack`` command.
 
 User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``scan`` (scanner
-output in the imc24 authors' layout to scan_connections), ``sql`` (query the database). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+output in the imc24 authors' layout to scan_connections), ``sql`` (query the database), ``fuzz`` (mutated
+inputs through the readers). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
 ``dataset-issues``, ``derive-group``, ``build-db``.
 """
 
@@ -17,6 +18,7 @@ import polars as pl
 
 from quicack import pipeline, recovery, store
 from quicack.layout import group_from_key
+from quicack.limits import add_limit_arguments, limits_from_args
 from quicack.pcap import cli as pcap_cli
 from quicack.scan import cli as scan_cli
 from quicack.schema import TABLES
@@ -31,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
     qlog.add_argument("paths", nargs="+", type=Path)
     qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
+    add_limit_arguments(qlog)
     qlog.set_defaults(handler=_qlog)
 
     sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
@@ -42,11 +45,23 @@ def main(argv: list[str] | None = None) -> int:
     pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
     scan_cli.add_subparser(commands)
 
+    fuzz = commands.add_parser("fuzz", help="mutated copies of real captures and qlogs through pcap and qlog; "
+                               "counts crashes and hangs")
+    fuzz.add_argument("--reader", choices=["pcap", "qlog", "both"], default="both")
+    fuzz.add_argument("--inputs", type=int, default=2000, help="inputs per reader (default 2000)")
+    fuzz.add_argument("--seed", type=int, default=0, help="the run is a function of the seed (default 0)")
+    fuzz.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    fuzz.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it counts as a hang")
+    fuzz.add_argument("--corpus", type=Path, default=None, help="folder of seed files (default: tests/data)")
+    fuzz.add_argument("--findings", type=Path, default=None, help="save the inputs that crash or hang here")
+    fuzz.set_defaults(handler=_fuzz)
+
     group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
     group.add_argument("--raw", type=Path, required=True)
     _add_group_arguments(group)
     group.add_argument("--dataset", required=True)
     group.add_argument("--parquet", type=Path, required=True)
+    add_limit_arguments(group)
     group.set_defaults(handler=_ingest_group)
 
     dataset = commands.add_parser("dataset-issues", help="(pipeline) dataset-level input problems")
@@ -107,10 +122,27 @@ def _qlog(args: argparse.Namespace) -> int:
         )
 
     files = _expand_qlog_paths(args.paths)
-    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report)
+    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report,
+                       limits=limits_from_args(args))
     if not files:
         print("no qlog files found", file=sys.stderr)
     return 0 if readable else 1
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from quicack.fuzz import run_fuzz
+    from quicack.fuzz.runner import DEFAULT_CORPUS
+
+    failed = 0
+    for reader in ("pcap", "qlog") if args.reader == "both" else (args.reader,):
+        report = run_fuzz(reader, args.inputs, args.seed, args.jobs, args.timeout, args.corpus or DEFAULT_CORPUS,
+                          args.findings)
+        print(report.summary())
+        for finding in report.findings:
+            print(f"  input {finding.number} ({'+'.join(finding.mutations)}): {finding.kind}: {finding.what}"
+                  + (f" -> {finding.saved_as}" if finding.saved_as else ""))
+        failed += report.crashes + report.hangs
+    return 1 if failed else 0
 
 
 def _run_id_for(path: Path) -> str:
@@ -169,7 +201,7 @@ def _group_of(args: argparse.Namespace) -> str:
 
 def _ingest_group(args: argparse.Namespace) -> int:
     group = _group_of(args)
-    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet)
+    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args))
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 

@@ -16,6 +16,7 @@ import polars as pl
 
 from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, keylog_files, parse_run_folder, run_groups
 from quicack.layout.naming import describe_run_id
+from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 
 # runs columns that ingest fills itself, never from run.json.
@@ -114,8 +115,8 @@ def _rel(path: Path, raw_root: Path) -> str:
         return str(path)
 
 
-def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataFrame]:
-    """All ingest tables of one run group."""
+def ingest_group(raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, pl.DataFrame]:
+    """All ingest tables of one run group; ``limits`` bound what each input file may cost."""
     from quicack.qlog import discover_qlogs, read_qlog
 
     parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
@@ -132,14 +133,14 @@ def ingest_group(raw_root: Path, group: str, dataset: str) -> dict[str, pl.DataF
         parts["ingest_issues"].append(_relative_paths(missing, raw_root))
         evidence = Evidence()
         for path, vantage in qlogs:
-            result = read_qlog(path, run.run_id, vantage)
+            result = read_qlog(path, run.run_id, vantage, limits)
             for name in ("packets", "frames", "metrics_logged"):
                 parts[name].append(getattr(result, name))
             # Relative to the raw folder, so that outputs do not depend on where the data sits.
             parts["endpoints"].append(_relative_paths(result.endpoints, raw_root))
             parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
             evidence.add(result.frames, datagrams=0)
-        _ingest_captures(run, raw_root, parts, evidence)
+        _ingest_captures(run, raw_root, parts, evidence, limits)
         if row["status"] is None and not (run.path / RUN_JSON).is_file():
             row.update(evidence.status())
     if not found_any:
@@ -172,12 +173,14 @@ class Evidence:
         return {"status": "failed", "failure_reason": f"inferred: {reason}", "status_source": "inferred from capture"}
 
 
-def _ingest_captures(run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], evidence: Evidence) -> None:
+def _ingest_captures(
+    run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], evidence: Evidence, limits: Limits
+) -> None:
     from quicack.pcap.decode import decode_capture
 
     keylogs = keylog_files(run)
     for path in capture_files(run):
-        for batch in decode_capture(path, keylogs, run.run_id):
+        for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
             for name in ("datagrams", "packets", "frames"):
                 parts[name].append(getattr(batch, name))
             parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))

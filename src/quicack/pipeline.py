@@ -10,6 +10,7 @@ import polars as pl
 
 from quicack import ingest, recovery, store
 from quicack.layout import group_key
+from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
@@ -23,8 +24,10 @@ class StrictModeError(RuntimeError):
     """Raised when ``strict`` is set and the input had problems."""
 
 
-def ingest_group_stage(raw_root: Path, group: str, dataset: str, parquet_root: Path) -> dict[str, int]:
-    tables = ingest.ingest_group(raw_root, group, dataset)
+def ingest_group_stage(
+    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS
+) -> dict[str, int]:
+    tables = ingest.ingest_group(raw_root, group, dataset, limits)
     store.write_tables(tables, parquet_root, group_key(group))
     return {name: frame.height for name, frame in tables.items()}
 

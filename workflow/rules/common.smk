@@ -10,6 +10,7 @@ from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.limits import limit_arguments, limits_from_mapping
 from quicack.pipeline import DERIVED_TABLES
 
 min_version("9.0")
@@ -28,6 +29,8 @@ RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 LOGS = RESULTS / "logs"
 FIGURE_FORMATS = config["figures"]["formats"]
+# The input limits as ingest-group options (only those that differ from the defaults); a change reruns ingest.
+LIMIT_OPTIONS = " ".join(shlex.quote(option) for option in limit_arguments(limits_from_mapping(config.get("limits"))))
 
 
 def dataset_description():

@@ -15,11 +15,12 @@ rule ingest_group:
         braced_files=group_braced_files,
         dataset=DATASET,
         parquet=PARQUET,
+        limits=LIMIT_OPTIONS,
     conda:
         CONDA_ENV
     shell:
         "quicack ingest-group --raw {params.raw:q} --group-key={wildcards.group:q} "
-        "--dataset {params.dataset:q} --parquet {params.parquet:q} > {log:q} 2>&1"
+        "--dataset {params.dataset:q} --parquet {params.parquet:q} {params.limits} > {log:q} 2>&1"
 
 
 rule ingest_dataset_issues:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 
 # polars, pyarrow and the decoder are imported where they are used, not here: `--help` and the
 # `quicack` command (which only registers this subcommand) then start in milliseconds.
+from quicack.limits import add_limit_arguments, limits_from_args
+
 if TYPE_CHECKING:
     from .decode import CaptureBatch
 
@@ -91,6 +93,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", default="", help="run_id of the rows (default: the capture's stem)")
     parser.add_argument("--vantage", default=None, help="capture point (default: sim_left/sim_right/the file stem)")
     parser.add_argument("--print", dest="print_packets", action="store_true", help="print one line per QUIC packet")
+    add_limit_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
     from .decode import decode_capture
 
-    batches: Iterable[CaptureBatch] = decode_capture(args.capture, args.keylog or None, args.run_id, args.vantage)
+    batches: Iterable[CaptureBatch] = decode_capture(
+        args.capture, args.keylog or None, args.run_id, args.vantage, limits=limits_from_args(args)
+    )
     if args.print_packets:
         batches = _print_batches(batches, sys.stdout)
     counts = write_capture_parquet(batches, args.out)

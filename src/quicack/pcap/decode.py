@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from quicack.layout import capture_point
+from quicack.limits import DEFAULT_LIMITS, Limits
 
 from .columns import CaptureBatch, DatagramSeen, RowBuffers, assemble_batch
 from .connection import C2S, S2C, Connection, Endpoint
@@ -464,6 +465,7 @@ def decode_capture(
     run_id: str = "",
     vantage: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Iterator[CaptureBatch]:
     """Decode one capture into batches of table rows; never raises on bad input (problems go to ingest_issues).
 
@@ -481,7 +483,7 @@ def decode_capture(
     issues = decoder.issues
     datagrams = 0
     check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
-    for item in read_udp(path):
+    for item in read_udp(path, limits):
         if type(item) is UdpDatagram:
             try:
                 decoder.add_datagram(item)

@@ -7,24 +7,23 @@ with the file. Problems (truncation, unknown link types, fragments) are reported
 
 from __future__ import annotations
 
-import gzip
-import io
 import socket
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from quicack.compressed import CorruptCompressedData, open_input
+from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
+
+from .pcapng import read_pcapng
+from .records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
+
+__all__ = ["LinkRecord", "ReadIssue", "TlsKeylogSecrets", "UdpDatagram", "open_capture", "read_link_records", "read_udp"]
 
 PCAP_MAGIC_US_LE = 0xA1B2C3D4
 PCAP_MAGIC_NS_LE = 0xA1B23C4D
 PCAPNG_SHB = 0x0A0D0D0A
-PCAPNG_IDB = 0x00000001
-PCAPNG_SPB = 0x00000003
-PCAPNG_EPB = 0x00000006
-PCAPNG_DSB = 0x0000000A
-PCAPNG_BYTE_ORDER_MAGIC = 0x1A2B3C4D
-DSB_TLS_KEYLOG = 0x544C534B
 
 LINKTYPE_NULL = 0
 LINKTYPE_ETHERNET = 1
@@ -54,98 +53,15 @@ CHUNK_BYTES = 1 << 20
 IPV4_HEADER = struct.Struct("!BxHHHxB2x4s4s")  # version/IHL, total length, id, flags/fragment, protocol, addresses
 UDP_HEADER = struct.Struct("!HHH")
 
-MAX_TIME_NS = 2**63 - 1  # time_abs_ns is int64 in the tables
+
+def open_capture(path: Path, limits: Limits = DEFAULT_LIMITS) -> BinaryIO:
+    """Open a capture, transparently decompressing gzip, zstd and xz by their magic bytes."""
+    return open_input(path, limits)
 
 
-@dataclass(slots=True)  # not frozen: frozen dataclasses are slow to build, and this is built per datagram
-class UdpDatagram:
-    """One UDP datagram as it went over the wire."""
-
-    record_number: int  # 1-based record (frame) number in the file, as tshark numbers frames
-    time_abs_ns: int
-    src: str
-    dst: str
-    src_port: int
-    dst_port: int
-    ip_header_bytes: int
-    udp_payload_bytes: int  # from the UDP length field: the wire size even if the capture cut the record
-    payload: bytes  # captured payload bytes (shorter than udp_payload_bytes when truncated)
-
-
-@dataclass(frozen=True, slots=True)
-class ReadIssue:
-    record_number: int | None
-    severity: str  # 'error' or 'warning'
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class TlsKeylogSecrets:
-    """Keylog text found in a pcapng Decryption Secrets Block."""
-
-    text: str
-
-
-@dataclass(slots=True)
-class LinkRecord:
-    record_number: int
-    time_abs_ns: int
-    linktype: int
-    data: bytes
-    wire_length: int
-
-
-class _SalvagingReader(io.RawIOBase):
-    """A decompressing stream that, when the compressed data is cut or corrupt, first returns what it could
-    decompress and raises only on the next read, so the records before the damage are not lost."""
-
-    PIECE_BYTES = 1 << 13  # what a damaged stream can lose at most
-
-    def __init__(self, inner: BinaryIO) -> None:
-        self.inner = inner
-        self.error: Exception | None = None
-
-    def read(self, size: int = -1) -> bytes:
-        if self.error is not None:
-            error, self.error = self.error, None
-            raise error
-        pieces = []
-        remaining = size if size >= 0 else 1 << 62
-        while remaining > 0:
-            try:
-                piece = self.inner.read(min(remaining, self.PIECE_BYTES))
-            except (OSError, EOFError, ValueError) as error:
-                self.error = error
-                break
-            if not piece:
-                break
-            pieces.append(piece)
-            remaining -= len(piece)
-        return b"".join(pieces)
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.inner.close()
-        super().close()
-
-
-def open_capture(path: Path) -> BinaryIO:
-    """Open a capture, transparently decompressing gzip and zstd by their magic bytes."""
-    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed by it
-    magic = raw.peek(4)[:4]
-    if magic[:2] == b"\x1f\x8b":
-        return _SalvagingReader(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[return-value]
-    if magic == b"\x28\xb5\x2f\xfd":
-        import zstandard
-
-        stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)
-        return _SalvagingReader(stream)  # type: ignore[return-value]
-    return raw
-
-
-def read_link_records(stream: BinaryIO) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
+def read_link_records(
+    stream: BinaryIO, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
     """Yield link-layer records (and DSB secrets) from a pcap or pcapng stream."""
     head = stream.read(4)
     if not head:
@@ -158,14 +74,14 @@ def read_link_records(stream: BinaryIO) -> Iterator[LinkRecord | ReadIssue | Tls
     (magic_le,) = struct.unpack("<I", head)
     (magic_be,) = struct.unpack(">I", head)
     if magic_le == PCAPNG_SHB:
-        yield from _read_pcapng(stream, head)
+        yield from read_pcapng(stream, head, limits)
     elif PCAP_MAGIC_US_LE in (magic_le, magic_be) or PCAP_MAGIC_NS_LE in (magic_le, magic_be):
-        yield from _read_pcap(stream, head)
+        yield from _read_pcap(stream, head, limits)
     else:
         yield ReadIssue(None, "error", f"not a pcap or pcapng file (magic {head.hex()})")
 
 
-def _read_pcap(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue]:
+def _read_pcap(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkRecord | ReadIssue]:
     (magic,) = struct.unpack("<I", head)
     endian = "<" if magic in (PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE) else ">"
     (magic,) = struct.unpack(endian + "I", head)
@@ -184,8 +100,10 @@ def _read_pcap(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue
     # Read in large chunks and cut records out of them: two small reads per record cost more than decoding.
     buffer = b""
     position = 0
+    offset = 24  # stream offset of buffer[0]
     while True:
         if position + 16 > len(buffer):
+            offset += position
             buffer = buffer[position:] + read(CHUNK_BYTES)
             position = 0
             if not buffer:
@@ -195,11 +113,18 @@ def _read_pcap(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue
                 return
         seconds, fraction, caplen, wire_length = unpack_header(buffer, position)
         number += 1
-        if caplen > 0x4000000:
-            yield ReadIssue(number, "error", f"record length {caplen} is implausible: file corrupt, reading stops")
+        if caplen > limits.max_record_bytes:
+            # pcap records carry no second length to resynchronise on: the rest of the file is unreadable.
+            yield ReadIssue(
+                number,
+                "error",
+                f"record length {caplen} exceeds {limits.max_record_bytes} bytes ({config_key('max_record_bytes')}): "
+                f"file corrupt at byte {offset + position}, reading stops",
+            )
             return
         end = position + 16 + caplen
         if end > len(buffer):
+            offset += position
             buffer = buffer[position:] + read(max(CHUNK_BYTES, caplen + 16))
             position = 0
             end = 16 + caplen
@@ -210,90 +135,6 @@ def _read_pcap(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue
             number, seconds * 1_000_000_000 + fraction * scale, linktype, buffer[position + 16 : end], wire_length
         )
         position = end
-
-
-def _read_pcapng(stream: BinaryIO, head: bytes) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
-    read = stream.read
-    endian = "<"
-    interfaces: list[tuple[int, int]] = []  # (linktype, ticks per second)
-    number = 0
-    pending_head: bytes | None = head
-    while True:
-        block_type_bytes = pending_head if pending_head is not None else read(4)
-        pending_head = None
-        if not block_type_bytes:
-            return
-        length_bytes = read(4)
-        if len(block_type_bytes) < 4 or len(length_bytes) < 4:
-            yield ReadIssue(number or None, "error", "capture ends inside a block header (truncated file)")
-            return
-        if block_type_bytes == b"\x0a\x0d\x0d\x0a":
-            # Section header: the byte-order magic decides how everything after it is read.
-            bom = read(4)
-            if len(bom) < 4:
-                yield ReadIssue(None, "error", "truncated pcapng section header")
-                return
-            endian = "<" if struct.unpack("<I", bom)[0] == PCAPNG_BYTE_ORDER_MAGIC else ">"
-            (total_length,) = struct.unpack(endian + "I", length_bytes)
-            body = read(total_length - 12)
-            if total_length < 28 or len(body) < total_length - 12:
-                yield ReadIssue(None, "error", "truncated pcapng section header")
-                return
-            interfaces = []
-            continue
-        (block_type,) = struct.unpack(endian + "I", block_type_bytes)
-        (total_length,) = struct.unpack(endian + "I", length_bytes)
-        if total_length < 12 or total_length % 4 or total_length > 0x4000000:
-            yield ReadIssue(
-                number or None, "error", f"pcapng block length {total_length} is invalid: file corrupt, reading stops"
-            )
-            return
-        body = read(total_length - 8)
-        if len(body) < total_length - 8:
-            yield ReadIssue(number or None, "error", "capture ends inside a block (truncated file)")
-            return
-        body = body[:-4]  # trailing copy of the block length
-        if block_type == PCAPNG_IDB:
-            linktype = struct.unpack(endian + "H", body[:2])[0]
-            interfaces.append((linktype, _pcapng_ticks_per_second(body[8:], endian)))
-        elif block_type == PCAPNG_EPB:
-            number += 1
-            interface_id, ts_high, ts_low, caplen, wire_length = struct.unpack(endian + "IIIII", body[:20])
-            if interface_id >= len(interfaces):
-                yield ReadIssue(number, "error", f"packet refers to unknown interface {interface_id}")
-                continue
-            linktype, ticks = interfaces[interface_id]
-            ticks_total = (ts_high << 32) | ts_low
-            time_ns = ticks_total * 1_000_000_000 // ticks if ticks != 1_000_000_000 else ticks_total
-            if time_ns > MAX_TIME_NS:  # 64-bit ticks can exceed the int64 nanoseconds of the tables
-                yield ReadIssue(number, "error", "packet timestamp after the year 2262 (corrupt block): skipped")
-                continue
-            yield LinkRecord(number, time_ns, linktype, body[20 : 20 + caplen], wire_length)
-        elif block_type == PCAPNG_SPB:
-            number += 1
-            if not interfaces:
-                yield ReadIssue(number, "error", "simple packet block without interface")
-                continue
-            (wire_length,) = struct.unpack(endian + "I", body[:4])
-            yield LinkRecord(number, 0, interfaces[0][0], body[4 : 4 + wire_length], wire_length)
-        elif block_type == PCAPNG_DSB:
-            secrets_type, secrets_length = struct.unpack(endian + "II", body[:8])
-            if secrets_type == DSB_TLS_KEYLOG:
-                yield TlsKeylogSecrets(body[8 : 8 + secrets_length].decode("utf-8", "replace"))
-
-
-def _pcapng_ticks_per_second(options: bytes, endian: str) -> int:
-    """Read if_tsresol (option 9) of an interface description block; default microseconds."""
-    position = 0
-    while position + 4 <= len(options):
-        code, length = struct.unpack(endian + "HH", options[position : position + 4])
-        if code == 0:
-            break
-        if code == 9 and length >= 1:
-            resolution = options[position + 4]
-            return 2 ** (resolution & 0x7F) if resolution & 0x80 else 10**resolution
-        position += 4 + ((length + 3) & ~3)
-    return 1_000_000
 
 
 def _address_name(address: bytes, names: dict[bytes, str]) -> str:
@@ -445,23 +286,38 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
     )
 
 
-def read_udp(path: Path) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]:
-    """Yield every UDP datagram of a capture, plus issues and embedded keylog secrets, in file order."""
+def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]:
+    """Yield every UDP datagram of a capture, plus issues and embedded keylog secrets, in file order.
+
+    Never raises on bad input: damaged compression, a tripped limit or anything unforeseen ends the file with
+    one issue, and everything read before it has been yielded."""
     try:
-        stream = open_capture(path)
+        stream = open_capture(path, limits)
     except OSError as error:
         yield ReadIssue(None, "error", f"cannot open capture: {error}")
         return
     address_names: dict[bytes, str] = {}
+    number: int | None = None
     with stream:
         try:
-            for item in read_link_records(stream):
+            for item in read_link_records(stream, limits):
                 if isinstance(item, LinkRecord):
+                    number = item.record_number
                     converted = link_to_udp(item, address_names)
                     if converted is not None:
                         yield converted
                 else:
                     yield item
+        except CorruptCompressedData as error:
+            yield ReadIssue(number, "error", f"capture unreadable after this point: {error}; records before kept")
+        except InputLimitExceeded as error:
+            yield ReadIssue(number, "error", f"capture unreadable after this point: {error}")
         except (OSError, EOFError, struct.error, ValueError) as error:
-            # gzip/zstd raise on a truncated or corrupt compressed stream: keep what was read.
-            yield ReadIssue(None, "error", f"capture unreadable after this point: {type(error).__name__}: {error}")
+            yield ReadIssue(number, "error", f"capture unreadable after this point: {type(error).__name__}: {error}")
+        except Exception as error:  # noqa: BLE001 - bad input must never stop the pipeline
+            yield ReadIssue(
+                number,
+                "error",
+                f"reading stopped by an unexpected {type(error).__name__}: {error}; records before kept "
+                "(please report this file)",
+            )

@@ -30,6 +30,7 @@ METRIC_DTYPES = {
     "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,
     "min_rtt_ms": pl.Float64, "pto_count": pl.Int64, "cwnd_bytes": pl.Int64, "bytes_in_flight": pl.Int64,
 }
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 assert tuple(PACKET_DTYPES) == PACKET_COLUMNS and tuple(FRAME_DTYPES) == FRAME_COLUMNS
 assert tuple(METRIC_DTYPES) == METRIC_COLUMNS
 
@@ -127,7 +128,8 @@ def sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:
         if v is None:
             out.append(None)
         elif dt == pl.Int64:
-            out.append(_int(v))
+            number = _int(v)
+            out.append(number if number is None or INT64_MIN <= number <= INT64_MAX else None)
         elif dt == pl.Float64:
             out.append(_num(v))
         elif dt == pl.Boolean:

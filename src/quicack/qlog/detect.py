@@ -8,14 +8,12 @@ Only the first KiB is read so that detection of a multi-GB file costs nothing.
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import zstandard
+from quicack.compressed import compression_of, open_input
 
 HEAD_BYTES = 1024
 RS = 0x1E  # JSON-SEQ record separator (RFC 7464)
@@ -25,9 +23,6 @@ JSON_SEQ = "json-seq"
 NDJSON = "ndjson"
 JSON = "json"
 UNKNOWN = "unknown"
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 _STR_FIELD = {
     name: re.compile(rb'"' + name.encode() + rb'"\s*:\s*"([^"]{0,200})"')
@@ -57,7 +52,7 @@ class Dialect:
     qlog_version: str | None  # qlog_version or file_schema from the header
     implementation: str | None  # aioquic, quic-go, ngtcp2, go-x-net, quiche, neqo, quinn, picoquic, mvfst, ...
     vantage: str | None  # vantage_point.type when inside the first KiB
-    compression: str | None  # gzip | zstd | None
+    compression: str | None  # gzip | zstd | xz | None
     main_schema: bool  # final-draft header (file_schema) / quic-NN event schemas
     known_version: bool
 
@@ -68,32 +63,15 @@ class Dialect:
         return f"{self.container}-{self.qlog_version or 'unknown'}"
 
 
-def _compression(head: bytes) -> str | None:
-    if head.startswith(_GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(_ZSTD_MAGIC):
-        return "zstd"
-    return None
-
-
 def open_binary(path: Path) -> IO[bytes]:
-    """Open ``path`` for binary reading, decompressing gzip/zstd transparently (decided by magic bytes)."""
-    raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    magic = raw.read(4)
-    raw.seek(0)
-    kind = _compression(magic)
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if kind == "zstd":
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader)  # type: ignore[arg-type]
-    return raw
+    """Open ``path`` for binary reading, decompressing gzip/zstd/xz transparently (decided by magic bytes)."""
+    return open_input(path)
 
 
 def read_head(path: Path, n: int = HEAD_BYTES) -> tuple[bytes, str | None]:
     """First ``n`` decompressed bytes of ``path`` and the compression used."""
     with open(path, "rb") as raw:
-        kind = _compression(raw.read(4))
+        kind = compression_of(raw.read(8))
     with open_binary(path) as f:
         return f.read(n), kind
 

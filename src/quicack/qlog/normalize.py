@@ -132,7 +132,7 @@ def _int(value: Any) -> int | None:
         return None
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: "inf", 1e400
         return None
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
 from quicack.store import ROW_GROUP_ROWS, TableWriter
 
@@ -55,6 +56,7 @@ def write_qlog_parquet(
     rtt_samples: RttDeriver | None = None,
     on_file: Callable[[FileSummary], None] | None = None,
     row_group_rows: int = ROW_GROUP_ROWS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> IngestSummary:
     """Read every qlog in ``paths`` and write ``out_dir/<table>.parquet`` for packets, frames, metrics_logged,
     endpoints and ingest_issues (and rtt_samples when ``rtt_samples`` derives them). Batches are written as
@@ -80,7 +82,7 @@ def write_qlog_parquet(
             file_summary = FileSummary(path)
             sent_packets: list[pl.DataFrame] = []
             ack_frames: list[pl.DataFrame] = []
-            for batch in iter_qlog(path, run_id_for(path), vantage, batch_events=batch_events):
+            for batch in iter_qlog(path, run_id_for(path), vantage, batch_events=batch_events, limits=limits):
                 summary.events += batch.events
                 for t in TABLES:
                     writer.write(t.name, getattr(batch, t.name))

@@ -21,7 +21,9 @@ from typing import Any
 
 import polars as pl
 
+from quicack.compressed import CorruptCompressedData
 from quicack.layout import endpoint_from_path
+from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
@@ -40,6 +42,10 @@ STAGE = "qlog"
 _EPOCH_MS_THRESHOLD = 1e11
 # A reference_time.wall_clock_time anchors trace time 0 only if the trace's times are small (relative).
 _MAX_RELATIVE_MS = 86_400_000.0
+# Beyond this many ms from 0 (the year 2115), an event time or a reference time is corrupt: a reference plus
+# a trace time, both within it, always fits the int64 nanoseconds of time_abs_ns.
+MAX_TIME_MS = 4.6e12
+_BEYOND_NS = int(MAX_TIME_MS * 1_000_000)
 
 
 @dataclass
@@ -66,8 +72,12 @@ class QlogResult:
 
 
 class _FileReader:
-    def __init__(self, path: Path, run_id: str, vantage: str | None, batch_events: int) -> None:
+    def __init__(self, path: Path, run_id: str, vantage: str | None, batch_events: int, limits: Limits) -> None:
         self.path = path
+        self.limits = limits
+        self.bad_times = 0  # events skipped for a time no clock can show
+        self.first_bad_time: tuple[int, Any] | None = None  # (event number in the file, its time)
+        self.events_before_batch = 0  # events of the batches already yielded
         self.run_id = run_id
         self.vantage_arg = vantage
         self.batch_events = max(1, batch_events)
@@ -95,7 +105,14 @@ class _FileReader:
         except Exception as exc:  # noqa: BLE001 - bad input must never stop the pipeline
             self.issue("error", f"{self.path}: reading stopped by an unexpected {type(exc).__name__}: {exc}; "
                                 "rows before this point are kept (please report this file)")
-            yield self._flush(final=True)
+            try:
+                yield self._flush(final=True)
+            except Exception as again:  # noqa: BLE001 - the buffered rows themselves are what failed
+                self.dirty.clear()
+                self.conns.clear()
+                self.issue("error", f"{self.path}: the rows buffered since the last batch were lost too "
+                                    f"({type(again).__name__}: {again})")
+                yield self._flush(final=True)
 
     def _run(self) -> Iterator[QlogBatch]:
         path = self.path
@@ -112,7 +129,7 @@ class _FileReader:
         try:
             dialect = detect_dialect(path)
             head, _ = read_head(path, 64)
-        except (OSError, EOFError, ValueError) as exc:
+        except (OSError, EOFError, ValueError, CorruptCompressedData, InputLimitExceeded) as exc:
             self.issue("error", f"{path}: cannot decompress or read the file header ({exc})")
             yield self._flush(final=True)
             return
@@ -127,17 +144,21 @@ class _FileReader:
             self.issue("warning", f"{path}: unknown qlog version {dialect.qlog_version!r} (known: draft-00, "
                                   "draft-01, draft-02, 0.3, 0.4, file_schema urn:ietf:params:qlog:file:*); "
                                   "read with best effort, check the rows")
-        records = iter_records(path, dialect.container)
+        records = iter_records(path, dialect.container, self.limits)
         if dialect.container == JSON:
             yield from self._document(records)
         else:
             yield from self._sequence(records)
+        self._report_bad_times()
         yield self._flush(final=True)
 
     # -- single JSON document (aioquic, picoquic, mvfst) ------------------------------------------------------
 
     def _document(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
         for rec in records:
+            if rec.__class__ is Damage and rec.stops_file:
+                self.issue("error", f"{self.path}: {rec.message}")
+                continue
             if rec.__class__ is Damage:
                 kept = sum(c.events for c in self.conns.values())
                 self.issue("warning", f"{self.path}: JSON document damaged at byte {rec.offset} ({rec.message}); "
@@ -181,7 +202,10 @@ class _FileReader:
         for value in records:
             if value.__class__ is Damage:
                 rec = value
-                if rec.at_end:
+                if rec.stops_file:
+                    self.issue("error", f"{self.path}: reading stopped at byte {rec.offset} before record "
+                                        f"{rec.number}: {rec.message}; the records before are kept")
+                elif rec.at_end:
                     self.issue("warning", f"{self.path}: file cut mid-event: record {rec.number} at byte "
                                           f"{rec.offset} is incomplete ({rec.message}); kept the events before it")
                 else:
@@ -292,22 +316,28 @@ class _FileReader:
             trace.ref_resolved = True
             ref = trace.reference
             scale = conn.profile.time_to_ms
+            ref_ns: int | None = None
             if isinstance(ref, dict):
                 epoch = ref.get("epoch")
                 wall = ref.get("wall_clock_time")
                 if isinstance(epoch, str) and epoch != "unknown":
-                    trace.ref_abs_ns = parse_rfc3339_ns(epoch)
+                    ref_ns = parse_rfc3339_ns(epoch)
                 elif isinstance(wall, str) and abs(first_t) < _MAX_RELATIVE_MS:
-                    trace.ref_abs_ns = parse_rfc3339_ns(wall)
+                    ref_ns = parse_rfc3339_ns(wall)
             elif ref is not None:
                 try:
                     ms = float(ref) * scale
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, OverflowError):
                     ms = math.nan
                 # 0 (ngtcp2 0.12, mvfst) and small values mean "no absolute reference".
                 if ms > _EPOCH_MS_THRESHOLD:
-                    trace.ref_abs_ns = round(ms * 1e6)
-            if trace.ref_abs_ns is None and first_t > _EPOCH_MS_THRESHOLD:
+                    ref_ns = round(ms * 1e6) if ms < MAX_TIME_MS else _BEYOND_NS
+            if ref_ns is not None and not -_BEYOND_NS < ref_ns < _BEYOND_NS:
+                self.issue("warning", f"{self.path}: trace {trace.index} reference_time {str(ref)[:80]} is beyond "
+                                      "the year 2115 (corrupt); absolute times (time_abs_ns) left null")
+            elif ref_ns is not None:
+                trace.ref_abs_ns = ref_ns
+            elif first_t > _EPOCH_MS_THRESHOLD:
                 trace.ref_abs_ns = 0  # event times are themselves Unix-epoch ms (aioquic)
         conn.ref_abs_ns = trace.ref_abs_ns
 
@@ -362,7 +392,13 @@ class _FileReader:
         t *= conn.profile.time_to_ms
         if trace.time_format == "delta":
             t = trace.last_t + t
+            if not -MAX_TIME_MS < t < MAX_TIME_MS:
+                self._bad_time(t)
+                return
             trace.last_t = t
+        elif not -MAX_TIME_MS < t < MAX_TIME_MS:  # also false for NaN and infinities
+            self._bad_time(t)
+            return
         if conn.first_t is None:
             self._resolve_reference(trace, conn, t)
             conn.first_t = t
@@ -374,6 +410,17 @@ class _FileReader:
                 kind = event_kind(name, self.kind_cache)
             if kind:
                 conn.on[kind](t, data)
+
+    def _bad_time(self, t: float) -> None:
+        self.bad_times += 1
+        if self.first_bad_time is None:
+            self.first_bad_time = (self.events_before_batch + self.events_since_batch, t)
+
+    def _report_bad_times(self) -> None:
+        if self.bad_times:
+            number, t = self.first_bad_time or (0, None)
+            self.issue("warning", f"{self.path}: {self.bad_times} event(s) skipped: time beyond ±{MAX_TIME_MS:g} ms "
+                                  f"(year 2115), corrupt (first: event {number}, time {t!r} ms)")
 
     # -- batches ---------------------------------------------------------------------------------------------------
 
@@ -393,11 +440,12 @@ class _FileReader:
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
         endpoints = self._endpoints() if final else ENDPOINTS.empty()
         n, self.events_since_batch = self.events_since_batch, 0
+        self.events_before_batch += n
         tables = (merged[0].frame(PACKETS), merged[1].frame(FRAMES), merged[2].frame(METRICS_LOGGED))
         for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
             if m.sanitized:
                 self.issue("warning", f"{self.path}: some {name} fields held non-numeric values where numbers "
-                                      "belong; those values were set to null")
+                                      "belong, or integers beyond 64 bits; those values were set to null")
         issues = INGEST_ISSUES.empty()
         if self.issues:
             issues = INGEST_ISSUES.conform(pl.DataFrame(self.issues, schema=INGEST_ISSUES.schema))
@@ -454,20 +502,22 @@ class _FileReader:
         return ENDPOINTS.conform(pl.DataFrame(rows, schema=ENDPOINTS.schema))
 
 
-def iter_qlog(path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000) -> Iterator[QlogBatch]:
+def iter_qlog(
+    path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[QlogBatch]:
     """Stream the rows of one qlog file in batches of about ``batch_events`` events.
 
     The last batch carries the file's ``endpoints`` rows. Bad input yields ``ingest_issues`` rows, never an
     exception. Memory is bounded by one batch for JSON-SEQ / NDJSON and by one file for JSON documents.
     """
-    return _FileReader(Path(path), run_id, vantage, batch_events).run()
+    return _FileReader(Path(path), run_id, vantage, batch_events, limits).run()
 
 
-def read_qlog(path: Path, run_id: str, vantage: str | None = None) -> QlogResult:
+def read_qlog(path: Path, run_id: str, vantage: str | None = None, limits: Limits = DEFAULT_LIMITS) -> QlogResult:
     """All rows of one qlog file (the batches of ``iter_qlog`` concatenated)."""
     parts: dict[str, list[pl.DataFrame]] = {k: [] for k in ("packets", "frames", "metrics_logged", "endpoints",
                                                             "ingest_issues")}
-    for batch in iter_qlog(path, run_id, vantage):
+    for batch in iter_qlog(path, run_id, vantage, limits=limits):
         for k, lst in parts.items():
             df = getattr(batch, k)
             if df.height:

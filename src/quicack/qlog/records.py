@@ -1,10 +1,12 @@
 """Split a qlog file into JSON records, streaming.
 
 JSON-SEQ (RFC 7464, RS-separated) and NDJSON are read in fixed-size chunks, so memory is bounded by the
-largest record plus one chunk, never by the file. A single-document JSON file (aioquic, picoquic, mvfst) is
-parsed as a whole: memory is bounded by one file. When that document is damaged (a file cut while the
-implementation was still writing, the common case for a crashed or killed endpoint), the events before the
-damage are recovered one by one with ``raw_decode`` so nothing good is lost.
+largest record (at most ``Limits.max_record_bytes``) plus one chunk, never by the file, and time is linear in
+the record length. A single-document JSON file (aioquic, picoquic, mvfst) is parsed as a whole: memory is
+bounded by one file (at most ``Limits.max_document_bytes``). When that document is damaged (a file cut while
+the implementation was still writing, the common case for a crashed or killed endpoint), the events before the
+damage are recovered one by one with ``raw_decode`` so nothing good is lost. No text reaches a parser before
+its nesting depth has been checked against ``Limits.max_nesting_depth``.
 """
 
 from __future__ import annotations
@@ -16,16 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .detect import JSON, JSON_SEQ, NDJSON, open_binary
+from quicack.compressed import CorruptCompressedData, open_input
+from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
+
+from .detect import JSON, JSON_SEQ, NDJSON
+from .nesting import too_deep
 
 try:  # orjson parses qlog records ~3-5x faster than the standard library; fall back when absent.
     import orjson
 
     _loads = orjson.loads
-    _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError)
+    _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError, RecursionError)
 except ImportError:  # pragma: no cover - exercised only without orjson
     _loads = json.loads
-    _JSONError = (ValueError,)
+    _JSONError = (ValueError, RecursionError)
+
+# What ends reading a file early: the decompressor found damage, or a limit tripped.
+STREAM_ERRORS = (CorruptCompressedData, InputLimitExceeded, OSError, EOFError)
 
 CHUNK = 1 << 20
 
@@ -38,73 +47,142 @@ class Damage:
     number: int
     message: str
     at_end: bool  # the damaged record is the last one: the file was cut mid-record
+    stops_file: bool = False  # damaged compression or a tripped limit: nothing after it can be read
 
 
-def iter_seq(path: Path, separator: bytes) -> Iterator[dict[str, Any] | Damage]:
+def iter_seq(path: Path, separator: bytes, limits: Limits = DEFAULT_LIMITS) -> Iterator[dict[str, Any] | Damage]:
     """Records of a JSON-SEQ (``separator`` = RS) or NDJSON (``separator`` = newline) file.
 
     Yields each record's JSON object, or a Damage (with byte offset and record number) for a record that does
-    not parse or is not an object. Good records are yielded bare: a wrapper object per event costs measurable time.
+    not parse, is not an object, nests too deeply or is too long; the records after it are read on. Damaged
+    compression or a tripped decompression limit ends the file with a Damage. Good records are yielded bare: a
+    wrapper object per event costs measurable time.
     """
     number = 0
-    sep_len = len(separator)
     lines = separator == b"\n"
-    with open_binary(path) as f:
-        pending = b""
-        base = 0  # offset of pending[0] in the stream
-        while True:
-            chunk = f.read(CHUNK)
-            if chunk:
-                pending += chunk
-                parts = pending.split(separator)
-                pending = parts.pop()  # possibly incomplete last record
-            else:
-                parts = [pending]
-                pending = b""
-            for part in parts:
-                start = base
-                base += len(part) + sep_len
+    max_depth = limits.max_nesting_depth
+    next_offset = 0
+    with open_input(path, limits) as f:
+        try:
+            for offset, part, length, last in _separated(f.read, separator, limits.max_record_bytes):
+                next_offset = offset + length + len(separator)
+                if part is None:
+                    number += 1
+                    yield Damage(offset, number, f"record of {length} bytes exceeds {limits.max_record_bytes} "
+                                                 f"bytes ({config_key('max_record_bytes')})", at_end=False)
+                    continue
                 if lines and part[:1] == b"\x1e":
                     part = part[1:]  # RS-prefixed lines: quic-go v0.3x wrote RS before its NDJSON records
                 if not part or part.isspace():
                     continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
                 number += 1
+                if len(part) > max_depth and too_deep(part, max_depth):  # shorter records cannot nest deeper
+                    yield Damage(offset, number, f"JSON nested deeper than {max_depth} levels "
+                                                 f"({config_key('max_nesting_depth')}); not parsed", at_end=False)
+                    continue
                 try:
                     value = _loads(part)
                 except _JSONError as exc:
-                    yield Damage(start, number, f"invalid JSON ({exc})", at_end=not chunk)
+                    yield Damage(offset, number, f"invalid JSON ({exc})", at_end=last)
                     continue
                 if value.__class__ is dict:
                     yield value
                 else:
-                    yield Damage(start, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
-            if not chunk:
-                return
+                    yield Damage(offset, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
+        except STREAM_ERRORS as exc:
+            yield Damage(next_offset, number + 1, str(exc), at_end=True, stops_file=True)
 
 
-def iter_seq_lines(path: Path) -> Iterator[dict[str, Any] | Damage]:
+def _separated(read, separator: bytes, max_record: int) -> Iterator[tuple[int, bytes | None, int, bool]]:
+    """(stream offset, bytes or None when longer than ``max_record``, length, is the last) of each record.
+
+    The record that a chunk leaves open is kept as pieces and joined once when it ends: a record of n chunks
+    costs O(n), where growing one bytes object by each chunk cost O(n^2) (a 512 MB record took 130 s)."""
+    sep_len = len(separator)
+    pieces: list[bytes] = []
+    length = 0  # of the open record; its pieces are dropped once it is longer than max_record
+    offset = 0  # of the open record
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
+            if length:
+                yield offset, b"".join(pieces) if length <= max_record else None, length, True
+            return
+        parts = chunk.split(separator)
+        if len(parts) == 1:
+            length += len(chunk)
+            if length <= max_record:
+                pieces.append(chunk)
+            else:
+                pieces = []
+            continue
+        first = parts[0]
+        length += len(first)
+        if length <= max_record:
+            pieces.append(first)
+            yield offset, b"".join(pieces) if len(pieces) > 1 else first, length, False
+        else:
+            yield offset, None, length, False
+        offset += length + sep_len
+        for part in parts[1:-1]:
+            yield offset, part if len(part) <= max_record else None, len(part), False
+            offset += len(part) + sep_len
+        tail = parts[-1]
+        length = len(tail)
+        pieces = [tail] if tail and length <= max_record else []
+
+
+def iter_seq_lines(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[dict[str, Any] | Damage]:
     """NDJSON, also accepting RS before each line."""
-    return iter_seq(path, b"\n")
+    return iter_seq(path, b"\n", limits)
 
 
 _EVENTS_KEY = re.compile(r'"events"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(r"[ \t\r\n,]*")
 
 
-def iter_document(path: Path) -> Iterator[Any | Damage]:
+def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any | Damage]:
     """The single JSON document of ``path`` (its parsed value), or a salvage of the events before the damage.
 
     On damage, yields a synthetic ``{"traces": [...], "_salvaged": True}`` document holding each trace's
-    header fields found before its ``"events"`` array plus the events that parsed, then a Damage.
+    header fields found before its ``"events"`` array plus the events that parsed, then a Damage. A document
+    larger than ``limits.max_document_bytes`` or nested deeper than ``limits.max_nesting_depth`` is not parsed
+    (one Damage); damaged compression keeps what was decompressed before it, as a cut file.
     """
-    with open_binary(path) as f:
-        data = f.read()
-    try:
-        value = _loads(data)
-    except _JSONError as exc:
-        first_error = str(exc)
-    else:
-        yield value
+    stream_error: Exception | None = None
+    with open_input(path, limits) as f:
+        pieces: list[bytes] = []
+        size = 0
+        while size <= limits.max_document_bytes:
+            try:
+                piece = f.read(CHUNK)
+            except STREAM_ERRORS as exc:
+                stream_error = exc
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    if size > limits.max_document_bytes:
+        yield Damage(0, 1, f"JSON document larger than {limits.max_document_bytes} bytes "
+                           f"({config_key('max_document_bytes')}); not parsed", at_end=False, stops_file=True)
         return
+    data = b"".join(pieces)
+    del pieces
+    if too_deep(data, limits.max_nesting_depth):
+        yield Damage(0, 1, f"JSON nested deeper than {limits.max_nesting_depth} levels "
+                           f"({config_key('max_nesting_depth')}); not parsed", at_end=False, stops_file=True)
+        return
+    if stream_error is not None:
+        first_error = f"file unreadable after byte {size}: {stream_error}"
+    else:
+        try:
+            value = _loads(data)
+        except _JSONError as exc:
+            first_error = str(exc)
+        else:
+            yield value
+            return
     text = data.decode("utf-8", "replace")
     del data
     decoder = json.JSONDecoder()
@@ -119,8 +197,7 @@ def iter_document(path: Path) -> Iterator[Any | Damage]:
         i = m.end()
         ok = True
         while True:
-            while i < len(text) and text[i] in " \t\r\n,":
-                i += 1
+            i = _BETWEEN_EVENTS.match(text, i).end()  # type: ignore[union-attr]  # matches the empty string
             if i >= len(text):
                 ok = False
                 break
@@ -129,7 +206,7 @@ def iter_document(path: Path) -> Iterator[Any | Damage]:
                 break
             try:
                 value, i = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # JSONDecodeError, or an integer of more than 4300 digits
                 ok = False
                 break
             events.append(value)
@@ -140,7 +217,11 @@ def iter_document(path: Path) -> Iterator[Any | Damage]:
             damage_at = i
             break
     yield {"traces": traces, "_salvaged": True}
-    yield Damage(damage_at, 1, f"invalid JSON document ({first_error})", at_end=True)
+    if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
+        yield Damage(damage_at, 1, f"{stream_error}; the events before byte {damage_at} are kept", at_end=True,
+                     stops_file=True)
+    else:
+        yield Damage(damage_at, 1, f"invalid JSON document ({first_error})", at_end=True)
 
 
 _HEADER_STRINGS = {
@@ -179,20 +260,23 @@ def _salvage_header(fragment: str) -> dict[str, Any]:
     return out
 
 
-def iter_records(path: Path, container: str) -> Iterator[Any | Damage]:
+def iter_records(path: Path, container: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any | Damage]:
     if container == JSON_SEQ:
-        return _seq_or_lines(path)
+        return _seq_or_lines(path, limits)
     if container == NDJSON:
-        return iter_seq_lines(path)
+        return iter_seq_lines(path, limits)
     if container == JSON:
-        return iter_document(path)
+        return iter_document(path, limits)
     raise ValueError(f"unknown container {container!r}")
 
 
-def _seq_or_lines(path: Path) -> Iterator[dict[str, Any] | Damage]:
+def _seq_or_lines(path: Path, limits: Limits) -> Iterator[dict[str, Any] | Damage]:
     """JSON-SEQ; files whose header says JSON-SEQ but that lack RS are read line by line."""
-    with open_binary(path) as f:
-        first = f.read(64).lstrip()
+    try:
+        with open_input(path, limits) as f:
+            first = f.read(64).lstrip()
+    except STREAM_ERRORS:
+        first = b"\x1e"  # unreadable from the start: iter_seq reports it where it happens
     if first[:1] == b"\x1e":
-        return iter_seq(path, b"\x1e")
-    return iter_seq_lines(path)
+        return iter_seq(path, b"\x1e", limits)
+    return iter_seq_lines(path, limits)

@@ -1,0 +1,56 @@
+"""The fuzz target as CI runs it: ≥ 2,000 mutated inputs per reader, zero crashes and zero hangs.
+
+Inputs are mutated copies of the real captures and qlogs in tests/data (byte flips, truncations, splices of two
+files, damaged gzip/zstd, crafted numbers, deep nesting), fixed seed; see quicack.fuzz.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from quicack.fuzz import run_fuzz
+from quicack.fuzz.corpus import find_seeds
+from quicack.fuzz.mutate import mutated_input
+from quicack.fuzz.runner import DEFAULT_CORPUS
+
+INPUTS_PER_READER = 2000
+
+
+@pytest.mark.parametrize("reader", ["pcap", "qlog"])
+def test_fuzz_readers_never_crash_or_hang(reader: str, tmp_path: Path):
+    report = run_fuzz(reader, INPUTS_PER_READER, seed=0, jobs=2, timeout=30, findings_dir=tmp_path)
+    print(report.summary())
+    assert report.inputs == INPUTS_PER_READER
+    assert report.crashes == 0 and report.hangs == 0, [
+        (f.number, f.kind, f.what, f.mutations) for f in report.findings
+    ]
+    assert report.issue_rows > INPUTS_PER_READER // 2  # the inputs were damaged, and the damage was reported
+
+
+def test_fuzz_counts_crashes_signals_and_hangs(tmp_path: Path, monkeypatch):
+    # A fuzzer that cannot see a crash would pass forever: the misbehaving target must be caught each way.
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the spawned workers import the target from here
+    report = run_fuzz("qlog", 40, seed=3, jobs=2, timeout=3, findings_dir=tmp_path,
+                      target="fuzz_misbehaving_targets:misbehave_by_input")
+    seeds = find_seeds(DEFAULT_CORPUS, "qlog")
+    sizes = [len(mutated_input(seeds, "qlog", 3, n).data) % 7 for n in range(40)]
+    assert report.inputs == 40
+    assert report.crashes == sizes.count(1) + sizes.count(2) > 0
+    assert report.hangs == sizes.count(3) > 0
+    assert {f.what for f in report.findings if f.kind == "crash"} >= {
+        "RuntimeError: uncaught, as a reader bug would be", "killed by SIGSEGV"}
+    assert all(f.saved_as is not None and f.saved_as.is_file() for f in report.findings)
+
+
+def test_fuzz_inputs_are_a_function_of_seed_and_number():
+    seeds = find_seeds(DEFAULT_CORPUS, "pcap")
+    assert len(seeds) >= 10 and len(find_seeds(DEFAULT_CORPUS, "qlog")) >= 10
+    assert mutated_input(seeds, "pcap", 7, 123) == mutated_input(seeds, "pcap", 7, 123)
+    assert mutated_input(seeds, "pcap", 7, 123) != mutated_input(seeds, "pcap", 8, 123)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
