@@ -296,15 +296,16 @@ class PacketKeys:
         return DecryptedPacket(header_bytes, packet_number, payload, key_phase)
 
 
-def initial_keys(dcid: bytes, version: int) -> tuple[PacketKeys, PacketKeys]:
-    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2)."""
+def initial_keys(dcid: bytes, version: int, keys_class=PacketKeys) -> tuple[PacketKeys, PacketKeys]:
+    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2),
+    as `keys_class` (this module's PacketKeys or quicack_core's)."""
     version = VERSION_2 if version == VERSION_2 else VERSION_1
     initial_secret = hkdf_extract("sha256", INITIAL_SALT_V2 if version == VERSION_2 else INITIAL_SALT_V1, dcid)
     client = hkdf_expand_label("sha256", initial_secret, b"client in", 32)
     server = hkdf_expand_label("sha256", initial_secret, b"server in", 32)
     return (
-        PacketKeys.from_secret(AES_128_GCM_SHA256, client, version),
-        PacketKeys.from_secret(AES_128_GCM_SHA256, server, version),
+        keys_class.from_secret(AES_128_GCM_SHA256, client, version),
+        keys_class.from_secret(AES_128_GCM_SHA256, server, version),
     )
 
 

@@ -1,0 +1,744 @@
+//! The row buffers of one batch (datagrams, packets, frames) and the frame walker that fills them: the same
+//! interface and the same rows as `quicack.pcap.columns.RowBuffers` with `quicack.pcap.frames.walk_frames`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+pub const PACKET_TYPES: [&str; 8] =
+    ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
+pub const PN_SPACES: [&str; 3] = ["initial", "handshake", "appdata"];
+pub const DIRECTIONS: [&str; 2] = ["c2s", "s2c"];
+pub const PACKET_1RTT: u8 = 4;
+pub const SPACE_APPDATA: u8 = 2;
+
+// Frame names by code; `frame_name` maps a frame type to its code (as frames.FRAME_NAMES).
+const FRAME_NAMES: [&str; 25] = [
+    "padding",
+    "ping",
+    "ack",
+    "reset_stream",
+    "stop_sending",
+    "crypto",
+    "new_token",
+    "stream",
+    "max_data",
+    "max_stream_data",
+    "max_streams",
+    "data_blocked",
+    "stream_data_blocked",
+    "streams_blocked",
+    "new_connection_id",
+    "retire_connection_id",
+    "path_challenge",
+    "path_response",
+    "connection_close",
+    "handshake_done",
+    "immediate_ack",
+    "datagram",
+    "ack_frequency",
+    "unknown",
+    "",
+];
+const F_PADDING: u8 = 0;
+const F_ACK: u8 = 2;
+const F_CRYPTO: u8 = 5;
+const F_STREAM: u8 = 7;
+const F_DATAGRAM: u8 = 21;
+const F_ACK_FREQUENCY: u8 = 22;
+const F_UNKNOWN: u8 = 23;
+
+fn frame_name(frame_type: u64) -> Option<u8> {
+    Some(match frame_type {
+        0x00 => 0,
+        0x01 => 1,
+        0x02 | 0x03 => 2,
+        0x04 => 3,
+        0x05 => 4,
+        0x06 => 5,
+        0x07 => 6,
+        0x08..=0x0F => 7,
+        0x10 => 8,
+        0x11 => 9,
+        0x12 | 0x13 => 10,
+        0x14 => 11,
+        0x15 => 12,
+        0x16 | 0x17 => 13,
+        0x18 => 14,
+        0x19 => 15,
+        0x1A => 16,
+        0x1B => 17,
+        0x1C | 0x1D => 18,
+        0x1E => 19,
+        0x1F | 0xAC => 20,
+        0x30 | 0x31 => 21,
+        0xAF => 22,
+        _ => return None,
+    })
+}
+
+pub fn code_of(names: &[&str], name: &str) -> PyResult<u8> {
+    names
+        .iter()
+        .position(|candidate| *candidate == name)
+        .map(|index| index as u8)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown name {name:?}")))
+}
+
+/// A cursor over a payload that fails (like aioquic's Buffer) when a read runs past the end.
+struct Cursor<'a> {
+    data: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn varint(&mut self) -> Option<u64> {
+        let first = *self.data.get(self.position)?;
+        let length = 1usize << (first >> 6);
+        if self.position + length > self.data.len() {
+            return None;
+        }
+        let mut value = u64::from(first & 0x3F);
+        for index in 1..length {
+            value = (value << 8) | u64::from(self.data[self.position + index]);
+        }
+        self.position += length;
+        Some(value)
+    }
+
+    fn bytes(&mut self, length: u64) -> Option<&'a [u8]> {
+        let end = self.position.checked_add(usize::try_from(length).ok()?)?;
+        if end > self.data.len() {
+            return None;
+        }
+        let slice = &self.data[self.position..end];
+        self.position = end;
+        Some(slice)
+    }
+}
+
+pub struct Walk {
+    pub count: i64,
+    pub ack_eliciting: bool,
+    pub crypto: Vec<(usize, u64, Vec<u8>)>,
+    pub new_cids: Vec<Vec<u8>>,
+    pub unknown: Option<String>,
+    pub has_ack: bool,
+}
+
+#[derive(Default)]
+pub struct FrameRows {
+    frame_index: Vec<i64>,
+    frame_type: Vec<u8>,
+    frame_bytes: Vec<i64>,
+    ack_delay_raw: Vec<Option<u64>>,
+    largest_acked: Vec<Option<u64>>,
+    first_ack_range: Vec<Option<u64>>,
+    ack_ranges: Vec<Option<String>>,
+    stream_id: Vec<Option<u64>>,
+    offset: Vec<Option<u64>>,
+    length: Vec<Option<u64>>,
+    fin: Vec<Option<bool>>,
+    tls_messages: Vec<Option<Py<PyAny>>>,
+    ecn: Vec<(usize, [u64; 3])>,
+    ack_frequency: Vec<(usize, [u64; 4])>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct FrameValues {
+    ack_delay_raw: Option<u64>,
+    largest_acked: Option<u64>,
+    first_ack_range: Option<u64>,
+    stream_id: Option<u64>,
+    offset: Option<u64>,
+    length: Option<u64>,
+    fin: Option<bool>,
+}
+
+impl FrameRows {
+    fn len(&self) -> usize {
+        self.frame_index.len()
+    }
+
+    fn add(&mut self, index: i64, name: u8, size: usize, values: FrameValues, ranges: Option<String>) {
+        self.frame_index.push(index);
+        self.frame_type.push(name);
+        self.frame_bytes.push(size as i64);
+        self.ack_delay_raw.push(values.ack_delay_raw);
+        self.largest_acked.push(values.largest_acked);
+        self.first_ack_range.push(values.first_ack_range);
+        self.ack_ranges.push(ranges);
+        self.stream_id.push(values.stream_id);
+        self.offset.push(values.offset);
+        self.length.push(values.length);
+        self.fin.push(values.fin);
+        self.tls_messages.push(None);
+    }
+
+    fn truncate(&mut self, length: usize) {
+        self.frame_index.truncate(length);
+        self.frame_type.truncate(length);
+        self.frame_bytes.truncate(length);
+        self.ack_delay_raw.truncate(length);
+        self.largest_acked.truncate(length);
+        self.first_ack_range.truncate(length);
+        self.ack_ranges.truncate(length);
+        self.stream_id.truncate(length);
+        self.offset.truncate(length);
+        self.length.truncate(length);
+        self.fin.truncate(length);
+        self.tls_messages.truncate(length);
+        self.ecn.retain(|(row, _)| *row < length);
+        self.ack_frequency.retain(|(row, _)| *row < length);
+    }
+
+    /// One frame; Err(()) when it runs past the end, Ok(false) for an unknown type.
+    fn walk_one(
+        &mut self,
+        cursor: &mut Cursor,
+        index: i64,
+        position: usize,
+        walk: &mut Walk,
+    ) -> Result<bool, ()> {
+        let payload = cursor.data;
+        let end = payload.len();
+        let frame_type = cursor.varint().ok_or(())?;
+        let mut values = FrameValues::default();
+        match frame_type {
+            0x00 => {
+                let stop = payload[position..].iter().position(|byte| *byte != 0).map_or(end, |at| position + at);
+                // A PADDING type in a longer varint encoding would not move: count its bytes (Python would loop).
+                let stop = stop.max(cursor.position);
+                self.add(index, F_PADDING, stop - position, values, None);
+                cursor.position = stop;
+                return Ok(true);
+            }
+            0x08..=0x0F => {
+                let stream_id = cursor.varint().ok_or(())?;
+                let offset = if frame_type & 0x04 != 0 { cursor.varint().ok_or(())? } else { 0 };
+                let (data_end, length) = if frame_type & 0x02 != 0 {
+                    let length = cursor.varint().ok_or(())?;
+                    let data_end = (cursor.position as u128) + u128::from(length);
+                    if data_end > end as u128 {
+                        return Err(());
+                    }
+                    (data_end as usize, length)
+                } else {
+                    (end, (end - cursor.position) as u64)
+                };
+                cursor.position = data_end;
+                values.stream_id = Some(stream_id);
+                values.offset = Some(offset);
+                values.length = Some(length);
+                values.fin = Some(frame_type & 0x01 != 0);
+                self.add(index, F_STREAM, data_end - position, values, None);
+            }
+            0x02 | 0x03 => {
+                let largest = cursor.varint().ok_or(())?;
+                let delay = cursor.varint().ok_or(())?;
+                let range_count = cursor.varint().ok_or(())?;
+                let first_range = cursor.varint().ok_or(())?;
+                let mut high = i128::from(largest);
+                let mut low = high - i128::from(first_range);
+                let mut text = format!("[[{low},{high}]");
+                for _ in 0..range_count {
+                    let gap = cursor.varint().ok_or(())?;
+                    let range_length = cursor.varint().ok_or(())?;
+                    high = low - i128::from(gap) - 2;
+                    low = high - i128::from(range_length);
+                    text.push_str(&format!(",[{low},{high}]"));
+                }
+                text.push(']');
+                if frame_type == 0x03 {
+                    let counts = [cursor.varint().ok_or(())?, cursor.varint().ok_or(())?, cursor.varint().ok_or(())?];
+                    self.ecn.push((self.len(), counts));
+                }
+                values.ack_delay_raw = Some(delay);
+                values.largest_acked = Some(largest);
+                values.first_ack_range = Some(first_range);
+                self.add(index, F_ACK, cursor.position - position, values, Some(text));
+                walk.has_ack = true;
+            }
+            0x06 => {
+                let offset = cursor.varint().ok_or(())?;
+                let length = cursor.varint().ok_or(())?;
+                let data = cursor.bytes(length).ok_or(())?;
+                walk.crypto.push((self.len(), offset, data.to_vec()));
+                values.offset = Some(offset);
+                values.length = Some(length);
+                self.add(index, F_CRYPTO, cursor.position - position, values, None);
+                walk.ack_eliciting = true;
+            }
+            0x01 | 0x1E | 0x1F | 0xAC => {
+                self.add(index, frame_name(frame_type).expect("known"), cursor.position - position, values, None);
+                walk.ack_eliciting = true;
+            }
+            0xAF => {
+                let fields = [
+                    cursor.varint().ok_or(())?,
+                    cursor.varint().ok_or(())?,
+                    cursor.varint().ok_or(())?,
+                    cursor.varint().ok_or(())?,
+                ];
+                self.ack_frequency.push((self.len(), fields));
+                self.add(index, F_ACK_FREQUENCY, cursor.position - position, values, None);
+                walk.ack_eliciting = true;
+            }
+            0x30 | 0x31 => {
+                let length = if frame_type == 0x31 {
+                    let length = cursor.varint().ok_or(())?;
+                    if (cursor.position as u128) + u128::from(length) > end as u128 {
+                        return Err(());
+                    }
+                    length
+                } else {
+                    (end - cursor.position) as u64
+                };
+                cursor.position += length as usize;
+                values.length = Some(length);
+                self.add(index, F_DATAGRAM, cursor.position - position, values, None);
+                walk.ack_eliciting = true;
+            }
+            _ => {
+                let Some(name) = frame_name(frame_type) else {
+                    return Ok(false);
+                };
+                let mut stream_id = None;
+                match frame_type {
+                    0x04 => {
+                        stream_id = Some(cursor.varint().ok_or(())?);
+                        cursor.varint().ok_or(())?;
+                        cursor.varint().ok_or(())?;
+                    }
+                    0x05 | 0x11 | 0x15 => {
+                        stream_id = Some(cursor.varint().ok_or(())?);
+                        cursor.varint().ok_or(())?;
+                    }
+                    0x07 => {
+                        let length = cursor.varint().ok_or(())?;
+                        cursor.bytes(length).ok_or(())?;
+                    }
+                    0x10 | 0x12 | 0x13 | 0x14 | 0x16 | 0x17 | 0x19 => {
+                        cursor.varint().ok_or(())?;
+                    }
+                    0x18 => {
+                        cursor.varint().ok_or(())?;
+                        cursor.varint().ok_or(())?;
+                        let cid_length = cursor.bytes(1).ok_or(())?[0];
+                        walk.new_cids.push(cursor.bytes(u64::from(cid_length)).ok_or(())?.to_vec());
+                        cursor.bytes(16).ok_or(())?;
+                    }
+                    0x1A | 0x1B => {
+                        cursor.bytes(8).ok_or(())?;
+                    }
+                    0x1C => {
+                        cursor.varint().ok_or(())?;
+                        cursor.varint().ok_or(())?;
+                        let length = cursor.varint().ok_or(())?;
+                        cursor.bytes(length).ok_or(())?;
+                    }
+                    _ => {
+                        // 0x1D: CONNECTION_CLOSE (application): error, reason
+                        cursor.varint().ok_or(())?;
+                        let length = cursor.varint().ok_or(())?;
+                        cursor.bytes(length).ok_or(())?;
+                    }
+                }
+                values.stream_id = stream_id;
+                self.add(index, name, cursor.position - position, values, None);
+                if !matches!(frame_type, 0x00 | 0x02 | 0x03 | 0x1C | 0x1D) {
+                    walk.ack_eliciting = true;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// One row per frame of `payload` (as frames.walk_frames); never fails.
+    pub fn walk(&mut self, payload: &[u8]) -> Walk {
+        let mut walk = Walk {
+            count: 0,
+            ack_eliciting: false,
+            crypto: Vec::new(),
+            new_cids: Vec::new(),
+            unknown: None,
+            has_ack: false,
+        };
+        let mut cursor = Cursor { data: payload, position: 0 };
+        let end = payload.len();
+        let mut index: i64 = 0;
+        let mut position = 0;
+        while position < end {
+            match self.walk_one(&mut cursor, index, position, &mut walk) {
+                Ok(true) => {}
+                Ok(false) => {
+                    walk.unknown = Some(format!("unknown frame type 0x{:x}", frame_type_at(payload, position)));
+                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), None);
+                    index += 1;
+                    break;
+                }
+                Err(()) => {
+                    walk.unknown = Some("frame runs past the end of the packet (malformed)".to_string());
+                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), None);
+                    index += 1;
+                    break;
+                }
+            }
+            index += 1;
+            position = cursor.position;
+        }
+        walk.count = index;
+        walk
+    }
+}
+
+fn frame_type_at(payload: &[u8], position: usize) -> u64 {
+    let mut cursor = Cursor { data: payload, position };
+    cursor.varint().unwrap_or(0)
+}
+
+#[derive(Default)]
+pub struct DatagramRows {
+    odcid: Vec<Py<PyString>>,
+    direction: Vec<u8>,
+    datagram_index: Vec<i64>,
+    time_ms: Vec<f64>,
+    time_abs_ns: Vec<i64>,
+    ip_header_bytes: Vec<i64>,
+    udp_payload_bytes: Vec<i64>,
+    quic_packets: Vec<i64>,
+}
+
+#[derive(Default)]
+pub struct PacketRows {
+    datagram_row: Vec<i64>,
+    packet_type: Vec<u8>,
+    pn_space: Vec<Option<u8>>,
+    packet_number: Vec<Option<i64>>,
+    packet_bytes: Vec<i64>,
+    header_bytes: Vec<Option<i64>>,
+    aead_tag_bytes: Vec<Option<i64>>,
+    ack_eliciting: Vec<Option<bool>>,
+    decrypted: Vec<Option<bool>>,
+    frames_complete: Vec<Option<bool>>,
+    frame_count: Vec<i64>,
+    sender: Vec<Option<Py<PyAny>>>,
+}
+
+/// All rows of one batch.
+#[pyclass(module = "quicack_core", name = "RowBuffers")]
+#[derive(Default)]
+pub struct RowBuffers {
+    pub datagrams: DatagramRows,
+    pub packets: PacketRows,
+    pub frames: FrameRows,
+}
+
+pub struct PacketRow {
+    pub datagram_row: i64,
+    pub packet_type: u8,
+    pub packet_bytes: i64,
+    pub pn_space: Option<u8>,
+    pub packet_number: Option<i64>,
+    pub header_bytes: Option<i64>,
+    pub aead_tag_bytes: Option<i64>,
+    pub ack_eliciting: Option<bool>,
+    pub decrypted: Option<bool>,
+    pub frames_complete: Option<bool>,
+    pub frame_count: i64,
+    pub sender: Option<Py<PyAny>>,
+}
+
+impl RowBuffers {
+    pub fn datagrams_len(&self) -> usize {
+        self.datagrams.odcid.len()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_datagram(
+        &mut self,
+        odcid: Py<PyString>,
+        direction: u8,
+        datagram_index: i64,
+        time_ms: f64,
+        time_abs_ns: i64,
+        ip_header_bytes: i64,
+        udp_payload_bytes: i64,
+        quic_packets: i64,
+    ) {
+        let rows = &mut self.datagrams;
+        rows.odcid.push(odcid);
+        rows.direction.push(direction);
+        rows.datagram_index.push(datagram_index);
+        rows.time_ms.push(time_ms);
+        rows.time_abs_ns.push(time_abs_ns);
+        rows.ip_header_bytes.push(ip_header_bytes);
+        rows.udp_payload_bytes.push(udp_payload_bytes);
+        rows.quic_packets.push(quic_packets);
+    }
+
+    pub fn push_packet(&mut self, row: PacketRow) {
+        let rows = &mut self.packets;
+        rows.datagram_row.push(row.datagram_row);
+        rows.packet_type.push(row.packet_type);
+        rows.pn_space.push(row.pn_space);
+        rows.packet_number.push(row.packet_number);
+        rows.packet_bytes.push(row.packet_bytes);
+        rows.header_bytes.push(row.header_bytes);
+        rows.aead_tag_bytes.push(row.aead_tag_bytes);
+        rows.ack_eliciting.push(row.ack_eliciting);
+        rows.decrypted.push(row.decrypted);
+        // Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
+        rows.frames_complete.push(if row.frames_complete.is_none() && row.decrypted == Some(true) {
+            Some(true)
+        } else {
+            row.frames_complete
+        });
+        rows.frame_count.push(row.frame_count);
+        rows.sender.push(row.sender);
+    }
+
+    pub fn walk_frames(&mut self, payload: &[u8]) -> Walk {
+        self.frames.walk(payload)
+    }
+
+    pub fn walk_result(py: Python<'_>, walk: Walk) -> PyObject {
+        let crypto: PyObject = if walk.crypto.is_empty() {
+            py.None()
+        } else {
+            PyList::new_bound(
+                py,
+                walk.crypto.iter().map(|(row, offset, data)| {
+                    PyTuple::new_bound(
+                        py,
+                        [row.into_py(py), offset.into_py(py), PyBytes::new_bound(py, data).into_any().unbind()],
+                    )
+                }),
+            )
+            .into_any()
+            .unbind()
+        };
+        let new_cids: PyObject = if walk.new_cids.is_empty() {
+            py.None()
+        } else {
+            PyList::new_bound(py, walk.new_cids.iter().map(|cid| PyBytes::new_bound(py, cid))).into_any().unbind()
+        };
+        (walk.count, walk.ack_eliciting, crypto, new_cids, walk.unknown, walk.has_ack).into_py(py)
+    }
+}
+
+fn names_list<'py>(py: Python<'py>, names: &[&str], codes: &[u8]) -> Bound<'py, PyList> {
+    let interned: Vec<Bound<PyString>> = names.iter().map(|name| PyString::intern_bound(py, name)).collect();
+    PyList::new_bound(py, codes.iter().map(|code| interned[*code as usize].clone()))
+}
+
+fn optional_names_list<'py>(py: Python<'py>, names: &[&str], codes: &[Option<u8>]) -> Bound<'py, PyList> {
+    let interned: Vec<Bound<PyString>> = names.iter().map(|name| PyString::intern_bound(py, name)).collect();
+    PyList::new_bound(py, codes.iter().map(|code| code.map(|code| interned[code as usize].clone())))
+}
+
+#[pymethods]
+impl RowBuffers {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn lengths(&self) -> (usize, usize, usize) {
+        (self.datagrams.odcid.len(), self.packets.datagram_row.len(), self.frames.len())
+    }
+
+    fn datagram_count(&self) -> usize {
+        self.datagrams.odcid.len()
+    }
+
+    fn packet_count(&self) -> usize {
+        self.packets.datagram_row.len()
+    }
+
+    fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The packet type of the last packet row (None when there is none).
+    fn last_packet_type(&self) -> Option<&'static str> {
+        self.packets.packet_type.last().map(|code| PACKET_TYPES[*code as usize])
+    }
+
+    fn truncate(&mut self, lengths: (usize, usize, usize)) {
+        let (datagrams, packets, frames) = lengths;
+        let rows = &mut self.datagrams;
+        rows.odcid.truncate(datagrams);
+        rows.direction.truncate(datagrams);
+        rows.datagram_index.truncate(datagrams);
+        rows.time_ms.truncate(datagrams);
+        rows.time_abs_ns.truncate(datagrams);
+        rows.ip_header_bytes.truncate(datagrams);
+        rows.udp_payload_bytes.truncate(datagrams);
+        rows.quic_packets.truncate(datagrams);
+        let rows = &mut self.packets;
+        rows.datagram_row.truncate(packets);
+        rows.packet_type.truncate(packets);
+        rows.pn_space.truncate(packets);
+        rows.packet_number.truncate(packets);
+        rows.packet_bytes.truncate(packets);
+        rows.header_bytes.truncate(packets);
+        rows.aead_tag_bytes.truncate(packets);
+        rows.ack_eliciting.truncate(packets);
+        rows.decrypted.truncate(packets);
+        rows.frames_complete.truncate(packets);
+        rows.frame_count.truncate(packets);
+        rows.sender.truncate(packets);
+        self.frames.truncate(frames);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_datagram(
+        &mut self,
+        connection_odcid: Py<PyString>,
+        direction: &str,
+        datagram_index: i64,
+        time_ms: f64,
+        time_abs_ns: i64,
+        ip_header_bytes: i64,
+        udp_payload_bytes: i64,
+        quic_packets: i64,
+    ) -> PyResult<()> {
+        let direction = code_of(&DIRECTIONS, direction)?;
+        self.push_datagram(
+            connection_odcid,
+            direction,
+            datagram_index,
+            time_ms,
+            time_abs_ns,
+            ip_header_bytes,
+            udp_payload_bytes,
+            quic_packets,
+        );
+        Ok(())
+    }
+
+    #[pyo3(signature = (datagram_row, packet_type, packet_bytes, *, pn_space=None, packet_number=None,
+        header_bytes=None, aead_tag_bytes=None, ack_eliciting=None, decrypted=Some(false), frames_complete=None,
+        frame_count=0, sender=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_packet(
+        &mut self,
+        datagram_row: i64,
+        packet_type: &str,
+        packet_bytes: i64,
+        pn_space: Option<&str>,
+        packet_number: Option<i64>,
+        header_bytes: Option<i64>,
+        aead_tag_bytes: Option<i64>,
+        ack_eliciting: Option<bool>,
+        decrypted: Option<bool>,
+        frames_complete: Option<bool>,
+        frame_count: i64,
+        sender: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let packet_type = code_of(&PACKET_TYPES, packet_type)?;
+        let pn_space = pn_space.map(|name| code_of(&PN_SPACES, name)).transpose()?;
+        self.push_packet(PacketRow {
+            datagram_row,
+            packet_type,
+            packet_bytes,
+            pn_space,
+            packet_number,
+            header_bytes,
+            aead_tag_bytes,
+            ack_eliciting,
+            decrypted,
+            frames_complete,
+            frame_count,
+            sender,
+        });
+        Ok(())
+    }
+
+    /// Walk a decrypted payload's frames into the frame rows: (count, ack_eliciting, crypto, new_cids, unknown,
+    /// has_ack), crypto as [(row, offset, data)] or None, new_cids a list or None.
+    fn walk(&mut self, py: Python<'_>, payload: &[u8]) -> PyObject {
+        let walk = self.walk_frames(payload);
+        Self::walk_result(py, walk)
+    }
+
+    #[pyo3(signature = (row, names=None))]
+    fn set_tls_messages(&mut self, row: usize, names: Option<Py<PyAny>>) {
+        self.frames.tls_messages[row] = names;
+    }
+
+    /// The rows as columns (Python lists) by table, the names of `columns.assemble_batch`.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new_bound(py);
+        let datagrams = PyDict::new_bound(py);
+        let rows = &self.datagrams;
+        datagrams.set_item("connection_odcid", PyList::new_bound(py, rows.odcid.iter().map(|s| s.clone_ref(py))))?;
+        datagrams.set_item("direction", names_list(py, &DIRECTIONS, &rows.direction))?;
+        datagrams.set_item("datagram_index", &rows.datagram_index)?;
+        datagrams.set_item("time_ms", &rows.time_ms)?;
+        datagrams.set_item("time_abs_ns", &rows.time_abs_ns)?;
+        datagrams.set_item("ip_header_bytes", &rows.ip_header_bytes)?;
+        datagrams.set_item("udp_payload_bytes", &rows.udp_payload_bytes)?;
+        datagrams.set_item("quic_packets", &rows.quic_packets)?;
+        out.set_item("datagrams", datagrams)?;
+        let packets = PyDict::new_bound(py);
+        let rows = &self.packets;
+        packets.set_item("datagram_row", &rows.datagram_row)?;
+        packets.set_item("packet_type", names_list(py, &PACKET_TYPES, &rows.packet_type))?;
+        packets.set_item("pn_space", optional_names_list(py, &PN_SPACES, &rows.pn_space))?;
+        packets.set_item("packet_number", &rows.packet_number)?;
+        packets.set_item("packet_bytes", &rows.packet_bytes)?;
+        packets.set_item("header_bytes", &rows.header_bytes)?;
+        packets.set_item("aead_tag_bytes", &rows.aead_tag_bytes)?;
+        packets.set_item("ack_eliciting", &rows.ack_eliciting)?;
+        packets.set_item("decrypted", &rows.decrypted)?;
+        packets.set_item("frames_complete", &rows.frames_complete)?;
+        packets.set_item("frame_count", &rows.frame_count)?;
+        packets.set_item(
+            "sender",
+            PyList::new_bound(py, rows.sender.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
+        )?;
+        out.set_item("packets", packets)?;
+        let frames = PyDict::new_bound(py);
+        let rows = &self.frames;
+        let count = rows.len();
+        frames.set_item("frame_index", &rows.frame_index)?;
+        frames.set_item("frame_type", names_list(py, &FRAME_NAMES, &rows.frame_type))?;
+        frames.set_item("frame_bytes", &rows.frame_bytes)?;
+        frames.set_item("ack_delay_raw", &rows.ack_delay_raw)?;
+        frames.set_item("largest_acked", &rows.largest_acked)?;
+        frames.set_item("first_ack_range", &rows.first_ack_range)?;
+        frames.set_item("ack_ranges", &rows.ack_ranges)?;
+        frames.set_item("stream_id", &rows.stream_id)?;
+        frames.set_item("offset", &rows.offset)?;
+        frames.set_item("length", &rows.length)?;
+        frames.set_item("fin", &rows.fin)?;
+        frames.set_item(
+            "tls_messages",
+            PyList::new_bound(py, rows.tls_messages.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
+        )?;
+        for (which, name) in ["ecn_ect0", "ecn_ect1", "ecn_ce"].iter().enumerate() {
+            let mut column: Vec<Option<u64>> = vec![None; count];
+            for (row, counts) in &rows.ecn {
+                column[*row] = Some(counts[which]);
+            }
+            frames.set_item(*name, column)?;
+        }
+        let mut sequence: Vec<Option<u64>> = vec![None; count];
+        let mut threshold: Vec<Option<u64>> = vec![None; count];
+        let mut max_delay: Vec<Option<f64>> = vec![None; count];
+        let mut reordering: Vec<Option<u64>> = vec![None; count];
+        for (row, fields) in &rows.ack_frequency {
+            sequence[*row] = Some(fields[0]);
+            threshold[*row] = Some(fields[1]);
+            max_delay[*row] = Some(fields[2] as f64 / 1000.0);
+            reordering[*row] = Some(fields[3]);
+        }
+        frames.set_item("ack_frequency_sequence", sequence)?;
+        frames.set_item("ack_eliciting_threshold", threshold)?;
+        frames.set_item("request_max_ack_delay_ms", max_delay)?;
+        frames.set_item("reordering_threshold", reordering)?;
+        out.set_item("frames", frames)?;
+        Ok(out)
+    }
+}
