@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -32,7 +33,7 @@ type FlowKey = ([u8; 16], u16, [u8; 16], u16);
 
 struct FastFlow {
     connection: Py<PyAny>,
-    odcid: Py<PyString>,
+    odcid: Arc<str>,
     direction: u8,
     time_origin_ns: i64,
     cid_length: usize,
@@ -298,7 +299,7 @@ fn decode_fast(
         sender: Some(flow.sender.clone_ref(py)),
     });
     rows.push_datagram(
-        flow.odcid.clone_ref(py),
+        flow.odcid.clone(),
         direction,
         datagram_index,
         (time_abs_ns - flow.time_origin_ns) as f64 / 1e6,
@@ -437,7 +438,7 @@ impl PcapLane {
         dst: &str,
         dst_port: u16,
         connection: Py<PyAny>,
-        odcid: Py<PyString>,
+        odcid: &str,
         direction: &str,
         time_origin_ns: i64,
         cid_length: usize,
@@ -449,7 +450,7 @@ impl PcapLane {
         let direction = code_of(&DIRECTIONS, direction)?;
         self.flows.insert(
             key,
-            FastFlow { connection, odcid, direction, time_origin_ns, cid_length, keys, numbers, sender },
+            FastFlow { connection, odcid: Arc::from(odcid), direction, time_origin_ns, cid_length, keys, numbers, sender },
         );
         Ok(())
     }

@@ -5,6 +5,7 @@
 //! header packets of registered flows by itself). Each has a pure-Python twin in `quicack.pcap` that writes
 //! the same rows; `quicack.pcap.decode` picks this one when it is installed.
 
+mod arrow;
 mod engine;
 mod keys;
 mod rows;
@@ -55,5 +56,6 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<rows::RowBuffers>()?;
     module.add_class::<PacketNumbers>()?;
     module.add_class::<engine::PcapLane>()?;
+    module.add_class::<arrow::ArrowTable>()?;
     Ok(())
 }

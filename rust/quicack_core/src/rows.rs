@@ -2,7 +2,12 @@
 //! interface and the same rows as `quicack.pcap.columns.RowBuffers` with `quicack.pcap.frames.walk_frames`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::arrow::{ArrowTable, Column};
 
 pub const PACKET_TYPES: [&str; 8] =
     ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
@@ -398,7 +403,7 @@ fn frame_type_at(payload: &[u8], position: usize) -> u64 {
 
 #[derive(Default)]
 pub struct DatagramRows {
-    odcid: Vec<Py<PyString>>,
+    odcid: Vec<Arc<str>>,
     direction: Vec<u8>,
     datagram_index: Vec<i64>,
     time_ms: Vec<f64>,
@@ -456,7 +461,7 @@ impl RowBuffers {
     #[allow(clippy::too_many_arguments)]
     pub fn push_datagram(
         &mut self,
-        odcid: Py<PyString>,
+        odcid: Arc<str>,
         direction: u8,
         datagram_index: i64,
         time_ms: f64,
@@ -526,16 +531,6 @@ impl RowBuffers {
     }
 }
 
-fn names_list<'py>(py: Python<'py>, names: &[&str], codes: &[u8]) -> Bound<'py, PyList> {
-    let interned: Vec<Bound<PyString>> = names.iter().map(|name| PyString::intern_bound(py, name)).collect();
-    PyList::new_bound(py, codes.iter().map(|code| interned[*code as usize].clone()))
-}
-
-fn optional_names_list<'py>(py: Python<'py>, names: &[&str], codes: &[Option<u8>]) -> Bound<'py, PyList> {
-    let interned: Vec<Bound<PyString>> = names.iter().map(|name| PyString::intern_bound(py, name)).collect();
-    PyList::new_bound(py, codes.iter().map(|code| code.map(|code| interned[code as usize].clone())))
-}
-
 #[pymethods]
 impl RowBuffers {
     #[new]
@@ -594,7 +589,7 @@ impl RowBuffers {
     #[allow(clippy::too_many_arguments)]
     fn add_datagram(
         &mut self,
-        connection_odcid: Py<PyString>,
+        connection_odcid: &str,
         direction: &str,
         datagram_index: i64,
         time_ms: f64,
@@ -605,7 +600,7 @@ impl RowBuffers {
     ) -> PyResult<()> {
         let direction = code_of(&DIRECTIONS, direction)?;
         self.push_datagram(
-            connection_odcid,
+            Arc::from(connection_odcid),
             direction,
             datagram_index,
             time_ms,
@@ -667,62 +662,75 @@ impl RowBuffers {
         self.frames.tls_messages[row] = names;
     }
 
-    /// The rows as columns (Python lists) by table, the names of `columns.assemble_batch`.
+    /// The rows as three Arrow tables and the tls_messages list, as `columns.RowBuffers.columns`.
     fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new_bound(py);
-        let datagrams = PyDict::new_bound(py);
+        let ints = |values: &[i64]| Column::Int(values.iter().map(|v| Some(*v)).collect());
+        let unsigned = |values: &[Option<u64>]| Column::Int(values.iter().map(|v| v.map(|v| v as i64)).collect());
+        let names = |table: &[&str], codes: &[u8]| {
+            Column::Text(codes.iter().map(|code| Some(table[*code as usize].to_string())).collect())
+        };
         let rows = &self.datagrams;
-        datagrams.set_item("connection_odcid", PyList::new_bound(py, rows.odcid.iter().map(|s| s.clone_ref(py))))?;
-        datagrams.set_item("direction", names_list(py, &DIRECTIONS, &rows.direction))?;
-        datagrams.set_item("datagram_index", &rows.datagram_index)?;
-        datagrams.set_item("time_ms", &rows.time_ms)?;
-        datagrams.set_item("time_abs_ns", &rows.time_abs_ns)?;
-        datagrams.set_item("ip_header_bytes", &rows.ip_header_bytes)?;
-        datagrams.set_item("udp_payload_bytes", &rows.udp_payload_bytes)?;
-        datagrams.set_item("quic_packets", &rows.quic_packets)?;
-        out.set_item("datagrams", datagrams)?;
-        let packets = PyDict::new_bound(py);
+        let count = rows.odcid.len();
+        let datagrams = vec![
+            ("connection_odcid".to_string(), Column::Text(rows.odcid.iter().map(|s| Some(s.to_string())).collect())),
+            ("direction".to_string(), names(&DIRECTIONS, &rows.direction)),
+            ("datagram_index".to_string(), ints(&rows.datagram_index)),
+            ("time_ms".to_string(), Column::Float(rows.time_ms.iter().map(|v| Some(*v)).collect())),
+            ("time_abs_ns".to_string(), ints(&rows.time_abs_ns)),
+            ("ip_header_bytes".to_string(), ints(&rows.ip_header_bytes)),
+            ("udp_payload_bytes".to_string(), ints(&rows.udp_payload_bytes)),
+            ("quic_packets".to_string(), ints(&rows.quic_packets)),
+        ];
+        out.set_item("datagrams", ArrowTable::new(datagrams, count).into_py(py))?;
         let rows = &self.packets;
-        packets.set_item("datagram_row", &rows.datagram_row)?;
-        packets.set_item("packet_type", names_list(py, &PACKET_TYPES, &rows.packet_type))?;
-        packets.set_item("pn_space", optional_names_list(py, &PN_SPACES, &rows.pn_space))?;
-        packets.set_item("packet_number", &rows.packet_number)?;
-        packets.set_item("packet_bytes", &rows.packet_bytes)?;
-        packets.set_item("header_bytes", &rows.header_bytes)?;
-        packets.set_item("aead_tag_bytes", &rows.aead_tag_bytes)?;
-        packets.set_item("ack_eliciting", &rows.ack_eliciting)?;
-        packets.set_item("decrypted", &rows.decrypted)?;
-        packets.set_item("frames_complete", &rows.frames_complete)?;
-        packets.set_item("frame_count", &rows.frame_count)?;
-        packets.set_item(
-            "sender",
-            PyList::new_bound(py, rows.sender.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
-        )?;
-        out.set_item("packets", packets)?;
-        let frames = PyDict::new_bound(py);
+        let count = rows.datagram_row.len();
+        // The ACK delay exponent of each packet's sender, read once per sender and batch.
+        let mut exponents: HashMap<usize, i64> = HashMap::new();
+        let mut exponent = Vec::with_capacity(count);
+        for sender in &rows.sender {
+            exponent.push(Some(match sender {
+                None => 3,
+                Some(sender) => match exponents.get(&(sender.as_ptr() as usize)) {
+                    Some(value) => *value,
+                    None => {
+                        let value: i64 = sender.bind(py).getattr("ack_delay_exponent")?.extract()?;
+                        exponents.insert(sender.as_ptr() as usize, value);
+                        value
+                    }
+                },
+            }));
+        }
+        let packets = vec![
+            ("datagram_row".to_string(), ints(&rows.datagram_row)),
+            ("packet_type".to_string(), names(&PACKET_TYPES, &rows.packet_type)),
+            (
+                "pn_space".to_string(),
+                Column::Text(rows.pn_space.iter().map(|c| c.map(|c| PN_SPACES[c as usize].to_string())).collect()),
+            ),
+            ("packet_number".to_string(), Column::Int(rows.packet_number.clone())),
+            ("packet_bytes".to_string(), ints(&rows.packet_bytes)),
+            ("header_bytes".to_string(), Column::Int(rows.header_bytes.clone())),
+            ("aead_tag_bytes".to_string(), Column::Int(rows.aead_tag_bytes.clone())),
+            ("ack_eliciting".to_string(), Column::Bool(rows.ack_eliciting.clone())),
+            ("decrypted".to_string(), Column::Bool(rows.decrypted.clone())),
+            ("frames_complete".to_string(), Column::Bool(rows.frames_complete.clone())),
+            ("exponent".to_string(), Column::Int(exponent)),
+        ];
+        out.set_item("packets", ArrowTable::new(packets, count).into_py(py))?;
+        let packet_row: Vec<Option<i64>> = rows
+            .frame_count
+            .iter()
+            .enumerate()
+            .flat_map(|(row, count)| std::iter::repeat(Some(row as i64)).take(*count as usize))
+            .collect();
         let rows = &self.frames;
         let count = rows.len();
-        frames.set_item("frame_index", &rows.frame_index)?;
-        frames.set_item("frame_type", names_list(py, &FRAME_NAMES, &rows.frame_type))?;
-        frames.set_item("frame_bytes", &rows.frame_bytes)?;
-        frames.set_item("ack_delay_raw", &rows.ack_delay_raw)?;
-        frames.set_item("largest_acked", &rows.largest_acked)?;
-        frames.set_item("first_ack_range", &rows.first_ack_range)?;
-        frames.set_item("ack_ranges", &rows.ack_ranges)?;
-        frames.set_item("stream_id", &rows.stream_id)?;
-        frames.set_item("offset", &rows.offset)?;
-        frames.set_item("length", &rows.length)?;
-        frames.set_item("fin", &rows.fin)?;
-        frames.set_item(
-            "tls_messages",
-            PyList::new_bound(py, rows.tls_messages.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
-        )?;
-        for (which, name) in ["ecn_ect0", "ecn_ect1", "ecn_ce"].iter().enumerate() {
-            let mut column: Vec<Option<u64>> = vec![None; count];
-            for (row, counts) in &rows.ecn {
-                column[*row] = Some(counts[which]);
+        let mut ecn: [Vec<Option<u64>>; 3] = [vec![None; count], vec![None; count], vec![None; count]];
+        for (row, counts) in &rows.ecn {
+            for which in 0..3 {
+                ecn[which][*row] = Some(counts[which]);
             }
-            frames.set_item(*name, column)?;
         }
         let mut sequence: Vec<Option<u64>> = vec![None; count];
         let mut threshold: Vec<Option<u64>> = vec![None; count];
@@ -734,11 +742,33 @@ impl RowBuffers {
             max_delay[*row] = Some(fields[2] as f64 / 1000.0);
             reordering[*row] = Some(fields[3]);
         }
-        frames.set_item("ack_frequency_sequence", sequence)?;
-        frames.set_item("ack_eliciting_threshold", threshold)?;
-        frames.set_item("request_max_ack_delay_ms", max_delay)?;
-        frames.set_item("reordering_threshold", reordering)?;
-        out.set_item("frames", frames)?;
+        let [ect0, ect1, ce] = ecn;
+        let frames = vec![
+            ("packet_row".to_string(), Column::Int(packet_row)),
+            ("frame_index".to_string(), ints(&rows.frame_index)),
+            ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
+            ("frame_bytes".to_string(), ints(&rows.frame_bytes)),
+            ("ack_delay_raw".to_string(), unsigned(&rows.ack_delay_raw)),
+            ("largest_acked".to_string(), unsigned(&rows.largest_acked)),
+            ("first_ack_range".to_string(), unsigned(&rows.first_ack_range)),
+            ("ack_ranges".to_string(), Column::Text(rows.ack_ranges.clone())),
+            ("stream_id".to_string(), unsigned(&rows.stream_id)),
+            ("offset".to_string(), unsigned(&rows.offset)),
+            ("length".to_string(), unsigned(&rows.length)),
+            ("fin".to_string(), Column::Bool(rows.fin.clone())),
+            ("ecn_ect0".to_string(), unsigned(&ect0)),
+            ("ecn_ect1".to_string(), unsigned(&ect1)),
+            ("ecn_ce".to_string(), unsigned(&ce)),
+            ("ack_frequency_sequence".to_string(), unsigned(&sequence)),
+            ("ack_eliciting_threshold".to_string(), unsigned(&threshold)),
+            ("request_max_ack_delay_ms".to_string(), Column::Float(max_delay)),
+            ("reordering_threshold".to_string(), unsigned(&reordering)),
+        ];
+        out.set_item("frames", ArrowTable::new(frames, count).into_py(py))?;
+        out.set_item(
+            "tls_messages",
+            PyList::new_bound(py, rows.tls_messages.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
+        )?;
         Ok(out)
     }
 }

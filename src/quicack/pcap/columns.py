@@ -144,12 +144,19 @@ class RowBuffers:
         self.frames.tls_messages[row] = names
 
     def columns(self) -> dict[str, dict[str, list]]:
-        """The rows as columns by table, with the names `assemble_batch` reads."""
-        frames = self.frames
+        """The rows as three tables of columns (lists here, Arrow arrays in quicack_core), the names and the order
+        of `assemble_batch`: the packet row of each frame row and the ACK delay exponent of each packet's sender
+        (known now, or never: then the default) come from the rows' counts and senders."""
+        frames, packets = self.frames, self.packets
+        packet_columns = {name: values for name, values in packets.items() if name not in ("frame_count", "sender")}
+        packet_columns["exponent"] = [
+            DEFAULT_ACK_DELAY_EXPONENT if sender is None else sender.ack_delay_exponent for sender in packets["sender"]
+        ]
         return {
             "datagrams": self.datagrams,
-            "packets": self.packets,
+            "packets": packet_columns,
             "frames": {
+                "packet_row": [row for row, count in enumerate(packets["frame_count"]) for _ in range(count)],
                 "frame_index": frames.frame_index,
                 "frame_type": frames.frame_type,
                 "frame_bytes": frames.frame_bytes,
@@ -161,17 +168,32 @@ class RowBuffers:
                 "offset": frames.offset,
                 "length": frames.length,
                 "fin": frames.fin,
-                "tls_messages": frames.tls_messages,
                 **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
                 **frames.ack_frequency_columns(),
             },
+            "tls_messages": frames.tls_messages,
         }
 
 
-def _typed(table: Table, columns: dict[str, list]) -> pl.DataFrame:
-    """Columns as a frame with the contract's types."""
+# Types of the columns that are not in the tables.
+HELPER_TYPES = {
+    "datagram_row": pl.Int64,
+    "exponent": pl.Int64,
+    "packet_row": pl.Int64,
+    "ack_delay_raw": pl.Int64,
+    "ack_ranges": pl.Utf8,
+}
+
+
+def _frame(table: Table, columns) -> pl.DataFrame:
+    """Columns as a frame with the contract's types: lists (typed here) or quicack_core's Arrow table (typed there,
+    Int64 / Float64 / Boolean / String: what the contract's columns are)."""
+    if not isinstance(columns, dict):
+        return pl.DataFrame(columns)
     schema = table.schema
-    return pl.DataFrame([pl.Series(name, values, schema[name]) for name, values in columns.items()])
+    return pl.DataFrame(
+        [pl.Series(name, values, HELPER_TYPES.get(name) or schema[name]) for name, values in columns.items()]
+    )
 
 
 def assemble_batch(
@@ -179,64 +201,29 @@ def assemble_batch(
 ) -> CaptureBatch:
     """The buffered rows (a `RowBuffers` or `quicack_core.RowBuffers`) as contract frames."""
     columns = rows.columns()
-    datagrams, packets, frames = columns["datagrams"], columns["packets"], columns["frames"]
-    datagram_frame = _typed(DATAGRAMS, datagrams).with_columns(
+    datagram_frame = _frame(DATAGRAMS, columns["datagrams"]).with_columns(
         run_id=pl.lit(run_id), vantage=pl.lit(vantage), udp_header_bytes=pl.lit(UDP_HEADER_BYTES)
     )
+    packet_values = _frame(PACKETS, columns["packets"])
     shared_with_packets = datagram_frame.select(
         "connection_odcid", "direction", "time_ms", "time_abs_ns", "datagram_index"
-    ).gather(pl.Series(packets["datagram_row"], dtype=pl.UInt32))
-    packet_frame = pl.concat(
-        [
-            shared_with_packets,
-            _typed(
-                PACKETS,
-                {
-                    name: packets[name]
-                    for name in (
-                        "packet_type",
-                        "pn_space",
-                        "packet_number",
-                        "packet_bytes",
-                        "header_bytes",
-                        "aead_tag_bytes",
-                        "ack_eliciting",
-                        "decrypted",
-                        "frames_complete",
-                    )  # fmt: skip
-                },
-            ),
-        ],
-        how="horizontal",
-    ).with_columns(
+    ).gather(packet_values["datagram_row"].cast(pl.UInt32))
+    packet_frame = pl.concat([shared_with_packets, packet_values.drop("datagram_row")], how="horizontal").with_columns(
         run_id=pl.lit(run_id),
         source=pl.lit(SOURCE),
         vantage=pl.lit(vantage),
         event=pl.lit(EVENT),
         frames_logged=pl.col("decrypted"),
     )
-    # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
-    # (A Python list, not numpy: importing numpy would cost more start-up than this costs per batch.)
-    packet_of_frame = pl.Series(
-        "packet", [row for row, count in enumerate(packets["frame_count"]) for _ in range(count)], pl.UInt32
-    )
-    # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default).
-    exponents = pl.Series(
-        "exponent",
-        [DEFAULT_ACK_DELAY_EXPONENT if sender is None else sender.ack_delay_exponent for sender in packets["sender"]],
-        pl.Int64,
-    )
-    frame_values = _typed(
-        FRAMES, {name: values for name, values in frames.items() if name not in ("ack_delay_raw", "ack_ranges")}
-    ).with_columns(
-        pl.Series("ack_delay_raw", frames["ack_delay_raw"], pl.Int64),
-        pl.Series("ack_ranges", frames["ack_ranges"], pl.Utf8),
+    frame_values = _frame(FRAMES, columns["frames"]).with_columns(
+        pl.Series("tls_messages", columns["tls_messages"], FRAMES.schema["tls_messages"])
     )
     frame_frame = (
-        packet_frame.select("connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number")
-        .with_columns(exponents)
-        .gather(packet_of_frame)
-        .hstack(frame_values)
+        packet_frame.select(
+            "connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number", "exponent"
+        )
+        .gather(frame_values["packet_row"].cast(pl.UInt32))
+        .hstack(frame_values.drop("packet_row"))
         .with_columns(
             ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)
             * pl.lit(2).pow(pl.col("exponent")).cast(pl.Float64)
@@ -249,6 +236,7 @@ def assemble_batch(
         )
         .drop("exponent", "ack_delay_raw")
     )
+    packet_frame = packet_frame.drop("exponent")
     issues_frame = pl.DataFrame(
         {
             "path": [path] * len(issue_rows),

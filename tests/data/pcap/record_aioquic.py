@@ -8,8 +8,10 @@ Usage (root, tcpdump on PATH):
 
 `--connections N` makes N distinct connections (each from its own client port, `--parallel` at a time, so their
 packets interleave in the capture): every `--bulk-every`-th one downloads `--bulk-bytes` instead of `--bytes`, every
-`--chacha-every`-th one offers only ChaCha20-Poly1305 (the others: aioquic's choice, AES-256-GCM). This builds the
-large multi-connection benchmark input of `bench/pcap_decode.py`.
+`--chacha-every`-th one offers only ChaCha20-Poly1305 (the others: aioquic's choice, AES-256-GCM). Connection n uses
+client port `--first-client-port` + n, so no two share a UDP flow (random ephemeral ports would repeat after a few
+hundred connections, and a decoder would take the new connection for the old one). This builds the large
+multi-connection benchmark input of `bench/pcap_decode.py`.
 
 Writes OUTDIR/capture.pcap (tcpdump) and OUTDIR/keys.log (SSLKEYLOGFILE format, both endpoints).
 """
@@ -158,9 +160,11 @@ async def resumed_connections(args: argparse.Namespace, host: str, versions, sui
     return received_all
 
 
-async def fetch(args: argparse.Namespace, host: str, client_config: QuicConfiguration, size: int) -> bool:
-    """One connection from a new client port: request `size` bytes, wait for them, close."""
-    async with connect(host, args.port, configuration=client_config, create_protocol=FileClient) as client:
+async def fetch(args: argparse.Namespace, host: str, client_config: QuicConfiguration, size: int, port: int) -> bool:
+    """One connection from client port `port`: request `size` bytes, wait for them, close."""
+    async with connect(
+        host, args.port, configuration=client_config, create_protocol=FileClient, local_port=port
+    ) as client:
         stream_id = client._quic.get_next_available_stream_id()
         client._quic.send_stream_data(stream_id, f"GET /{size}\r\n".encode(), end_stream=True)
         client.transmit()
@@ -183,7 +187,7 @@ async def many_connections(args: argparse.Namespace, host: str, versions, secret
             bulk = args.bulk_every and number % args.bulk_every == 0
             size = args.bulk_bytes if bulk else args.bytes
             try:
-                results.append(await fetch(args, host, client_config, size))
+                results.append(await fetch(args, host, client_config, size, args.first_client_port + number))
             except (TimeoutError, ConnectionError) as error:
                 print(f"connection {number}: {type(error).__name__}: {error}")
                 results.append(False)
@@ -211,6 +215,7 @@ def main() -> int:
     parser.add_argument(
         "--bulk-bytes", type=int, default=10_000_000, help="with --connections: size of a bulk transfer"
     )
+    parser.add_argument("--first-client-port", type=int, default=20_000, help="with --connections: see above")
     parser.add_argument("--chacha-every", type=int, default=0, help="with --connections: every Nth offers ChaCha20")
     parser.add_argument("--iface", default="lo")
     parser.add_argument("--linktype", default=None, help="tcpdump -y, e.g. LINUX_SLL with --iface any")
