@@ -47,6 +47,7 @@ def test_engines_agree_on_the_embedded_dataset() -> None:
 
 
 def test_engine_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QUICACK_PCAP_ENGINE", raising=False)
     assert select_engine().name == "compiled"
     monkeypatch.setenv("QUICACK_PCAP_ENGINE", "python")
     assert select_engine().name == "python"
