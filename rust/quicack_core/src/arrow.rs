@@ -44,6 +44,7 @@ pub enum Column {
     Float(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
     Text(Vec<Option<String>>),
+    TextList(Vec<Option<Vec<String>>>),
 }
 
 impl Column {
@@ -53,6 +54,7 @@ impl Column {
             Column::Float(_) => "g",
             Column::Bool(_) => "b",
             Column::Text(_) => "u",
+            Column::TextList(_) => "+l",
         }
     }
 
@@ -62,6 +64,7 @@ impl Column {
             Column::Float(values) => values.len(),
             Column::Bool(values) => values.len(),
             Column::Text(values) => values.len(),
+            Column::TextList(values) => values.len(),
         }
     }
 }
@@ -207,6 +210,20 @@ fn column_array(column: Column) -> ArrowArray {
             }
             array(length, nulls, vec![valid, Some(as_bytes(offsets)), Some(data)], Vec::new())
         }
+        Column::TextList(values) => {
+            let (valid, nulls) = validity(&values);
+            let mut offsets: Vec<i32> = Vec::with_capacity(length + 1);
+            let mut items: Vec<Option<String>> = Vec::new();
+            offsets.push(0);
+            for value in values.into_iter() {
+                if let Some(names) = value {
+                    items.extend(names.into_iter().map(Some));
+                }
+                offsets.push(items.len() as i32);
+            }
+            let child = Box::into_raw(Box::new(column_array(Column::Text(items))));
+            array(length, nulls, vec![valid, Some(as_bytes(offsets))], vec![child])
+        }
     }
 }
 
@@ -239,7 +256,11 @@ impl ArrowTable {
         let mut child_schemas = Vec::new();
         let mut child_arrays = Vec::new();
         for (name, column) in columns {
-            child_schemas.push(Box::into_raw(Box::new(schema(column.format(), &name, Vec::new()))));
+            let grandchildren = match column {
+                Column::TextList(_) => vec![Box::into_raw(Box::new(schema("u", "item", Vec::new())))],
+                _ => Vec::new(),
+            };
+            child_schemas.push(Box::into_raw(Box::new(schema(column.format(), &name, grandchildren))));
             child_arrays.push(Box::into_raw(Box::new(column_array(column))));
         }
         let top_schema = schema("+s", "", child_schemas);

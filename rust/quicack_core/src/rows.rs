@@ -743,7 +743,7 @@ impl RowBuffers {
             reordering[*row] = Some(fields[3]);
         }
         let [ect0, ect1, ce] = ecn;
-        let frames = vec![
+        let mut frames = vec![
             ("packet_row".to_string(), Column::Int(packet_row)),
             ("frame_index".to_string(), ints(&rows.frame_index)),
             ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
@@ -764,11 +764,15 @@ impl RowBuffers {
             ("request_max_ack_delay_ms".to_string(), Column::Float(max_delay)),
             ("reordering_threshold".to_string(), unsigned(&reordering)),
         ];
+        let mut tls_messages: Vec<Option<Vec<String>>> = Vec::with_capacity(count);
+        for names in &rows.tls_messages {
+            tls_messages.push(match names {
+                None => None,
+                Some(names) => names.bind(py).extract::<Option<Vec<String>>>()?,
+            });
+        }
+        frames.push(("tls_messages".to_string(), Column::TextList(tls_messages)));
         out.set_item("frames", ArrowTable::new(frames, count).into_py(py))?;
-        out.set_item(
-            "tls_messages",
-            PyList::new_bound(py, rows.tls_messages.iter().map(|s| s.as_ref().map(|s| s.clone_ref(py)))),
-        )?;
         Ok(out)
     }
 }

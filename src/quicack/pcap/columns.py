@@ -170,8 +170,8 @@ class RowBuffers:
                 "fin": frames.fin,
                 **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
                 **frames.ack_frequency_columns(),
+                "tls_messages": frames.tls_messages,
             },
-            "tls_messages": frames.tls_messages,
         }
 
 
@@ -215,9 +215,7 @@ def assemble_batch(
         event=pl.lit(EVENT),
         frames_logged=pl.col("decrypted"),
     )
-    frame_values = _frame(FRAMES, columns["frames"]).with_columns(
-        pl.Series("tls_messages", columns["tls_messages"], FRAMES.schema["tls_messages"])
-    )
+    frame_values = _frame(FRAMES, columns["frames"])
     frame_frame = (
         packet_frame.select(
             "connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number", "exponent"

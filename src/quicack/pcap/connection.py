@@ -79,6 +79,7 @@ class Connection:
     keys_class: type = PacketKeys
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
+    lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
     crypto_streams: dict[tuple[str, str], CryptoStream] = field(default_factory=dict)
     client_random: bytes | None = None
     cipher_suite: int | None = None

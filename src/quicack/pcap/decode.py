@@ -176,6 +176,17 @@ class CaptureDecoder:
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
         length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
+        state = (
+            len(connection.flow_keys),
+            *(connection.keys.get(("1rtt", direction)) for direction in (C2S, S2C)),
+            connection.client.cid_length,
+            connection.server.cid_length,
+            connection.client.transport_parameters is None,
+            connection.server.transport_parameters is None,
+        )
+        if state == connection.lane_state:
+            return  # nothing the lane depends on changed since the last offer
+        connection.lane_state = state
         lane = self.lane
         for key in connection.flow_keys:
             direction = self.flows[key][1]
@@ -499,9 +510,10 @@ class CaptureDecoder:
             return False
         if rows >= batch_rows * MAX_DEFERRAL:
             return True
+        # Newest first: a connection still in its handshake is the likely one without parameters.
         return not self.waiting_for_parameters or all(
             connection.client.transport_parameters is not None and connection.server.transport_parameters is not None
-            for connection, _ in self.flows.values()
+            for connection, _ in reversed(self.flows.values())
         )
 
     def take_batch(self, final: bool = False) -> CaptureBatch:
