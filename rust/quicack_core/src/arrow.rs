@@ -91,35 +91,28 @@ struct ArrayPrivate {
     children: Vec<*mut ArrowArray>,
 }
 
-unsafe extern "C" fn release_schema(schema: *mut ArrowSchema) {
-    let schema = &mut *schema;
-    if !schema.private_data.is_null() {
-        let private = Box::from_raw(schema.private_data as *mut SchemaPrivate);
-        for child in &private.children {
-            if let Some(release) = (**child).release {
-                release(*child);
+/// The release callbacks of the C data interface: free the private data and the children, mark released.
+macro_rules! release_function {
+    ($name:ident, $struct:ty, $private:ty) => {
+        unsafe extern "C" fn $name(this: *mut $struct) {
+            let this = &mut *this;
+            if !this.private_data.is_null() {
+                let private = Box::from_raw(this.private_data as *mut $private);
+                for child in &private.children {
+                    if let Some(release) = (**child).release {
+                        release(*child);
+                    }
+                    drop(Box::from_raw(*child));
+                }
             }
-            drop(Box::from_raw(*child));
+            this.private_data = ptr::null_mut();
+            this.release = None;
         }
-    }
-    schema.private_data = ptr::null_mut();
-    schema.release = None;
+    };
 }
 
-unsafe extern "C" fn release_array(array: *mut ArrowArray) {
-    let array = &mut *array;
-    if !array.private_data.is_null() {
-        let private = Box::from_raw(array.private_data as *mut ArrayPrivate);
-        for child in &private.children {
-            if let Some(release) = (**child).release {
-                release(*child);
-            }
-            drop(Box::from_raw(*child));
-        }
-    }
-    array.private_data = ptr::null_mut();
-    array.release = None;
-}
+release_function!(release_schema, ArrowSchema, SchemaPrivate);
+release_function!(release_array, ArrowArray, ArrayPrivate);
 
 fn schema(format: &str, name: &str, children: Vec<*mut ArrowSchema>) -> ArrowSchema {
     let format = CString::new(format).expect("no NUL");

@@ -81,6 +81,13 @@ fn frame_name(frame_type: u64) -> Option<u8> {
     })
 }
 
+/// Cut every listed column to `length` rows.
+macro_rules! truncate_columns {
+    ($length:expr; $($column:expr),+ $(,)?) => {
+        $($column.truncate($length);)+
+    };
+}
+
 pub fn code_of(names: &[&str], name: &str) -> PyResult<u8> {
     names
         .iter()
@@ -180,18 +187,9 @@ impl FrameRows {
     }
 
     fn truncate(&mut self, length: usize) {
-        self.frame_index.truncate(length);
-        self.frame_type.truncate(length);
-        self.frame_bytes.truncate(length);
-        self.ack_delay_raw.truncate(length);
-        self.largest_acked.truncate(length);
-        self.first_ack_range.truncate(length);
-        self.ack_ranges.truncate(length);
-        self.stream_id.truncate(length);
-        self.offset.truncate(length);
-        self.length.truncate(length);
-        self.fin.truncate(length);
-        self.tls_messages.truncate(length);
+        truncate_columns!(length; self.frame_index, self.frame_type, self.frame_bytes, self.ack_delay_raw,
+            self.largest_acked, self.first_ack_range, self.ack_ranges, self.stream_id, self.offset, self.length,
+            self.fin, self.tls_messages);
         self.ecn.retain(|(row, _)| *row < length);
         self.ack_frequency.retain(|(row, _)| *row < length);
     }
@@ -562,27 +560,12 @@ impl RowBuffers {
     fn truncate(&mut self, lengths: (usize, usize, usize)) {
         let (datagrams, packets, frames) = lengths;
         let rows = &mut self.datagrams;
-        rows.odcid.truncate(datagrams);
-        rows.direction.truncate(datagrams);
-        rows.datagram_index.truncate(datagrams);
-        rows.time_ms.truncate(datagrams);
-        rows.time_abs_ns.truncate(datagrams);
-        rows.ip_header_bytes.truncate(datagrams);
-        rows.udp_payload_bytes.truncate(datagrams);
-        rows.quic_packets.truncate(datagrams);
+        truncate_columns!(datagrams; rows.odcid, rows.direction, rows.datagram_index, rows.time_ms, rows.time_abs_ns,
+            rows.ip_header_bytes, rows.udp_payload_bytes, rows.quic_packets);
         let rows = &mut self.packets;
-        rows.datagram_row.truncate(packets);
-        rows.packet_type.truncate(packets);
-        rows.pn_space.truncate(packets);
-        rows.packet_number.truncate(packets);
-        rows.packet_bytes.truncate(packets);
-        rows.header_bytes.truncate(packets);
-        rows.aead_tag_bytes.truncate(packets);
-        rows.ack_eliciting.truncate(packets);
-        rows.decrypted.truncate(packets);
-        rows.frames_complete.truncate(packets);
-        rows.frame_count.truncate(packets);
-        rows.sender.truncate(packets);
+        truncate_columns!(packets; rows.datagram_row, rows.packet_type, rows.pn_space, rows.packet_number,
+            rows.packet_bytes, rows.header_bytes, rows.aead_tag_bytes, rows.ack_eliciting, rows.decrypted,
+            rows.frames_complete, rows.frame_count, rows.sender);
         self.frames.truncate(frames);
     }
 
