@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_void, CString};
 use std::ptr;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -45,6 +46,9 @@ pub enum Column {
     Bool(Vec<Option<bool>>),
     Text(Vec<Option<String>>),
     TextList(Vec<Option<Vec<String>>>),
+    /// Text by code: row i is names[codes[i]] (null for None), built without a string per row.
+    Names(&'static [&'static str], Vec<Option<u8>>),
+    Shared(Vec<Arc<str>>),
 }
 
 impl Column {
@@ -53,7 +57,7 @@ impl Column {
             Column::Int(_) => "l",
             Column::Float(_) => "g",
             Column::Bool(_) => "b",
-            Column::Text(_) => "u",
+            Column::Text(_) | Column::Names(..) | Column::Shared(_) => "u",
             Column::TextList(_) => "+l",
         }
     }
@@ -65,6 +69,8 @@ impl Column {
             Column::Bool(values) => values.len(),
             Column::Text(values) => values.len(),
             Column::TextList(values) => values.len(),
+            Column::Names(_, codes) => codes.len(),
+            Column::Shared(values) => values.len(),
         }
     }
 }
@@ -169,6 +175,27 @@ fn as_bytes<T: Copy>(values: Vec<T>) -> Vec<u8> {
     out
 }
 
+fn text_array<'a>(
+    length: usize,
+    valid: Option<Vec<u8>>,
+    nulls: usize,
+    values: impl Iterator<Item = Option<&'a str>>,
+) -> ArrowArray {
+    let mut offsets: Vec<i32> = Vec::with_capacity(length + 1);
+    let mut data: Vec<u8> = Vec::new();
+    offsets.push(0);
+    for value in values {
+        if let Some(text) = value {
+            data.extend_from_slice(text.as_bytes());
+        }
+        offsets.push(data.len() as i32);
+    }
+    if data.is_empty() {
+        data.push(0);
+    }
+    array(length, nulls, vec![valid, Some(as_bytes(offsets)), Some(data)], Vec::new())
+}
+
 fn column_array(column: Column) -> ArrowArray {
     let length = column.len();
     match column {
@@ -189,20 +216,13 @@ fn column_array(column: Column) -> ArrowArray {
         }
         Column::Text(values) => {
             let (valid, nulls) = validity(&values);
-            let mut offsets: Vec<i32> = Vec::with_capacity(length + 1);
-            let mut data: Vec<u8> = Vec::new();
-            offsets.push(0);
-            for value in &values {
-                if let Some(text) = value {
-                    data.extend_from_slice(text.as_bytes());
-                }
-                offsets.push(data.len() as i32);
-            }
-            if data.is_empty() {
-                data.push(0);
-            }
-            array(length, nulls, vec![valid, Some(as_bytes(offsets)), Some(data)], Vec::new())
+            text_array(length, valid, nulls, values.iter().map(|value| value.as_deref()))
         }
+        Column::Names(names, codes) => {
+            let (valid, nulls) = validity(&codes);
+            text_array(length, valid, nulls, codes.iter().map(|code| code.map(|code| names[code as usize])))
+        }
+        Column::Shared(values) => text_array(length, None, 0, values.iter().map(|value| Some(&**value))),
         Column::TextList(values) => {
             let (valid, nulls) = validity(&values);
             let mut offsets: Vec<i32> = Vec::with_capacity(length + 1);

@@ -650,13 +650,13 @@ impl RowBuffers {
         let out = PyDict::new_bound(py);
         let ints = |values: &[i64]| Column::Int(values.iter().map(|v| Some(*v)).collect());
         let unsigned = |values: &[Option<u64>]| Column::Int(values.iter().map(|v| v.map(|v| v as i64)).collect());
-        let names = |table: &[&str], codes: &[u8]| {
-            Column::Text(codes.iter().map(|code| Some(table[*code as usize].to_string())).collect())
+        let names = |table: &'static [&'static str], codes: &[u8]| {
+            Column::Names(table, codes.iter().map(|code| Some(*code)).collect())
         };
         let rows = &self.datagrams;
         let count = rows.odcid.len();
         let datagrams = vec![
-            ("connection_odcid".to_string(), Column::Text(rows.odcid.iter().map(|s| Some(s.to_string())).collect())),
+            ("connection_odcid".to_string(), Column::Shared(rows.odcid.clone())),
             ("direction".to_string(), names(&DIRECTIONS, &rows.direction)),
             ("datagram_index".to_string(), ints(&rows.datagram_index)),
             ("time_ms".to_string(), Column::Float(rows.time_ms.iter().map(|v| Some(*v)).collect())),
@@ -687,10 +687,7 @@ impl RowBuffers {
         let packets = vec![
             ("datagram_row".to_string(), ints(&rows.datagram_row)),
             ("packet_type".to_string(), names(&PACKET_TYPES, &rows.packet_type)),
-            (
-                "pn_space".to_string(),
-                Column::Text(rows.pn_space.iter().map(|c| c.map(|c| PN_SPACES[c as usize].to_string())).collect()),
-            ),
+            ("pn_space".to_string(), Column::Names(&PN_SPACES, rows.pn_space.clone())),
             ("packet_number".to_string(), Column::Int(rows.packet_number.clone())),
             ("packet_bytes".to_string(), ints(&rows.packet_bytes)),
             ("header_bytes".to_string(), Column::Int(rows.header_bytes.clone())),
