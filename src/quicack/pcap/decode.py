@@ -51,6 +51,7 @@ PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "
 # tag null, packet_bytes = the zeros, so the datagram's bytes still add up; not counted in quic_packets.
 DATAGRAM_PADDING = "datagram_padding"
 DEFAULT_BATCH_ROWS = 32_768
+ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.keys
 # An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
@@ -176,14 +177,11 @@ class CaptureDecoder:
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
         length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
+        keys, client, server = connection.keys, connection.client, connection.server
         state = (
-            len(connection.flow_keys),
-            *(connection.keys.get(("1rtt", direction)) for direction in (C2S, S2C)),
-            connection.client.cid_length,
-            connection.server.cid_length,
-            connection.client.transport_parameters is None,
-            connection.server.transport_parameters is None,
-        )
+            len(connection.flow_keys), keys.get(ONE_RTT_C2S), keys.get(ONE_RTT_S2C), client.cid_length,
+            server.cid_length, client.transport_parameters is None, server.transport_parameters is None,
+        )  # fmt: skip
         if state == connection.lane_state:
             return  # nothing the lane depends on changed since the last offer
         connection.lane_state = state
