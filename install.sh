@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what quicack needs on a fresh Debian 12 machine with Python 3.11, as root.
 #   bash install.sh          the pipeline: Debian packages + the Python package (pinned)
-#   bash install.sh --dev    also test tools, the testbed's packages and the QUIC client programs
+#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client programs and SLURM (the
+#                            executor plugin; slurm-wlm and munge for tests/test_slurm.py's one-node cluster)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,6 +17,9 @@ apt_packages=(tshark tcpdump)
 if [ $dev = 1 ]; then
   # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
   apt_packages+=(iproute2 iptables nftables ethtool procps libnetfilter-queue-dev python3-dev build-essential ngtcp2-client ngtcp2-server hyperfine time)
+  # SLURM for tests/test_slurm.py, which starts its own munged, slurmctld and slurmd on a generated configuration
+  # (the packages' own services are not used).
+  apt_packages+=(slurm-wlm munge)
 fi
 missing=()
 for package in "${apt_packages[@]}"; do
@@ -28,7 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 extras=""
-[ $dev = 1 ] && extras="[dev,testbed]"
+[ $dev = 1 ] && extras="[dev,testbed,cluster]"
 "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".${extras}"
 "$python" -m ipykernel install --sys-prefix --name python3 >/dev/null
 

@@ -31,7 +31,7 @@ def all_captures(extra: list[tuple[str, list[str]]]) -> list[tuple[str, list[str
 
     found = []
     for root in (REPO / "tests" / "data", REPO / "data" / "sample" / "raw"):
-        found += [(str(c.path), [str(k) for k in c.keylogs]) for c in find_captures(root, every=True)]
+        found += [(str(c.path), [str(k) for k in c.keylogs]) for c in find_captures(True, root, include_empty=True)]
     return found + extra
 
 

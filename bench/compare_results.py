@@ -45,6 +45,9 @@ def compare_parquet(old_root: Path, new_root: Path, migrate: bool) -> list[str]:
     problems = []
     names = sorted({p.name for p in old_root.iterdir()} | {p.name for p in new_root.iterdir()})
     for name in names:
+        if not (old_root / name).exists():
+            print(f"{name:22} rows={read_table(new_root / name).height:>8}  new table")
+            continue
         old, new = read_table(old_root / name), read_table(new_root / name)
         if migrate:
             old = v1_to_v2(name, old)

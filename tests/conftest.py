@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess:
+    """The workflow from the repository root on two cores, as the README's commands run it."""
+    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path | None, meta: dict | None) -> Path:

@@ -33,14 +33,14 @@ def _assert_same(capture: Capture, batch_rows: int) -> None:
         assert python[name].equals(compiled[name]), f"{capture.path}: {name} differs (batch_rows={batch_rows})"
 
 
-@pytest.mark.parametrize("capture", find_captures(DATA, every=True), ids=lambda c: c.name)
+@pytest.mark.parametrize("capture", find_captures(True, DATA, include_empty=True), ids=lambda c: c.name)
 @pytest.mark.parametrize("batch_rows", [32_768, 40])
 def test_engines_agree_on_test_captures(capture: Capture, batch_rows: int) -> None:
     _assert_same(capture, batch_rows)
 
 
 def test_engines_agree_on_the_embedded_dataset() -> None:
-    captures = find_captures(SAMPLE, every=True)
+    captures = find_captures(True, SAMPLE, include_empty=True)
     assert len(captures) > 700
     for capture in captures:
         _assert_same(capture, 32_768)

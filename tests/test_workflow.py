@@ -15,11 +15,9 @@ import pytest
 
 from quicack.schema import TABLES
 from quicack.store import connect
-from tests.conftest import QLOG_FIXTURES, REPO, make_run
+from tests.conftest import QLOG_FIXTURES, REPO, make_run, snakemake
 
-
-def snakemake(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+LOOPBACK = REPO / "tests" / "data" / "loopback"
 
 
 def config_for(raw: Path, results: Path, *extra: str) -> list[str]:
@@ -32,6 +30,8 @@ def readme_queries() -> list[str]:
 
 
 def test_database_has_every_table_commented_and_readme_queries_return_rows(real_raw, tmp_path):
+    # a third run with a capture, for the queries over capture tables (ack_breakdown, frames from pcap)
+    shutil.copytree(LOOPBACK / "ngtcp2_ngtcp2" / "transfer_10KB" / "1", real_raw / "ngtcp2_ngtcp2" / "transfer_10KB" / "1")
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
     done = snakemake(str(db), *config_for(real_raw, results))
@@ -44,14 +44,14 @@ def test_database_has_every_table_commented_and_readme_queries_return_rows(real_
             "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = '')"
         ).fetchall()
         assert uncommented == []
-        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
         assert con.execute("SELECT count(DISTINCT vantage) FROM rtt_samples").fetchone()[0] == 2
         queries = readme_queries()
         assert len(queries) >= 3
         for query in queries[1:]:  # the first lists ingest issues, which this clean input has none of
             assert con.execute(query).fetchall(), query
     summary = (results / "t" / "summary.txt").read_text()
-    assert "runs: 2 (2 ok" in summary
+    assert "runs: 3 (3 ok" in summary
 
     again = snakemake(str(db), *config_for(real_raw, results))
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -252,7 +252,9 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text()
-    assert "artefacts: 15 (6 drawn, 9 not drawn)" in rendering
+    # 15 imc24 artefacts (6 drawn) + the ACK-ratio formula tables and claims (8, drawn) + ackfreq22-tab02 (not drawn)
+    assert "artefacts: 24 (14 drawn, 10 not drawn)" in rendering
+    assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
     assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
     assert "imc24-tab03" not in rendering
     table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
@@ -263,4 +265,4 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True)
-    assert strict.returncode != 0 and "9 artefact(s) could not be drawn" in strict.stderr
+    assert strict.returncode != 0 and "10 artefact(s) could not be drawn" in strict.stderr

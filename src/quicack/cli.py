@@ -1,7 +1,7 @@
 """The ``quicack`` command.
 
-User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``sql``
-(query the database). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``scan`` (scanner
+output in the imc24 authors' layout to scan_connections), ``sql`` (query the database). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
 ``dataset-issues``, ``derive-group``, ``build-db``.
 """
 
@@ -18,6 +18,7 @@ import polars as pl
 from quicack import pipeline, recovery, store
 from quicack.layout import group_from_key
 from quicack.pcap import cli as pcap_cli
+from quicack.scan import cli as scan_cli
 from quicack.schema import TABLES
 
 DEFAULT_DB = Path("results/sample/quicack.duckdb")
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.set_defaults(handler=_sql)
 
     pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
+    scan_cli.add_subparser(commands)
 
     group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
     group.add_argument("--raw", type=Path, required=True)

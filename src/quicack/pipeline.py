@@ -10,12 +10,13 @@ import polars as pl
 
 from quicack import ingest, recovery, store
 from quicack.layout import group_key
+from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 
-DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement")
+DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown")
 
 
 class StrictModeError(RuntimeError):
@@ -43,7 +44,14 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
-    tables = {"rtt_samples": rtt, "connections": connections, "handshake_runs": handshakes, "estimator_agreement": agreement}
+    breakdown = ack_breakdown(read["datagrams"], read["packets"], read["frames"])
+    tables = {
+        "rtt_samples": rtt,
+        "connections": connections,
+        "handshake_runs": handshakes,
+        "estimator_agreement": agreement,
+        "ack_breakdown": breakdown,
+    }
     store.write_tables(tables, parquet_root, part)
     return {name: frame.height for name, frame in tables.items()}
 

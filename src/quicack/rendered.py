@@ -29,19 +29,20 @@ class Rendered:
 
     ``runs``: every run the artefact draws from, failed ones included (None: no runs behind it,
     e.g. a model figure); ``metric``: the column whose nulls were left out; ``note``: how to
-    read it; ``model``: drawn from formulas, not from the dataset."""
+    read it; ``model``: drawn from formulas, not from the dataset (``model_note`` says which)."""
 
     artefact: Figure | pl.DataFrame | None
     runs: pl.DataFrame | None = None
     metric: str | None = None
     note: str = ""
     model: bool = False
+    model_note: str = MODEL_FOOTNOTE
     # Why nothing was drawn (the dataset lacks the artefact's inputs): ``save`` writes a placeholder.
     missing: str = ""
 
     def footnote(self, description: DatasetDescription) -> str:
         """Origin (the model, or the dataset's own description), how to read it, the runs used."""
-        parts = [MODEL_FOOTNOTE if self.model else description.footnote(), self.note]
+        parts = [self.model_note if self.model else description.footnote(), self.note]
         if self.runs is not None:
             parts.append("Runs used: " + run_accounting(self.runs, self.metric))
         return " ".join(p.strip() for p in parts if p.strip())

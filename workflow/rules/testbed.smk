@@ -15,6 +15,13 @@
 from quicack.testbed.scenarios import expand as _tb_expand
 from quicack.testbed.scenarios import group_to_json as _tb_group_json
 
+# On a cluster (workflow/profiles/slurm) the testbed still runs on the submitting host: it needs root, network
+# namespaces and the emulated links' CPU cores to itself, none of which a batch job gets.
+localrules:
+    testbed_all,
+    testbed_group,
+
+
 _TB = config.get("testbed") or {}
 if _TB:
     validate(_TB, "../schemas/testbed.schema.yaml")

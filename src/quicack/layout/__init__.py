@@ -5,11 +5,12 @@
 * ``runs`` — the QUIC Interop Runner (QIR) layout ``<raw>/<server>_<client>/<testcase>/<repetition>/``:
   run groups, run folders, and where a run keeps its keylogs, qlogs and captures;
 * ``naming`` — what folder names say about a run: quicack's test-case names
-  (``<scenario>-<mode>-rtt<rtt>ms-<file>-<app>``) and the imc24 artifact's ``logs_<k=v,...>_<time>`` folders.
+  (``<scenario>-<mode>-rtt<rtt>ms-<file>-<app>``) and the imc24 artifact's ``logs_<k=v,...>_<time>`` folders;
+* ``scan`` — the scanner layout of the imc24 authors ``<root>/<vantage_point>/data/<ISO timestamp>/…``
+  (QScanner's CSVs, the capture, targets): measurement folders, their times and files.
 
-Ingest, the qlog reader, the capture decoder, the Snakemake rules and the testbed all take these rules from
-here, so that the analysis never depends on the recorder. A scanner's layout
-(``<vantage_point>/data/<timestamp>/…``) belongs beside them as its own module.
+Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rules and the testbed all take
+these rules from here, so that the analysis never depends on the recorder.
 """
 
 from quicack.layout.naming import RunLocation, file_size_bytes, parse_imc24_folder_name, parse_run_folder, testcase_name
@@ -25,11 +26,14 @@ from quicack.layout.runs import (
     qlog_files,
     run_groups,
 )
+from quicack.layout.scan import MeasurementFolder, MeasurementTime, find_measurements, parse_measurement_time
 from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_point, endpoint_from_path
 
 __all__ = [
     "CLIENT",
     "RUN_JSON",
+    "MeasurementFolder",
+    "MeasurementTime",
     "SERVER",
     "SIM_LEFT",
     "SIM_RIGHT",
@@ -40,11 +44,13 @@ __all__ = [
     "discover_runs",
     "endpoint_from_path",
     "file_size_bytes",
+    "find_measurements",
     "group_from_key",
     "group_key",
     "is_qlog_name",
     "keylog_files",
     "parse_imc24_folder_name",
+    "parse_measurement_time",
     "parse_run_folder",
     "qlog_files",
     "run_groups",

@@ -103,3 +103,18 @@ def guideline_runs(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.D
     keys = ["client_impl", "scenario", "rtt_ms"]
     compared = guidelines.compared_configurations(handshakes, runs, datagrams).select(keys)
     return iack_wfc_runs(runs).join(compared, on=keys, how="semi")
+
+
+# A default ACK policy shows only over many packets (go-x-net acknowledges every 2nd packet for the first 100,
+# then every 10th): transfers of at least this size.
+ACK_POLICY_MIN_FILE_BYTES = 1_000_000
+
+
+def default_ack_policy_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Transfers of at least 1 MB whose receiver (the client) kept its implementation's default ACK policy
+    (no ACK ratio or delay configured): ackfreq22 Table 2's measured columns."""
+    return runs.filter(
+        (pl.col("file_bytes") >= ACK_POLICY_MIN_FILE_BYTES)
+        & pl.col("ack_ratio").is_null()
+        & pl.col("ack_delay_ms").is_null()
+    )

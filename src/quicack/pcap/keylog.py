@@ -54,11 +54,17 @@ class Keylog:
 
 
 def load_keylogs(paths: list[Path]) -> Keylog:
-    """Merge keylog files (e.g. client/keys.log and server/keys.log); unreadable files become problems."""
+    """Merge keylog files (e.g. client/keys.log and server/keys.log), plain or gzip/zstd-compressed (scanner
+    outputs keep ``key.log.zst``); unreadable files become problems."""
+    from .reader import open_capture  # decompresses by magic number, as for captures
+
     keylog = Keylog()
     for path in paths:
         try:
-            keylog.add_text(path.read_text(errors="replace"), str(path))
-        except OSError as error:
+            with open_capture(Path(path)) as stream:
+                text = stream.read().decode(errors="replace")
+        except Exception as error:  # noqa: BLE001 - OSError, or a corrupt compressed file: a problem, not a crash
             keylog.problems.append(f"{path}: cannot read keylog: {error}")
+            continue
+        keylog.add_text(text, str(path))
     return keylog

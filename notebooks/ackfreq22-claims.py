@@ -1,0 +1,33 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # ackfreq22 — the paper's in-text numbers beside ours
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/tables"
+formats = "pdf,png"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
+
+# %%
+from quicack.claims.ackratio import ackratio_claims
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.provenance import read_description
+
+# %%
+views = read_views(db, "runs", "packets", "frames")
+description = read_description(db)
+rendered = ackratio_claims("ackfreq22", views, description)
+save(rendered, out_dir, "ackfreq22-claims", formats, description)
+rendered.artefact.select("claim_id", "paper_value", "ours", "agrees")

@@ -1,0 +1,31 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # tcpquic — ACK bit rate needed to fill a forward path, recomputed
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/tables"
+formats = "pdf,png"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
+
+# %%
+from quicack.figures.ack_overhead_tables import tcpquic_tab_rate
+from quicack.figures.common import save
+from quicack.provenance import read_description
+
+# %%
+description = read_description(db)
+rendered = tcpquic_tab_rate()
+save(rendered, out_dir, "tcpquic-tab-rate", formats, description)
+rendered.artefact

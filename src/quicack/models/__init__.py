@@ -1,0 +1,1 @@
+"""Models of the papers: pure functions of protocol parameters (no measurement)."""
