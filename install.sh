@@ -36,7 +36,22 @@ extras=""
 "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e ".${extras}"
 "$python" -m ipykernel install --sys-prefix --name python3 >/dev/null
 
+# The capture decoder's compiled core (rust/quicack_core: pyo3 + RustCrypto, built by maturin, pinned in its
+# pyproject.toml; crates pinned by its Cargo.lock). Like src/implementations/build.sh, it uses the cargo on PATH
+# or in ~/.cargo/bin and needs Rust >= 1.85 (Debian 12's rustc 1.63 is too old; rustup is up to the user).
+# Without it quicack decodes captures in pure Python: the same tables, slower.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$PATH:$HOME/.cargo/bin"
+fi
+rust_minor=$(rustc --version 2>/dev/null | sed -n 's/^rustc 1\.\([0-9]*\).*/\1/p')
+if [ -n "$rust_minor" ] && [ "$rust_minor" -ge 85 ]; then
+  "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore ./rust/quicack_core ||
+    echo "install.sh: building quicack_core failed: captures are decoded in pure Python (same output, slower)" >&2
+else
+  echo "install.sh: no Rust >= 1.85 (cargo): quicack_core not built, captures are decoded in pure Python" >&2
+fi
+
 if [ $dev = 1 ] && [ -x src/implementations/build.sh ]; then
   bash src/implementations/build.sh
 fi
-echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'))"
+echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'); capture decoder engine: $("$python" -c 'from quicack.pcap.engine import select_engine; print(select_engine().name)'))"

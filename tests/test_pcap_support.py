@@ -28,20 +28,21 @@ def _is_capture(path: Path) -> bool:
     return path.is_file() and any(path.name.endswith(suffix) for suffix in CAPTURE_SUFFIXES)
 
 
-def find_captures(include_snaplen_cut: bool = False) -> list[Capture]:
-    """Every capture under tests/data with its keylogs (those cut by a snap length on purpose only if asked).
+def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_empty: bool = False) -> list[Capture]:
+    """Every capture under `root` (tests/data) with its keylogs (those cut by a snap length on purpose and the
+    empty ones only if asked).
 
     tests/data/pcap/<stem>.<ext> uses <stem>.keys.log; runs (loopback and testbed) use the run's
     client/keys.log and server/keys.log next to sim/.
     """
     captures = []
-    for path in sorted(DATA.rglob("*")):
+    for path in sorted(root.rglob("*")):
         if not _is_capture(path):
             continue
         if "snaplen" in path.name and not include_snaplen_cut:
             # Cut by the snap length on purpose: it cannot decrypt everything; test_pcap_decode tests it alone.
             continue
-        if path.stat().st_size == 0:
+        if path.stat().st_size == 0 and not include_empty:
             # A failed run's empty capture (tests/data/qir_as_found): nothing to account; test_ingest tests it.
             continue
         if path.parent.name == "sim":

@@ -9,14 +9,14 @@ types come from `quicack.schema`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import polars as pl
 
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, Table, ack_ranges_from_json
 
 from .connection import Endpoint
-from .frames import FrameColumns
+from .frames import FrameColumns, walk_frames
 from .reader import UDP_HEADER_BYTES
 
 SOURCE = "pcap"
@@ -46,38 +46,56 @@ class CaptureBatch:
     ingest_issues: pl.DataFrame
 
 
-@dataclass
-class DatagramColumns:
-    seen: list[DatagramSeen] = field(default_factory=list)
-    ip_header_bytes: list[int] = field(default_factory=list)
-    udp_payload_bytes: list[int] = field(default_factory=list)
-    quic_packets: list[int] = field(default_factory=list)
+DATAGRAM_COLUMNS = (
+    "connection_odcid", "direction", "datagram_index", "time_ms", "time_abs_ns", "ip_header_bytes",
+    "udp_payload_bytes", "quic_packets",
+)  # fmt: skip
+# Not output: how many frame rows each packet has, and the sending endpoint, whose ack_delay_exponent (known only
+# once its transport parameters are seen) scales the ACK delays of the packet.
+PACKET_COLUMNS = (
+    "datagram_row", "packet_type", "pn_space", "packet_number", "packet_bytes", "header_bytes", "aead_tag_bytes",
+    "ack_eliciting", "decrypted", "frames_complete", "frame_count", "sender",
+)  # fmt: skip
 
-    def __len__(self) -> int:
-        return len(self.seen)
 
+class RowBuffers:
+    """The rows of one batch, all tables, in plain lists (the pure-Python twin of `quicack_core.RowBuffers`)."""
 
-@dataclass
-class PacketColumns:
-    datagram_row: list[int] = field(default_factory=list)
-    packet_type: list[str] = field(default_factory=list)
-    pn_space: list[str | None] = field(default_factory=list)
-    packet_number: list[int | None] = field(default_factory=list)
-    packet_bytes: list[int] = field(default_factory=list)
-    header_bytes: list[int | None] = field(default_factory=list)
-    aead_tag_bytes: list[int | None] = field(default_factory=list)
-    ack_eliciting: list[bool | None] = field(default_factory=list)
-    decrypted: list[bool | None] = field(default_factory=list)
-    frames_complete: list[bool | None] = field(default_factory=list)
-    # Not output: how many frame rows each packet has, and the sending endpoint, whose ack_delay_exponent
-    # (known only once its transport parameters are seen) scales the ACK delays of the packet.
-    frame_count: list[int] = field(default_factory=list)
-    sender: list[Endpoint | None] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.datagrams: dict[str, list] = {name: [] for name in DATAGRAM_COLUMNS}
+        self.packets: dict[str, list] = {name: [] for name in PACKET_COLUMNS}
+        self.frames = FrameColumns()
+        self._packet_types = self.packets["packet_type"]
 
-    def __len__(self) -> int:
-        return len(self.datagram_row)
+    def lengths(self) -> tuple[int, int, int]:
+        return len(self.datagrams["direction"]), len(self._packet_types), len(self.frames)
 
-    def add(
+    def datagram_count(self) -> int:
+        return len(self.datagrams["direction"])
+
+    def packet_count(self) -> int:
+        return len(self._packet_types)
+
+    def frame_count(self) -> int:
+        return len(self.frames)
+
+    def last_packet_type(self) -> str | None:
+        return self._packet_types[-1] if self._packet_types else None
+
+    def truncate(self, lengths: tuple[int, int, int]) -> None:
+        """Drop the rows added after `lengths` (rollback of a datagram that failed half-way)."""
+        for length, columns in zip(lengths[:2], (self.datagrams, self.packets), strict=True):
+            for column in columns.values():
+                del column[length:]
+        self.frames.truncate(lengths[2])
+
+    def add_datagram(self, *values) -> None:
+        """connection_odcid, direction, datagram_index, time_ms, time_abs_ns, ip_header_bytes, udp_payload_bytes,
+        quic_packets."""
+        for column, value in zip(self.datagrams.values(), values, strict=True):
+            column.append(value)
+
+    def add_packet(
         self,
         datagram_row: int,
         packet_type: str,
@@ -93,132 +111,117 @@ class PacketColumns:
         frame_count: int = 0,
         sender: Endpoint | None = None,
     ) -> None:
-        self.datagram_row.append(datagram_row)
-        self.packet_type.append(packet_type)
-        self.pn_space.append(pn_space)
-        self.packet_number.append(packet_number)
-        self.packet_bytes.append(packet_bytes)
-        self.header_bytes.append(header_bytes)
-        self.aead_tag_bytes.append(aead_tag_bytes)
-        self.ack_eliciting.append(ack_eliciting)
-        self.decrypted.append(decrypted)
         if frames_complete is None and decrypted:
             # Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
             frames_complete = True
-        self.frames_complete.append(frames_complete)
-        self.frame_count.append(frame_count)
-        self.sender.append(sender)
+        for column, value in zip(
+            self.packets.values(),
+            (
+                datagram_row,
+                packet_type,
+                pn_space,
+                packet_number,
+                packet_bytes,
+                header_bytes,
+                aead_tag_bytes,
+                ack_eliciting,
+                decrypted,
+                frames_complete,
+                frame_count,
+                sender,
+            ),  # fmt: skip
+            strict=True,
+        ):
+            column.append(value)
+
+    def walk(self, payload: bytes) -> tuple:
+        """The frames of a decrypted payload as rows: `walk_frames`'s result and whether one is an ACK."""
+        first_row = len(self.frames)
+        result = walk_frames(payload, self.frames)
+        return (*result, "ack" in self.frames.frame_type[first_row:])
+
+    def set_tls_messages(self, row: int, names: list[str] | None) -> None:
+        self.frames.tls_messages[row] = names
+
+    def columns(self) -> dict[str, dict[str, list]]:
+        """The rows as three tables of columns (lists here, Arrow arrays in quicack_core), the names and the order
+        of `assemble_batch`: the packet row of each frame row and the ACK delay exponent of each packet's sender
+        (known now, or never: then the default) come from the rows' counts and senders."""
+        frames, packets = self.frames, self.packets
+        packet_columns = {name: values for name, values in packets.items() if name not in ("frame_count", "sender")}
+        packet_columns["exponent"] = [
+            DEFAULT_ACK_DELAY_EXPONENT if sender is None else sender.ack_delay_exponent for sender in packets["sender"]
+        ]
+        return {
+            "datagrams": self.datagrams,
+            "packets": packet_columns,
+            "frames": {
+                "packet_row": [row for row, count in enumerate(packets["frame_count"]) for _ in range(count)],
+                "frame_index": frames.frame_index,
+                "frame_type": frames.frame_type,
+                "frame_bytes": frames.frame_bytes,
+                "ack_delay_raw": frames.ack_delay_raw,
+                "largest_acked": frames.largest_acked,
+                "first_ack_range": frames.first_ack_range,
+                "ack_ranges": frames.ack_ranges,
+                "stream_id": frames.stream_id,
+                "offset": frames.offset,
+                "length": frames.length,
+                "fin": frames.fin,
+                **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
+                **frames.ack_frequency_columns(),
+                "tls_messages": frames.tls_messages,
+            },
+        }
 
 
-@dataclass
-class RowBuffers:
-    """The rows of one batch, all tables."""
-
-    datagrams: DatagramColumns = field(default_factory=DatagramColumns)
-    packets: PacketColumns = field(default_factory=PacketColumns)
-    frames: FrameColumns = field(default_factory=FrameColumns)
-
-    def lengths(self) -> tuple[int, int, int]:
-        return len(self.datagrams), len(self.packets), len(self.frames)
-
-    def truncate(self, lengths: tuple[int, int, int]) -> None:
-        """Drop the rows added after `lengths` (rollback of a datagram that failed half-way)."""
-        for length, columns in zip(lengths[:2], (self.datagrams, self.packets), strict=True):
-            for column in vars(columns).values():
-                del column[length:]
-        self.frames.truncate(lengths[2])
+# Types of the columns that are not in the tables.
+HELPER_TYPES = {
+    "datagram_row": pl.Int64,
+    "exponent": pl.Int64,
+    "packet_row": pl.Int64,
+    "ack_delay_raw": pl.Int64,
+    "ack_ranges": pl.Utf8,
+}
 
 
-def _typed(table: Table, columns: dict[str, list]) -> pl.DataFrame:
-    """Columns as a frame with the contract's types."""
+def _frame(table: Table, columns) -> pl.DataFrame:
+    """Columns as a frame with the contract's types: lists (typed here) or quicack_core's Arrow table (typed there,
+    Int64 / Float64 / Boolean / String: what the contract's columns are)."""
+    if not isinstance(columns, dict):
+        return pl.DataFrame(columns)
     schema = table.schema
-    return pl.DataFrame([pl.Series(name, values, schema[name]) for name, values in columns.items()])
+    return pl.DataFrame(
+        [pl.Series(name, values, HELPER_TYPES.get(name) or schema[name]) for name, values in columns.items()]
+    )
 
 
 def assemble_batch(
     rows: RowBuffers, run_id: str, vantage: str, path: str, issue_rows: list[tuple[str, str]]
 ) -> CaptureBatch:
-    """The buffered rows as contract frames (the buffers are left as they are)."""
-    datagrams, packets, frames = rows.datagrams, rows.packets, rows.frames
-    seen = datagrams.seen
-    datagram_frame = _typed(
-        DATAGRAMS,
-        {
-            "connection_odcid": [s.connection_odcid for s in seen],
-            "direction": [s.direction for s in seen],
-            "datagram_index": [s.datagram_index for s in seen],
-            "time_ms": [s.time_ms for s in seen],
-            "time_abs_ns": [s.time_abs_ns for s in seen],
-            "ip_header_bytes": datagrams.ip_header_bytes,
-            "udp_payload_bytes": datagrams.udp_payload_bytes,
-            "quic_packets": datagrams.quic_packets,
-        },
-    ).with_columns(run_id=pl.lit(run_id), vantage=pl.lit(vantage), udp_header_bytes=pl.lit(UDP_HEADER_BYTES))
+    """The buffered rows (a `RowBuffers` or `quicack_core.RowBuffers`) as contract frames."""
+    columns = rows.columns()
+    datagram_frame = _frame(DATAGRAMS, columns["datagrams"]).with_columns(
+        run_id=pl.lit(run_id), vantage=pl.lit(vantage), udp_header_bytes=pl.lit(UDP_HEADER_BYTES)
+    )
+    packet_values = _frame(PACKETS, columns["packets"])
     shared_with_packets = datagram_frame.select(
         "connection_odcid", "direction", "time_ms", "time_abs_ns", "datagram_index"
-    ).gather(pl.Series(packets.datagram_row, dtype=pl.UInt32))
-    packet_frame = pl.concat(
-        [
-            shared_with_packets,
-            _typed(
-                PACKETS,
-                {
-                    "packet_type": packets.packet_type,
-                    "pn_space": packets.pn_space,
-                    "packet_number": packets.packet_number,
-                    "packet_bytes": packets.packet_bytes,
-                    "header_bytes": packets.header_bytes,
-                    "aead_tag_bytes": packets.aead_tag_bytes,
-                    "ack_eliciting": packets.ack_eliciting,
-                    "decrypted": packets.decrypted,
-                    "frames_complete": packets.frames_complete,
-                },
-            ),
-        ],
-        how="horizontal",
-    ).with_columns(
+    ).gather(packet_values["datagram_row"].cast(pl.UInt32))
+    packet_frame = pl.concat([shared_with_packets, packet_values.drop("datagram_row")], how="horizontal").with_columns(
         run_id=pl.lit(run_id),
         source=pl.lit(SOURCE),
         vantage=pl.lit(vantage),
         event=pl.lit(EVENT),
         frames_logged=pl.col("decrypted"),
     )
-    # Each frame row takes its packet's columns: repeat packet rows by their frame counts.
-    # (A Python list, not numpy: importing numpy would cost more start-up than this costs per batch.)
-    packet_of_frame = pl.Series(
-        "packet", [row for row, count in enumerate(packets.frame_count) for _ in range(count)], pl.UInt32
-    )
-    # The ACK delay exponent of each ACK's sender is known now (or never will be: then the default).
-    exponents = pl.Series(
-        "exponent",
-        [DEFAULT_ACK_DELAY_EXPONENT if sender is None else sender.ack_delay_exponent for sender in packets.sender],
-        pl.Int64,
-    )
-    frame_values = _typed(
-        FRAMES,
-        {
-            "frame_index": frames.frame_index,
-            "frame_type": frames.frame_type,
-            "frame_bytes": frames.frame_bytes,
-            "largest_acked": frames.largest_acked,
-            "first_ack_range": frames.first_ack_range,
-            "stream_id": frames.stream_id,
-            "offset": frames.offset,
-            "length": frames.length,
-            "fin": frames.fin,
-            "tls_messages": frames.tls_messages,
-            **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
-            **frames.ack_frequency_columns(),
-        },
-    ).with_columns(
-        pl.Series("ack_delay_raw", frames.ack_delay_raw, pl.Int64),
-        pl.Series("ack_ranges", frames.ack_ranges, pl.Utf8),
-    )
+    frame_values = _frame(FRAMES, columns["frames"])
     frame_frame = (
-        packet_frame.select("connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number")
-        .with_columns(exponents)
-        .gather(packet_of_frame)
-        .hstack(frame_values)
+        packet_frame.select(
+            "connection_odcid", "direction", "time_ms", "datagram_index", "pn_space", "packet_number", "exponent"
+        )
+        .gather(frame_values["packet_row"].cast(pl.UInt32))
+        .hstack(frame_values.drop("packet_row"))
         .with_columns(
             ack_delay_ms=pl.col("ack_delay_raw").cast(pl.Float64)
             * pl.lit(2).pow(pl.col("exponent")).cast(pl.Float64)
@@ -231,6 +234,7 @@ def assemble_batch(
         )
         .drop("exponent", "ack_delay_raw")
     )
+    packet_frame = packet_frame.drop("exponent")
     issues_frame = pl.DataFrame(
         {
             "path": [path] * len(issue_rows),

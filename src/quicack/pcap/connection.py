@@ -46,6 +46,23 @@ class Endpoint:
         return self.transport_parameters.ack_delay_exponent if self.transport_parameters else 3
 
 
+class PacketNumbers:
+    """Largest packet number seen per direction and packet number space (the twin of quicack_core's)."""
+
+    __slots__ = ("_largest",)
+
+    def __init__(self) -> None:
+        self._largest: dict[tuple[str, str], int] = {}
+
+    def largest(self, direction: str, space: str) -> int:
+        """-1 before the first packet."""
+        return self._largest.get((direction, space), -1)
+
+    def update(self, direction: str, space: str, packet_number: int) -> None:
+        if packet_number > self._largest.get((direction, space), -1):
+            self._largest[(direction, space)] = packet_number
+
+
 @dataclass
 class Connection:
     number: int
@@ -58,7 +75,11 @@ class Connection:
     odcid: str = ""  # hex of the client's first DCID: the connection's name in the tables (kept after a Retry)
     cids: set[bytes] = field(default_factory=set)
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
-    largest_pn: dict[tuple[str, str], int] = field(default_factory=dict)
+    # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
+    keys_class: type = PacketKeys
+    packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
+    flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
+    lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
     crypto_streams: dict[tuple[str, str], CryptoStream] = field(default_factory=dict)
     client_random: bytes | None = None
     cipher_suite: int | None = None
@@ -104,7 +125,7 @@ class Connection:
         if keys is not False:
             return keys  # type: ignore[return-value]
         if key_type == "initial":
-            client_keys, server_keys = initial_keys(self.initial_secret_dcid, self.version)
+            client_keys, server_keys = initial_keys(self.initial_secret_dcid, self.version, self.keys_class)
             self.keys[("initial", C2S)] = client_keys
             self.keys[("initial", S2C)] = server_keys
             return self.keys[key]
@@ -142,7 +163,7 @@ class Connection:
             if secret is None:
                 self.keys[(key_type, direction)] = None
                 return None
-            keys = self.keys[(key_type, direction)] = PacketKeys.from_secret(suites[0], secret, self.version)
+            keys = self.keys[(key_type, direction)] = self.keys_class.from_secret(suites[0], secret, self.version)
             return keys.decrypt(data, start, pn_offset, end, expected, short)
         for client_random in randoms:
             secret = self.keylog.get(client_random, label)
@@ -152,7 +173,7 @@ class Connection:
                 if len(secret) == 48 and suite != 0x1302 or len(secret) == 32 and suite == 0x1302:
                     continue  # the secret's size follows the suite's hash
                 try:
-                    keys = PacketKeys.from_secret(suite, secret, self.version)
+                    keys = self.keys_class.from_secret(suite, secret, self.version)
                     packet = keys.decrypt(data, start, pn_offset, end, expected, short)
                 except (CryptoError, ValueError):
                     continue

@@ -17,12 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from quicack.compressed import CorruptCompressedData
 from quicack.layout import capture_point
-from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
 
-from .columns import CaptureBatch, DatagramSeen, RowBuffers, assemble_batch
+from .columns import CaptureBatch, DatagramSeen, assemble_batch
 from .connection import C2S, S2C, Connection, Endpoint
-from .frames import walk_frames
+from .engine import Engine, select_engine
 from .keylog import Keylog, load_keylogs
 from .quic import (
     AEAD_TAG_BYTES,
@@ -34,7 +35,17 @@ from .quic import (
     UnknownVersionError,
     parse_long_header,
 )
-from .reader import ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
+from .reader import (
+    PCAP_MAGIC_NS_LE,
+    PCAP_MAGIC_US_LE,
+    LinkRecord,
+    ReadIssue,
+    TlsKeylogSecrets,
+    UdpDatagram,
+    link_to_udp,
+    open_capture,
+    read_udp,
+)
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 # packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
@@ -42,6 +53,7 @@ PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "
 # tag null, packet_bytes = the zeros, so the datagram's bytes still add up; not counted in quic_packets.
 DATAGRAM_PADDING = "datagram_padding"
 DEFAULT_BATCH_ROWS = 32_768
+ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.keys
 # An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
@@ -103,7 +115,8 @@ class _Issues:
 class CaptureDecoder:
     """Stateful decoder of one capture; feed datagrams in file order, take batches."""
 
-    def __init__(self, keylog: Keylog, run_id: str, vantage: str, path: str) -> None:
+    def __init__(self, keylog: Keylog, run_id: str, vantage: str, path: str, engine: Engine | None = None) -> None:
+        self.engine = engine or select_engine()
         self.keylog = keylog
         self.run_id = run_id
         self.vantage = vantage
@@ -113,10 +126,21 @@ class CaptureDecoder:
         self.connection_count = 0
         self.datagram_counts = {C2S: 0, S2C: 0}
         self.issues = _Issues()
+        # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
+        self.lane = None
         self._reset_columns()
 
+    def use_lane(self, lane) -> None:
+        """Read through `lane` (a quicack_core.PcapLane): it counts datagrams per direction from now on."""
+        self.lane = lane
+        self.next_datagram_index = lane.next_datagram_index
+
+    def next_datagram_index(self, direction: str) -> int:
+        self.datagram_counts[direction] += 1
+        return self.datagram_counts[direction]
+
     def _reset_columns(self) -> None:
-        self.rows = RowBuffers()
+        self.rows = self.engine.row_buffers()
         # ids of endpoints whose ACKs are in this batch without their ack_delay_exponent
         self.waiting_for_parameters: set[int] = set()
 
@@ -134,7 +158,6 @@ class CaptureDecoder:
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
         flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))
-        payload = datagram.payload
         if flow is None:
             flow = self._new_flow(datagram)
             if flow is None:
@@ -145,6 +168,41 @@ class CaptureDecoder:
                 )
                 return
         connection, direction = flow
+        if self.lane is not None:
+            try:
+                self._add_flow_datagram(connection, direction, datagram)
+            finally:
+                self._offer_to_lane(connection)
+            return
+        self._add_flow_datagram(connection, direction, datagram)
+
+    def _offer_to_lane(self, connection: Connection) -> None:
+        """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
+        length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
+        keys, client, server = connection.keys, connection.client, connection.server
+        state = (
+            len(connection.flow_keys), keys.get(ONE_RTT_C2S), keys.get(ONE_RTT_S2C), client.cid_length,
+            server.cid_length, client.transport_parameters is None, server.transport_parameters is None,
+        )  # fmt: skip
+        if state == connection.lane_state:
+            return  # nothing the lane depends on changed since the last offer
+        connection.lane_state = state
+        lane = self.lane
+        for key in connection.flow_keys:
+            direction = self.flows[key][1]
+            keys = connection.keys.get(("1rtt", direction))
+            cid_length = connection.receiver(direction).cid_length
+            sender = connection.sender(direction)
+            if keys is not None and cid_length is not None and sender.transport_parameters is not None:
+                lane.register(
+                    *key, connection, connection.odcid, direction, connection.time_origin_ns, cid_length, keys,
+                    connection.packet_numbers, sender,
+                )  # fmt: skip
+            else:
+                lane.unregister(*key)
+
+    def _add_flow_datagram(self, connection: Connection, direction: str, datagram: UdpDatagram) -> None:
+        payload = datagram.payload
         if len(payload) > GSO_MIN_BYTES and not payload[0] & 0x80 and len(payload) == datagram.udp_payload_bytes:
             segment = find_gso_segment_size(payload, connection.receiver(direction).cid_length)
             if segment:
@@ -164,8 +222,7 @@ class CaptureDecoder:
 
     def _add_one_datagram(self, connection: Connection, direction: str, datagram: UdpDatagram) -> None:
         payload = datagram.payload
-        self.datagram_counts[direction] += 1
-        datagram_index = self.datagram_counts[direction]
+        datagram_index = self.next_datagram_index(direction)
         time_abs_ns = datagram.time_abs_ns
         wire_bytes = datagram.udp_payload_bytes
         if len(payload) < wire_bytes:
@@ -174,9 +231,9 @@ class CaptureDecoder:
                 "datagram truncated by the capture (snap length): the cut packet is not decrypted",
                 datagram.record_number,
             )
-        columns = self.rows.datagrams
+        rows = self.rows
         seen = DatagramSeen(
-            row=len(columns),
+            row=rows.datagram_count(),
             connection_odcid=connection.odcid,
             direction=direction,
             datagram_index=datagram_index,
@@ -184,16 +241,15 @@ class CaptureDecoder:
             time_abs_ns=time_abs_ns,
             record=datagram.record_number,
         )
-        packet_types = self.rows.packets.packet_type
-        packets_before = len(packet_types)
+        packets_before = rows.packet_count()
         self._add_packets(connection, seen, payload, wire_bytes)
-        columns.seen.append(seen)
-        columns.ip_header_bytes.append(datagram.ip_header_bytes)
-        columns.udp_payload_bytes.append(wire_bytes)
-        quic_packets = len(packet_types) - packets_before
-        if quic_packets and packet_types[-1] == DATAGRAM_PADDING:  # padding is not a QUIC packet
+        quic_packets = rows.packet_count() - packets_before
+        if quic_packets and rows.last_packet_type() == DATAGRAM_PADDING:  # padding is not a QUIC packet
             quic_packets -= 1
-        columns.quic_packets.append(quic_packets)
+        rows.add_datagram(
+            seen.connection_odcid, direction, datagram_index, seen.time_ms, time_abs_ns, datagram.ip_header_bytes,
+            wire_bytes, quic_packets,
+        )  # fmt: skip
 
     def _new_flow(self, datagram: UdpDatagram) -> tuple[Connection, str] | None:
         """Recognise QUIC on a flow not seen before: a long header of a known version, or a known connection ID."""
@@ -239,6 +295,8 @@ class CaptureDecoder:
                 time_origin_ns=datagram.time_abs_ns,
                 keylog=self.keylog,
                 odcid=header.dcid.hex(),
+                keys_class=self.engine.packet_keys,
+                packet_numbers=self.engine.packet_numbers(),
             )
             connection.cids.add(header.dcid)
             if header.dcid:
@@ -256,6 +314,7 @@ class CaptureDecoder:
     def _register_flow(self, connection: Connection, direction: str, forward, backward) -> tuple[Connection, str]:
         self.flows[forward] = (connection, direction)
         self.flows[backward] = (connection, S2C if direction == C2S else C2S)
+        connection.flow_keys += [forward, backward]
         return connection, direction
 
     # ----------------------------------------------------------------------------------------------
@@ -284,7 +343,7 @@ class CaptureDecoder:
                 # carrying an Initial to 1200 bytes this way). A short header always has the fixed bit (0x40)
                 # set unless greased (RFC 9287), and a greased 1-RTT packet is not all zeros, so this cannot
                 # swallow a packet. Only after a packet (`position`), only when the capture holds all the bytes.
-                self.rows.packets.add(seen.row, DATAGRAM_PADDING, wire_bytes - position, decrypted=None)
+                self.rows.add_packet(seen.row, DATAGRAM_PADDING, wire_bytes - position, decrypted=None)
                 return
             else:
                 self._add_short_header_packet(connection, seen, payload, position, wire_bytes)
@@ -294,9 +353,9 @@ class CaptureDecoder:
         self, connection: Connection, seen: DatagramSeen, header: LongHeader, payload: bytes, start: int
     ) -> None:
         packet_type = header.packet_type
-        packets = self.rows.packets
+        packets = self.rows
         if packet_type == "version_negotiation":
-            packets.add(
+            packets.add_packet(
                 seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes, aead_tag_bytes=0,
                 ack_eliciting=False, decrypted=True,
             )  # fmt: skip
@@ -304,7 +363,7 @@ class CaptureDecoder:
         if packet_type == "retry":
             connection.on_retry(header.scid)
             self.connections_by_cid[header.scid] = connection
-            packets.add(
+            packets.add_packet(
                 seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - AEAD_TAG_BYTES,
                 aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=False, decrypted=True,
             )  # fmt: skip
@@ -359,8 +418,7 @@ class CaptureDecoder:
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
         direction = seen.direction
-        space_key = (direction, pn_space)
-        expected = connection.largest_pn.get(space_key, -1) + 1
+        expected = connection.packet_numbers.largest(direction, pn_space) + 1
         keys = connection.packet_keys(packet_type, direction)
         packet = None
         try:
@@ -381,33 +439,43 @@ class CaptureDecoder:
             return
         packet_number = packet.packet_number
         if packet_number >= expected:
-            connection.largest_pn[space_key] = packet_number
-        frames = self.rows.frames
-        first_row = len(frames.frame_index)
-        count, ack_eliciting, crypto, new_cids, unknown = walk_frames(packet.payload, frames)
+            connection.packet_numbers.update(direction, pn_space, packet_number)
+        walk = self.rows.walk(packet.payload)
+        count, ack_eliciting, _, _, unknown, _ = walk
         sender = connection.sender(direction)
-        if sender.transport_parameters is None and "ack" in frames.frame_type[first_row:]:
+        self.after_walk(connection, direction, packet_type, packet_number, seen.record, walk)
+        self.rows.add_packet(
+            seen.row, packet_type, packet_bytes, pn_space=pn_space, packet_number=packet_number,
+            header_bytes=packet.header_bytes, aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=ack_eliciting,
+            decrypted=True, frames_complete=unknown is None, frame_count=count, sender=sender,
+        )  # fmt: skip
+
+    def after_walk(
+        self, connection: Connection, direction: str, packet_type: str, packet_number: int, record: int, walk: tuple
+    ) -> None:
+        """What a packet's frames tell beyond its rows: ACKs waiting for their sender's ack_delay_exponent, a frame
+        that could not be read, CRYPTO data (TLS messages, keys, transport parameters), new connection IDs. Also
+        for the packets the lane decoded (its "event" items)."""
+        _, _, crypto, new_cids, unknown, has_ack = walk
+        sender = connection.sender(direction)
+        if sender.transport_parameters is None and has_ack:
             self.waiting_for_parameters.add(id(sender))
         if unknown is not None:
             self.issues.add(
                 "warning",
                 f"{direction} {packet_type} packet {packet_number}: {unknown}; the rest of the packet is counted as 'unknown'",
-                seen.record,
+                record,
             )
         if crypto:
+            pn_space = PN_SPACE[packet_type]
             for row, offset, data in crypto:
                 stream = connection.crypto_stream(direction, pn_space)
-                frames.tls_messages[row] = stream.add(offset, data)
+                self.rows.set_tls_messages(row, stream.add(offset, data))
                 connection.learn_from_crypto(direction, stream)
         if new_cids:
             for cid in new_cids:
                 connection.cids.add(cid)
                 self.connections_by_cid[cid] = connection
-        self.rows.packets.add(
-            seen.row, packet_type, packet_bytes, pn_space=pn_space, packet_number=packet_number,
-            header_bytes=packet.header_bytes, aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=ack_eliciting,
-            decrypted=True, frames_complete=unknown is None, frame_count=count, sender=sender,
-        )  # fmt: skip
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
@@ -431,20 +499,21 @@ class CaptureDecoder:
     def _add_opaque_packet(self, seen: DatagramSeen, packet_type: str, pn_space: str | None, packet_bytes: int) -> None:
         """A packet whose payload could not be read (no keys, cut by the snap length, not QUIC)."""
         tag = AEAD_TAG_BYTES if packet_type in PN_SPACE else None
-        self.rows.packets.add(seen.row, packet_type, packet_bytes, pn_space=pn_space, aead_tag_bytes=tag)
+        self.rows.add_packet(seen.row, packet_type, packet_bytes, pn_space=pn_space, aead_tag_bytes=tag)
 
     # ----------------------------------------------------------------------------------------------
     # batches
 
     def batch_ready(self, batch_rows: int) -> bool:
-        rows = max(len(self.rows.frames), len(self.rows.packets))
+        rows = max(self.rows.frame_count(), self.rows.packet_count())
         if rows < batch_rows:
             return False
         if rows >= batch_rows * MAX_DEFERRAL:
             return True
+        # Newest first: a connection still in its handshake is the likely one without parameters.
         return not self.waiting_for_parameters or all(
             connection.client.transport_parameters is not None and connection.server.transport_parameters is not None
-            for connection, _ in self.flows.values()
+            for connection, _ in reversed(self.flows.values())
         )
 
     def take_batch(self, final: bool = False) -> CaptureBatch:
@@ -466,33 +535,57 @@ def decode_capture(
     vantage: str | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     limits: Limits = DEFAULT_LIMITS,
+    engine: str | None = None,
 ) -> Iterator[CaptureBatch]:
     """Decode one capture into batches of table rows; never raises on bad input (problems go to ingest_issues).
 
     `keylog` is one or more NSS keylog files; secrets in a pcapng Decryption Secrets Block are used too.
     `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
+    `engine` is "compiled" or "python" (see `quicack.pcap.engine`; default: compiled when installed).
     """
     path = Path(path)
     keylog_paths = (
         [] if keylog is None else [Path(keylog)] if isinstance(keylog, (str, Path)) else [Path(p) for p in keylog]
     )
     secrets = load_keylogs(keylog_paths)
-    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path))
+    chosen = select_engine(engine)
+    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path), chosen)
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
+    check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
+    lane = _open_lane(path, chosen, limits) if chosen.pcap_lane is not None else None
+    if lane is None:
+        yield from _decode_items(decoder, read_udp(path, limits), secrets, path, batch_rows, check_every)
+    else:
+        with lane[0]:
+            decoder.use_lane(lane[1])
+            yield from _decode_through_lane(decoder, batch_rows, check_every)
+    yield decoder.take_batch(final=True)
+
+
+def _add_counted(decoder: CaptureDecoder, datagram: UdpDatagram) -> bool:
+    """Add one datagram; False when the decoder failed on it (reported, skipped)."""
+    try:
+        decoder.add_datagram(datagram)
+    except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
+        decoder.issues.add(
+            "error",
+            f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}",
+            datagram.record_number,
+        )
+        return False
+    return True
+
+
+def _decode_items(
+    decoder: CaptureDecoder, items, secrets: Keylog, path: Path, batch_rows: int, check_every: int
+) -> Iterator[CaptureBatch]:
+    """The datagrams, issues and secrets of `reader.read_udp`, one by one."""
     issues = decoder.issues
     datagrams = 0
-    check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
-    for item in read_udp(path, limits):
+    for item in items:
         if type(item) is UdpDatagram:
-            try:
-                decoder.add_datagram(item)
-            except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
-                issues.add(
-                    "error",
-                    f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}",
-                    item.record_number,
-                )
+            if not _add_counted(decoder, item):
                 continue
             datagrams += 1
             if not datagrams % check_every and decoder.batch_ready(batch_rows):
@@ -501,4 +594,70 @@ def decode_capture(
             issues.add(item.severity, item.message, item.record_number)
         elif isinstance(item, TlsKeylogSecrets):
             secrets.add_text(item.text, f"{path.name} (decryption secrets block)")
-    yield decoder.take_batch(final=True)
+
+
+def _open_lane(path: Path, engine: Engine, limits: Limits):
+    """(open stream, quicack_core.PcapLane) for a classic pcap file (plain, gzip, zstd), else None: pcapng, an
+    empty, short or unreadable file go through `read_udp`, which reports what is wrong with them."""
+    try:
+        stream = open_capture(path, limits)
+    except OSError:
+        return None
+    try:
+        head = stream.read(24)
+    except (OSError, EOFError, ValueError):
+        stream.close()
+        return None
+    magics = {int.from_bytes(head[:4], "little"), int.from_bytes(head[:4], "big")} if len(head) == 24 else set()
+    if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
+        stream.close()
+        return None
+    return stream, engine.pcap_lane(stream, head)
+
+
+# as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)
+READ_ERRORS = (OSError, EOFError, ValueError, CorruptCompressedData, InputLimitExceeded)
+
+
+def _decode_through_lane(decoder: CaptureDecoder, batch_rows: int, check_every: int) -> Iterator[CaptureBatch]:
+    """Let the lane decode what it can and hand the rest to the decoder in file order, as `_decode_items` would."""
+    lane, issues = decoder.lane, decoder.issues
+    address_names: dict[bytes, str] = {}
+    datagrams = 0
+    while True:
+        decoded, item = lane.next(decoder.rows, check_every - datagrams % check_every)
+        kind = item[0] if type(item) is tuple else item
+        if kind == "event":  # a datagram the lane decoded, with CRYPTO frames, new connection IDs or bad frames
+            _, connection, direction, packet_number, record, walk = item
+            decoder.after_walk(connection, direction, "1rtt", packet_number, record, walk)
+            decoder._offer_to_lane(connection)
+        datagrams += decoded
+        if decoded and not datagrams % check_every and decoder.batch_ready(batch_rows):
+            yield decoder.take_batch()
+        if kind is None:
+            return
+        if kind == "datagram":
+            datagram = UdpDatagram(*item[1:])
+        elif kind == "record":
+            converted = link_to_udp(LinkRecord(*item[1:]), address_names)
+            if converted is None:
+                continue
+            if type(converted) is not UdpDatagram:
+                issues.add(converted.severity, converted.message, converted.record_number)
+                continue
+            datagram = converted
+        elif kind == "issue":
+            issues.add("error", item[2], item[1])
+            continue
+        elif kind == "error":
+            error = item[1]
+            if not isinstance(error, READ_ERRORS):
+                raise error
+            issues.add("error", f"capture unreadable after this point: {type(error).__name__}: {error}", None)
+            continue
+        else:
+            continue  # "budget", "event": nothing more to do
+        if _add_counted(decoder, datagram):
+            datagrams += 1
+            if not datagrams % check_every and decoder.batch_ready(batch_rows):
+                yield decoder.take_batch()

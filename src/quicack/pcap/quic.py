@@ -17,10 +17,12 @@ import hashlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+# `cryptography` is imported where keys are made, not here: with the compiled engine (quicack_core) only the
+# header parsing and the key schedule of this module run, and a decoder's start-up should not pay for it.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 
 class CryptoError(ValueError):
@@ -171,6 +173,8 @@ def decode_packet_number(truncated: int, num_bits: int, expected: int) -> int:
 
 def header_protection_mask(hp_key: bytes, chacha: bool) -> Callable[[bytes], bytes]:
     """The function sample -> mask of RFC 9001 §5.4.3 (AES-ECB) or §5.4.4 (ChaCha20, the sample as counter+nonce)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
     if not chacha:
         return Cipher(algorithms.AES(hp_key), modes.ECB()).encryptor().update
     encryptor = Cipher(algorithms.ChaCha20(hp_key, bytes(16)), mode=None).encryptor()
@@ -204,6 +208,8 @@ class Protection:
         key = hkdf_expand_label(hash_name, secret, prefix + b"key", key_bytes)
         iv = hkdf_expand_label(hash_name, secret, prefix + b"iv", NONCE_BYTES)
         hp = hkdf_expand_label(hash_name, secret, prefix + b"hp", key_bytes)
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
         aead = ChaCha20Poly1305(key) if chacha else AESGCM(key)
         return cls(cipher_suite, secret, version, aead, int.from_bytes(iv, "big"), header_protection_mask(hp, chacha))
 
@@ -218,6 +224,8 @@ class Protection:
 
     def open(self, ciphertext: bytes, header: bytes, packet_number: int) -> bytes:
         """AEAD-decrypt a payload (RFC 9001 §5.3: nonce = IV xor packet number); raises CryptoError."""
+        from cryptography.exceptions import InvalidTag  # imported once; later a look-up in sys.modules
+
         try:
             return self.aead.decrypt((self.iv ^ packet_number).to_bytes(NONCE_BYTES, "big"), ciphertext, header)
         except InvalidTag:
@@ -296,15 +304,16 @@ class PacketKeys:
         return DecryptedPacket(header_bytes, packet_number, payload, key_phase)
 
 
-def initial_keys(dcid: bytes, version: int) -> tuple[PacketKeys, PacketKeys]:
-    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2)."""
+def initial_keys(dcid: bytes, version: int, keys_class=PacketKeys) -> tuple[PacketKeys, PacketKeys]:
+    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2),
+    as `keys_class` (this module's PacketKeys or quicack_core's)."""
     version = VERSION_2 if version == VERSION_2 else VERSION_1
     initial_secret = hkdf_extract("sha256", INITIAL_SALT_V2 if version == VERSION_2 else INITIAL_SALT_V1, dcid)
     client = hkdf_expand_label("sha256", initial_secret, b"client in", 32)
     server = hkdf_expand_label("sha256", initial_secret, b"server in", 32)
     return (
-        PacketKeys.from_secret(AES_128_GCM_SHA256, client, version),
-        PacketKeys.from_secret(AES_128_GCM_SHA256, server, version),
+        keys_class.from_secret(AES_128_GCM_SHA256, client, version),
+        keys_class.from_secret(AES_128_GCM_SHA256, server, version),
     )
 
 

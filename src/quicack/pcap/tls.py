@@ -147,13 +147,13 @@ def _parse_extensions(body: bytes, position: int, facts: HandshakeFacts) -> None
 
 def _varint(data: bytes, position: int) -> tuple[int, int]:
     first = data[position]
+    if first < 0x40:  # one byte: most transport parameter ids and lengths
+        return first, position + 1
     length = 1 << (first >> 6)
-    value = first & 0x3F
-    for index in range(1, length):
-        value = (value << 8) | data[position + index]
-    if position + length > len(data):
+    end = position + length
+    if end > len(data):
         raise ValueError("varint beyond end")
-    return value, position + length
+    return int.from_bytes(data[position:end], "big") & ((1 << (8 * length - 2)) - 1), end
 
 
 def parse_transport_parameters(data: bytes) -> TransportParameters:

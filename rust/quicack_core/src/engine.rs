@@ -1,0 +1,463 @@
+//! The fast lane of the capture decoder: reads a classic pcap stream record by record and decodes, by itself,
+//! the datagrams that are one short header packet of a flow the Python decoder has registered (1-RTT keys,
+//! connection ID length and the sender's transport parameters known). Everything else goes back to the
+//! Python decoder as it would have come from `reader.read_udp`, in file order, so both write the same rows.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString, PyTuple};
+
+use crate::keys::PacketKeys;
+use crate::rows::{code_of, PacketRow, RowBuffers, DIRECTIONS, PACKET_1RTT, SPACE_APPDATA};
+use crate::PacketNumbers;
+
+const CHUNK_BYTES: usize = 1 << 20;
+const MAX_RECORD_BYTES: u32 = 0x400_0000;
+const GSO_MIN_BYTES: usize = 1500;
+const AEAD_TAG_BYTES: i64 = 16;
+const LINKTYPE_ETHERNET: u32 = 1;
+const LINKTYPE_RAW: u32 = 101;
+const LINKTYPE_RAW_OPENBSD: u32 = 12;
+const LINKTYPE_IPV4: u32 = 228;
+const LINKTYPE_IPV6: u32 = 229;
+const LINKTYPE_LINUX_SLL: u32 = 113;
+const LINKTYPE_LINUX_SLL2: u32 = 276;
+const LINKTYPE_PPP: u32 = 9;
+const LINKTYPE_PPP_HDLC: u32 = 50;
+
+type FlowKey = ([u8; 16], u16, [u8; 16], u16);
+
+struct FastFlow {
+    connection: Py<PyAny>,
+    odcid: Arc<str>,
+    direction: u8,
+    time_origin_ns: i64,
+    cid_length: usize,
+    keys: Py<PacketKeys>,
+    numbers: Py<PacketNumbers>,
+    sender: Py<PyAny>,
+}
+
+struct Udp<'a> {
+    src: &'a [u8],
+    dst: &'a [u8],
+    src_port: u16,
+    dst_port: u16,
+    ip_header_bytes: usize,
+    udp_payload_bytes: usize,
+    payload: &'a [u8],
+}
+
+fn address_key(address: &[u8]) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    if address.len() == 4 {
+        // IPv4-mapped form, so that a v4 and a v6 address never share a key.
+        key[10] = 0xFF;
+        key[11] = 0xFF;
+        key[12..].copy_from_slice(address);
+    } else {
+        key.copy_from_slice(address);
+    }
+    key
+}
+
+fn parse_address(text: &str) -> PyResult<[u8; 16]> {
+    match text.parse::<IpAddr>().map_err(|error| PyValueError::new_err(error.to_string()))? {
+        IpAddr::V4(address) => Ok(address_key(&address.octets())),
+        IpAddr::V6(address) => Ok(address_key(&address.octets())),
+    }
+}
+
+/// Link, IP and UDP headers of the plain cases; None sends the record to the Python reader (which handles,
+/// and reports, everything else: VLANs, fragments, extension headers, short or inconsistent headers, other
+/// link types, non-UDP packets).
+fn plain_udp(linktype: u32, data: &[u8]) -> Option<Udp<'_>> {
+    let (ipv4, offset) = match linktype {
+        LINKTYPE_ETHERNET if data.len() >= 14 => match (data[12], data[13]) {
+            (0x08, 0x00) => (true, 14),
+            (0x86, 0xDD) => (false, 14),
+            _ => return None,
+        },
+        LINKTYPE_LINUX_SLL if data.len() >= 16 => match (data[14], data[15]) {
+            (0x08, 0x00) => (true, 16),
+            (0x86, 0xDD) => (false, 16),
+            _ => return None,
+        },
+        LINKTYPE_LINUX_SLL2 if data.len() >= 20 => match (data[0], data[1]) {
+            (0x08, 0x00) => (true, 20),
+            (0x86, 0xDD) => (false, 20),
+            _ => return None,
+        },
+        LINKTYPE_RAW | LINKTYPE_RAW_OPENBSD | LINKTYPE_IPV4 | LINKTYPE_IPV6 if !data.is_empty() => {
+            (data[0] >> 4 == 4, 0)
+        }
+        LINKTYPE_PPP | LINKTYPE_PPP_HDLC if data.len() >= 4 && data[0] == 0xFF && data[1] == 0x03 => {
+            match (data[2], data[3]) {
+                (0x00, 0x21) => (true, 4),
+                (0x00, 0x57) => (false, 4),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let (src, dst, ip_header_bytes, ip_payload_length) = if ipv4 {
+        if data.len() < offset + 20 || data[offset + 9] != 17 {
+            return None;
+        }
+        let flags_fragment = (u16::from(data[offset + 6]) << 8) | u16::from(data[offset + 7]);
+        if flags_fragment & 0x3FFF != 0 {
+            return None;
+        }
+        let ihl = usize::from(data[offset] & 0x0F) * 4;
+        let total_length = (usize::from(data[offset + 2]) << 8) | usize::from(data[offset + 3]);
+        (&data[offset + 12..offset + 16], &data[offset + 16..offset + 20], ihl, total_length as i64 - ihl as i64)
+    } else {
+        if data.len() < offset + 40 || data[offset + 6] != 17 {
+            return None;
+        }
+        let payload_length = (usize::from(data[offset + 4]) << 8) | usize::from(data[offset + 5]);
+        (&data[offset + 8..offset + 24], &data[offset + 24..offset + 40], 40, payload_length as i64)
+    };
+    let udp = offset + ip_header_bytes;
+    if data.len() < udp + 8 {
+        return None;
+    }
+    let udp_length = (usize::from(data[udp + 4]) << 8) | usize::from(data[udp + 5]);
+    if udp_length < 8 || udp_length as i64 > ip_payload_length {
+        return None;
+    }
+    let start = udp + 8;
+    let length = udp_length - 8;
+    Some(Udp {
+        src,
+        dst,
+        src_port: (u16::from(data[udp]) << 8) | u16::from(data[udp + 1]),
+        dst_port: (u16::from(data[udp + 2]) << 8) | u16::from(data[udp + 3]),
+        ip_header_bytes,
+        udp_payload_bytes: length,
+        payload: &data[start.min(data.len())..(start + length).min(data.len())],
+    })
+}
+
+#[pyclass(module = "quicack_core", name = "PcapLane")]
+pub struct PcapLane {
+    stream: Py<PyAny>,
+    buffer: Vec<u8>,
+    position: usize,
+    big_endian: bool,
+    nanoseconds: bool,
+    linktype: u32,
+    number: i64,
+    finished: bool,
+    flows: HashMap<FlowKey, FastFlow>,
+    names: HashMap<Vec<u8>, Py<PyString>>,
+    datagram_counts: [i64; 2],
+}
+
+enum Next {
+    Record(i64, i64, usize, usize, i64),
+    Issue(i64, &'static str),
+    End,
+}
+
+impl PcapLane {
+    /// One read of `size` bytes appended to the unread rest of the buffer (one read per refill, as the Python
+    /// reader does, so that a damaged compressed stream gives the same records before its error).
+    fn refill(&mut self, py: Python<'_>, size: usize) -> PyResult<()> {
+        self.buffer.drain(..self.position);
+        self.position = 0;
+        let piece = self.stream.bind(py).call_method1("read", (size,))?;
+        self.buffer.extend_from_slice(piece.downcast::<PyBytes>()?.as_bytes());
+        Ok(())
+    }
+
+    fn read_u32(&self, at: usize) -> u32 {
+        let bytes = [self.buffer[at], self.buffer[at + 1], self.buffer[at + 2], self.buffer[at + 3]];
+        if self.big_endian {
+            u32::from_be_bytes(bytes)
+        } else {
+            u32::from_le_bytes(bytes)
+        }
+    }
+
+    /// The next record, as `reader._read_pcap` cuts them (same numbering, same truncation messages).
+    fn next_record(&mut self, py: Python<'_>) -> PyResult<Next> {
+        if self.finished {
+            return Ok(Next::End);
+        }
+        if self.position + 16 > self.buffer.len() {
+            self.refill(py, CHUNK_BYTES)?;
+            if self.buffer.is_empty() {
+                self.finished = true;
+                return Ok(Next::End);
+            }
+            if self.buffer.len() < 16 {
+                self.finished = true;
+                return Ok(Next::Issue(self.number + 1, "capture ends inside a record header (truncated file)"));
+            }
+        }
+        let at = self.position;
+        let seconds = i64::from(self.read_u32(at));
+        let fraction = i64::from(self.read_u32(at + 4));
+        let caplen = self.read_u32(at + 8);
+        let wire_length = i64::from(self.read_u32(at + 12));
+        self.number += 1;
+        if caplen > MAX_RECORD_BYTES {
+            self.finished = true;
+            return Ok(Next::Issue(self.number, "implausible"));
+        }
+        let caplen = caplen as usize;
+        if self.position + 16 + caplen > self.buffer.len() {
+            self.refill(py, CHUNK_BYTES.max(caplen + 16))?;
+            if 16 + caplen > self.buffer.len() {
+                self.finished = true;
+                return Ok(Next::Issue(self.number, "capture ends inside a record (truncated file)"));
+            }
+        }
+        let start = self.position + 16;
+        self.position = start + caplen;
+        let time = seconds * 1_000_000_000 + fraction * if self.nanoseconds { 1 } else { 1000 };
+        Ok(Next::Record(self.number, time, start, start + caplen, wire_length))
+    }
+
+    fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
+        if let Some(name) = names.get(address) {
+            return name.clone_ref(py);
+        }
+        let text = if address.len() == 4 {
+            IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
+        } else {
+            IpAddr::from(<[u8; 16]>::try_from(address).expect("16 bytes")).to_string()
+        };
+        let name = PyString::new_bound(py, &text).unbind();
+        names.insert(address.to_vec(), name.clone_ref(py));
+        name
+    }
+}
+
+/// What the fast lane did with one datagram of a registered flow.
+enum Fast {
+    Done,
+    Event(PyObject),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_fast(
+    py: Python<'_>,
+    flow: &FastFlow,
+    rows: &mut RowBuffers,
+    counts: &mut [i64; 2],
+    record: i64,
+    time_abs_ns: i64,
+    udp: &Udp,
+) -> Option<Fast> {
+    let payload = udp.payload;
+    if payload.is_empty()
+        || payload[0] & 0x80 != 0
+        || payload.len() != udp.udp_payload_bytes
+        || payload.len() > GSO_MIN_BYTES
+    {
+        return None;
+    }
+    let direction = flow.direction;
+    let numbers = flow.numbers.bind(py);
+    let expected = numbers.borrow().get(direction, SPACE_APPDATA) + 1;
+    let packet = {
+        let mut keys = flow.keys.bind(py).borrow_mut();
+        keys.decrypt_packet(payload, 0, 1 + flow.cid_length, payload.len(), expected, true).ok()?
+    };
+    counts[direction as usize] += 1;
+    let datagram_index = counts[direction as usize];
+    let packet_number = packet.packet_number;
+    if packet_number >= expected {
+        numbers.borrow_mut().set(direction, SPACE_APPDATA, packet_number);
+    }
+    let datagram_row = rows.datagrams_len() as i64;
+    let walk = rows.walk_frames(&packet.payload);
+    let (complete, ack_eliciting, count) = (walk.unknown.is_none(), walk.ack_eliciting, walk.count);
+    let event = if walk.unknown.is_some() || !walk.crypto.is_empty() || !walk.new_cids.is_empty() {
+        Some(RowBuffers::walk_result(py, walk))
+    } else {
+        None
+    };
+    rows.push_packet(PacketRow {
+        datagram_row,
+        packet_type: PACKET_1RTT,
+        packet_bytes: payload.len() as i64,
+        pn_space: Some(SPACE_APPDATA),
+        packet_number: Some(packet_number),
+        header_bytes: Some(packet.header_bytes as i64),
+        aead_tag_bytes: Some(AEAD_TAG_BYTES),
+        ack_eliciting: Some(ack_eliciting),
+        decrypted: Some(true),
+        frames_complete: Some(complete),
+        frame_count: count,
+        sender: Some(flow.sender.clone_ref(py)),
+    });
+    rows.push_datagram(
+        flow.odcid.clone(),
+        direction,
+        datagram_index,
+        (time_abs_ns - flow.time_origin_ns) as f64 / 1e6,
+        time_abs_ns,
+        udp.ip_header_bytes as i64,
+        udp.udp_payload_bytes as i64,
+        1,
+    );
+    Some(match event {
+        None => Fast::Done,
+        Some(walk) => Fast::Event(
+            (
+                "event",
+                flow.connection.clone_ref(py),
+                DIRECTIONS[direction as usize],
+                packet_number,
+                record,
+                walk,
+            )
+                .into_py(py),
+        ),
+    })
+}
+
+#[pymethods]
+impl PcapLane {
+    /// `head`: the 24-byte pcap file header already read from `stream` (the caller checked the magic).
+    #[new]
+    fn new(stream: Py<PyAny>, head: &[u8]) -> PyResult<Self> {
+        if head.len() != 24 {
+            return Err(PyValueError::new_err("a pcap file header is 24 bytes"));
+        }
+        let magic_le = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let big_endian = !(magic_le == 0xA1B2_C3D4 || magic_le == 0xA1B2_3C4D);
+        let magic = if big_endian { u32::from_be_bytes([head[0], head[1], head[2], head[3]]) } else { magic_le };
+        let field = [head[20], head[21], head[22], head[23]];
+        let linktype = if big_endian { u32::from_be_bytes(field) } else { u32::from_le_bytes(field) } & 0x0FFF_FFFF;
+        Ok(PcapLane {
+            stream,
+            buffer: Vec::new(),
+            position: 0,
+            big_endian,
+            nanoseconds: magic == 0xA1B2_3C4D,
+            linktype,
+            number: 0,
+            finished: false,
+            flows: HashMap::new(),
+            names: HashMap::new(),
+            datagram_counts: [0, 0],
+        })
+    }
+
+    /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
+    fn next_datagram_index(&mut self, direction: &str) -> PyResult<i64> {
+        let code = code_of(&DIRECTIONS, direction)? as usize;
+        self.datagram_counts[code] += 1;
+        Ok(self.datagram_counts[code])
+    }
+
+    /// Decode datagrams of registered flows into `rows` until one needs the Python decoder, `budget` datagrams
+    /// were decoded here, or the file ends. Returns (decoded here, item): item is None at the end, "budget",
+    /// ("datagram", record, time_abs_ns, src, dst, src_port, dst_port, ip_header_bytes, udp_payload_bytes,
+    /// payload), ("record", record, time_abs_ns, linktype, data, wire_length), ("issue", record, message) or
+    /// ("event", connection, direction, packet_number, record, walk result) for a datagram decoded here
+    /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see.
+    fn next(&mut self, py: Python<'_>, rows: &Bound<'_, RowBuffers>, budget: usize) -> PyResult<(usize, PyObject)> {
+        let mut rows = rows.borrow_mut();
+        let mut decoded = 0;
+        let linktype = self.linktype;
+        loop {
+            if decoded >= budget {
+                return Ok((decoded, "budget".into_py(py)));
+            }
+            let next = match self.next_record(py) {
+                Ok(next) => next,
+                Err(error) => {
+                    // A read error of the stream (a damaged gzip / zstd file): the caller reports it.
+                    self.finished = true;
+                    return Ok((decoded, ("error", error.into_value(py)).into_py(py)));
+                }
+            };
+            let (record, time, data, wire_length) = match next {
+                Next::Record(record, time, start, end, wire_length) => (record, time, (start, end), wire_length),
+                Next::End => return Ok((decoded, py.None())),
+                Next::Issue(record, "implausible") => {
+                    let caplen = self.read_u32(self.position + 8);
+                    let message =
+                        format!("record length {caplen} is implausible: file corrupt, reading stops");
+                    return Ok((decoded, ("issue", record, message).into_py(py)));
+                }
+                Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),
+            };
+            let data = &self.buffer[data.0..data.1];
+            let Some(udp) = plain_udp(linktype, data) else {
+                let raw = PyBytes::new_bound(py, data);
+                return Ok((decoded, ("record", record, time, linktype, raw, wire_length).into_py(py)));
+            };
+            let key = (address_key(udp.src), udp.src_port, address_key(udp.dst), udp.dst_port);
+            if let Some(flow) = self.flows.get(&key) {
+                match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp) {
+                    Some(Fast::Done) => {
+                        decoded += 1;
+                        continue;
+                    }
+                    Some(Fast::Event(event)) => return Ok((decoded + 1, event)),
+                    None => {}
+                }
+            }
+            let src = Self::name(&mut self.names, py, udp.src);
+            let dst = Self::name(&mut self.names, py, udp.dst);
+            let item = PyTuple::new_bound(
+                py,
+                [
+                    "datagram".into_py(py),
+                    record.into_py(py),
+                    time.into_py(py),
+                    src.into_py(py),
+                    dst.into_py(py),
+                    udp.src_port.into_py(py),
+                    udp.dst_port.into_py(py),
+                    udp.ip_header_bytes.into_py(py),
+                    udp.udp_payload_bytes.into_py(py),
+                    PyBytes::new_bound(py, udp.payload).into_py(py),
+                ],
+            );
+            return Ok((decoded, item.into_any().unbind()));
+        }
+    }
+
+    /// Let the fast lane decode the short header packets sent from (src, src_port) to (dst, dst_port).
+    #[allow(clippy::too_many_arguments)]
+    fn register(
+        &mut self,
+        src: &str,
+        src_port: u16,
+        dst: &str,
+        dst_port: u16,
+        connection: Py<PyAny>,
+        odcid: &str,
+        direction: &str,
+        time_origin_ns: i64,
+        cid_length: usize,
+        keys: Py<PacketKeys>,
+        numbers: Py<PacketNumbers>,
+        sender: Py<PyAny>,
+    ) -> PyResult<()> {
+        let key = (parse_address(src)?, src_port, parse_address(dst)?, dst_port);
+        let direction = code_of(&DIRECTIONS, direction)?;
+        self.flows.insert(
+            key,
+            FastFlow { connection, odcid: Arc::from(odcid), direction, time_origin_ns, cid_length, keys, numbers, sender },
+        );
+        Ok(())
+    }
+
+    fn unregister(&mut self, src: &str, src_port: u16, dst: &str, dst_port: u16) -> PyResult<()> {
+        let key = (parse_address(src)?, src_port, parse_address(dst)?, dst_port);
+        self.flows.remove(&key);
+        Ok(())
+    }
+}

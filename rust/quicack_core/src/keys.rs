@@ -1,0 +1,307 @@
+//! QUIC packet protection of one sender in one packet number space (RFC 9001 §5), with 1-RTT key phases (§6).
+//! The same algorithm as `quicack.pcap.quic.PacketKeys`, which is the pure-Python version of this class.
+
+use aes::cipher::{BlockEncrypt, KeyInit as BlockKeyInit, KeyIvInit, StreamCipher, StreamCipherSeek};
+use aes_gcm::aead::{Aead, Payload};
+use aes_gcm::{Aes128Gcm, Aes256Gcm, Nonce};
+use chacha20poly1305::ChaCha20Poly1305;
+use hmac::{Hmac, Mac};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use sha2::{Sha256, Sha384};
+
+const VERSION_2: u32 = 0x6B33_43CF;
+const AES_128_GCM_SHA256: u16 = 0x1301;
+const AES_256_GCM_SHA384: u16 = 0x1302;
+const CHACHA20_POLY1305_SHA256: u16 = 0x1303;
+const SAMPLE_BYTES: usize = 16;
+
+pub enum Failure {
+    TooShort,
+    Aead,
+}
+
+impl Failure {
+    pub fn message(&self) -> &'static str {
+        match self {
+            Failure::TooShort => "packet too short to sample for header protection",
+            Failure::Aead => "AEAD authentication failed",
+        }
+    }
+}
+
+fn hmac_digest(sha384: bool, key: &[u8], data: &[u8]) -> Vec<u8> {
+    if sha384 {
+        let mut mac = <Hmac<Sha384> as Mac>::new_from_slice(key).expect("any key size");
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    } else {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key size");
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    }
+}
+
+/// TLS 1.3 HKDF-Expand-Label with an empty context, for outputs up to one hash long (RFC 8446 §7.1).
+fn expand_label(sha384: bool, secret: &[u8], label: &[u8], length: usize) -> Vec<u8> {
+    let mut info = Vec::with_capacity(label.len() + 16);
+    info.extend_from_slice(&(length as u16).to_be_bytes());
+    info.push((6 + label.len()) as u8);
+    info.extend_from_slice(b"tls13 ");
+    info.extend_from_slice(label);
+    info.push(0);
+    info.push(1);
+    let mut out = hmac_digest(sha384, secret, &info);
+    out.truncate(length);
+    out
+}
+
+enum Sealer {
+    Aes128(Box<Aes128Gcm>),
+    Aes256(Box<Aes256Gcm>),
+    ChaCha(Box<ChaCha20Poly1305>),
+}
+
+enum HeaderMask {
+    Aes128(Box<aes::Aes128>),
+    Aes256(Box<aes::Aes256>),
+    ChaCha([u8; 32]),
+}
+
+impl HeaderMask {
+    fn mask(&self, sample: &[u8]) -> [u8; 5] {
+        let mut out = [0u8; 5];
+        match self {
+            HeaderMask::Aes128(cipher) => {
+                let mut block = aes::Block::clone_from_slice(sample);
+                cipher.encrypt_block(&mut block);
+                out.copy_from_slice(&block[..5]);
+            }
+            HeaderMask::Aes256(cipher) => {
+                let mut block = aes::Block::clone_from_slice(sample);
+                cipher.encrypt_block(&mut block);
+                out.copy_from_slice(&block[..5]);
+            }
+            HeaderMask::ChaCha(key) => {
+                // RFC 9001 §5.4.4: the sample is the block counter (4 bytes, little endian) and the nonce.
+                let counter = u32::from_le_bytes([sample[0], sample[1], sample[2], sample[3]]);
+                let mut cipher = chacha20::ChaCha20::new(key.into(), sample[4..16].into());
+                cipher.seek(u64::from(counter) * 64);
+                cipher.apply_keystream(&mut out);
+            }
+        }
+        out
+    }
+}
+
+struct Protection {
+    cipher_suite: u16,
+    secret: Vec<u8>,
+    version: u32,
+    aead: Sealer,
+    iv: [u8; 12],
+}
+
+impl Protection {
+    fn from_secret(cipher_suite: u16, secret: &[u8], version: u32) -> Result<(Protection, HeaderMask), String> {
+        let (sha384, key_bytes, chacha) = match cipher_suite {
+            AES_128_GCM_SHA256 => (false, 16, false),
+            AES_256_GCM_SHA384 => (true, 32, false),
+            CHACHA20_POLY1305_SHA256 => (false, 32, true),
+            _ => return Err(format!("unknown TLS cipher suite 0x{cipher_suite:04x}")),
+        };
+        let prefix: &[u8] = if version == VERSION_2 { b"quicv2 " } else { b"quic " };
+        let label = |name: &[u8]| [prefix, name].concat();
+        let key = expand_label(sha384, secret, &label(b"key"), key_bytes);
+        let iv_bytes = expand_label(sha384, secret, &label(b"iv"), 12);
+        let hp = expand_label(sha384, secret, &label(b"hp"), key_bytes);
+        let aead = if chacha {
+            Sealer::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(&key).expect("32-byte key")))
+        } else if key_bytes == 16 {
+            Sealer::Aes128(Box::new(Aes128Gcm::new_from_slice(&key).expect("16-byte key")))
+        } else {
+            Sealer::Aes256(Box::new(Aes256Gcm::new_from_slice(&key).expect("32-byte key")))
+        };
+        let mask = if chacha {
+            let mut chacha_key = [0u8; 32];
+            chacha_key.copy_from_slice(&hp);
+            HeaderMask::ChaCha(chacha_key)
+        } else if key_bytes == 16 {
+            HeaderMask::Aes128(Box::new(<aes::Aes128 as BlockKeyInit>::new_from_slice(&hp).expect("16 bytes")))
+        } else {
+            HeaderMask::Aes256(Box::new(<aes::Aes256 as BlockKeyInit>::new_from_slice(&hp).expect("32 bytes")))
+        };
+        let mut iv = [0u8; 12];
+        iv.copy_from_slice(&iv_bytes);
+        Ok((Protection { cipher_suite, secret: secret.to_vec(), version, aead, iv }, mask))
+    }
+
+    fn next_phase(&self) -> Protection {
+        let sha384 = self.cipher_suite == AES_256_GCM_SHA384;
+        let label: &[u8] = if self.version == VERSION_2 { b"quicv2 ku" } else { b"quic ku" };
+        let secret = expand_label(sha384, &self.secret, label, self.secret.len());
+        Protection::from_secret(self.cipher_suite, &secret, self.version).expect("known suite").0
+    }
+
+    fn open(&self, ciphertext: &[u8], header: &[u8], packet_number: u64) -> Result<Vec<u8>, Failure> {
+        let mut nonce = self.iv;
+        for (index, byte) in packet_number.to_be_bytes().iter().enumerate() {
+            nonce[4 + index] ^= byte;
+        }
+        let nonce = Nonce::from_slice(&nonce);
+        let payload = Payload { msg: ciphertext, aad: header };
+        let result = match &self.aead {
+            Sealer::Aes128(cipher) => cipher.decrypt(nonce, payload),
+            Sealer::Aes256(cipher) => cipher.decrypt(nonce, payload),
+            Sealer::ChaCha(cipher) => cipher.decrypt(nonce, payload),
+        };
+        result.map_err(|_| Failure::Aead)
+    }
+}
+
+/// The full packet number from its truncated form (RFC 9000 Appendix A.3), as `quic.decode_packet_number`.
+fn decode_packet_number(truncated: i128, num_bits: u32, expected: i128) -> i128 {
+    let window: i128 = 1 << num_bits;
+    let half_window = window / 2;
+    let candidate = (expected & !(window - 1)) | truncated;
+    if candidate <= expected - half_window && candidate < (1i128 << 62) - window {
+        return candidate + window;
+    }
+    if candidate > expected + half_window && candidate >= window {
+        return candidate - window;
+    }
+    candidate
+}
+
+pub struct Decrypted {
+    pub header_bytes: usize,
+    pub packet_number: i64,
+    pub payload: Vec<u8>,
+    pub key_phase: u8,
+}
+
+#[pyclass(module = "quicack_core", name = "DecryptedPacket", frozen)]
+pub struct DecryptedPacket {
+    #[pyo3(get)]
+    header_bytes: usize,
+    #[pyo3(get)]
+    packet_number: i64,
+    #[pyo3(get)]
+    payload: Py<PyBytes>,
+    #[pyo3(get)]
+    key_phase: u8,
+}
+
+#[pyclass(module = "quicack_core", name = "PacketKeys")]
+pub struct PacketKeys {
+    current: Protection,
+    mask: HeaderMask,
+    next: Option<Protection>,
+    previous: Option<Protection>,
+    #[pyo3(get)]
+    key_phase: u8,
+    #[pyo3(get)]
+    updates: u32,
+}
+
+impl PacketKeys {
+    /// Remove header protection and decrypt data[start:packet_end]; on failure nothing changes.
+    pub fn decrypt_packet(
+        &mut self,
+        data: &[u8],
+        start: usize,
+        pn_offset: usize,
+        packet_end: usize,
+        expected_pn: i64,
+        short: bool,
+    ) -> Result<Decrypted, Failure> {
+        let header_end_max = start + pn_offset + 4;
+        if header_end_max + SAMPLE_BYTES > packet_end.min(data.len()) {
+            return Err(Failure::TooShort);
+        }
+        let pn_start = start + pn_offset;
+        let mask = self.mask.mask(&data[header_end_max..header_end_max + SAMPLE_BYTES]);
+        let first = data[start] ^ (mask[0] & if short { 0x1F } else { 0x0F });
+        let pn_length = usize::from(first & 0x03) + 1;
+        let pn_end = pn_start + pn_length;
+        let mut header = Vec::with_capacity(pn_end - start);
+        header.push(first);
+        header.extend_from_slice(&data[start + 1..pn_start]);
+        let mut truncated: i128 = 0;
+        for index in 0..pn_length {
+            let byte = data[pn_start + index] ^ mask[1 + index];
+            header.push(byte);
+            truncated = (truncated << 8) | i128::from(byte);
+        }
+        let packet_number = decode_packet_number(truncated, (pn_length * 8) as u32, i128::from(expected_pn)) as i64;
+        let header_bytes = pn_offset + pn_length;
+        let ciphertext = &data[pn_end.min(data.len())..packet_end.min(data.len())];
+        if short {
+            let key_phase = (first >> 2) & 1;
+            if key_phase != self.key_phase {
+                return self.decrypt_other_phase(ciphertext, &header, packet_number, header_bytes, key_phase);
+            }
+        }
+        let payload = self.current.open(ciphertext, &header, packet_number as u64)?;
+        Ok(Decrypted { header_bytes, packet_number, payload, key_phase: self.key_phase })
+    }
+
+    fn decrypt_other_phase(
+        &mut self,
+        ciphertext: &[u8],
+        header: &[u8],
+        packet_number: i64,
+        header_bytes: usize,
+        key_phase: u8,
+    ) -> Result<Decrypted, Failure> {
+        // A reordered packet from before the last update, or the first packet after a new one.
+        if let Some(previous) = &self.previous {
+            if let Ok(payload) = previous.open(ciphertext, header, packet_number as u64) {
+                return Ok(Decrypted { header_bytes, packet_number, payload, key_phase });
+            }
+        }
+        if self.next.is_none() {
+            self.next = Some(self.current.next_phase());
+        }
+        let payload = self.next.as_ref().expect("just made").open(ciphertext, header, packet_number as u64)?;
+        let next = self.next.take().expect("just used");
+        self.previous = Some(std::mem::replace(&mut self.current, next));
+        self.key_phase = key_phase;
+        self.updates += 1;
+        Ok(Decrypted { header_bytes, packet_number, payload, key_phase })
+    }
+}
+
+#[pymethods]
+impl PacketKeys {
+    /// Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels); ValueError on an unknown suite.
+    #[staticmethod]
+    fn from_secret(cipher_suite: u16, secret: &[u8], version: u32) -> PyResult<PacketKeys> {
+        let (current, mask) = Protection::from_secret(cipher_suite, secret, version).map_err(PyValueError::new_err)?;
+        Ok(PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0 })
+    }
+
+    /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.
+    #[pyo3(signature = (data, start, pn_offset, packet_end, expected_pn, short))]
+    fn decrypt(
+        &mut self,
+        py: Python<'_>,
+        data: &[u8],
+        start: usize,
+        pn_offset: usize,
+        packet_end: usize,
+        expected_pn: i64,
+        short: bool,
+    ) -> PyResult<DecryptedPacket> {
+        match self.decrypt_packet(data, start, pn_offset, packet_end, expected_pn, short) {
+            Ok(packet) => Ok(DecryptedPacket {
+                header_bytes: packet.header_bytes,
+                packet_number: packet.packet_number,
+                payload: PyBytes::new_bound(py, &packet.payload).unbind(),
+                key_phase: packet.key_phase,
+            }),
+            Err(failure) => Err(PyValueError::new_err(failure.message())),
+        }
+    }
+}

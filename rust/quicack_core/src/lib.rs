@@ -1,0 +1,61 @@
+//! quicack_core: the compiled core of quicack's capture decoder (`quicack.pcap`).
+//!
+//! `PacketKeys` (QUIC packet protection), `RowBuffers` (row buffers and the frame walker), `PacketNumbers`
+//! (largest packet number per direction and space) and `PcapLane` (a pcap reader that decodes the short
+//! header packets of registered flows by itself). Each has a pure-Python twin in `quicack.pcap` that writes
+//! the same rows; `quicack.pcap.decode` picks this one when it is installed.
+
+mod arrow;
+mod engine;
+mod keys;
+mod rows;
+
+use pyo3::prelude::*;
+
+/// Largest packet number seen per direction (c2s, s2c) and packet number space (initial, handshake, appdata).
+#[pyclass(module = "quicack_core", name = "PacketNumbers")]
+pub struct PacketNumbers {
+    largest: [[i64; 3]; 2],
+}
+
+impl PacketNumbers {
+    pub fn get(&self, direction: u8, space: u8) -> i64 {
+        self.largest[direction as usize][space as usize]
+    }
+
+    pub fn set(&mut self, direction: u8, space: u8, value: i64) {
+        self.largest[direction as usize][space as usize] = value;
+    }
+}
+
+#[pymethods]
+impl PacketNumbers {
+    #[new]
+    fn new() -> Self {
+        PacketNumbers { largest: [[-1; 3]; 2] }
+    }
+
+    /// The largest packet number of (direction, space), -1 before the first.
+    fn largest(&self, direction: &str, space: &str) -> PyResult<i64> {
+        Ok(self.get(rows::code_of(&rows::DIRECTIONS, direction)?, rows::code_of(&rows::PN_SPACES, space)?))
+    }
+
+    fn update(&mut self, direction: &str, space: &str, packet_number: i64) -> PyResult<()> {
+        let (direction, space) = (rows::code_of(&rows::DIRECTIONS, direction)?, rows::code_of(&rows::PN_SPACES, space)?);
+        if packet_number > self.get(direction, space) {
+            self.set(direction, space, packet_number);
+        }
+        Ok(())
+    }
+}
+
+#[pymodule]
+fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<keys::PacketKeys>()?;
+    module.add_class::<keys::DecryptedPacket>()?;
+    module.add_class::<rows::RowBuffers>()?;
+    module.add_class::<PacketNumbers>()?;
+    module.add_class::<engine::PcapLane>()?;
+    module.add_class::<arrow::ArrowTable>()?;
+    Ok(())
+}

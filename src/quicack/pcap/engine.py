@@ -1,0 +1,62 @@
+"""The capture decoder's hot parts: compiled (`quicack_core`, built from rust/quicack_core by install.sh) or Python.
+
+Both write the same rows; the compiled one is used when installed. `QUICACK_PCAP_ENGINE=python` (or
+`decode_capture(..., engine="python")`) forces the pure-Python parts, `=compiled` requires the compiled ones.
+tests/test_pcap_engines.py decodes every capture with both and compares the tables.
+
+    PacketKeys      packet protection of one sender and space (quic.PacketKeys / quicack_core.PacketKeys)
+    RowBuffers      the rows of a batch and the frame walker (columns.RowBuffers / quicack_core.RowBuffers)
+    PacketNumbers   largest packet number per direction and space (connection.PacketNumbers / quicack_core's)
+    PcapLane        compiled only: reads a classic pcap and decodes the 1-RTT datagrams of registered flows itself
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+ENVIRONMENT_VARIABLE = "QUICACK_PCAP_ENGINE"
+ENGINES = ("compiled", "python")
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    packet_keys: type
+    row_buffers: type
+    packet_numbers: type
+    pcap_lane: type | None
+
+
+def python_engine() -> Engine:
+    from .columns import RowBuffers
+    from .connection import PacketNumbers
+    from .quic import PacketKeys
+
+    return Engine("python", PacketKeys, RowBuffers, PacketNumbers, None)
+
+
+def compiled_engine() -> Engine | None:
+    """The compiled parts, or None when `quicack_core` is not installed."""
+    try:
+        import quicack_core
+    except ImportError:
+        return None
+    return Engine(
+        "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers, quicack_core.PcapLane
+    )
+
+
+def select_engine(name: str | None = None) -> Engine:
+    """The engine named (or by QUICACK_PCAP_ENGINE), by default the compiled one when it is installed."""
+    name = name or os.environ.get(ENVIRONMENT_VARIABLE) or None
+    if name not in (None, *ENGINES):
+        raise ValueError(f"unknown capture decoder engine {name!r} (choose from {', '.join(ENGINES)})")
+    if name == "python":
+        return python_engine()
+    engine = compiled_engine()
+    if engine is None:
+        if name == "compiled":
+            raise ImportError("quicack_core is not installed: run install.sh (it builds rust/quicack_core)")
+        return python_engine()
+    return engine
