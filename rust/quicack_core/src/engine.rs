@@ -148,6 +148,8 @@ pub struct PcapLane {
     stream: Py<PyAny>,
     buffer: Vec<u8>,
     position: usize,
+    consumed: usize, // file offset of buffer[0], for the messages that name a byte (as reader._read_pcap)
+    max_record_bytes: u32, // quicack.limits' max_record_bytes
     big_endian: bool,
     nanoseconds: bool,
     linktype: u32,
@@ -168,6 +170,7 @@ impl PcapLane {
     /// One read of `size` bytes appended to the unread rest of the buffer (one read per refill, as the Python
     /// reader does, so that a damaged compressed stream gives the same records before its error).
     fn refill(&mut self, py: Python<'_>, size: usize) -> PyResult<()> {
+        self.consumed += self.position;
         self.buffer.drain(..self.position);
         self.position = 0;
         let piece = self.stream.bind(py).call_method1("read", (size,))?;
@@ -206,7 +209,7 @@ impl PcapLane {
         let caplen = self.read_u32(at + 8);
         let wire_length = i64::from(self.read_u32(at + 12));
         self.number += 1;
-        if caplen > MAX_RECORD_BYTES {
+        if caplen > self.max_record_bytes {
             self.finished = true;
             return Ok(Next::Issue(self.number, "implausible"));
         }
@@ -328,7 +331,8 @@ fn decode_fast(
 impl PcapLane {
     /// `head`: the 24-byte pcap file header already read from `stream` (the caller checked the magic).
     #[new]
-    fn new(stream: Py<PyAny>, head: &[u8]) -> PyResult<Self> {
+    #[pyo3(signature = (stream, head, max_record_bytes = MAX_RECORD_BYTES))]
+    fn new(stream: Py<PyAny>, head: &[u8], max_record_bytes: u32) -> PyResult<Self> {
         if head.len() != 24 {
             return Err(PyValueError::new_err("a pcap file header is 24 bytes"));
         }
@@ -341,6 +345,8 @@ impl PcapLane {
             stream,
             buffer: Vec::new(),
             position: 0,
+            consumed: 24,
+            max_record_bytes,
             big_endian,
             nanoseconds: magic == 0xA1B2_3C4D,
             linktype,
@@ -386,8 +392,11 @@ impl PcapLane {
                 Next::End => return Ok((decoded, py.None())),
                 Next::Issue(record, "implausible") => {
                     let caplen = self.read_u32(self.position + 8);
-                    let message =
-                        format!("record length {caplen} is implausible: file corrupt, reading stops");
+                    let message = format!(
+                        "record length {caplen} exceeds {} bytes (limits.max_record_bytes): file corrupt at byte {}, reading stops",
+                        self.max_record_bytes,
+                        self.consumed + self.position
+                    );
                     return Ok((decoded, ("issue", record, message).into_py(py)));
                 }
                 Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),

@@ -36,7 +36,10 @@ def endpoint_inputs(
     ).select("time_ms", "pn_space", "ack_ranges", pl.col("ack_delay_ms").fill_null(0.0))
     sent = [recovery.SentPacket(*row) for row in sent_rows.iter_rows()]
     acks = [
-        recovery.AckReceived(time_ms, space, tuple((r["low"], r["high"]) for r in ranges), delay)
+        # a range whose bound did not fit 64 bits is null (reported by the reader): it acknowledges nothing we know
+        recovery.AckReceived(
+            time_ms, space, tuple((r["low"], r["high"]) for r in ranges if None not in (r["low"], r["high"])), delay
+        )
         for time_ms, space, ranges, delay in ack_rows.iter_rows()
     ]
     return sent, acks

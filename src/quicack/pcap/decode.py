@@ -601,18 +601,18 @@ def _open_lane(path: Path, engine: Engine, limits: Limits):
     empty, short or unreadable file go through `read_udp`, which reports what is wrong with them."""
     try:
         stream = open_capture(path, limits)
-    except OSError:
+    except READ_ERRORS:
         return None
     try:
         head = stream.read(24)
-    except (OSError, EOFError, ValueError):
+    except READ_ERRORS:  # damaged at once: read_udp reports it
         stream.close()
         return None
     magics = {int.from_bytes(head[:4], "little"), int.from_bytes(head[:4], "big")} if len(head) == 24 else set()
     if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
         stream.close()
         return None
-    return stream, engine.pcap_lane(stream, head)
+    return stream, engine.pcap_lane(stream, head, min(limits.max_record_bytes, 0xFFFF_FFFF))
 
 
 # as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)
