@@ -32,7 +32,17 @@ from quicack.testbed import scan_net
 from quicack.testbed.clients import implementations_dir
 from quicack.testbed.netns import new_job_id, ns_argv, require_root
 from quicack.testbed.procs import Managed, ProcessSet, wait_until
-from quicack.testbed.scan_plan import CDN_FRONTEND, Measurement, ScanPlan, Site, VantagePoint, check, load_config, plan
+from quicack.testbed.scan_plan import (
+    CDN_FRONTEND,
+    Measurement,
+    ScanPlan,
+    Site,
+    VantagePoint,
+    check,
+    load_config,
+    plan,
+    validate_section,
+)
 from quicack.testbed.scan_truth import TRUTH_COLUMNS, truth_rows
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 
@@ -228,6 +238,15 @@ def measure(tb: Testbed, m: Measurement, vp: VantagePoint, rng: random.Random, o
     return folder
 
 
+def write_prefix_asn(p: ScanPlan, path: Path) -> None:
+    """The emulated address plan as a plain ``prefix,asn`` file (what the scan ingest maps origin AS and CDN from)."""
+    rows = sorted({(str(s.prefix), s.asn) for s in p.sites})
+    with path.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["prefix", "asn"])
+        w.writerows(rows)
+
+
 def record(p: ScanPlan, only_first: int | None = None, keep_work: Path | None = None) -> list[Path]:
     """Record every measurement of `p` (or the first `only_first`) at every vantage point."""
     require_root()
@@ -237,6 +256,8 @@ def record(p: ScanPlan, only_first: int | None = None, keep_work: Path | None = 
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(p.seed)
     folders: list[Path] = []
+    p.out.mkdir(parents=True, exist_ok=True)
+    write_prefix_asn(p, p.out.parent / "prefix_asn.csv")
     tb: Testbed | None = None
     topo = _topology(p, job)
     try:
@@ -259,12 +280,14 @@ def record(p: ScanPlan, only_first: int | None = None, keep_work: Path | None = 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", type=Path, required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", type=Path, help="a config file with a scan_testbed section")
+    source.add_argument("--section-json", help="the scan_testbed section itself, as JSON (the Snakemake rule)")
     ap.add_argument("--out", type=Path, help="override scan_testbed.out")
     ap.add_argument("--only-first", type=int, help="record only the first N measurements (emulated-time order)")
     ap.add_argument("--work", type=Path, help="keep logs, decision logs and rates here (default: a temp dir)")
     a = ap.parse_args(argv)
-    cfg = load_config(a.config)
+    cfg = load_config(a.config) if a.config is not None else validate_section(json.loads(a.section_json))
     if a.out is not None:
         cfg["out"] = str(a.out)
     folders = record(plan(cfg), a.only_first, a.work)

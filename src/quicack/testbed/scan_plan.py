@@ -122,12 +122,17 @@ class ScanPlan:
 
 def load_config(path: Path) -> dict[str, Any]:
     """The ``scan_testbed`` section of `path`, validated against the schema."""
-    import jsonschema
-
     data = yaml.safe_load(path.read_text())
     section = data.get("scan_testbed") if isinstance(data, dict) else None
     if section is None:
         raise ValueError(f"{path}: no scan_testbed section")
+    return validate_section(section)
+
+
+def validate_section(section: dict[str, Any]) -> dict[str, Any]:
+    """`section` checked against workflow/schemas/testbed_scan.schema.yaml (raises jsonschema.ValidationError)."""
+    import jsonschema
+
     jsonschema.validate(section, yaml.safe_load(SCHEMA.read_text()))
     return section
 
@@ -147,18 +152,29 @@ def _sites(cfg: dict[str, Any]) -> tuple[Site, ...]:
     return tuple(sites)
 
 
+def _apportion(shares: dict[str, float], total: int) -> list[str]:
+    """`total` CDN labels in proportion to `shares` (largest remainder), so that every CDN with a share > 0 of a
+    small top list gets its domains — a random draw per domain can leave one out."""
+    weight = sum(shares.values())
+    exact = {cdn: total * share / weight for cdn, share in shares.items()}
+    counts = {cdn: int(x) for cdn, x in exact.items()}
+    by_remainder = sorted(exact, key=lambda c: exact[c] - counts[c], reverse=True)
+    for cdn in by_remainder[: total - sum(counts.values())]:
+        counts[cdn] += 1
+    return [cdn for cdn, n in counts.items() for _ in range(n)]
+
+
 def _toplist(cfg: dict[str, Any], sites: tuple[Site, ...], rng: random.Random) -> list[Domain]:
-    """`domains` names over the CDNs by share; address by hash within the CDN's prefix; Zipf popularity."""
+    """`domains` names over the CDNs by share (in random rank order); address within the CDN's prefix; Zipf
+    popularity by rank."""
     top = cfg["toplist"]
     by_cdn: dict[str, Site] = {}
     for s in sites:
         by_cdn.setdefault(s.cdn, s)
-    shares = top["cdn_shares"]
-    names = list(shares)
-    weights = [float(shares[n]) for n in names]
+    labels = _apportion({cdn: float(x) for cdn, x in top["cdn_shares"].items()}, int(top["domains"]))
+    rng.shuffle(labels)
     domains = []
-    for rank in range(1, int(top["domains"]) + 1):
-        cdn = rng.choices(names, weights)[0]
+    for rank, cdn in enumerate(labels, start=1):
         site = by_cdn[cdn]
         warm = float(top["top_warm_probability"]) * rank ** -float(top["zipf_s"])
         sni = f"www.site{rank:04d}.{cdn.lower()}.test"
