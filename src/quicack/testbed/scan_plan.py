@@ -32,13 +32,16 @@ import yaml
 
 SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "testbed_scan.schema.yaml"
 CDN_FRONTEND = "cdn"  # site kind of the aioquic certificate-caching frontend; other kinds are native servers
-NATIVE_KINDS = ("quic-go", "ngtcp2")
+# What an unmodified server's first datagrams are for the scanner (ALPN h3 only, as QScanner): quic-go and ngtcp2
+# answer ACK + ServerHello in one datagram; quinn-server speaks only hq-interop and refuses h3 with a
+# CONNECTION_CLOSE before any ServerHello (a QUIC host without HTTP/3).
+NATIVE_EXPECTED_CLASS = {"quic-go": "coalesced", "ngtcp2": "coalesced", "quinn": "no_sh"}
 
 
 @dataclass(frozen=True)
 class Site:
     name: str
-    kind: str  # "cdn" | "quic-go" | "ngtcp2"
+    kind: str  # "cdn" | "quic-go" | "ngtcp2" | "quinn"
     cdn: str
     asn: int
     prefix: IPv4Network

@@ -3,9 +3,10 @@
 A target's expected class follows from its site and, for the certificate-caching frontends, from what the frontend
 decided for that very connection (its decision log, keyed by the client's SCID = the target's scid):
 
-* ``coalesced`` — unmodified servers (quic-go, ngtcp2) always; a frontend on a cache hit;
+* ``coalesced`` — unmodified quic-go and ngtcp2 servers always; a frontend on a cache hit;
 * ``iack`` — a frontend on a cache miss (its own fetch, or one already under way for the same domain);
-* ``no_sh`` — a frontend whose store has no certificate for the name: instant ACK, then CONNECTION_CLOSE.
+* ``no_sh`` — a frontend whose store has no certificate for the name: instant ACK, then CONNECTION_CLOSE; and
+  quinn-server, which refuses ALPN h3 (CONNECTION_CLOSE in its first Initial, no ServerHello).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from quicack.testbed.scan_plan import CDN_FRONTEND, Measurement, ScanPlan, VantagePoint
+from quicack.testbed.scan_plan import CDN_FRONTEND, NATIVE_EXPECTED_CLASS, Measurement, ScanPlan, VantagePoint
 
 TRUTH_COLUMNS = [
     "vantage_point", "measurement", "timestamp", "emulated_time", "wall_clock_start_unix_s", "targetid", "scid",
@@ -45,7 +46,7 @@ def truth_rows(
         cdn_frontend = site.kind == CDN_FRONTEND
         decision = by_scid.get(scid) if cdn_frontend else None
         if not cdn_frontend:
-            cache_state, expected, padded = "none", "coalesced", False
+            cache_state, expected, padded = "none", NATIVE_EXPECTED_CLASS[site.kind], False
         elif decision is None:
             cache_state, expected, padded = "no_decision", "unknown", site.padded
         else:
