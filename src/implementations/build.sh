@@ -5,14 +5,15 @@
 # Needs Go and Rust toolchains; the aioquic client is a Python script (aioquic from pip)
 # and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
 #
-# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn)
+# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn scanner)
+#        scanner is the package's QScanner-compatible scan tool (quicack.testbed.scan), not a client.
 #
 # quiche is built only when named (`build.sh quiche`) or with QUICACK_BUILD_QUICHE=1: it compiles
 # BoringSSL from source (about 6 minutes on 2 cores) and needs cmake and libclang-dev.
 set -uo pipefail
 
 CLIENTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ALL_IMPLS=(quic-go quic-go-old go-x-net quinn)
+ALL_IMPLS=(quic-go quic-go-old go-x-net quinn scanner)
 if [ "${QUICACK_BUILD_QUICHE:-0}" = 1 ]; then ALL_IMPLS+=(quiche); fi
 if [ "$#" -gt 0 ]; then IMPLS=("$@"); else IMPLS=("${ALL_IMPLS[@]}"); fi
 
@@ -90,6 +91,11 @@ for impl in "${IMPLS[@]}"; do
                 echo "built $CLIENTS_DIR/go-x-net/bin/go-x-net-client (golang.org/x/net $("$CLIENTS_DIR/go-x-net/bin/go-x-net-client" --version))" ||
                 failed+=("$impl")
             ;;
+        scanner)
+            build_go scanner scanner . &&
+                echo "built $CLIENTS_DIR/scanner/bin/scanner (quic-go $("$CLIENTS_DIR/scanner/bin/scanner" -print-version))" ||
+                failed+=("$impl")
+            ;;
         quinn)
             build_cargo quinn quicack-quinn-client quinn-client &&
                 copy_cargo_bin quinn quinn-server quinn-server &&
@@ -104,7 +110,7 @@ for impl in "${IMPLS[@]}"; do
                 failed+=("$impl")
             ;;
         *)
-            echo "build.sh: unknown client '$impl' (known: quic-go quic-go-old go-x-net quinn quiche)" >&2
+            echo "build.sh: unknown client '$impl' (known: quic-go quic-go-old go-x-net quinn quiche scanner)" >&2
             failed+=("$impl")
             ;;
     esac

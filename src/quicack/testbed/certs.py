@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,6 +124,46 @@ def cert_paths(kind: str) -> CertPaths:
     if not (chain.exists() and key.exists()):
         return write_chain(kind)
     return CertPaths(chain, key, chain_der_bytes(chain))
+
+
+@dataclass(frozen=True)
+class DomainCertificate:
+    """A certificate for one server name (leaf for `sni` + the test CA), as PEM, for the emulated CDN's store."""
+
+    sni: str
+    chain_pem: bytes
+    key_pem: bytes
+
+
+_DOMAIN_CA_SEED = 0x51AC_C000
+
+
+def domain_certificate(sni: str) -> DomainCertificate:
+    """A leaf for exactly `sni` signed by the test CA; the leaf key is derived from the name (same name, same key).
+
+    Unpadded (≈ 800 B of DER for leaf + CA) so that a scan's capture stays small; the chain still takes one
+    Initial + Handshake flight, like most CDN certificates with ECDSA keys.
+    """
+    ca_key = ec.derive_private_key(_DOMAIN_CA_SEED, ec.SECP256R1())
+    leaf_seed = int.from_bytes(hashlib.sha256(sni.encode()).digest()[:16], "big") | 1
+    leaf_key = ec.derive_private_key(leaf_seed, ec.SECP256R1())
+    ca = _ca(ca_key)
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(_name(sni))
+        .issuer_name(_name("quicack test CA"))
+        .public_key(leaf_key.public_key())
+        .serial_number(leaf_seed & 0xFFFF_FFFF)
+        .not_valid_before(_NOT_BEFORE)
+        .not_valid_after(_NOT_AFTER)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(sni)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    chain = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in (leaf, ca))
+    key = leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return DomainCertificate(sni, chain, key)
 
 
 def main() -> None:

@@ -318,12 +318,7 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
     def _new_connection(self, original_dcid: bytes) -> None:
         from functools import partial
 
-        connection = DeferredHandshakeConnection(
-            mode=self._hs_mode,
-            cert_delay_s=self._hs_delay_s,
-            configuration=self._configuration,
-            original_destination_connection_id=original_dcid,
-        )
+        connection = self._create_connection(original_dcid)
         protocol = self._create_protocol(connection, stream_handler=self._stream_handler)
         protocol.connection_made(self._transport)
         protocol._connection_id_issued_handler = partial(self._connection_id_issued, protocol=protocol)
@@ -331,6 +326,19 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
         protocol._connection_terminated_handler = partial(self._connection_terminated, protocol=protocol)
         self._protocols[original_dcid] = protocol
         self._protocols[connection.host_cid] = protocol
+        self._connection_started(connection, protocol)
+
+    def _create_connection(self, original_dcid: bytes) -> QuicConnection:
+        """The connection object for a new Initial; subclasses (the scan's CDN frontend) make their own kind."""
+        return DeferredHandshakeConnection(
+            mode=self._hs_mode,
+            cert_delay_s=self._hs_delay_s,
+            configuration=self._configuration,
+            original_destination_connection_id=original_dcid,
+        )
+
+    def _connection_started(self, connection: QuicConnection, protocol: QuicConnectionProtocol) -> None:
+        """Called once a new connection is routable; a hook for subclasses."""
 
 
 def build_configuration(settings: ServerSettings) -> tuple[QuicConfiguration, int]:

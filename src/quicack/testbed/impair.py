@@ -129,6 +129,19 @@ def serve(
     rt_priority: int = 50,
     spin_s: float = 0.00015,
 ) -> None:
+    serve_pairs([(queue, c2s, s2c)], summary_path, rt_priority, spin_s)
+
+
+def serve_pairs(
+    pairs: list[tuple[int, Direction, Direction]],
+    summary_path: Path | None,
+    rt_priority: int = 50,
+    spin_s: float = 0.00015,
+) -> None:
+    """Impair several paths at once: pair (q, c2s, s2c) serves queue q (c2s) and q+1 (s2c).
+
+    One process for all paths of a router (the emulated scan's vantage point × PoP links): separate processes
+    would each wake and spin on their own, on a machine with few cores."""
     _reduce_timer_slack()
     realtime = _realtime_priority(rt_priority)
     # The loop allocates little; a collection pause would show up as added delay.
@@ -142,15 +155,21 @@ def serve(
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
 
-    q_c2s, q_s2c = NetfilterQueue(), NetfilterQueue()
-    # Metadata only: verdicts do not need the payload, and copying it would cost time per packet.
-    q_c2s.bind(queue, c2s.on_packet, max_len=8192, mode=COPY_META, range=0)
-    q_s2c.bind(queue + 1, s2c.on_packet, max_len=8192, mode=COPY_META, range=0)
-    fds = {q_c2s.get_fd(): q_c2s, q_s2c.get_fd(): q_s2c}
-    print(json.dumps({"ready": True, "queues": [queue, queue + 1], "realtime": realtime}), flush=True)
+    directions = [d for _, c2s, s2c in pairs for d in (c2s, s2c)]
+    bound: list[NetfilterQueue] = []
+    fds: dict[int, NetfilterQueue] = {}
+    for queue, c2s, s2c in pairs:
+        for num, direction in ((queue, c2s), (queue + 1, s2c)):
+            q = NetfilterQueue()
+            # Metadata only: verdicts do not need the payload, and copying it would cost time per packet.
+            q.bind(num, direction.on_packet, max_len=8192, mode=COPY_META, range=0)
+            bound.append(q)
+            fds[q.get_fd()] = q
+    queues = sorted(n for queue, _, _ in pairs for n in (queue, queue + 1))
+    print(json.dumps({"ready": True, "queues": queues, "realtime": realtime}), flush=True)
     try:
         while not stop:
-            dues = [d for d in (c2s.next_due(), s2c.next_due()) if d is not None]
+            dues = [d for d in (direction.next_due() for direction in directions) if d is not None]
             # Timer wake-ups on a loaded VM come up to ~0.7 ms late (p99, measured even from C with SCHED_FIFO):
             # wake `spin_s` early and spin the rest, so that the verdict leaves on time.
             timeout = max(0.0, min(dues) - time.time() - spin_s) if dues else 0.2
@@ -165,13 +184,29 @@ def serve(
                 while time.time() < target:
                     pass
             now = time.time()
-            c2s.release_due(now)
-            s2c.release_due(now)
+            for direction in directions:
+                direction.release_due(now)
     finally:
-        q_c2s.unbind()
-        q_s2c.unbind()
+        for q in bound:
+            q.unbind()
         if summary_path is not None:
-            summary_path.write_text(json.dumps({"c2s": c2s.summary(), "s2c": s2c.summary()}, indent=1))
+            if len(pairs) == 1:
+                _, c2s, s2c = pairs[0]
+                summary: dict[str, Any] = {"c2s": c2s.summary(), "s2c": s2c.summary()}
+            else:
+                summary = {str(q): {"c2s": c2s.summary(), "s2c": s2c.summary()} for q, c2s, s2c in pairs}
+            summary_path.write_text(json.dumps(summary, indent=1))
+
+
+def parse_pair(text: str, seed: int) -> tuple[int, Direction, Direction]:
+    """'Q:C2S_MS:S2C_MS' -> queue Q with those one-way delays (no loss)."""
+    queue, c2s_ms, s2c_ms = text.split(":")
+    q = int(queue)
+    return (
+        q,
+        Direction("c2s", float(c2s_ms) / 1000, 0.0, frozenset(), random.Random(seed + q)),
+        Direction("s2c", float(s2c_ms) / 1000, 0.0, frozenset(), random.Random(seed + q + 1)),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -187,7 +222,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--summary", type=Path)
     ap.add_argument("--spin-ms", type=float, default=0.15, help="wake this early and spin until due")
     ap.add_argument("--rt-priority", type=int, default=50, help="SCHED_FIFO priority; 0 = normal scheduling")
+    ap.add_argument("--pair", action="append", default=[], metavar="Q:C2S_MS:S2C_MS",
+                    help="serve several paths (queues Q and Q+1 each) instead of --queue/--delay-*; repeatable")
     a = ap.parse_args(argv)
+    if a.pair:
+        pairs = [parse_pair(text, a.seed) for text in a.pair]
+        serve_pairs(pairs, a.summary, a.rt_priority, a.spin_ms / 1000)
+        return
     c2s = Direction("c2s", a.delay_c2s_ms / 1000, a.loss_c2s, parse_indices(a.drop_c2s), random.Random(a.seed))
     s2c = Direction("s2c", a.delay_s2c_ms / 1000, a.loss_s2c, parse_indices(a.drop_s2c), random.Random(a.seed + 1))
     serve(a.queue, c2s, s2c, a.summary, a.rt_priority, a.spin_ms / 1000)
