@@ -124,6 +124,9 @@ def read_pcapng(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkR
                 yield TlsKeylogSecrets(body[8 : 8 + secrets_length].decode("utf-8", "replace"))
 
 
+PAST_THE_END = "runs past the end of the file"
+
+
 def _framing_problem(window: _Window, endian: str, total_length: int, limits: Limits) -> str | None:
     """Why the block at the window's position is not a well-framed block; None when it is (and is in the window)."""
     if total_length < 12 or total_length % 4:
@@ -131,7 +134,7 @@ def _framing_problem(window: _Window, endian: str, total_length: int, limits: Li
     if total_length > limits.max_record_bytes:
         return f"block length {total_length} exceeds {limits.max_record_bytes} bytes ({config_key('max_record_bytes')})"
     if not window.fill(total_length):
-        return f"block length {total_length} runs past the end of the file"
+        return f"block length {total_length} {PAST_THE_END}"
     at = window.position
     (trailing,) = struct.unpack_from(endian + "I", window.data, at + total_length - 4)
     if trailing != total_length:
@@ -187,6 +190,10 @@ def _resynchronise(
 
 
 def _rest_skipped(number: int, corrupt_at: int, problem: str) -> ReadIssue:
+    if problem.endswith(PAST_THE_END):
+        # no well-framed block follows a block that runs past the end: the file was cut (a capture stopped
+        # mid-write), the common case, and worth its own words
+        return ReadIssue(number or None, "error", f"capture ends inside the block at byte {corrupt_at} (truncated file): {problem}")
     return ReadIssue(
         number or None,
         "error",
