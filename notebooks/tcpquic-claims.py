@@ -20,7 +20,7 @@ formats = "pdf,png"
 dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.claims.ackratio import ackratio_claims
+from quicack.claims.ackratio import tcpquic_claims
 from quicack.figures.common import save
 from quicack.figures.data import read_views
 from quicack.provenance import read_description
@@ -28,6 +28,6 @@ from quicack.provenance import read_description
 # %%
 views = read_views(db, "runs", "packets", "frames")
 description = read_description(db)
-rendered = ackratio_claims("tcpquic", views, description)
+rendered = tcpquic_claims(views, description)
 save(rendered, out_dir, "tcpquic-claims", formats, description)
 rendered.artefact.select("claim_id", "paper_value", "ours", "agrees")

@@ -98,3 +98,18 @@ def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription)
     """One ACK-ratio paper's claims beside ours; formula claims hold for any dataset, measured ones name it."""
     table = claims_table(paper, paper_claims(paper), CLAIMS[paper], tables)
     return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
+
+
+def ackfreq22_claims(tables: Tables, description: DatasetDescription) -> Rendered:
+    """The ackfreq22-claims artefact."""
+    return ackratio_claims("ackfreq22", tables, description)
+
+
+def rethink_claims(tables: Tables, description: DatasetDescription) -> Rendered:
+    """The rethink-claims artefact."""
+    return ackratio_claims("rethink", tables, description)
+
+
+def tcpquic_claims(tables: Tables, description: DatasetDescription) -> Rendered:
+    """The tcpquic-claims artefact."""
+    return ackratio_claims("tcpquic", tables, description)
