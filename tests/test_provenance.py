@@ -19,6 +19,7 @@ from quicack.rendered import Rendered
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "sample" / "dataset.yaml"
+SCAN_DESCRIPTION = REPO / "data" / "scan" / "dataset.yaml"
 
 
 def test_the_embedded_dataset_describes_itself_as_emulated_with_its_versions():
@@ -86,10 +87,15 @@ def test_build_db_stores_the_description_and_an_undescribed_dataset_is_named_aft
     db = tmp_path / "quicack.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE VIEW runs AS SELECT 'mine' AS dataset")
-    assert write_description(db, None).kind == "unknown"
+    assert write_description(db, None)[0].kind == "unknown"
     assert read_description(db) == DatasetDescription.undescribed("mine")
-    stored = write_description(db, SAMPLE)
+    (stored,) = write_description(db, SAMPLE)
     assert read_description(db) == stored and stored.recorded_with
+    # A database with scan measurements describes them apart: the embedded scan is other data than the runs.
+    runs, scan = write_description(db, SAMPLE, SCAN_DESCRIPTION, with_scan=True)
+    assert (runs.part, runs.kind, scan.part, scan.kind) == ("runs", "emulated", "scan", "emulated-scan")
+    assert read_description(db, "scan") == scan and read_description(db) == runs
+    assert "EMULATED SCAN DATA" in read_description(db, "scan").footnote()
     with duckdb.connect(str(db), read_only=True) as con:
         comments = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'dataset_description'").fetchall()
         assert comments and all(c for (c,) in comments)

@@ -108,7 +108,12 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
     assert (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
-        assert con.execute("SELECT name, kind FROM dataset_description").fetchall() == [("sample", "emulated")]
+        assert con.execute("SELECT part, name, kind FROM dataset_description ORDER BY part").fetchall() == [
+            ("runs", "sample", "emulated"),
+            ("scan", "scan", "emulated-scan"),
+        ]
+    # The scan artefacts say that they are drawn from the emulated scan, not from the testbed runs.
+    assert (out / "tables" / "imc24-tab01.md").read_text().splitlines()[-1].startswith("EMULATED SCAN DATA — dataset 'scan': ")
     # Every claim where the embedded data differs from the paper says why.
     claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
     differing = claims.filter(pl.col("agrees") == False)  # noqa: E712 (null: no number to compare)
@@ -248,12 +253,14 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     drawn, every artefact that needs another scenario is a placeholder saying what is missing, the run
     succeeds, and rendering.txt lists what could not be drawn; strict mode fails on it."""
     results = tmp_path / "results"
-    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}")
+    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}", "scan_dir=")
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text()
-    # 15 imc24 artefacts (6 drawn) + the ACK-ratio formula tables and claims (8, drawn) + ackfreq22-tab02 (not drawn)
-    assert "artefacts: 24 (14 drawn, 10 not drawn)" in rendering
+    # 15 imc24 testbed artefacts (6 drawn) + the ACK-ratio formula tables and claims (8, drawn) + ackfreq22-tab02 (not
+    # drawn) + the 7 scan artefacts (no scan: placeholders) and the scan claims (drawn, every claim unmeasured)
+    assert "artefacts: 32 (15 drawn, 17 not drawn)" in rendering
+    assert "imc24-fig08: no scan in this dataset (config scan_dir)" in rendering
     assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
     assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
     assert "imc24-tab03" not in rendering
@@ -265,4 +272,4 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True)
-    assert strict.returncode != 0 and "10 artefact(s) could not be drawn" in strict.stderr
+    assert strict.returncode != 0 and "17 artefact(s) could not be drawn" in strict.stderr

@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     database.add_argument(
         "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
     )
+    database.add_argument(
+        "--scan-description", type=Path, help="the description of the scan measurements (their dataset.yaml), when the database has any"
+    )
     database.set_defaults(handler=_build_db)
 
     rendering = commands.add_parser("render-summary", help="(pipeline) which artefacts could not be drawn, and why")
@@ -231,14 +234,16 @@ def _build_db(args: argparse.Namespace) -> int:
     building = args.db.with_name(args.db.name + ".building")
     counts = store.build_database(building, snapshot, repo_root)
     try:
-        if args.description is not None and not args.description.is_file():
-            raise DescriptionError(f"{args.description}: no such file")
-        described = write_description(building, args.description)
+        for given in (args.description, args.scan_description):
+            if given is not None and not given.is_file():
+                raise DescriptionError(f"{given}: no such file")
+        described = write_description(building, args.description, args.scan_description, with_scan=bool(snapshot.get("scan_connections")))
     except DescriptionError as error:
         building.unlink(missing_ok=True)
         print(f"dataset description: {error}", file=sys.stderr)
         return 2
-    print(f"dataset description: {described.kind} ({described.description_file or 'none'})")
+    for description in described:
+        print(f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})")
     summary = pipeline.summarize(snapshot, counts)
     if args.strict and (summary.errors or summary.warnings):
         print(summary.text)

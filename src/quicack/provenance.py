@@ -2,14 +2,17 @@
 from it.
 
 A dataset folder carries ``dataset.yaml`` beside its raw folder (``data/sample/dataset.yaml`` for the
-embedded one). ``quicack build-db --description`` stores it as the one-row table
-``dataset_description`` inside the DuckDB file, so that the notebooks, which read only the database,
-say where the numbers come from without knowing anything about the data's origin themselves. A
-dataset without a description is kind ``unknown`` and its footnotes say so: they never guess.
+embedded one). ``quicack build-db --description`` stores it in the table ``dataset_description`` inside
+the DuckDB file, so that the notebooks, which read only the database, say where the numbers come from
+without knowing anything about the data's origin themselves. A database holds up to two parts, each
+with its own description: ``runs`` (testbed or QIR runs) and ``scan`` (scan measurements,
+``--scan-description``), because the embedded testbed runs and the embedded scan are different data.
+A part without a description is kind ``unknown`` and its footnotes say so: they never guess.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -26,6 +29,7 @@ DESCRIBED_KINDS: tuple[str, ...] = tuple(k for k in get_args(Kind) if k != "unkn
 REQUIRED_FIELDS = ("name", "kind", "title")
 OPTIONAL_FIELDS = ("description", "recorded_with", "source", "url", "license")
 TABLE = DATASET_DESCRIPTION.name
+Part = Literal["runs", "scan"]
 
 
 class DescriptionError(ValueError):
@@ -44,10 +48,11 @@ class DatasetDescription:
     url: str = ""
     license: str = ""
     description_file: str = ""
+    part: Part = "runs"
 
     @staticmethod
-    def undescribed(name: str) -> DatasetDescription:
-        return DatasetDescription(name=name, kind="unknown", title="origin not described (no dataset description)")
+    def undescribed(name: str, part: Part = "runs") -> DatasetDescription:
+        return DatasetDescription(name=name, kind="unknown", title="origin not described (no dataset description)", part=part)
 
     def footnote(self) -> str:
         """The sentence every footnote and table note of this dataset starts with."""
@@ -79,6 +84,7 @@ class DatasetDescription:
 
     def to_frame(self) -> pl.DataFrame:
         row = {
+            "part": self.part,
             "name": self.name,
             "kind": self.kind,
             "title": self.title,
@@ -103,6 +109,7 @@ class DatasetDescription:
             url=row["url"] or "",
             license=row["license"] or "",
             description_file=row["description_file"] or "",
+            part=row.get("part") or "runs",
         )
 
 
@@ -145,17 +152,17 @@ def parse_description(data: object, path: Path) -> DatasetDescription:
     )
 
 
-def load_description(path: Path | None, dataset: str) -> DatasetDescription:
+def load_description(path: Path | None, dataset: str, part: Part = "runs") -> DatasetDescription:
     """The description in ``path``; without one (None or no such file), kind 'unknown' for
     ``dataset``. A file that exists but is not a valid description is an error, never ignored."""
     if path is None or not Path(path).is_file():
-        return DatasetDescription.undescribed(dataset)
+        return DatasetDescription.undescribed(dataset, part)
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise DescriptionError(f"{path}: not valid YAML ({error})") from error
-    return parse_description(data, path)
+    return dataclasses.replace(parse_description(data, path), part=part)
 
 
 def _dataset_names(con) -> str:
@@ -171,24 +178,30 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def write_description(db: Path, path: Path | None) -> DatasetDescription:
-    """Store the description of ``path`` (or 'unknown', named after the runs' dataset) in ``db``
-    as the commented one-row table ``dataset_description``; returns what was stored."""
+def write_description(db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False) -> list[DatasetDescription]:
+    """Store the description of ``path`` for the runs (or 'unknown', named after the runs' dataset) and, with
+    ``with_scan``, that of ``scan_path`` for the scan measurements, in ``db`` as the commented table
+    ``dataset_description``; returns what was stored."""
     with store.connect(Path(db), read_only=False) as con:
-        description = load_description(path, _dataset_names(con))
-        frame = description.to_frame().to_arrow()  # noqa: F841 - read by DuckDB's replacement scan below
+        descriptions = [load_description(path, _dataset_names(con), "runs")]
+        if with_scan:
+            descriptions.append(load_description(scan_path, "scan", "scan"))
+        frame = pl.concat([d.to_frame() for d in descriptions]).to_arrow()  # noqa: F841 - read by DuckDB's replacement scan below
         con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS SELECT * FROM frame")
         con.execute(f"COMMENT ON TABLE {TABLE} IS {_sql_string(DATASET_DESCRIPTION.comment)}")
         for column in DATASET_DESCRIPTION.columns:
             con.execute(f'COMMENT ON COLUMN {TABLE}."{column.name}" IS {_sql_string(column.comment)}')
-    return description
+    return descriptions
 
 
-def read_description(db: Path) -> DatasetDescription:
-    """The dataset description stored in ``db``; kind 'unknown' for a database built without one."""
+def read_description(db: Path, part: Part = "runs") -> DatasetDescription:
+    """The description of one part of the dataset stored in ``db`` ('runs', or 'scan' for the scan figures);
+    kind 'unknown' for a database built without one."""
     with store.connect(Path(db)) as con:
         stored = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'").fetchone()[0]
         if not stored:
-            return DatasetDescription.undescribed(_dataset_names(con))
-        rows = con.execute(f"SELECT * FROM {TABLE}").pl()
+            return DatasetDescription.undescribed(_dataset_names(con) if part == "runs" else "scan", part)
+        rows = con.execute(f"SELECT * FROM {TABLE} WHERE part = ?", [part]).pl()
+        if rows.is_empty():
+            return DatasetDescription.undescribed(_dataset_names(con) if part == "runs" else "scan", part)
     return DatasetDescription.from_row(rows.row(0, named=True))

@@ -398,6 +398,31 @@ SCAN_CONNECTIONS = Table(
     ),
 )
 
+SCAN_TRUTH = Table(
+    "scan_truth",
+    "What an emulated scan configured for each target (truth.csv beside every measurement of quicack.testbed.scan): "
+    "join scan_connections on (scan_id, target_id) to compare measured with configured. Empty for real scans.",
+    (
+        Column("scan_id", S, "Measurement, as in scan_connections."),
+        Column("target_id", I, "QScanner's targetid (0-based line of the scanner input)."),
+        Column("measurement_kind", S, "'toplist' or 'cloudflare_series' (the two scans of imc24 §4.3)."),
+        Column("emulated_time", S, "The emulated time of the measurement (ISO 8601, UTC): the folder's name; packet times are the recording's wall clock."),
+        Column("sni", S, "Domain the target was configured for."),
+        Column("site", S, "Frontend site that answers the target from this vantage point."),
+        Column("server_kind", S, "'aioquic-cdn-frontend' (instant ACK on a certificate-cache miss), 'quic-go', 'ngtcp2' or 'quinn' (unmodified servers)."),
+        Column("cdn", S, "CDN the frontend plays."),
+        Column("asn", I, "AS the emulated address plan gives the target's prefix."),
+        Column("pop_iata", S, "IATA code of the frontend's PoP (its cf-ray suffix), null for sites without one."),
+        Column("path_rtt_ms", F, "Configured RTT between the vantage point and the site."),
+        Column("store_rtt_ms", F, "Configured RTT between the frontend and the certificate store (CDN frontends)."),
+        Column("store_delay_ms", F, "Configured certificate-store processing delay at that emulated time."),
+        Column("padded", B, "The frontend pads its instant ACK to a full datagram."),
+        Column("cache_state", S, "The frontend's own decision for this connection: 'hit', 'miss_started', 'miss_joined', 'none' (not a caching frontend), 'no_decision'."),
+        Column("warmed_by_load", B, "The emulated user load connected to this domain just before the measurement."),
+        Column("expected_class", S, "The first-datagram class the configuration implies: 'iack', 'coalesced', 'no_sh' ('unknown' without a decision)."),
+    ),
+)
+
 ACK_BREAKDOWN = Table(
     "ack_breakdown",
     "Bytes of each direction of a capture by component (ackfreq22 Fig. 3, rethink Fig. 2): per run, capture point, direction and "
@@ -493,6 +518,7 @@ TABLES: dict[str, Table] = {
         ESTIMATOR_AGREEMENT,
         ACK_BREAKDOWN,
         SCAN_CONNECTIONS,
+        SCAN_TRUTH,
         ENDPOINTS,
         INGEST_ISSUES,
     )
@@ -502,8 +528,10 @@ TABLES: dict[str, Table] = {
 # stores inside the DuckDB file (quicack.provenance), so that every footnote names the data's origin.
 DATASET_DESCRIPTION = Table(
     "dataset_description",
-    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row; kind 'unknown' when it has none.",
+    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row per part of "
+    "the dataset ('runs': the testbed or QIR runs; 'scan': the scan measurements); kind 'unknown' when a part has none.",
     (
+        Column("part", S, "Which tables the row describes: 'runs' (runs and every table keyed by run_id) or 'scan' (scan_connections, scan_truth)."),
         Column("name", S, "Name of the dataset (the runs' dataset column when it has no description)."),
         Column("kind", S, "'emulated', 'public-captures', 'scan', 'emulated-scan', 'other', or 'unknown' (no description)."),
         Column("title", S, "One line on what the data is; every footnote quotes it."),

@@ -10,6 +10,7 @@ from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.layout.scan import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
 from quicack.pipeline import DERIVED_TABLES
 
@@ -46,6 +47,41 @@ def dataset_description():
 
 
 DESCRIPTION = dataset_description()
+
+# The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan).
+SCAN_ROOT = Path(config["scan_dir"]) if config.get("scan_dir") else None
+SCAN_PREFIXES = [config["scan_prefix_to_asn"]] if config.get("scan_prefix_to_asn") else []
+if SCAN_ROOT is not None and not SCAN_ROOT.is_dir():
+    raise WorkflowError(f"scan_dir: {SCAN_ROOT} is not a folder (set scan_dir: '' for no scan)")
+for _prefix_file in SCAN_PREFIXES:
+    if not Path(_prefix_file).is_file():
+        raise WorkflowError(f"scan_prefix_to_asn: {_prefix_file} does not exist")
+SCAN_PARTS = scan_parts(SCAN_ROOT) if SCAN_ROOT is not None else {}
+
+
+def scan_description():
+    """The scan's description file: the configured one (which must exist), else dataset.yaml beside the scan root."""
+    configured = config.get("scan_description")
+    if configured:
+        if not Path(configured).is_file():
+            raise WorkflowError(f"scan_description: {configured} does not exist")
+        return [configured]
+    default = SCAN_ROOT.parent / "dataset.yaml" if SCAN_ROOT is not None else None
+    return [str(default)] if default is not None and default.is_file() else []
+
+
+SCAN_DESCRIPTION = scan_description() if SCAN_PARTS else []
+
+
+def scan_part_inputs(wildcards):
+    """Every file of the part's measurement folders (a changed or added file re-runs the part); paths with braces
+    cannot be inputs, as for run groups."""
+    return sorted(
+        str(p)
+        for folder in SCAN_PARTS[wildcards.part]
+        for p in folder.path.iterdir()
+        if p.is_file() and "{" not in str(p) and "}" not in str(p)
+    )
 
 
 # The repository, relative to the working directory: "." from the repository root, and still right when
@@ -118,6 +154,7 @@ DERIVE_CODE = stage_code(
     files=ENTRY_FILES,
 )
 DATABASE_CODE = stage_code("quicack.store", "quicack.provenance", files=ENTRY_FILES)
+SCAN_CODE = stage_code("quicack.scan", "quicack.store", files=ENTRY_FILES)
 # The notebooks call the figures and claims packages.
 RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 # Curated paper values (claims, reference tables) that the figures and tables print beside ours.
@@ -154,10 +191,21 @@ def table_parts(tables, groups):
     return [str(PARQUET / table / f"{group}.parquet") for table in tables for group in groups]
 
 
+SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+
+
+# Run-group keys never start with '@' (quicack.layout.group_key escapes it); scan part keys always do: both
+# write ingest_issues/<key>.parquet, and these keep the rules apart.
+wildcard_constraints:
+    group=r"[^@/][^/]*",
+    part=r"@scan@[^/]+",
+
+
 def all_parquet():
     return (
         table_parts(INGEST_TABLES, GROUPS)
         + table_parts(DERIVED_TABLES, GROUPS)
+        + table_parts(SCAN_TABLES, SCAN_PARTS)
         + [str(PARQUET / "ingest_issues" / "_dataset.parquet")]
     )
 

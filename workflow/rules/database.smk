@@ -6,6 +6,7 @@ rule database:
         all_parquet(),
         code=DATABASE_CODE,
         description=DESCRIPTION,
+        scan_description=SCAN_DESCRIPTION,
     output:
         db=RESULTS / "quicack.duckdb",
         summary=report(
@@ -19,10 +20,11 @@ rule database:
         parquet=PARQUET,
         strict="--strict" if config["strict"] else "",
         # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
-        parts=" ".join(shlex.quote(part) for part in [*GROUPS, "_dataset"]),
+        parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),
         description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",
+        scan_description=f"--scan-description {shlex.quote(SCAN_DESCRIPTION[0])}" if SCAN_DESCRIPTION else "",
     conda:
         CONDA_ENV
     shell:
         "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
-        "--summary {output.summary:q} {params.strict} {params.description} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
+        "--summary {output.summary:q} {params.strict} {params.description} {params.scan_description} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"

@@ -41,7 +41,7 @@ def client_ack_sizes(tables: Tables) -> Measured:
         .group_by("client_impl")
         .agg(pl.col("ack_bytes_median").median(), pl.len().alias("runs"))
         .drop_nulls("ack_bytes_median")
-        .sort("ack_bytes_median")
+        .sort("ack_bytes_median", "client_impl")
     )
     if per_client.is_empty():
         return Measured.unmeasured("no transfer of at least 1 MB with a default ACK policy and frames in the client qlog")

@@ -58,10 +58,12 @@ _KEY_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 def group_key(group: str) -> str:
     """A run group's name as a part of file names and Snakemake wildcards: any folder name the file system
     allows (braces, glob characters, a newline, a leading '-' or '.', bytes that are not UTF-8) is
-    %-encoded, so it cannot be read as a wildcard, a glob or an option. Ordinary names stay as they are."""
+    %-encoded, so it cannot be read as a wildcard, a glob or an option; so is a leading '@', which starts the
+    scan's part keys. Ordinary names stay as they are."""
     encoded = []
     for position, char in enumerate(group):
-        if char in _KEY_SAFE and not (position == 0 and char in "-."):
+        # A leading '@' is kept for the scan's part keys (quicack.layout.scan.scan_part_key).
+        if char in _KEY_SAFE and not (position == 0 and char in "-.@"):
             encoded.append(char)
         else:
             encoded.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogateescape")))

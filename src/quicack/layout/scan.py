@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from quicack.layout.runs import group_key
+
 DATA_FOLDER = "data"
 CAPTURE = "capture.pcap"
 KEYLOG = "key.log"
@@ -26,6 +28,8 @@ CONNECTION_INFO = "quic_connection_info.csv"
 SHARED_CONFIG = "quic_shared_config.csv"
 HTTP_HEADER = "http_header.csv"
 PCAP_CSV = "pcap.csv"
+# The configured truth an emulated scan keeps beside every measurement (quicack.testbed.scan); absent in real scans.
+TRUTH = "truth.csv"
 # Files that mark a folder as a scanner output even when its name is not a timestamp (so it is reported,
 # not silently passed over).
 MEASUREMENT_MARKERS = (CAPTURE, CONNECTION_INFO, TARGETS, PCAP_CSV)
@@ -137,3 +141,25 @@ def _measurement_paths(path: Path) -> list[Path]:
 
 def _children(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+# A pipeline part (one Parquet file per table) holds the measurements of one vantage point and UTC day: the unit of
+# the paper's tables (Table 1 is per vantage point and day), a handful of 1M-connection top-list measurements or a
+# day of a per-minute series. The leading '@' keeps part keys apart from run-group keys (folder names of the QIR
+# layout never start with it in practice, and group_key leaves it as it is).
+SCAN_PART_PREFIX = "@scan"
+UNDATED = "undated"
+
+
+def scan_part_key(folder: MeasurementFolder) -> str:
+    """The pipeline part a measurement folder belongs to: ``@scan@<vantage point>@<YYYY-MM-DD | undated>``."""
+    day = folder.time.date if folder.time is not None else UNDATED
+    return f"{SCAN_PART_PREFIX}@{group_key(folder.vantage_point)}@{day}"
+
+
+def scan_parts(root: Path) -> dict[str, list[MeasurementFolder]]:
+    """The measurement folders below ``root`` by pipeline part, in part-key order."""
+    parts: dict[str, list[MeasurementFolder]] = {}
+    for folder in find_measurements([root]):
+        parts.setdefault(scan_part_key(folder), []).append(folder)
+    return dict(sorted(parts.items()))

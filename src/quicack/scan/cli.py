@@ -1,4 +1,5 @@
-"""``quicack scan PATH... --out DIR``: measurement folders (or roots of them) to Parquet tables."""
+"""``quicack scan PATH... --out DIR``: measurement folders (or roots of them) to Parquet tables; and the pipeline's
+``quicack scan-part``: one part (a vantage point's measurements of one UTC day) into the pipeline's Parquet tree."""
 
 from __future__ import annotations
 
@@ -6,51 +7,87 @@ import argparse
 from pathlib import Path
 
 CAPTURE_TABLES = ("datagrams", "packets", "frames")
+SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
 
 
 def add_subparser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "scan",
         help="scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet",
-        description="Writes DIR/scan_connections.parquet and DIR/ingest_issues.parquet, and the capture tables "
-        "(datagrams, packets, frames; run_id = scan_id) unless --no-capture-tables.",
+        description="Writes DIR/scan_connections.parquet, DIR/scan_truth.parquet (emulated scans) and "
+        "DIR/ingest_issues.parquet, and the capture tables (datagrams, packets, frames; run_id = scan_id) unless "
+        "--no-capture-tables.",
     )
     parser.add_argument("paths", nargs="+", type=Path, help="measurement folders, <vantage_point> folders or roots")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
-    parser.add_argument("--no-capture-tables", action="store_true", help="write only scan_connections and ingest_issues")
+    parser.add_argument("--no-capture-tables", action="store_true", help="write only the scan tables and ingest_issues")
     parser.set_defaults(handler=scan_command)
+
+    part = commands.add_parser(
+        "scan-part",
+        help="(pipeline) one part of a scan (a vantage point's measurements of one UTC day) to the pipeline's Parquet parts",
+    )
+    part.add_argument("--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)")
+    part.add_argument("--part", required=True, help="part key (quicack.layout.scan.scan_part_key)")
+    part.add_argument("--parquet", type=Path, required=True, help="the pipeline's Parquet folder")
+    part.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
+    part.set_defaults(handler=scan_part_command)
     return parser
+
+
+def _write_measurements(writer, folders, prefix_file: Path | None, capture_tables: bool, issues_run_id: str = "") -> None:
+    """Read each measurement folder into ``writer``'s scan tables (and capture tables), printing one line each."""
+    from .asn import read_prefix_table
+    from .files import Issues
+    from .measurement import read_measurement
+
+    issues = Issues(issues_run_id)
+    prefixes = read_prefix_table(prefix_file, issues) if prefix_file else None
+    writer.write("ingest_issues", issues.frame())
+
+    def write_batch(batch) -> None:
+        for name in CAPTURE_TABLES:
+            writer.write(name, getattr(batch, name))
+
+    # Capture tables stream out batch by batch, so a 1M-connection capture never sits in memory as rows.
+    for folder in folders:
+        tables = read_measurement(folder, prefixes, write_batch if capture_tables else None)
+        for name in SCAN_TABLES:
+            writer.write(name, getattr(tables, name))
+        counts = tables.scan_connections["first_datagram_class"].value_counts(sort=True).rows()
+        summary = ", ".join(f"{kind or 'unclassified'} {count}" for kind, count in counts)
+        print(f"{folder.scan_id}: {tables.scan_connections.height} connection(s) ({summary}), {tables.ingest_issues.height} issue(s)")
 
 
 def scan_command(args: argparse.Namespace) -> int:
     from quicack.layout import find_measurements
     from quicack.store import TableWriter
 
-    from .asn import read_prefix_table
-    from .files import Issues
-    from .measurement import read_measurement
-
     folders = find_measurements(args.paths)
-    issues = Issues("")
-    prefixes = read_prefix_table(args.prefix_to_asn, issues) if args.prefix_to_asn else None
-    names = ["scan_connections", "ingest_issues", *([] if args.no_capture_tables else CAPTURE_TABLES)]
-    # Capture tables stream out batch by batch, so a 1M-connection capture never sits in memory as rows.
+    names = [*SCAN_TABLES, *([] if args.no_capture_tables else CAPTURE_TABLES)]
     with TableWriter.in_folder(args.out, names) as writer:
-
-        def write_batch(batch) -> None:
-            for name in CAPTURE_TABLES:
-                writer.write(name, getattr(batch, name))
-
-        writer.write("ingest_issues", issues.frame())
-        for folder in folders:
-            tables = read_measurement(folder, prefixes, None if args.no_capture_tables else write_batch)
-            writer.write("scan_connections", tables.scan_connections)
-            writer.write("ingest_issues", tables.ingest_issues)
-            counts = tables.scan_connections["first_datagram_class"].value_counts(sort=True).rows()
-            summary = ", ".join(f"{kind or 'unclassified'} {count}" for kind, count in counts)
-            print(f"{folder.scan_id}: {tables.scan_connections.height} connection(s) ({summary}), {tables.ingest_issues.height} issue(s)")
+        _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=not args.no_capture_tables)
     if not folders:
         print("no measurement folder found (expected <root>/<vantage_point>/data/<timestamp>/)")
         return 1
+    return 0
+
+
+def scan_part_command(args: argparse.Namespace) -> int:
+    """The pipeline's scan stage: the scan tables of one part. The capture tables stay out of the database: the
+    scan figures need only scan_connections, and datagrams of scan connections have no runs row (use
+    ``quicack scan --out`` for them)."""
+    from quicack.layout.scan import scan_parts
+    from quicack.store import TableWriter
+
+    folders = scan_parts(args.root).get(args.part, [])
+    with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:
+        _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part)
+        if not folders:
+            from .files import Issues
+
+            issues = Issues(args.part)
+            issues.add(args.root, "error", f"no measurement folder of part {args.part} below {args.root} (removed while the pipeline ran?)")
+            writer.write("ingest_issues", issues.frame())
     return 0

@@ -32,6 +32,8 @@ SHARED_CONFIG_READ_COLUMNS = ("ack_delay_exponent", "max_ack_delay")
 # The scanner input: QScanner reads ip, hostname, port, scid (and an optional dcid) by position; the authors'
 # files have this header row.
 TARGETS_COLUMNS = ("ip", "sni", "port", "scid")
+# truth.csv of an emulated scan (quicack.testbed.scan_truth.TRUTH_COLUMNS; the analysis does not import the testbed).
+TRUTH_KEY_COLUMNS = ("vantage_point", "measurement", "timestamp", "emulated_time")
 
 
 @dataclass
@@ -170,4 +172,40 @@ def read_targets(path: Path, issues: Issues) -> pl.DataFrame | None:
         target_sni=pl.col("sni").str.strip_chars(),
         target_address=pl.col("ip").str.strip_chars(),
         target_port=pl.col("port"),
+    )
+
+
+def read_truth(path: Path, issues: Issues) -> pl.DataFrame | None:
+    """truth.csv of an emulated scan: what each target was configured to do (contract table scan_truth)."""
+    frame = _read_csv(path, issues)
+    if frame is None or not _check_header(frame, path, TRUTH_KEY_COLUMNS, issues, exact=False):
+        return None
+    if frame.is_empty():
+        return None
+    types = {"targetid": pl.Int64, "asn": pl.Int64, "path_rtt_ms": pl.Float64, "store_rtt_ms": pl.Float64, "store_delay_ms": pl.Float64}
+    missing = [name for name in [*types, "sni", "site", "server_kind", "cdn", "padded", "cache_state", "expected_class"] if name not in frame.columns]
+    if missing:
+        issues.add(path, "error", f"no column {', '.join(missing)}; file skipped")
+        return None
+    frame = _cast(frame, types, path, issues)
+    flag = {"true": True, "false": False}
+    return frame.select(
+        target_id=pl.col("targetid"),
+        measurement_kind=pl.col("measurement"),
+        emulated_time=pl.col("emulated_time"),
+        sni=pl.col("sni"),
+        site=pl.col("site"),
+        server_kind=pl.col("server_kind"),
+        cdn=pl.col("cdn"),
+        asn=pl.col("asn"),
+        pop_iata=pl.col("pop_iata").replace("", None) if "pop_iata" in frame.columns else pl.lit(None, pl.Utf8),
+        path_rtt_ms=pl.col("path_rtt_ms"),
+        store_rtt_ms=pl.col("store_rtt_ms"),
+        store_delay_ms=pl.col("store_delay_ms"),
+        padded=pl.col("padded").str.to_lowercase().replace_strict(flag, default=None, return_dtype=pl.Boolean),
+        cache_state=pl.col("cache_state"),
+        warmed_by_load=pl.col("warmed_by_load").str.to_lowercase().replace_strict(flag, default=None, return_dtype=pl.Boolean)
+        if "warmed_by_load" in frame.columns
+        else pl.lit(None, pl.Boolean),
+        expected_class=pl.col("expected_class"),
     )

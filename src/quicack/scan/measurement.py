@@ -21,10 +21,11 @@ from quicack.layout.scan import (
     PCAP_CSV,
     SHARED_CONFIG,
     TARGETS,
+    TRUTH,
     MeasurementFolder,
 )
 from quicack.pcap import CaptureBatch
-from quicack.schema import INGEST_ISSUES, SCAN_CONNECTIONS
+from quicack.schema import INGEST_ISSUES, SCAN_CONNECTIONS, SCAN_TRUTH
 
 from . import files
 from .asn import OTHERS, PrefixTable, cdn_of_asn
@@ -40,6 +41,8 @@ MAX_NAMED_TARGETS = 10
 class MeasurementTables:
     scan_connections: pl.DataFrame
     ingest_issues: pl.DataFrame
+    # What an emulated scan configured per target (empty for a real scan, which has no truth.csv).
+    scan_truth: pl.DataFrame
 
 
 def read_measurement(
@@ -55,6 +58,7 @@ def read_measurement(
     info = _optional(folder, CONNECTION_INFO, files.read_connection_info, issues, missing="warning")
     shared = _optional(folder, SHARED_CONFIG, files.read_shared_config, issues, missing=None)
     headers = _optional(folder, HTTP_HEADER, files.read_http_headers, issues, missing=None)
+    truth = _optional(folder, TRUTH, files.read_truth, issues, missing=None)
 
     facts, source = _packet_facts(folder, issues, on_batch)
     attempted = _attempted(targets, info)
@@ -84,6 +88,7 @@ def read_measurement(
     return MeasurementTables(
         SCAN_CONNECTIONS.conform(rows.select(keep)),
         INGEST_ISSUES.conform(pl.concat([f for f in issue_frames if not f.is_empty()] or [INGEST_ISSUES.empty()])),
+        SCAN_TRUTH.empty() if truth is None else SCAN_TRUTH.conform(truth.with_columns(scan_id=pl.lit(folder.scan_id))),
     )
 
 

@@ -1,0 +1,33 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # imc24 Fig. 9 — Cloudflare series at one vantage point: median time to the ACK, the ServerHello and a coalesced ACK+ServerHello
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/figures"
+formats = "pdf,png"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description, part 'scan')
+
+# %%
+from quicack.figures.imc24_scan import imc24_fig09_cloudflare_series
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.provenance import read_description
+
+# %%
+views = read_views(db, "scan_connections", "scan_truth")
+description = read_description(db, "scan")
+rendered = imc24_fig09_cloudflare_series(views["scan_connections"], views["scan_truth"])
+save(rendered, out_dir, "imc24-fig09", formats, description)
+rendered.artefact
