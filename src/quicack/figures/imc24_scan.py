@@ -22,7 +22,7 @@ CDN_ORDER = ("Akamai", "Amazon", "Cloudflare", "Fastly", "Google", "Meta", "Micr
 # Where the log axis of the CDFs starts: a coalesced ACK+ServerHello (0 ms) is drawn at this delay.
 CDF_FLOOR_MS = 1e-3
 LINE_COLORS = {"ACK": "tab:orange", "SH": "#f5b36b", "ACK,SH": "tab:blue"}
-NO_SCAN = "no scan in this dataset (config scan_dir)"
+NO_SCAN = "no scan (config scan_dir)"
 
 
 def _place(name: str) -> str:
@@ -261,7 +261,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         + " IACK share = instant ACK (ACK datagram before the ServerHello's) among connections with both, per vantage point × "
         "day; largest over them; variation = largest − smallest. authors_iack_share_percent: their 'not (first ACK datagram = "
         "first SH datagram)' over answered connections (a ServerHello first, or an ACK without ServerHello, counts as IACK). "
-        "configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). Empty cells: not in this scan."
+        "configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that closes before its ServerHello)."
     )
     return Rendered(table, note=note)
 

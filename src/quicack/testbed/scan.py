@@ -175,7 +175,11 @@ def _run_scanner(tb: Testbed, ns: str, name: str, targets: Path, output: Path) -
     """Run the scanner to completion in namespace `ns`; returns the wall-clock seconds it took."""
     t0 = time.monotonic()
     m = tb.procs.start(name, ns_argv(ns, _scanner_argv(tb, targets, output)), {"QUIC_GO_DISABLE_GSO": "true"})
-    code = m.popen.wait(timeout=600)
+    # The bucket's rate bounds the scan's length: twice that (for timeouts and the tail) and at least 10 minutes.
+    s = tb.plan.scanner
+    targets_count = max(sum(1 for _ in targets.open()) - 1, 0)
+    expected_s = targets_count * float(s["bucket_refill_ms"]) / 1000.0
+    code = m.popen.wait(timeout=max(600.0, 2 * expected_s + 60.0))
     if code != 0:
         raise RuntimeError(f"{name} failed ({code}): {m.stderr_path.read_text()[-2000:]}")
     tb.procs.procs.remove(m)

@@ -1,0 +1,136 @@
+"""Scan ingest speed and memory: ``quicack scan`` on growing prefixes of one real scan capture, against the
+authors' own first step (tshark exporting the 18 fields of their ``pcap.csv``) on the same files.
+
+    sudo python -m quicack.testbed.scan --config config/testbed_scan_bench.yaml     # 100,000 connections, ~10 min
+    python bench/scan_ingest.py results/scan_bench/raw/hamburg/data/<timestamp> --fractions 0.1 0.5 1
+
+Each prefix (the first N packets of the capture, cut with editcap, so every connection in it is a distinct real one)
+is measured with /usr/bin/time -v: wall seconds, peak RSS, connections classified per second; "flat" memory means
+peak RSS grows far slower than the capture. Prints a Markdown table and writes JSON beside it (--json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+# The authors' tshark export (SCAN.md): pipe-separated, one row per UDP datagram, 18 fields.
+AUTHORS_FIELDS = (
+    "frame.time_epoch", "ip.src", "ip.dst", "udp.length", "udp.srcport", "udp.dstport", "quic.version",
+    "quic.long.packet_type", "quic.scid", "quic.dcid", "quic.frame_type", "quic.ack.ack_delay", "quic.ack.ack_range",
+    "quic.ack.first_ack_range", "tls.quic.parameter.ack_delay_exponent", "tls.handshake.type",
+    "tls.handshake.extensions_server_name", "ip.ttl",
+)  # fmt: skip
+
+
+def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB) of a command, by GNU time."""
+    done = subprocess.run(["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True)
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
+    rss_kb = float(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
+    return hours * 3600 + minutes * 60 + seconds, rss_kb / 1024
+
+
+def plain_capture(folder: Path, work: Path) -> Path:
+    """The measurement's capture, decompressed (editcap and tshark read it; so does quicack, compressed or not)."""
+    for name in ("capture.pcap", "capture.pcap.zst"):
+        path = folder / name
+        if path.is_file():
+            if name.endswith(".zst"):
+                out = work / "capture.pcap"
+                subprocess.run(["zstd", "-d", "-q", "-f", str(path), "-o", str(out)], check=True)
+                return out
+            return path
+    raise SystemExit(f"{folder}: no capture.pcap[.zst]")
+
+
+def packet_count(capture: Path) -> int:
+    out = subprocess.run(["capinfos", "-c", "-M", str(capture)], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"Number of packets:\s+(\d+)", out).group(1))
+
+
+def measurement_prefix(folder: Path, capture: Path, packets: int, work: Path) -> Path:
+    """A measurement folder whose capture is the first ``packets`` packets; the scanner's files as they are."""
+    cut = work / f"prefix-{packets}" / "vp" / "data" / folder.name
+    cut.mkdir(parents=True)
+    subprocess.run(["editcap", "-r", str(capture), str(cut / "capture.pcap"), f"1-{packets}"], check=True)
+    for path in folder.iterdir():
+        if path.is_file() and not path.name.startswith("capture."):
+            (cut / path.name).symlink_to(path.resolve())
+    return cut
+
+
+def keylog_of(folder: Path, work: Path) -> Path | None:
+    for name in ("key.log", "key.log.zst"):
+        path = folder / name
+        if path.is_file():
+            if name.endswith(".zst"):
+                out = work / "key.log"
+                subprocess.run(["zstd", "-d", "-q", "-f", str(path), "-o", str(out)], check=True)
+                return out
+            return path
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("measurement", type=Path, help="one measurement folder (<vp>/data/<timestamp>/)")
+    parser.add_argument("--fractions", type=float, nargs="+", default=[0.1, 0.5, 1.0])
+    parser.add_argument("--prefix-to-asn", type=Path)
+    parser.add_argument("--json", type=Path, default=Path("bench/results/scan_ingest.json"))
+    parser.add_argument("--no-tshark", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="quicack-scan-bench-") as tmp:
+        work = Path(tmp)
+        capture = plain_capture(args.measurement, work)
+        total = packet_count(capture)
+        keylog = keylog_of(args.measurement, work)
+        for fraction in args.fractions:
+            packets = max(1, int(total * fraction))
+            folder = measurement_prefix(args.measurement, capture, packets, work)
+            out = work / f"out-{packets}"
+            asn = ["--prefix-to-asn", str(args.prefix_to_asn)] if args.prefix_to_asn else []
+            wall, rss = timed(["quicack", "scan", str(folder), "--out", str(out), *asn])
+            wall_only, rss_only = timed(["quicack", "scan", str(folder), "--out", str(out / "only"), "--no-capture-tables", *asn])
+            connections = pl.scan_parquet(out / "scan_connections.parquet").filter(pl.col("captured")).select(pl.len()).collect().item()
+            row = {
+                "packets": packets,
+                "capture_mib": round((folder / "capture.pcap").stat().st_size / 2**20, 1),
+                "connections": connections,
+                "quicack_s": round(wall, 2),
+                "quicack_peak_rss_mib": round(rss, 1),
+                "quicack_connections_per_s": round(connections / wall, 1),
+                "quicack_scan_only_s": round(wall_only, 2),
+                "quicack_scan_only_peak_rss_mib": round(rss_only, 1),
+            }
+            if not args.no_tshark and shutil.which("tshark"):
+                fields = [arg for field in AUTHORS_FIELDS for arg in ("-e", field)]
+                keys = ["-o", f"tls.keylog_file:{keylog}"] if keylog else []
+                with (work / "pcap.csv").open("w") as sink:
+                    t_wall, t_rss = timed(
+                        ["tshark", "-n", "-r", str(folder / "capture.pcap"), *keys, "-Y", "quic", "-T", "fields", "-E", "separator=|",
+                         "-E", "aggregator=,", *fields],
+                        stdout=sink,
+                    )  # fmt: skip
+                row |= {"tshark_fields_s": round(t_wall, 2), "tshark_peak_rss_mib": round(t_rss, 1), "tshark_over_quicack": round(t_wall / wall, 2)}
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr)
+    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, tbl_cols=-1, tbl_width_chars=400):
+        print(pl.DataFrame(rows))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"measurement": str(args.measurement), "packets_total": total, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
