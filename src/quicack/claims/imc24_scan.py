@@ -156,6 +156,18 @@ def coalesced_faster_everywhere(tables: Tables) -> Measured:
     return Measured(None, None, f"{faster.height} of {medians.height} vantage points ({text})", medians.height, matches=faster.height == medians.height)
 
 
+def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) -> Measured:
+    per = metric.iack_share_per_measurement(metric.toplist(tables["scan_connections"])).filter(pl.col("cdn") == cdn)
+    if per.is_empty():
+        return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
+    by_vp = per.group_by("vantage_point").agg(
+        share=pl.col("iack_connections").sum() * 100.0 / pl.col("connections").sum(), connections=pl.col("connections").sum()
+    ).sort("share", "vantage_point", descending=[True, False])
+    text = ", ".join(f"{vp} {share:.1f} %" for vp, share in by_vp.select("vantage_point", "share").iter_rows())
+    top = by_vp["vantage_point"][0]
+    return Measured(None, None, f"{top} ({text})", int(by_vp["connections"].sum()), matches=_place(top) == _place(expected_place))
+
+
 CLAIMS: dict[str, ClaimFunction] = {
     **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in CDNS},
     "imc24-4.3-tab01-variation-Amazon": partial(tab01_variation, cdn="Amazon"),
@@ -172,6 +184,7 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.3-cf-pto-inflation": pto_inflation,
     **{f"imc24-D-fig10-{cdn}": partial(ack_delay_above_rtt, cdn=cdn) for cdn in ("Akamai", "Amazon", "Cloudflare", "Fastly", "Meta", "Google", "Others")},
     "imc24-G-fig15-coalesced-faster": coalesced_faster_everywhere,
+    "imc24-G-google-iack-vp": partial(vantage_point_with_most_iack, cdn="Google", expected_place="Sao Paulo"),
 }  # fmt: skip
 
 
