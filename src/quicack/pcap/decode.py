@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import polars as pl
+
 from quicack.compressed import CorruptCompressedData
 from quicack.layout import capture_point
 from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
@@ -59,6 +61,10 @@ ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.ke
 MAX_DEFERRAL = 8
 MAX_ISSUE_EXAMPLES = 3
 BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
+# Capture time a connection's state is kept after a CONNECTION_CLOSE was seen: the closing and draining periods
+# (RFC 9000 §10.2: three PTOs) with a wide margin. Then its keys, flows and connection IDs are dropped, so that a
+# capture of a million short connections (a scan) keeps the state of the open ones only.
+CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
 GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
 
 
@@ -115,14 +121,22 @@ class _Issues:
 class CaptureDecoder:
     """Stateful decoder of one capture; feed datagrams in file order, take batches."""
 
-    def __init__(self, keylog: Keylog, run_id: str, vantage: str, path: str, engine: Engine | None = None) -> None:
+    def __init__(
+        self, keylog: Keylog, run_id: str, vantage: str, path: str, engine: Engine | None = None,
+        closed_linger_ns: int = CLOSED_CONNECTION_LINGER_NS,
+    ) -> None:  # fmt: skip
         self.engine = engine or select_engine()
+        self.closed_linger_ns = closed_linger_ns
         self.keylog = keylog
         self.run_id = run_id
         self.vantage = vantage
         self.path = path
         self.flows: dict[tuple[str, int, str, int], tuple[Connection, str]] = {}
         self.connections_by_cid: dict[bytes, Connection] = {}
+        # Connections by the name their rows carry (connection_odcid), and those seen closing, with the capture time.
+        self.connections_by_odcid: dict[str, Connection] = {}
+        self.closing: dict[str, tuple[Connection, int]] = {}
+        self.evicted_connections = 0
         self.connection_count = 0
         self.datagram_counts = {C2S: 0, S2C: 0}
         self.issues = _Issues()
@@ -301,6 +315,7 @@ class CaptureDecoder:
             connection.cids.add(header.dcid)
             if header.dcid:
                 self.connections_by_cid[header.dcid] = connection
+            self.connections_by_odcid[connection.odcid] = connection
             direction = C2S if client == (datagram.src, datagram.src_port) else S2C
             return self._register_flow(connection, direction, forward, backward)
         # Short header on an unknown flow: QUIC only if its DCID is one we know.
@@ -520,7 +535,39 @@ class CaptureDecoder:
         issue_rows = self._final_issue_rows() if final else []
         batch = assemble_batch(self.rows, self.run_id, self.vantage, self.path, issue_rows)
         self._reset_columns()
+        if not final:
+            self._forget_closed_connections(batch)
         return batch
+
+    def _forget_closed_connections(self, batch: CaptureBatch) -> None:
+        """Note the connections whose CONNECTION_CLOSE is in ``batch`` and drop the state of those closed longer
+        than ``closed_linger_ns`` before the batch's last datagram (memory then follows open connections)."""
+        if batch.datagrams.is_empty():
+            return
+        now_ns = batch.datagrams["time_abs_ns"].max()
+        closed = batch.frames.filter(pl.col("frame_type") == "connection_close")["connection_odcid"].unique().to_list()
+        for odcid in closed:
+            connection = self.connections_by_odcid.get(odcid)
+            if connection is not None and odcid not in self.closing:
+                self.closing[odcid] = (connection, now_ns)
+        expired = [odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns]
+        for odcid in expired:
+            connection, _ = self.closing.pop(odcid)
+            self._forget(connection)
+
+    def _forget(self, connection: Connection) -> None:
+        """Drop a closed connection's state; a later datagram of it is reported like any datagram of an unknown flow."""
+        for key in connection.flow_keys:
+            if self.flows.get(key, (None,))[0] is connection:
+                del self.flows[key]
+                if self.lane is not None:
+                    self.lane.unregister(*key)
+        for cid in connection.cids:
+            if self.connections_by_cid.get(cid) is connection:
+                del self.connections_by_cid[cid]
+        if self.connections_by_odcid.get(connection.odcid) is connection:
+            del self.connections_by_odcid[connection.odcid]
+        self.evicted_connections += 1
 
     def _final_issue_rows(self) -> list[tuple[str, str]]:
         if self.connection_count == 0:
@@ -536,12 +583,14 @@ def decode_capture(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     limits: Limits = DEFAULT_LIMITS,
     engine: str | None = None,
+    closed_linger_ns: int = CLOSED_CONNECTION_LINGER_NS,
 ) -> Iterator[CaptureBatch]:
     """Decode one capture into batches of table rows; never raises on bad input (problems go to ingest_issues).
 
     `keylog` is one or more NSS keylog files; secrets in a pcapng Decryption Secrets Block are used too.
     `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
     `engine` is "compiled" or "python" (see `quicack.pcap.engine`; default: compiled when installed).
+    `closed_linger_ns`: capture time a connection's state outlives its CONNECTION_CLOSE (memory of long captures).
     """
     path = Path(path)
     keylog_paths = (
@@ -549,7 +598,7 @@ def decode_capture(
     )
     secrets = load_keylogs(keylog_paths)
     chosen = select_engine(engine)
-    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path), chosen)
+    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path), chosen, closed_linger_ns)
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
     check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
