@@ -73,6 +73,9 @@ class Connection:
     time_origin_ns: int
     keylog: Keylog
     odcid: str = ""  # hex of the client's first DCID: the connection's name in the tables (kept after a Retry)
+    # The client's Source Connection ID from its first Initial (None when the capture missed it): a client Initial
+    # with another one on the same UDP 4-tuple is a new connection reusing the ports (long captures, scans).
+    client_scid: bytes | None = None
     cids: set[bytes] = field(default_factory=set)
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine

@@ -172,6 +172,8 @@ class CaptureDecoder:
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
         flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))
+        if flow is not None and datagram.payload[:1] and datagram.payload[0] & 0x80 and self._starts_another_connection(flow, datagram):
+            flow = None
         if flow is None:
             flow = self._new_flow(datagram)
             if flow is None:
@@ -189,6 +191,18 @@ class CaptureDecoder:
                 self._offer_to_lane(connection)
             return
         self._add_flow_datagram(connection, direction, datagram)
+
+    def _starts_another_connection(self, flow: tuple[Connection, str], datagram: UdpDatagram) -> bool:
+        """A client Initial on a known 4-tuple whose Source Connection ID is not the connection's: the client's port
+        was reused for a new connection (a scan of a million targets from one address reuses every port)."""
+        connection, direction = flow
+        if direction != C2S or connection.client_scid is None:
+            return False
+        try:
+            header = parse_long_header(datagram.payload, 0, datagram.udp_payload_bytes)
+        except (HeaderError, UnknownVersionError):
+            return False
+        return header.packet_type == "initial" and header.scid != connection.client_scid
 
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
@@ -315,6 +329,8 @@ class CaptureDecoder:
             connection.cids.add(header.dcid)
             if header.dcid:
                 self.connections_by_cid[header.dcid] = connection
+            if header.packet_type == "initial" and client == (datagram.src, datagram.src_port):
+                connection.client_scid = header.scid
             self.connections_by_odcid[connection.odcid] = connection
             direction = C2S if client == (datagram.src, datagram.src_port) else S2C
             return self._register_flow(connection, direction, forward, backward)

@@ -88,6 +88,8 @@ class ConnectionIdentifier:
         """The connection number of a datagram, or None when it starts no QUIC flow (the decoder skips it too)."""
         key = (datagram.src, datagram.src_port, datagram.dst, datagram.dst_port)
         connection = self.flows.get(key)
+        if connection is not None and key[:2] == connection.client and _client_initial_scid(datagram) not in (None, connection.client_scid):
+            connection = None  # the client's port was reused for a new connection (the decoder's rule too)
         if connection is None:
             connection = self._new_connection(datagram)
             if connection is None:
@@ -167,6 +169,18 @@ class ConnectionIdentifier:
             },
             schema=CONNECTION_SCHEMA,
         )
+
+
+def _client_initial_scid(datagram: UdpDatagram) -> bytes | None:
+    """The Source Connection ID of a datagram's first packet if it is an Initial, else None."""
+    payload = datagram.payload
+    if not payload or not payload[0] & 0x80:
+        return None
+    try:
+        header = parse_long_header(payload, 0, datagram.udp_payload_bytes)
+    except HeaderError:
+        return None
+    return header.scid if header.packet_type == "initial" else None
 
 
 def _add_crypto(connection: CapturedConnection, offset: int, data: bytes) -> None:
