@@ -51,6 +51,16 @@ SCENARIOS: dict[str, Scenario] = {
             description="QIR's handshake test case: no loss, small certificate, 10 KB (imc24 Table 3, any server)",
         ),
         Scenario(
+            "ack_ratio", "small", 0.0, file_name="1MB",
+            description="1 MB download for the ACK-ratio study (ackfreq22 §5.4–5.6) without added loss: set the "
+            "client's receiver_ack_policy and the path",
+        ),
+        Scenario(
+            "ack_ratio_loss", "small", 0.0, file_name="1MB",
+            description="the same with random loss (set loss_up / loss_down; ackfreq22 §5.6: 1 % both ways); a "
+            "scenario of its own so that its runs do not share folders with the loss-free ones",
+        ),
+        Scenario(
             "default_pto", "small", 1500.0,
             description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
             "arrives, on its default PTO (imc24 Table 4)",
