@@ -26,7 +26,8 @@ def loopback_tables(*runs: str) -> dict[str, pl.DataFrame]:
         meta = json.loads((folder / "run.json").read_text())
         (qlog,) = (folder / "client" / "qlog").iterdir()
         log = read_qlog(qlog, run_id=run, vantage="client")
-        rows.append({"run_id": run, **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", "ack_ratio", "ack_delay_ms")}})
+        policy = ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering")
+        rows.append({"run_id": run, **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", *policy)}})
         packets.append(log.packets)
         frames.append(log.frames)
     return {"runs": pl.DataFrame(rows), "packets": pl.concat(packets), "frames": pl.concat(frames)}

@@ -176,8 +176,8 @@ def test_numeric_strings_and_floats_where_ints_belong_are_converted_without_a_wa
 def test_batch_builder_matches_the_row_constructor_on_mixed_python_types():
     from quicack.qlog.batch import FRAME_DTYPES, strict_columns
 
-    row = ("sent", 1, "appdata", True, 0, "stream", None, 0.5, 7, 0, "[[0,7]]", 4, 0, 10, False)
-    rows = [row, ("received", 2.5, None, 3, 1, "ack", 12, 1, None, None, None, None, None, None, True)]
+    row = ("sent", 1, "appdata", True, 0, "stream", None, 0.5, 7, 0, "[[0,7]]", 4, 0, 10, False, None, None)
+    rows = [row, ("sent", 2.5, None, 3, 1, "ack", 12, 1, None, None, None, None, None, None, True, "other", True)]
     strict = strict_columns([list(c) for c in zip(*rows, strict=True)], FRAME_DTYPES)
     assert strict is not None  # ints in float columns and bools in int columns fit the strict dtypes
     assert strict.equals(pl.DataFrame(rows, schema=FRAME_DTYPES, orient="row", strict=False), null_equal=True)

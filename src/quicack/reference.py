@@ -30,6 +30,27 @@ CLAIM_COLUMNS = {
 }
 
 
+# data/reference/path_profiles.csv: the papers' network paths, one row per profile (see data/reference/README.md).
+PATH_PROFILE_COLUMNS = {
+    "profile": pl.Utf8,
+    "paper": pl.Utf8,
+    "source": pl.Utf8,
+    "path": pl.Utf8,
+    "s2c_rate_mbit": pl.Float64,
+    "c2s_rate_mbit": pl.Float64,
+    "rtt_ms": pl.Float64,
+    "s2c_delay_ms": pl.Float64,
+    "c2s_delay_ms": pl.Float64,
+    "s2c_loss_percent": pl.Float64,
+    "c2s_loss_percent": pl.Float64,
+    "ack_delay_ms": pl.Float64,
+    "paper_ack_delay_vs_rtt": pl.Utf8,
+    "s2c_queue_bytes": pl.Int64,
+    "c2s_queue_packets": pl.Int64,
+    "note": pl.Utf8,
+}
+
+
 def reference_path(paper: str, name: str, directory: Path | None = None) -> Path:
     return (directory or REFERENCE_DIR) / f"{paper}_{name}.csv"
 
@@ -64,3 +85,20 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     if row.height != 1 or row["paper_low"][0] is None or row["paper_high"][0] is None:
         raise KeyError(f"{reference_path(paper, 'claims', directory)}: no numeric range for claim '{claim_id}'")
     return float(row["paper_low"][0]), float(row["paper_high"][0])
+
+
+def path_profiles(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/path_profiles.csv``: the network paths of ackfreq22 (Table 1, and §5.6's 1 % loss) and
+    rethink (8.5/1.5 Mbit/s, 600 ms, and the 100 kbit/s return), per direction: rate, one-way delay, loss, and the
+    queue each direction's bottleneck gets (s2c ≈ 1 BDP in bytes, c2s limited in packets)."""
+    path = (directory or REFERENCE_DIR) / "path_profiles.csv"
+    return pl.read_csv(path, schema_overrides=PATH_PROFILE_COLUMNS).select(list(PATH_PROFILE_COLUMNS))
+
+
+def path_profile(name: str, directory: Path | None = None) -> dict[str, object]:
+    """One profile of ``path_profiles`` as a dict; KeyError names the known ones."""
+    table = path_profiles(directory)
+    row = table.filter(pl.col("profile") == name)
+    if row.height != 1:
+        raise KeyError(f"unknown path profile {name!r}; known: {', '.join(table['profile'])}")
+    return row.row(0, named=True)

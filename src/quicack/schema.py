@@ -107,8 +107,10 @@ RUNS = Table(
         Column("cert_bytes", I, "Size of the server certificate chain in bytes."),
         Column("file_bytes", I, "Size of the requested file in bytes."),
         Column("app_protocol", S, "'h3' (HTTP/3) or 'hq' (hq-interop, HTTP/0.9)."),
-        Column("ack_ratio", I, "ACK ratio: ack-eliciting packets received per ACK sent (null = implementation default)."),
-        Column("ack_delay_ms", F, "Configured maximum ACK delay (null = implementation default)."),
+        Column("ack_ratio", I, "Configured ACK ratio of the receiver (the client): an ACK after this many ack-eliciting packets (null = implementation default)."),
+        Column("ack_delay_ms", F, "Configured ACK delay of the receiver: an ACK this long after the first unacknowledged ack-eliciting packet when fewer than ack_ratio arrive (null = implementation default, or set as ack_delay_rtt_fraction)."),
+        Column("ack_delay_rtt_fraction", F, "Configured ACK delay as a fraction of the receiver's smoothed RTT (e.g. 0.25 = RTT/4; null = not set so)."),
+        Column("ack_reordering", S, "Configured reaction of the receiver to reordering (ackfreq22 §5.6): 'D' (an ACK at once, RFC 9000), 'NR' (none), '3A' (AR 1 for the next 3 packets); null = implementation default."),
         Column("path_profile", S, "Named path profile (data/reference/path_profiles.csv) or null."),
         Column("repetition", I, "Repetition index of this configuration."),
         Column("status", S, "'ok' when the transfer completed and the bytes matched, else 'failed'."),
@@ -213,6 +215,8 @@ FRAMES = Table(
         Column("ack_eliciting_threshold", I, "ACK_FREQUENCY frames: Ack-Eliciting Threshold (ack-eliciting packets the peer may receive without acknowledging; 1 = ACK every other one)."),
         Column("request_max_ack_delay_ms", F, "ACK_FREQUENCY frames: Request Max Ack Delay, in ms (the frame carries µs)."),
         Column("reordering_threshold", I, "ACK_FREQUENCY frames: Reordering Threshold (0 = no immediate ACK on reordering). IMMEDIATE_ACK has no fields: frame_type 'immediate_ack'."),
+        Column("ack_reason", S, "ACK frames a receiver sent, where its qlog says why (quicack's ACK-policy receiver, event quicack:ack_sent): 'packet_threshold' (ack_ratio packets arrived), 'delay_timer' (the ACK delay expired first), 'reordering' (an out-of-order packet, policy D or 3A) or 'other' (Initial/Handshake ACKs; an ACK the implementation scheduled itself). Null elsewhere."),
+        Column("ack_eliciting_since_previous_ack", I, "ACK frames with ack_reason: ack-eliciting packets of that packet number space the receiver counted since its previous ACK (what its ACK ratio counts; null for Initial/Handshake ACKs)."),
     ),
 )
 

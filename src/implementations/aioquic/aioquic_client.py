@@ -6,6 +6,10 @@ connection, named <ODCID>.qlog, written when the connection ends).
 Same command line as the other quicack clients:
 
     aioquic_client.py --alpn h3|hq --keylog FILE --qlog-dir DIR --download-dir DIR URL
+
+With any of --ack-ratio, --ack-delay-ms / --ack-delay-rtt-fraction, --reordering the client acknowledges by that
+policy (quicack.testbed.ack_policy_receiver: a QuicConnection subclass that logs why it sent each ACK); without
+them it is aioquic as released.
 """
 
 from __future__ import annotations
@@ -93,6 +97,40 @@ class DownloadProtocol(QuicConnectionProtocol):
             self._finished.set_result(bytes(self._body))
 
 
+def ack_policy_from_args(args: argparse.Namespace):  # -> AckPolicy | None
+    """The receiver's ACK policy from the command line, or None (aioquic's own ACK schedule)."""
+    if args.ack_ratio is None and args.ack_delay_ms is None and args.ack_delay_rtt_fraction is None \
+            and args.reordering is None:
+        return None
+    # Imported only here: the default client needs nothing but aioquic.
+    from quicack.testbed.ack_policy_receiver import AckPolicy
+
+    defaults = AckPolicy()
+    return AckPolicy(
+        ack_ratio=defaults.ack_ratio if args.ack_ratio is None else args.ack_ratio,
+        ack_delay_ms=(defaults.ack_delay_ms if args.ack_delay_ms is None and args.ack_delay_rtt_fraction is None
+                      else args.ack_delay_ms),
+        ack_delay_rtt_fraction=args.ack_delay_rtt_fraction,
+        reordering=defaults.reordering if args.reordering is None else args.reordering,
+    )
+
+
+def protocol_factory(ack_policy):  # noqa: ANN001, ANN201 - AckPolicy is imported lazily
+    """create_protocol for aioquic's connect(): DownloadProtocol, over an AckPolicyConnection when a policy is
+    given. connect() builds a plain QuicConnection and uses it only through the protocol, so the protocol may
+    carry another one, built from the same configuration, before anything is sent."""
+    if ack_policy is None:
+        return DownloadProtocol
+    from quicack.testbed.ack_policy_receiver import AckPolicyConnection
+
+    def create(connection, **kwargs) -> DownloadProtocol:  # noqa: ANN001
+        return DownloadProtocol(
+            AckPolicyConnection(configuration=connection.configuration, ack_policy=ack_policy), **kwargs
+        )
+
+    return create
+
+
 async def download(args: argparse.Namespace) -> None:
     url = urlsplit(args.url)
     if url.scheme != "https" or not url.hostname:
@@ -118,7 +156,7 @@ async def download(args: argparse.Namespace) -> None:
             url.hostname,
             url.port or 443,
             configuration=configuration,
-            create_protocol=DownloadProtocol,
+            create_protocol=protocol_factory(ack_policy_from_args(args)),
             # Only the given URL: no session tickets, no 0-RTT, no other addresses.
             wait_connected=True,
         ) as client:
@@ -142,6 +180,13 @@ def main() -> int:
     parser.add_argument("--download-dir", default=".")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds")
     parser.add_argument("--version", action="store_true", help="print the aioquic version and exit")
+    policy = parser.add_argument_group("ACK policy (default: aioquic's own, an ACK 1 ms after the first packet)")
+    policy.add_argument("--ack-ratio", type=int, metavar="N", help="an ACK after N ack-eliciting packets (default 2)")
+    delay = policy.add_mutually_exclusive_group()
+    delay.add_argument("--ack-delay-ms", type=float, metavar="D", help="else an ACK D ms after the first (default 25)")
+    delay.add_argument("--ack-delay-rtt-fraction", type=float, metavar="F", help="ACK delay = F x smoothed RTT")
+    policy.add_argument("--reordering", choices=["D", "NR", "3A"],
+                        help="D: ACK at once on reordering (default); NR: no reaction; 3A: AR 1 for 3 packets")
     args = parser.parse_args()
     if args.version:
         print(aioquic.__version__)

@@ -13,7 +13,14 @@ Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rul
 these rules from here, so that the analysis never depends on the recorder.
 """
 
-from quicack.layout.naming import RunLocation, file_size_bytes, parse_imc24_folder_name, parse_run_folder, testcase_name
+from quicack.layout.naming import (
+    RunLocation,
+    ack_policy_label,
+    file_size_bytes,
+    parse_imc24_folder_name,
+    parse_run_folder,
+    testcase_name,
+)
 from quicack.layout.runs import (
     RUN_JSON,
     RunFolder,
@@ -30,6 +37,7 @@ from quicack.layout.scan import MeasurementFolder, MeasurementTime, find_measure
 from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_point, endpoint_from_path
 
 __all__ = [
+    "ack_policy_label",
     "CLIENT",
     "RUN_JSON",
     "MeasurementFolder",

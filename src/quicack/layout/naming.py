@@ -21,7 +21,8 @@ from typing import Any
 from quicack.layout.runs import RUN_JSON
 
 _TESTCASE_RE = re.compile(
-    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-rtt(?P<rtt>[0-9.]+)ms-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)$"
+    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-rtt(?P<rtt>[0-9.]+)ms-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)"
+    r"(?:-ar(?P<ack_ratio>[0-9]+)-d(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)-(?P<reordering>D|NR|3A))?$"
 )
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
 _SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
@@ -41,8 +42,21 @@ class RunLocation:
         return Path(f"{self.server}_{self.client}") / self.testcase / str(self.repetition)
 
 
-def testcase_name(scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str) -> str:
-    return f"{scenario}-{mode}-rtt{rtt_ms:g}ms-{file_name}-{app_protocol}"
+def testcase_name(
+    scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str, ack_policy: str | None = None
+) -> str:
+    """``<scenario>-<mode>-rtt<RTT>ms-<file>-<app>``, and ``-<ack_policy_label>`` when the receiver's ACK policy
+    was set."""
+    name = f"{scenario}-{mode}-rtt{rtt_ms:g}ms-{file_name}-{app_protocol}"
+    return f"{name}-{ack_policy}" if ack_policy else name
+
+
+def ack_policy_label(ack_ratio: int, ack_delay_ms: float | None, ack_delay_rtt_fraction: float | None,
+                     reordering: str) -> str:
+    """A receiver ACK policy in a folder name: ``ar10-d25ms-D`` (AR 10, 25 ms, reordering policy D) or
+    ``ar10-d0.25rtt-3A`` (ACK delay a quarter of the smoothed RTT)."""
+    delay = f"{ack_delay_ms:g}ms" if ack_delay_ms is not None else f"{ack_delay_rtt_fraction:g}rtt"
+    return f"ar{ack_ratio}-d{delay}-{reordering}"
 
 
 def file_size_bytes(text: str) -> int | None:
@@ -122,6 +136,19 @@ def _parse_testcase(name: str) -> dict[str, Any]:
         "file_size": m.group("file"),
         "file_bytes": file_size_bytes(m.group("file")),
         "app_protocol": m.group("app"),
+    } | _parse_ack_policy(m)
+
+
+def _parse_ack_policy(m: re.Match[str]) -> dict[str, Any]:
+    if m.group("ack_ratio") is None:
+        return {}
+    delay = float(m.group("ack_delay"))
+    in_ms = m.group("ack_delay_unit") == "ms"
+    return {
+        "ack_ratio": int(m.group("ack_ratio")),
+        "ack_delay_ms": delay if in_ms else None,
+        "ack_delay_rtt_fraction": None if in_ms else delay,
+        "ack_reordering": m.group("reordering"),
     }
 
 

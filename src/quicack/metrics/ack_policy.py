@@ -21,8 +21,10 @@ PACKET_KEY = ["run_id", "vantage", "event", "pn_space", "packet_number"]
 
 def receiver_acks(packets: pl.DataFrame, frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
     """One row per application-data packet carrying an ACK that ``vantage`` sent (qlog): ``time_ms``,
-    ``ack_only``, ``ack_wire_bytes`` (ACK-only packets: packet + IPv4/UDP header; else null) and
-    ``packets_acknowledged`` — ack-eliciting application-data packets received since the previous such ACK."""
+    ``ack_only``, ``ack_wire_bytes`` (ACK-only packets: packet + IPv4/UDP header; else null),
+    ``packets_acknowledged`` — ack-eliciting application-data packets received since the previous such ACK — and
+    ``wait_since_first_unacknowledged_ms``: from the first of those packets to this ACK (what an ACK delay timer
+    measures; null when the ACK acknowledged no new packet)."""
     own = (pl.col("source") == "qlog") & (pl.col("vantage") == vantage) & (pl.col("pn_space") == "appdata")
     sent_frames = frames.filter(own & (pl.col("event") == "sent") & pl.col("packet_number").is_not_null())
     ack_packets = sent_frames.group_by(PACKET_KEY).agg(
@@ -51,16 +53,27 @@ def receiver_acks(packets: pl.DataFrame, frames: pl.DataFrame, vantage: str = "c
         pl.lit(1).alias("received"),
         pl.lit(0).alias("order"),
     )
-    timeline = pl.concat([sent, received]).sort("run_id", "time_ms", "order")
+    timeline = pl.concat([sent, received]).sort("run_id", "time_ms", "order").with_columns(
+        pl.col("received").cum_sum().over("run_id").alias("received_so_far")
+    )
+    # The n-th ack-eliciting packet received, by n: the first one an ACK covers is the one after the previous ACK's.
+    arrivals = timeline.filter(pl.col("order") == 0).select(
+        "run_id", pl.col("received_so_far").alias("first_unacknowledged"), pl.col("time_ms").alias("first_arrival_ms")
+    )
+    previous = pl.col("received_so_far").shift(1, fill_value=0).over("run_id")
     return (
-        timeline.with_columns(pl.col("received").cum_sum().over("run_id").alias("received_so_far"))
-        .filter(pl.col("order") == 1)
+        timeline.filter(pl.col("order") == 1)
+        .with_columns((pl.col("received_so_far") - previous).alias("packets_acknowledged"),
+                      (previous + 1).alias("first_unacknowledged"))  # fmt: skip
+        .join(arrivals, on=["run_id", "first_unacknowledged"], how="left")
         .with_columns(
-            (pl.col("received_so_far") - pl.col("received_so_far").shift(1, fill_value=0).over("run_id")).alias(
-                "packets_acknowledged"
-            )
+            pl.when(pl.col("packets_acknowledged") > 0)
+            .then(pl.col("time_ms") - pl.col("first_arrival_ms"))
+            .alias("wait_since_first_unacknowledged_ms")
         )
-        .select("run_id", "time_ms", "packet_number", "ack_only", "ack_wire_bytes", "packets_acknowledged")
+        .sort("run_id", "time_ms")
+        .select("run_id", "time_ms", "packet_number", "ack_only", "ack_wire_bytes", "packets_acknowledged",
+                "wait_since_first_unacknowledged_ms")  # fmt: skip
     )
 
 
@@ -77,4 +90,58 @@ def ack_policy_per_run(packets: pl.DataFrame, frames: pl.DataFrame, vantage: str
         pl.col("packets_acknowledged").filter(acknowledging).quantile(0.9, "higher").alias("ack_ratio_p90"),
         pl.col("ack_wire_bytes").median().alias("ack_bytes_median"),
         pl.col("ack_wire_bytes").count().alias("ack_only_packets"),
+    )
+
+
+def ack_reasons(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
+    """The application-data ACKs ``vantage`` sent whose qlog says why (frames.ack_reason, logged by quicack's
+    ACK-policy receiver): one row per ACK with ``time_ms``, ``packet_number``, ``ack_reason``,
+    ``ack_eliciting_since_previous_ack`` (the receiver's own count) and ``ack_delay_ms`` (the ACK Delay field)."""
+    return frames.filter(
+        (pl.col("source") == "qlog") & (pl.col("vantage") == vantage) & (pl.col("event") == "sent")
+        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES) & pl.col("ack_reason").is_not_null()
+    ).select("run_id", "time_ms", "packet_number", "ack_reason", "ack_eliciting_since_previous_ack", "ack_delay_ms")  # fmt: skip
+
+
+def ack_reason_counts(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
+    """Per run and reason: ACKs sent (``acks``) and the median ack-eliciting packets each covered — ackfreq22
+    Table 5 is the ``delay_timer`` share of a run's ACKs."""
+    return (
+        ack_reasons(frames, vantage)
+        .group_by("run_id", "ack_reason")
+        .agg(pl.len().alias("acks"), pl.col("ack_eliciting_since_previous_ack").median().alias("packets_per_ack_median"))
+        .with_columns((pl.col("acks") / pl.col("acks").sum().over("run_id")).alias("share"))
+        .sort("run_id", "ack_reason")
+    )
+
+
+def captured_acks(frames: pl.DataFrame, vantage: str = "sim_left", direction: str = "c2s") -> pl.DataFrame:
+    """The application-data ACK frames a capture saw in ``direction`` (default: the client's ACKs at the client side
+    of the emulated link), one row each in capture order, with ``largest_acked_advance``: how far its largest
+    acknowledged packet number moved beyond every earlier ACK's — on the wire, without the receiver's log, the
+    packets an ACK newly acknowledged (exactly so while nothing is lost; a lost packet inside the advance counts
+    as well, and an ACK that only fills a gap advances 0). Needs only the ACK packets decrypted: a capture cut to
+    a short snap length still decrypts ACK-only packets."""
+    acks = frames.filter(
+        (pl.col("source") == "pcap") & (pl.col("vantage") == vantage) & (pl.col("direction") == direction)
+        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES)
+    ).sort("run_id", "time_ms", "packet_number")  # fmt: skip
+    highest_before = pl.col("largest_acked").cum_max().shift(1).over("run_id")
+    return acks.select(
+        "run_id", "time_ms", "packet_number", "largest_acked", "ack_delay_ms",
+        pl.when(highest_before.is_null()).then(None)
+        .otherwise((pl.col("largest_acked") - highest_before).clip(lower_bound=0))
+        .alias("largest_acked_advance"),
+    )  # fmt: skip
+
+
+def captured_ack_ratio_per_run(frames: pl.DataFrame, vantage: str = "sim_left", direction: str = "c2s") -> pl.DataFrame:
+    """Per run, from a capture: ACKs seen and the median / p10 / p90 of ``largest_acked_advance`` over the ACKs that
+    advanced (the ACK ratio on the wire; see ``captured_acks``)."""
+    advancing = pl.col("largest_acked_advance") > 0
+    return captured_acks(frames, vantage, direction).group_by("run_id").agg(
+        pl.len().alias("acks_captured"),
+        pl.col("largest_acked_advance").filter(advancing).median().alias("ack_ratio_median"),
+        pl.col("largest_acked_advance").filter(advancing).quantile(0.1, "lower").alias("ack_ratio_p10"),
+        pl.col("largest_acked_advance").filter(advancing).quantile(0.9, "higher").alias("ack_ratio_p90"),
     )

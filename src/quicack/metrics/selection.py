@@ -117,4 +117,6 @@ def default_ack_policy_runs(runs: pl.DataFrame) -> pl.DataFrame:
         (pl.col("file_bytes") >= ACK_POLICY_MIN_FILE_BYTES)
         & pl.col("ack_ratio").is_null()
         & pl.col("ack_delay_ms").is_null()
+        & pl.col("ack_delay_rtt_fraction").is_null()
+        & pl.col("ack_reordering").is_null()
     )

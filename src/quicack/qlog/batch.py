@@ -24,7 +24,7 @@ FRAME_DTYPES = {
     "event": pl.Utf8, "t": pl.Float64, "pn_space": pl.Utf8, "packet_number": pl.Int64, "frame_index": pl.Int64,
     "frame_type": pl.Utf8, "frame_bytes": pl.Int64, "ack_delay_ms": pl.Float64, "largest_acked": pl.Int64,
     "first_ack_range": pl.Int64, "ack_ranges": pl.Utf8, "stream_id": pl.Int64, "offset": pl.Int64,
-    "length": pl.Int64, "fin": pl.Boolean,
+    "length": pl.Int64, "fin": pl.Boolean, "ack_reason": pl.Utf8, "ack_eliciting_since_previous_ack": pl.Int64,
 }
 METRIC_DTYPES = {
     "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,

@@ -33,7 +33,13 @@ PACKET_RECEIVED = 2
 METRICS = 3
 PARAMETERS = 4
 DATAGRAM_RX = 5
+ACK_SENT = 6
 OTHER = 0
+
+# quicack's own event (quicack.testbed.ack_policy_receiver): why the receiver sent an ACK, logged beside the
+# packet_sent that carries it. Matched by its full name: the category is ours.
+ACK_SENT_EVENT = "quicack:ack_sent"
+_QLOG_PN_SPACE = {"initial": "initial", "handshake": "handshake", "application_data": "appdata"}
 
 _KIND_BY_EVENT = {
     "packet_sent": PACKET_SENT,
@@ -54,7 +60,7 @@ def event_kind(name: str, cache: dict[str, int]) -> int:
     kind = cache.get(name)
     if kind is None:
         short = name.rsplit(":", 1)[-1].lower()
-        kind = _KIND_BY_EVENT.get(short, OTHER)
+        kind = ACK_SENT if name.lower() == ACK_SENT_EVENT else _KIND_BY_EVENT.get(short, OTHER)
         cache[name] = kind
     return kind
 
@@ -172,12 +178,13 @@ PACKET_COLUMNS = ("event", "t", "packet_type", "pn_space", "packet_number", "pac
                   "ack_eliciting", "frames_logged")
 FRAME_COLUMNS = ("event", "t", "pn_space", "packet_number", "frame_index", "frame_type", "frame_bytes",
                  "ack_delay_ms", "largest_acked", "first_ack_range", "ack_ranges", "stream_id", "offset", "length",
-                 "fin")
+                 "fin", "ack_reason", "ack_eliciting_since_previous_ack")
 METRIC_COLUMNS = ("t", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms", "min_rtt_ms", "pto_count",
                   "cwnd_bytes", "bytes_in_flight")
 
 
 _EMPTY: dict[str, Any] = {}
+_NO_REASON = (None, None)
 # Default of dict.get that tells an absent key from a null value with one lookup instead of two (the fallback
 # key is only read when the first is absent, as with get(a, get(b)), which always evaluates get(b)).
 _ABSENT: Any = object()
@@ -218,6 +225,9 @@ class TraceConnection:
     packets: list[Any] = field(default_factory=list)  # flat rows of PACKET_COLUMNS
     frames: list[Any] = field(default_factory=list)  # flat rows of FRAME_COLUMNS
     metrics: list[Any] = field(default_factory=list)  # flat rows of METRIC_COLUMNS
+    # quicack:ack_sent events waiting for the packet_sent that carries their ACK: (pn_space, packet number) ->
+    # (reason, ack-eliciting packets since the previous ACK)
+    ack_reasons: dict[tuple[str | None, int | None], tuple[Any, Any]] = field(default_factory=dict)
     on: tuple[Callable[[float, dict[str, Any]], None] | None, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -238,11 +248,19 @@ class TraceConnection:
         fewer (the tuple holds bound methods, hence a reference cycle, collected with the connection).
         """
         by_kind = {PACKET_SENT: partial(self.on_packet, True), PACKET_RECEIVED: partial(self.on_packet, False),
-                   METRICS: self.on_metrics, PARAMETERS: self.on_parameters, DATAGRAM_RX: self.on_datagram_received}
+                   METRICS: self.on_metrics, PARAMETERS: self.on_parameters, DATAGRAM_RX: self.on_datagram_received,
+                   ACK_SENT: self.on_ack_sent}
         return tuple(by_kind.get(k) for k in range(max(by_kind) + 1))
 
     def on_datagram_received(self, t: float, data: dict[str, Any]) -> None:
         self.last_datagram_rx_t = t
+
+    def on_ack_sent(self, t: float, data: dict[str, Any]) -> None:
+        """quicack:ack_sent: kept until the packet_sent carrying the ACK, whose ACK frame row gets the reason."""
+        space = _QLOG_PN_SPACE.get(data.get("packet_number_space"))
+        reason = data.get("reason")
+        self.ack_reasons[(space, _int(data.get("packet_number")))] = (
+            reason if reason.__class__ is str else None, _int(data.get("acked_packets")))
 
     def on_packet(self, sent: bool, t: float, data: dict[str, Any]) -> None:
         """One packet_sent / packet_received event: a packets row and a frames row per logged frame."""
@@ -317,13 +335,13 @@ class TraceConnection:
                     if offset.__class__ is not int and offset is not None:
                         offset = _int(offset)
                     add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, offset, length,
-                            True if fr.get("fin") else False))
+                            True if fr.get("fin") else False, None, None))
                 elif name == "crypto":
                     add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, None,
-                            _int(fr.get("offset")), length, None))
+                            _int(fr.get("offset")), length, None, None, None))
                 else:
                     add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, None, None, length,
-                            None))
+                            None, None, None))
             elif name == "ack":
                 rs = normalize_ranges(fr.get("acked_ranges"))
                 if rs:
@@ -331,8 +349,9 @@ class TraceConnection:
                     la, far, ranges = top[1], top[1] - top[0], _dumps(rs)
                 else:
                     la = far = ranges = None
+                why = self.ack_reasons.pop((space, pn), _NO_REASON) if sent and self.ack_reasons else _NO_REASON
                 add_row((event, t, space, pn, i, name, nbytes, self._ack_delay_ms(fr.get("ack_delay"), sent),
-                        la, far, ranges, None, None, None, None))
+                        la, far, ranges, None, None, None, None, *why))
             else:
                 if name not in _NOT_ELICITING:
                     eliciting = True
@@ -345,7 +364,8 @@ class TraceConnection:
                         self.handshake_confirmed_t = t
                 elif "stream_id" in fr:
                     sid = _int(fr.get("stream_id"))
-                add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None))
+                add_row((event, t, space, pn, i, name, nbytes, None, None, None, None, sid, None, None, None, None,
+                         None))
         self.packets.extend((event, t, ptype, space, pn, size, _AEAD_TAG.get(ptype), eliciting, True))
 
     def _ack_delay_ms(self, value: Any, sent: bool) -> float | None:

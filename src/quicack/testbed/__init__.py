@@ -9,6 +9,8 @@ Modules, in the order a run uses them:
 * ``iack_wfc_server`` — our aioquic server with instant ACK (IACK) and wait-for-certificate (WFC); ``certs``, ``files``
 * ``server_programs`` — command lines of every server implementation (ours and unmodified quic-go, quinn, ngtcp2)
 * ``clients`` — command lines of the client implementations
+* ``ack_policy_receiver`` — the aioquic client's receiver with a set ACK policy (ACK ratio, delay, D / NR / 3A),
+  logging why it sent each ACK (qlog ``quicack:ack_sent``)
 * ``run`` — one run / one run group / the CLI; ``calibrate`` — drop lists from a no-loss baseline
 * ``procs``, ``summarize`` — small helpers (captures are read with ``quicack.pcap``)
 """

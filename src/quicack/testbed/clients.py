@@ -19,6 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from quicack.testbed.ack_policy_receiver import AckPolicy
+
 H3 = "h3"
 HQ = "hq"  # ALPN "hq-interop"
 
@@ -60,6 +62,7 @@ class ClientRequest:
     keylog_path: Path
     qlog_dir: Path
     timeout_s: float = 30.0
+    ack_policy: AckPolicy | None = None  # the receiver's ACK policy (aioquic only); None = the client's default
 
 
 def implementations_dir() -> Path:
@@ -76,6 +79,20 @@ def supported_protocols(impl: str) -> frozenset[str]:
         return _PROTOCOLS[impl]
     except KeyError:
         raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(KNOWN_IMPLS)}") from None
+
+
+def can_set_ack_policy(impl: str) -> bool:
+    """Whether the testbed can set this client's ACK ratio, ACK delay and reordering policy: only aioquic's,
+    through a QuicConnection subclass (quicack.testbed.ack_policy_receiver)."""
+    supported_protocols(impl)
+    return impl == "aioquic"
+
+
+def ack_policy_options(policy: AckPolicy) -> list[str]:
+    """The aioquic client's command-line options for ``policy``."""
+    delay = (["--ack-delay-ms", f"{policy.ack_delay_ms:g}"] if policy.ack_delay_ms is not None
+             else ["--ack-delay-rtt-fraction", f"{policy.ack_delay_rtt_fraction:g}"])
+    return ["--ack-ratio", str(policy.ack_ratio), *delay, "--reordering", policy.reordering]
 
 
 def exit_status_is_reliable(impl: str) -> bool:
@@ -122,6 +139,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         raise ValueError(f"expected https://<host>:<port>/<file>, got {req.url!r}")
     if not url.path.rstrip("/"):
         raise ValueError(f"URL has no file path: {req.url!r}")
+    if req.ack_policy is not None and not can_set_ack_policy(req.impl):
+        raise ValueError(f"the {req.impl} client's ACK policy cannot be set (only aioquic's)")
     executable = client_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
@@ -139,6 +158,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         "--download-dir", str(req.download_dir),
     ]  # fmt: skip
     if req.impl == "aioquic":
+        if req.ack_policy is not None:
+            options += ack_policy_options(req.ack_policy)
         return [sys.executable, str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
     if req.impl in ("quinn", "quiche"):
         return [str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}

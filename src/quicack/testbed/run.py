@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -75,7 +75,8 @@ def _tail(path: Path, n: int = 600) -> str:
 def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path | None = None) -> RunResult:
     """One connection of `group`; writes the raw layout and run.json under `raw_root` (or `run_dir`)."""
     netns.require_root()
-    testcase = testcase_name(group.scenario, group.mode, group.rtt_ms, group.file_name, group.app_protocol)
+    testcase = testcase_name(group.scenario, group.mode, group.rtt_ms, group.file_name, group.app_protocol,
+                             group.ack_policy_label)  # fmt: skip
     loc = RunLocation(group.server, group.client, testcase, repetition)
     if run_dir is None:
         run_dir = raw_root / loc.relative()
@@ -137,6 +138,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             keylog_path=keylog_path(run_dir, CLIENT),
             qlog_dir=qlog_folder(run_dir, CLIENT),
             timeout_s=group.timeout_s,
+            ack_policy=group.receiver_ack_policy,
         )
         argv, env = client_command(req)
         timing.mark("client_start")
@@ -237,6 +239,7 @@ def _run_json(
     raw_path = loc.relative().as_posix()
     versions = _versions()
     t = timing.marks
+    policy = group.receiver_ack_policy
     return {
         "run_id": f"{group.dataset}/{raw_path}",
         "dataset": group.dataset,
@@ -258,8 +261,12 @@ def _run_json(
         "file_bytes": FILE_SIZES[group.file_name],
         "file_sha256": served.sha256,
         "app_protocol": group.app_protocol,
-        "ack_ratio": None,
-        "ack_delay_ms": None,
+        "ack_ratio": policy.ack_ratio if policy else None,
+        "ack_delay_ms": policy.ack_delay_ms if policy else None,
+        "ack_delay_rtt_fraction": policy.ack_delay_rtt_fraction if policy else None,
+        "ack_reordering": policy.reordering if policy else None,
+        "receiver_ack_policy": asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms}
+        if policy else None,
         "path_profile": group.path_profile,
         "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
         "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},
@@ -297,8 +304,8 @@ def _run_json(
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
-    return RunGroup(**{**asdict(group), "scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
-                       "drop_to_client": (), "drop_to_server": (), "extra": {}, **changes})  # fmt: skip
+    return replace(group, **{"scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
+                             "drop_to_client": (), "drop_to_server": (), "extra": {}, **changes})  # fmt: skip
 
 
 def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, Any]:

@@ -7,7 +7,9 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.testbed.clients import H3, HQ
+from quicack.layout import ack_policy_label
+from quicack.testbed.ack_policy_receiver import AckPolicy
+from quicack.testbed.clients import H3, HQ, can_set_ack_policy
 from quicack.testbed.clients import supported_protocols as client_protocols
 from quicack.testbed.server_programs import has_handshake_modes
 from quicack.testbed.server_programs import supported_protocols as server_protocols
@@ -49,6 +51,16 @@ SCENARIOS: dict[str, Scenario] = {
             description="QIR's handshake test case: no loss, small certificate, 10 KB (imc24 Table 3, any server)",
         ),
         Scenario(
+            "ack_ratio", "small", 0.0, file_name="1MB",
+            description="1 MB download for the ACK-ratio study (ackfreq22 §5.4–5.6) without added loss: set the "
+            "client's receiver_ack_policy and the path",
+        ),
+        Scenario(
+            "ack_ratio_loss", "small", 0.0, file_name="1MB",
+            description="the same with random loss (set loss_up / loss_down; ackfreq22 §5.6: 1 % both ways); a "
+            "scenario of its own so that its runs do not share folders with the loss-free ones",
+        ),
+        Scenario(
             "default_pto", "small", 1500.0,
             description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
             "arrives, on its default PTO (imc24 Table 4)",
@@ -87,12 +99,21 @@ class RunGroup:
     drop_to_server: tuple[int, ...] = ()
     captures: bool = True  # tcpdump on both router interfaces (off: qlogs only)
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
+    receiver_ack_policy: AckPolicy | None = None  # the client's ACK policy (None: its implementation's default)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def key(self) -> str:
         """Stable name of the group (used for Snakemake targets and the group marker file)."""
-        return f"{self.server}_{self.client}/{self.scenario}-{self.mode}-rtt{self.rtt_ms:g}ms-{self.file_name}-{self.app_protocol}"
+        key = f"{self.server}_{self.client}/{self.scenario}-{self.mode}-rtt{self.rtt_ms:g}ms-{self.file_name}-{self.app_protocol}"
+        label = self.ack_policy_label
+        return f"{key}-{label}" if label else key
+
+    @property
+    def ack_policy_label(self) -> str | None:
+        """The receiver's ACK policy as the run folders name it (``ar10-d25ms-D``), or None for the default."""
+        p = self.receiver_ack_policy
+        return None if p is None else ack_policy_label(p.ack_ratio, p.ack_delay_ms, p.ack_delay_rtt_fraction, p.reordering)
 
 
 def _as_list(v: Any) -> list[Any]:
@@ -104,6 +125,29 @@ def block_servers(cfg: dict[str, Any]) -> list[str]:
     if cfg.get("servers"):
         return _as_list(cfg["servers"])
     return [cfg.get("server") or "aioquic"]
+
+
+def _ack_policies(cfg: dict[str, Any]) -> list[AckPolicy | None]:
+    """``receiver_ack_policy`` of a block: absent or null = the client's default; an object = one policy; a list
+    = one group per policy. An object gives ``ack_ratio`` and at most one of ``ack_delay_ms`` (default 25) and
+    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D)."""
+    wanted = cfg.get("receiver_ack_policy")
+    if wanted is None:
+        return [None]
+    policies: list[AckPolicy | None] = []
+    for spec in _as_list(wanted):
+        if spec is None:
+            policies.append(None)
+            continue
+        fraction = spec.get("ack_delay_rtt_fraction")
+        delay = spec.get("ack_delay_ms", AckPolicy.ack_delay_ms if fraction is None else None)
+        policies.append(AckPolicy(
+            ack_ratio=int(spec["ack_ratio"]),
+            ack_delay_ms=None if delay is None else float(delay),
+            ack_delay_rtt_fraction=None if fraction is None else float(fraction),
+            reordering=str(spec.get("reordering", AckPolicy.reordering)),
+        ))  # fmt: skip
+    return policies
 
 
 def _app_protocol(wanted: str, client: str, server: str) -> str | None:
@@ -119,10 +163,12 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
     if "server" in block and "servers" not in block:
         cfg.pop("servers", None)  # a block's own `server` overrides the top-level list
     out = []
-    for server, client, mode, scen_name, rtt in itertools.product(
+    for server, client, mode, scen_name, rtt, ack_policy in itertools.product(
         block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
-        _as_list(cfg["rtts_ms"]),
+        _as_list(cfg["rtts_ms"]), _ack_policies(cfg),
     ):  # fmt: skip
+        if ack_policy is not None and not can_set_ack_policy(client):
+            raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's)")
         scen = SCENARIOS[scen_name]
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:
@@ -160,6 +206,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 path_profile=cfg.get("path_profile"),
                 loss_c2s=float(cfg.get("loss_up", 0.0)),
                 loss_s2c=float(cfg.get("loss_down", 0.0)),
+                receiver_ack_policy=ack_policy,
             )
         )
     return out
@@ -189,6 +236,8 @@ def group_from_json(text: str) -> RunGroup:
     d = json.loads(text)
     for k in ("drop_to_client", "drop_to_server"):
         d[k] = tuple(d.get(k) or ())
+    if d.get("receiver_ack_policy") is not None:
+        d["receiver_ack_policy"] = AckPolicy(**d["receiver_ack_policy"])
     return RunGroup(**d)
 
 
