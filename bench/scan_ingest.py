@@ -40,17 +40,17 @@ def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
     return hours * 3600 + minutes * 60 + seconds, rss_kb / 1024
 
 
-def plain_capture(folder: Path, work: Path) -> Path:
-    """The measurement's capture, decompressed (editcap and tshark read it; so does quicack, compressed or not)."""
-    for name in ("capture.pcap", "capture.pcap.zst"):
-        path = folder / name
-        if path.is_file():
-            if name.endswith(".zst"):
-                out = work / "capture.pcap"
-                subprocess.run(["zstd", "-d", "-q", "-f", str(path), "-o", str(out)], check=True)
-                return out
-            return path
-    raise SystemExit(f"{folder}: no capture.pcap[.zst]")
+def plain_file(folder: Path, name: str, work: Path) -> Path | None:
+    """``name`` or ``name.zst`` of a measurement folder as a plain file (editcap and tshark read no zstd; quicack
+    reads both), or None."""
+    for candidate in (folder / name, folder / f"{name}.zst"):
+        if candidate.is_file():
+            if candidate.suffix != ".zst":
+                return candidate
+            out = work / name
+            subprocess.run(["zstd", "-d", "-q", "-f", str(candidate), "-o", str(out)], check=True)
+            return out
+    return None
 
 
 def packet_count(capture: Path) -> int:
@@ -69,18 +69,6 @@ def measurement_prefix(folder: Path, capture: Path, packets: int, work: Path) ->
     return cut
 
 
-def keylog_of(folder: Path, work: Path) -> Path | None:
-    for name in ("key.log", "key.log.zst"):
-        path = folder / name
-        if path.is_file():
-            if name.endswith(".zst"):
-                out = work / "key.log"
-                subprocess.run(["zstd", "-d", "-q", "-f", str(path), "-o", str(out)], check=True)
-                return out
-            return path
-    return None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("measurement", type=Path, help="one measurement folder (<vp>/data/<timestamp>/)")
@@ -92,9 +80,11 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="quicack-scan-bench-") as tmp:
         work = Path(tmp)
-        capture = plain_capture(args.measurement, work)
+        capture = plain_file(args.measurement, "capture.pcap", work)
+        if capture is None:
+            raise SystemExit(f"{args.measurement}: no capture.pcap[.zst]")
         total = packet_count(capture)
-        keylog = keylog_of(args.measurement, work)
+        keylog = plain_file(args.measurement, "key.log", work)
         for fraction in args.fractions:
             packets = max(1, int(total * fraction))
             folder = measurement_prefix(args.measurement, capture, packets, work)

@@ -8,7 +8,6 @@ agreement is not decided (``agrees`` null) and the explanation says so; on a rea
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import partial
 
@@ -35,10 +34,6 @@ def _row(frame: pl.DataFrame, column: str, value: str) -> dict | None:
 
 def _first_label(name: str) -> str:
     return name.split(".")[0].lower()
-
-
-def _place(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
 
 
 def tab01_share(tables: Tables, cdn: str) -> Measured:
@@ -116,7 +111,7 @@ def iack_without_server_hello(tables: Tables, label: str) -> Measured:
 
 def series_iack_to_sh(tables: Tables, place: str) -> Measured:
     per = metric.series_iack_to_sh(tables["scan_connections"]).filter(
-        pl.col("vantage_point").map_elements(_place, pl.Utf8) == _place(place)
+        pl.col("vantage_point").map_elements(metric.place_key, pl.Utf8) == metric.place_key(place)
     )
     if per.is_empty():
         return Measured.unmeasured(f"no vantage point {place} in the series")
@@ -165,7 +160,7 @@ def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) 
     ).sort("share", "vantage_point", descending=[True, False])
     text = ", ".join(f"{vp} {share:.1f} %" for vp, share in by_vp.select("vantage_point", "share").iter_rows())
     top = by_vp["vantage_point"][0]
-    return Measured(None, None, f"{top} ({text})", int(by_vp["connections"].sum()), matches=_place(top) == _place(expected_place))
+    return Measured(None, None, f"{top} ({text})", int(by_vp["connections"].sum()), matches=metric.place_key(top) == metric.place_key(expected_place))
 
 
 CLAIMS: dict[str, ClaimFunction] = {

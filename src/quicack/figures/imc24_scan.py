@@ -4,8 +4,6 @@ emulated scan (``scan_truth`` not empty) each artefact also shows what the emula
 
 from __future__ import annotations
 
-import re
-
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,11 +21,6 @@ CDN_ORDER = ("Akamai", "Amazon", "Cloudflare", "Fastly", "Google", "Meta", "Micr
 CDF_FLOOR_MS = 1e-3
 LINE_COLORS = {"ACK": "tab:orange", "SH": "#f5b36b", "ACK,SH": "tab:blue"}
 NO_SCAN = "no scan (config scan_dir)"
-
-
-def _place(name: str) -> str:
-    """A vantage point's name reduced to letters ('Sao Paulo', 'sao-paulo' and 'saopaulo' are one place)."""
-    return re.sub(r"[^a-z]", "", name.lower())
 
 
 def _cdns(frame: pl.DataFrame) -> list[str]:
@@ -93,8 +86,8 @@ def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_poi
     top = metric.toplist(scan)
     if top.is_empty():
         return Rendered(None, missing=_missing(scan, "no top-list measurement (every measurement sends all targets to one address)"))
-    places = {_place(vp): vp for vp in top["vantage_point"].unique().to_list()}
-    chosen = places.get(_place(vantage_point)) or sorted(places.values())[0]
+    places = {metric.place_key(vp): vp for vp in top["vantage_point"].unique().to_list()}
+    chosen = places.get(metric.place_key(vantage_point)) or sorted(places.values())[0]
     at_vp = top.filter(pl.col("vantage_point") == chosen)
     day = day or at_vp["scan_date"].drop_nulls().min()
     drawn = at_vp.filter(pl.col("scan_date") == day)
@@ -105,7 +98,7 @@ def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_poi
     ax.set_title(f"{chosen}, {day}", fontsize=9)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.tight_layout()
-    swapped = "" if _place(chosen) == _place(vantage_point) else f" The paper's vantage point {vantage_point} is not in this scan; drawn: {chosen}."
+    swapped = "" if metric.place_key(chosen) == metric.place_key(vantage_point) else f" The paper's vantage point {vantage_point} is not in this scan; drawn: {chosen}."
     note = (
         _scan_note(drawn, f"Top-list measurement of {chosen} on {day}")
         + f" Connections with an Initial ACK and a ServerHello; coalesced = 0 ms at {CDF_FLOOR_MS:g} ms; ServerHello before the ACK "
@@ -205,8 +198,8 @@ def imc24_fig09_cloudflare_series(scan: pl.DataFrame, truth: pl.DataFrame, vanta
     lines = metric.series_latency(scan)
     if lines.is_empty():
         return Rendered(None, missing=_missing(scan, "no single-address series measurement with Cf-Ray PoPs"))
-    places = {_place(vp): vp for vp in lines["vantage_point"].unique().to_list()}
-    chosen = places.get(_place(vantage_point)) or sorted(places.values())[0]
+    places = {metric.place_key(vp): vp for vp in lines["vantage_point"].unique().to_list()}
+    chosen = places.get(metric.place_key(vantage_point)) or sorted(places.values())[0]
     setup_style()
     fig, ax = plt.subplots(figsize=(6, 2.4))
     _draw_series(ax, lines.filter(pl.col("vantage_point") == chosen))

@@ -15,6 +15,7 @@ paper number can be explained by the code that made it:
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import polars as pl
@@ -27,6 +28,11 @@ SERIES = "series"
 IACK, COALESCED, SH_FIRST, NO_SH = "iack", "coalesced", "sh_first", "no_sh"
 # The lines of Fig. 9 / 15: the instant ACK, the ServerHello that follows it, and a coalesced ACK+ServerHello.
 SERIES_LINES = {"ACK": "instant ACK", "SH": "ServerHello after an instant ACK", "ACK,SH": "coalesced ACK+ServerHello"}
+
+
+def place_key(name: str) -> str:
+    """A vantage point's name reduced to letters: 'Sao Paulo' (the paper), 'sao-paulo' and 'saopaulo' are one place."""
+    return re.sub(r"[^a-z]", "", name.lower())
 
 
 def measurement_kinds(scan: pl.DataFrame) -> pl.DataFrame:
