@@ -28,6 +28,9 @@ def _is_capture(path: Path) -> bool:
     return path.is_file() and any(path.name.endswith(suffix) for suffix in CAPTURE_SUFFIXES)
 
 
+CUT_BY_DIRECTION = "ack_policy"
+
+
 def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_empty: bool = False) -> list[Capture]:
     """Every capture under `root` (tests/data) with its keylogs (those cut by a snap length on purpose and the
     empty ones only if asked).
@@ -39,8 +42,10 @@ def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_
     for path in sorted(root.rglob("*")):
         if not _is_capture(path):
             continue
-        if "snaplen" in path.name and not include_snaplen_cut:
+        if ("snaplen" in path.name or CUT_BY_DIRECTION in path.relative_to(root).parts) and not include_snaplen_cut:
             # Cut by the snap length on purpose: it cannot decrypt everything; test_pcap_decode tests it alone.
+            # tests/data/ack_policy keeps the client's ACKs whole but cuts the server's datagrams to 96 B after
+            # recording (its README): tests/test_ack_policy_receiver.py reads it.
             continue
         if path.stat().st_size == 0 and not include_empty:
             # A failed run's empty capture (tests/data/qir_as_found): nothing to account; test_ingest tests it.
