@@ -18,6 +18,10 @@ for artefact_id in RENDERED:
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
         log:
             LOGS / "render" / f"{artefact_id}.log",
+        # A Jupyter kernel that dies while starting ("Kernel died before replying to kernel_info": two kernels
+        # racing for the same ZeroMQ ports when many notebooks start at once, seen under SLURM) is not the
+        # notebook's fault: the job is tried again.
+        retries: 2
         params:
             out_dir=FIGURES if is_figure(artefact_id) else TABLES,
             formats=",".join(FIGURE_FORMATS),
