@@ -48,6 +48,27 @@ SCENARIOS: dict[str, Scenario] = {
             "handshake", "small", 0.0,
             description="QIR's handshake test case: no loss, small certificate, 10 KB (imc24 Table 3, any server)",
         ),
+        # imc24 Table 2, row "above amplification limit": the two loss scenarios with the large certificate
+        # (Δt = 0; the server flight is calibrated from a large-certificate baseline, the client flight is the
+        # client's static mapping, as for the small certificate).
+        Scenario(
+            "drop_server_flight_large", "large", 0.0, calibrate="server_flight",
+            description="large certificate (above the amplification limit), the remaining first server flight "
+            "is dropped (imc24 Table 2)",
+        ),
+        Scenario(
+            "drop_client_flight_large", "large", 0.0, calibrate="client_flight",
+            description="large certificate (above the amplification limit), the second client flight is "
+            "dropped (imc24 Table 2)",
+        ),
+        *(
+            Scenario(
+                f"noloss_delay_{delay:g}ms", "small", float(delay),
+                description=f"no loss, small certificate, Δt = {delay:g} ms: the Δt sweep behind the measured "
+                "sweet spot (imc24 Fig. 4) and Table 2's Δt vs 3·RTT columns",
+            )
+            for delay in (5, 20, 50, 100, 200, 400)
+        ),
         Scenario(
             "default_pto", "small", 1500.0,
             description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
@@ -87,6 +108,7 @@ class RunGroup:
     drop_to_server: tuple[int, ...] = ()
     captures: bool = True  # tcpdump on both router interfaces (off: qlogs only)
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
+    server_side_capture: bool = True  # keep sim/trace_node_right (off: the client-side capture only)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -154,6 +176,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
                 captures=bool(cfg.get("captures", True)),
                 server_qlog=bool(cfg.get("server_qlog", True)),
+                server_side_capture=bool(cfg.get("server_side_capture", True)),
                 compress=bool(cfg.get("compress", True)),
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
@@ -182,6 +205,9 @@ def group_to_json(group: RunGroup) -> str:
     change only when its own group's settings do (not when another part of the config does)."""
     d = asdict(group)
     d.pop("extra")
+    if d["server_side_capture"]:
+        # The default is left out, so that the groups recorded before this setting existed keep their parameters.
+        d.pop("server_side_capture")
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
 
