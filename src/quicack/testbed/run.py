@@ -185,6 +185,10 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         _compress_outputs(run_dir)
     if not group.server_qlog:
         shutil.rmtree(qlog_folder(run_dir, SERVER), ignore_errors=True)
+    if not group.server_side_capture:
+        for server_side in sim_folder(run_dir).glob(capture.RIGHT + "*"):
+            server_side.unlink()
+    tidy.drop_redundant_server_keylog(run_dir)
     rj = _run_json(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
         topo, cleanup_problems,
@@ -289,6 +293,7 @@ def _run_json(
             "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
             "capture_snaplen": group.capture_snaplen,
             "captures": group.captures,
+            "server_side_capture": group.captures and group.server_side_capture,
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
             "cleanup_problems": cleanup_problems,
@@ -297,7 +302,9 @@ def _run_json(
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
+    # The calibration reads both captures, whatever the group keeps.
     return RunGroup(**{**asdict(group), "scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
+                       "captures": True, "server_side_capture": True,
                        "drop_to_client": (), "drop_to_server": (), "extra": {}, **changes})  # fmt: skip
 
 
