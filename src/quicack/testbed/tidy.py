@@ -66,6 +66,7 @@ def fold_into_run_json(run_dir: Path, run_json: dict[str, Any]) -> dict[str, Any
     if info.exists():
         folded["server_info"] = json.loads(info.read_text() or "{}")
         info.unlink()
+        _remove_if_empty(info.parent)
     return folded
 
 
@@ -73,15 +74,21 @@ def _keylog_lines(path: Path) -> set[str]:
     return {line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()}
 
 
+def _remove_if_empty(folder: Path) -> bool:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        return True
+    return False
+
+
 def drop_redundant_server_keylog(run_dir: Path) -> bool:
     """Remove ``server/keys.log`` when ``client/keys.log`` holds all its lines (and the server folder
-    if that leaves it empty); True if removed. A server keylog with any secret of its own stays."""
+    if that leaves it empty); True if anything was removed. A server keylog with any secret of its own stays."""
     server, client = run_dir / SERVER_KEYLOG, run_dir / CLIENT_KEYLOG
     if not (server.is_file() and client.is_file()) or not _keylog_lines(server) <= _keylog_lines(client):
-        return False
+        return _remove_if_empty(server.parent)
     server.unlink()
-    if not any(server.parent.iterdir()):
-        server.parent.rmdir()
+    _remove_if_empty(server.parent)
     return True
 
 
