@@ -16,7 +16,13 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.metrics import guidelines, summary, sweet_spot
-from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, delay_sweep_runs, pto_runs, second_flight_runs, table3_runs
+from quicack.metrics.selection import (
+    FIRST_SAMPLE_UNAFFECTED,
+    delay_sweep_runs,
+    pto_runs,
+    second_flight_runs,
+    table3_runs,
+)
 from quicack.metrics.server_ack_delay import server_ack_delay_table
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims, paper_table, read_claims
