@@ -1,7 +1,8 @@
 """Check IACK and WFC on the wire in recorded testbed runs.
 
 For every run folder under RAW (run.json with mode iack/wfc), looks at the server side capture
-(sim/trace_node_right.pcap[.gz]) and classifies the server's first datagram:
+(sim/trace_node_right.pcap[.gz]; the client side one, sim/trace_node_left, for runs recorded without it) and
+classifies the server's first datagram (never dropped by a drop list):
 
 * IACK expected: the first server datagram carries only an Initial packet and is small (an ACK, no ServerHello);
   the next datagram carries the ServerHello flight (Initial + Handshake), ≥ Δt later.
@@ -23,33 +24,37 @@ from pathlib import Path
 
 from quicack.testbed.calibrate import split_datagrams
 
+SIDES = {"trace_node_right": "server", "trace_node_left": "client"}
 
-def _capture(run: Path) -> Path | None:
-    for name in ("trace_node_right.pcap", "trace_node_right.pcap.gz"):
-        if (run / "sim" / name).exists():
-            return run / "sim" / name
+
+def _capture(run: Path) -> tuple[Path, str] | None:
+    for stem, side in SIDES.items():
+        for name in (f"{stem}.pcap", f"{stem}.pcap.gz"):
+            if (run / "sim" / name).exists():
+                return run / "sim" / name, side
     return None
 
 
-def classify(run: Path, client_addr: str) -> tuple[str, float | None]:
-    cap = _capture(run)
-    if cap is None:
-        return "no capture", None
+def classify(run: Path, client_addr: str) -> tuple[str, float | None, str | None]:
+    found = _capture(run)
+    if found is None:
+        return "no capture", None, None
+    cap, side = found
     _, s2c = split_datagrams(cap)
     if not s2c:
-        return "no server datagram", None
+        return "no server datagram", None, side
     k1 = s2c[0].kinds
     if k1 == ("initial",) and s2c[0].size < 200:
         sh = next((d for d in s2c[1:] if "handshake" in d.kinds), None)
         gap = (sh.time_ns - s2c[0].time_ns) / 1e6 if sh else None
-        return "separate ACK", gap
+        return "separate ACK", gap, side
     if "initial" in k1 and "handshake" in k1:
-        return "coalesced ACK+SH", None
-    return f"other {k1}", None
+        return "coalesced ACK+SH", None, side
+    return f"other {k1}", None, side
 
 
 def tshark_frames(run: Path, n: int = 3) -> str:
-    cap = _capture(run)
+    cap, _ = _capture(run)
     keys = run / "server" / "keys.log"
     out = subprocess.run(
         ["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "udp.srcport == 443",
@@ -66,7 +71,7 @@ def main() -> None:
     ap.add_argument("--tshark", type=int, default=0, help="decrypt and print this many runs per mode")
     a = ap.parse_args()
     counts: dict[str, Counter[str]] = {"iack": Counter(), "wfc": Counter()}
-    gaps: dict[float, list[float]] = {}
+    gaps: dict[tuple[str, float], list[float]] = {}
     shown: Counter[str] = Counter()
     for rj in sorted(a.raw.rglob("run.json")):
         meta = json.loads(rj.read_text())
@@ -76,19 +81,20 @@ def main() -> None:
         if meta["testbed"].get("capture_snaplen"):
             counts[mode]["truncated capture, not checked"] += 1
             continue
-        kind, gap = classify(rj.parent, meta["testbed"]["addresses"]["client"])
-        counts[mode][kind] += 1
-        if gap is not None:
-            gaps.setdefault(meta["cert_delay_ms"], []).append(gap)
+        kind, gap, side = classify(rj.parent, meta["testbed"]["addresses"]["client"])
+        counts[mode][kind if side in (None, "server") else f"{kind} (client side)"] += 1
+        # At the client side the gap measures Δt only when no server datagram was dropped before it.
+        if gap is not None and not (side == "client" and meta.get("drop_to_client")):
+            gaps.setdefault((side, meta["cert_delay_ms"]), []).append(gap)
         if shown[mode] < a.tshark:
             shown[mode] += 1
             print(f"--- {meta['raw_path']} (server datagrams: time, UDP length, packet types, frame types, TLS)")
             print(tshark_frames(rj.parent))
     for mode, c in counts.items():
         print(f"{mode}: " + ", ".join(f"{k}: {v}" for k, v in c.most_common()))
-    for delta, g in sorted(gaps.items()):
+    for (side, delta), g in sorted(gaps.items()):
         g.sort()
-        print(f"IACK, Δt = {delta:g} ms: ACK → ServerHello gap at the server, median {g[len(g) // 2]:.2f} ms, "
+        print(f"IACK, Δt = {delta:g} ms: ACK → ServerHello gap at the {side}, median {g[len(g) // 2]:.2f} ms, "
               f"min {g[0]:.2f} ms, max {g[-1]:.2f} ms (n={len(g)})")  # fmt: skip
 
 

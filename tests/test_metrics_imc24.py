@@ -15,6 +15,7 @@ import pytest
 from quicack import ingest, pipeline, recovery, store
 from quicack.metrics import guidelines, summary
 from quicack.metrics.coalescence import coalescence_patterns
+from quicack.metrics.selection import second_flight_runs
 from quicack.metrics.server_ack_delay import first_server_acks, server_ack_delay_table
 from quicack.reference import paper_table
 
@@ -149,7 +150,9 @@ def test_default_pto_inferred_where_no_rtt_sample_was_possible(tables):
 
 
 def test_second_flight_datagrams(tables):
-    flights = summary.second_flight_by_client(tables["handshake_runs"])
+    # Table 4's runs (the small-certificate second-client-flight loss): the other scenarios' baselines show
+    # longer flights (with the large certificates, ACKs of the amplification-limited server flight come first).
+    flights = summary.second_flight_by_client(second_flight_runs(tables["handshake_runs"]))
     # One static mapping per client: both modes drop the same datagrams. aioquic's begins 2, 3, 4 (its
     # calibration baselines had one more, interleaved ACK datagram: 2_3_4_5).
     for client in ("aioquic", "quic-go"):
@@ -170,7 +173,9 @@ def test_coalescence_of_the_first_server_flight(tables):
 
 def test_retransmissions_and_pto_expiries(tables):
     handshakes = tables["handshake_runs"]
-    noloss = handshakes.filter(pl.col("scenario") == "noloss")
+    # At 1 ms RTT (the Δt sweep's noloss runs) ngtcp2 resends one packet and quic-go probes once: a first PTO
+    # of ~3 × a 2–3 ms first sample is close to the handshake's own processing time.
+    noloss = handshakes.filter((pl.col("scenario") == "noloss") & (pl.col("rtt_ms") >= 9.0))
     assert noloss["client_retransmitted_packets"].sum() == 0 and noloss["server_retransmitted_packets"].sum() == 0
     # Dropping the ServerHello flight after an instant ACK: quic-go probes with PINGs (no data
     # resent) until aioquic's server PTO (200 ms default, no RTT sample) resends the flight.
@@ -245,9 +250,11 @@ def test_server_ack_delay_from_a_qir_layout_capture_without_run_json(tmp_path):
     run = tmp_path / "raw" / "aioquic_quic-go" / "handshake"
     # Captures and keys only, as the QIR publishes them for handshake tests.
     shutil.copytree(source / "sim", run / "sim")
+    # (the embedded run keeps the client's keylog only: the server's held the same secrets)
     for side in ("client", "server"):
         (run / side).mkdir()
-        shutil.copy(source / side / "keys.log", run / side / "keys.log")
+        if (source / side / "keys.log").exists():
+            shutil.copy(source / side / "keys.log", run / side / "keys.log")
     ingested = ingest.ingest_group(tmp_path / "raw", "aioquic_quic-go", "qir")
     table = server_ack_delay_table(ingested["runs"], ingested["frames"])
     row = one(table, server_impl="aioquic")

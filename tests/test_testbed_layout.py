@@ -137,3 +137,23 @@ def test_tidy_folds_logs_into_run_json_without_machine_paths(tmp_path: Path) -> 
     )
     assert folded["server_info"] == {"warm_up_ms": 92.8} and folded["impairment"] == {"c2s": {"delay_ms": 4.5}}
     assert not (run / "logs").exists() and not (run / "server" / "server_info.json").exists()
+
+
+def test_tidy_drops_a_server_keylog_only_when_the_client_keylog_holds_its_secrets(tmp_path: Path) -> None:
+    """A recorded run's keylog as both keylogs: the server's goes, and its emptied folder; a server keylog with
+    a secret the client's lacks (the keylog of another run of the same group) stays."""
+    import shutil
+
+    from quicack.testbed import tidy
+
+    group = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw" / "aioquic_quic-go" / "noloss-iack-rtt9ms-10KB-h3"
+    duplicate, own = tmp_path / "1", tmp_path / "2"
+    for run, server_source in ((duplicate, group / "1" / "client" / "keys.log"), (own, group / "2" / "client" / "keys.log")):
+        (run / "client").mkdir(parents=True)
+        (run / "server").mkdir()
+        shutil.copy(group / "1" / "client" / "keys.log", run / "client" / "keys.log")
+        shutil.copy(server_source, run / "server" / "keys.log")
+        tidy.write_run_json(run, {"status": "ok"})
+    assert tidy.drop_redundant_server_keylog(duplicate) and not (duplicate / "server").exists()
+    assert not tidy.drop_redundant_server_keylog(own) and (own / "server" / "keys.log").exists()
+    assert (duplicate / "client" / "keys.log").exists()

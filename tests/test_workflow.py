@@ -97,7 +97,9 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "sample"
     artefacts = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
-    assert {"imc24-fig02", "imc24-fig04", "imc24-claims"} <= set(artefacts)
+    assert {"imc24-fig02", "imc24-fig04", "imc24-fig04-measured", "imc24-claims"} <= set(artefacts)
+    # Every artefact is drawn from the embedded data (the measured sweet spot from its Δt sweep included).
+    assert f"artefacts: {len(artefacts)} ({len(artefacts)} drawn, 0 not drawn)" in (out / "rendering.txt").read_text()
     for artefact in artefacts:
         if "-fig" in artefact:
             for fmt in ("pdf", "png"):
@@ -257,13 +259,14 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text()
-    # 15 imc24 testbed artefacts (6 drawn) + the ACK-ratio formula tables and claims (8, drawn) + ackfreq22-tab02 (not
-    # drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the CDN → AS mapping, drawn) and the scan claims
-    # (drawn, every claim unmeasured)
-    assert "artefacts: 32 (16 drawn, 16 not drawn)" in rendering
+    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
+    # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
+    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured)
+    assert "artefacts: 33 (16 drawn, 17 not drawn)" in rendering
     assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
     assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
     assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
+    assert "imc24-fig04-measured: the dataset has no ok run of the Δt sweep" in rendering
     assert "imc24-tab03" not in rendering
     table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
     assert table3.filter(pl.col("server") == "quinn").select("initial_1", "initial_3").row(0) == ("0.4", "no run")
@@ -273,4 +276,4 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True)
-    assert strict.returncode != 0 and "16 artefact(s) could not be drawn" in strict.stderr
+    assert strict.returncode != 0 and "17 artefact(s) could not be drawn" in strict.stderr

@@ -121,6 +121,10 @@ RUNS = Table(
         Column("drop_to_client", S, "1-based s2c datagram indices the emulator dropped, in the QIR droplist notation '2_3' (run.json drop_to_client; '' = none, null = unknown)."),
         Column("drop_to_server", S, "1-based c2s datagram indices the emulator dropped, as '3_4_5' (run.json drop_to_server)."),
         Column(
+            "drop_to_server_rule", S,
+            "How the c2s drops were chosen when not by a fixed index list: 'finished_flight:N' = the client's first datagram with a 1-RTT packet and the N − 1 after it (the testbed's *_large / *_xlarge client-flight scenarios; run.json drop_to_server_rule); null = the fixed list drop_to_server.",
+        ),
+        Column(
             "calibrated_first_server_flight",
             S,
             "s2c datagram indices ('1_2') of the first server flight in the no-loss calibration baseline of this client, mode and RTT (run.json drop_calibration).",

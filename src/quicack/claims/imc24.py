@@ -15,8 +15,14 @@ from pathlib import Path
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
-from quicack.metrics import guidelines, summary
-from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, pto_runs, table3_runs
+from quicack.metrics import guidelines, summary, sweet_spot
+from quicack.metrics.selection import (
+    FIRST_SAMPLE_UNAFFECTED,
+    delay_sweep_runs,
+    pto_runs,
+    second_flight_runs,
+    table3_runs,
+)
 from quicack.metrics.server_ack_delay import server_ack_delay_table
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims, paper_table, read_claims
@@ -139,9 +145,9 @@ def default_pto_of(tables: Tables, client: str) -> Measured:
 
 def second_flight_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: datagram indices of the second client flight (most frequent over the
-    9 ms loss runs), per mode; matches when every mode shows the paper's indices."""
+    9 ms runs of Table 4's scenario), per mode; matches when every mode shows the paper's indices."""
     paper = paper_table("imc24", "tab04").filter(pl.col("client") == client)["second_flight"].first()
-    rows = summary.second_flight_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
+    rows = summary.second_flight_by_client(summary.iack_wfc_runs(second_flight_runs(tables["handshake_runs"]))).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no calibrated {client} runs")
     indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
@@ -175,6 +181,38 @@ def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
 
+def _sweet_spot(tables: Tables) -> tuple[pl.DataFrame, int]:
+    runs = delay_sweep_runs(tables["handshake_runs"], tables["runs"])
+    return sweet_spot.sweet_spot_cells(runs), runs.filter(pl.col("status") == "ok").height
+
+
+def sweet_spot_spurious_agreement(tables: Tables) -> Measured:
+    """§4.1 / Fig. 4 measured: share of the Δt sweep's (Δt, RTT) cells whose IACK runs probed (spurious:
+    nothing was lost) exactly where the RFC 9002 model predicts it (Δt ≥ 3·RTT)."""
+    cells, runs = _sweet_spot(tables)
+    summary_ = sweet_spot.agreement_summary(cells)
+    if summary_["spurious_cells"] == 0:
+        return Measured.unmeasured("no IACK runs of the Δt sweep")
+    share = summary_["spurious_agree"] / summary_["spurious_cells"]
+    differ = cells.filter(~pl.col("spurious_agrees")).select(
+        pl.format("Δt {} ms @ {} ms", pl.col("cert_delay_ms").cast(pl.Int64), pl.col("rtt_ms").cast(pl.Int64))
+    ).to_series()
+    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (f" (differ: {', '.join(differ)})" if differ.len() else "")
+    return Measured(share, share, text, runs)
+
+
+def sweet_spot_reduction_ratio(tables: Tables) -> Measured:
+    """§4.1 / Fig. 4 measured: measured ÷ model first-PTO reduction (model 3·Δt), median over the Δt > 0
+    cells of the Δt sweep, with the quartiles."""
+    cells, runs = _sweet_spot(tables)
+    summary_ = sweet_spot.agreement_summary(cells)
+    if summary_["ratio_cells"] == 0:
+        return Measured.unmeasured("no Δt > 0 cell of the Δt sweep with a logged first PTO in both modes")
+    ratio = summary_["ratio_median"]
+    text = f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} cells)"
+    return Measured(ratio, ratio, text, runs)
+
+
 def _below(rtt_ms: float) -> pl.Expr:
     return pl.col("rtt_ms") < rtt_ms
 
@@ -182,6 +220,8 @@ def _below(rtt_ms: float) -> pl.Expr:
 CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.1-stack-delay": stack_delay_range,
     "imc24-4.1-pto-improvement": pto_improvement_range,
+    "imc24-4.1-fig04-spurious": sweet_spot_spurious_agreement,
+    "imc24-4.1-fig04-pto-reduction": sweet_spot_reduction_ratio,
     "imc24-4.1-fig05-ngtcp2": partial(ttfb_advantage_of, scenario="amplification", client="ngtcp2"),
     "imc24-4.1-fig05-client-probes": partial(client_probes_before_coalesced_hello, clients=("aioquic", "quic-go")),
     "imc24-4.2-fig06-range": partial(wfc_advantage_range, scenario="drop_server_flight"),

@@ -9,7 +9,7 @@ import polars as pl
 from quicack.figures.common import Rendered
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
-from quicack.metrics.selection import guideline_runs, table3_accounted_runs, table3_runs
+from quicack.metrics.selection import guideline_runs, second_flight_runs, table3_accounted_runs, table3_runs
 from quicack.metrics.server_ack_delay import SPACES, first_server_acks
 from quicack.reference import paper_table
 
@@ -102,9 +102,6 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repet
 # ------------------------------------------------------------------------------------------------
 # Table 4: default PTO and second client flight
 
-SECOND_FLIGHT_SCENARIO = "drop_client_flight"
-
-
 def _indices(calibration: str | None) -> str | None:
     return None if calibration is None else calibration.replace("_", ",")
 
@@ -116,7 +113,7 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
     second-client-flight loss runs that most RTTs agree on; "IACK … / WFC …" when the modes
     differ; the other RTTs' lists where they differ), beside the paper's values."""
     defaults = summary.default_pto_by_client(handshakes)
-    lost_flight = handshakes.filter(pl.col("scenario") == SECOND_FLIGHT_SCENARIO)
+    lost_flight = second_flight_runs(handshakes)
     calibrated = lost_flight.filter(pl.col("calibrated_second_client_flight").is_not_null())
     flights_by_rtt = {
         rtt: summary.second_flight_by_client(calibrated, rtt_ms=rtt) for rtt in sorted(calibrated["rtt_ms"].unique().to_list())

@@ -111,7 +111,12 @@ def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None =
     the first: server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms
     vs 3·RTT). Configurations whose runs disagree on these, or drop the first server datagram,
     get a null column (not classified)."""
-    paired = iack_wfc_runs(runs)
+    # A content rule (drop_to_server_rule) drops whichever datagrams carry the flight, so its runs' lists differ
+    # by design: the rule is what must be consistent.
+    rule = pl.col("drop_to_server_rule") if "drop_to_server_rule" in runs.columns else pl.lit(None, dtype=pl.Utf8)
+    paired = iack_wfc_runs(runs).with_columns(
+        pl.when(rule.is_not_null()).then(pl.lit("rule ") + rule).otherwise(pl.col("drop_to_server")).alias("drop_to_server")
+    )
     # Drop lists are calibrated per mode (IACK's server flight has one datagram more): each mode
     # of a configuration must drop one list consistently, and the modes must drop the same side.
     per_mode = paired.group_by("client_impl", "scenario", "rtt_ms", "mode").agg(

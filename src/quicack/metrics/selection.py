@@ -65,6 +65,30 @@ def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_U
     return iack_wfc_runs(handshakes).filter(pl.col("scenario").is_in(list(scenarios)))
 
 
+# The Δt sweep (imc24 Fig. 4 measured): no loss, small certificate, Δt = 0 (`noloss`) or the scenario's Δt
+# (`noloss_delay_<Δt>ms`, quicack.testbed.scenarios).
+DELAY_SWEEP_BASELINE = "noloss"
+DELAY_SWEEP_PREFIX = "noloss_delay_"
+
+
+def delay_sweep_runs(handshakes: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """IACK/WFC runs of the Δt sweep (``noloss`` and ``noloss_delay_<Δt>ms``), with each run's Δt
+    (``cert_delay_ms``, from ``runs``): the measured sweet spot (Fig. 4 measured) and its claims."""
+    sweep = (pl.col("scenario") == DELAY_SWEEP_BASELINE) | pl.col("scenario").str.starts_with(DELAY_SWEEP_PREFIX)
+    return iack_wfc_runs(handshakes).filter(sweep).join(runs.select("run_id", "cert_delay_ms"), on="run_id", how="left")
+
+
+# imc24 Table 4's second column: the runs that lose the second client flight by the client's static mapping.
+SECOND_FLIGHT_SCENARIO = "drop_client_flight"
+
+
+def second_flight_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """The runs of the second-client-flight loss scenario (small certificate, static mapping): Table 4's
+    second-flight column and its claims. The ``*_large``/``*_xlarge`` variants drop the client's Finished
+    flight found per group instead, and other scenarios calibrate no client flight of their own."""
+    return handshakes.filter(pl.col("scenario") == SECOND_FLIGHT_SCENARIO)
+
+
 def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
     """The 10 MB transfers behind Fig. 11."""
     return iack_wfc_runs(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))

@@ -10,7 +10,12 @@ datagram indices to drop differ per client and mode. From a baseline run of the 
   whole ServerHello flight is dropped (imc24 §4.2: WFC 2, IACK 2_3);
 * the **second client flight** (``drop_to_server``): the client's datagrams sent after the first server
   Handshake packet arrived, up to and including the first datagram with a 1-RTT packet (the request) and the
-  rest of that burst (sent within 1 ms, before any further server datagram arrived).
+  rest of that burst (sent within 1 ms, before any further server datagram arrived);
+* the **client's Finished flight** (for the ``*_large`` / ``*_xlarge`` client-flight scenarios): the tail of the
+  second client flight from its first 1-RTT datagram on — every client coalesces its TLS Finished with its first
+  1-RTT packet. With a certificate above the amplification limit the server sends its flight in rounds, each
+  released by the client's ACKs, and how many ACK-only datagrams come first varies from run to run; so this
+  flight is dropped by content (``impair.py --drop-c2s-finished-flight N``, N = its length here), not by index.
 
 Only the QUIC long-header packet types are needed, which are visible without decryption; they come from the
 package's capture decoder (``quicack.pcap``), whose directions follow the sender of the first Initial. Indices
@@ -62,6 +67,7 @@ class Calibration:
     server_flight: tuple[int, ...]  # all datagrams of the first server flight (incl. index 1 when it is part)
     client_flight: tuple[int, ...]
     note: str
+    client_finished_flight: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -69,6 +75,7 @@ class Calibration:
             "drop_to_server": list(self.drop_to_server),
             "first_server_flight": list(self.server_flight),
             "second_client_flight": list(self.client_flight),
+            "client_finished_flight": list(self.client_finished_flight),
             "note": self.note,
         }
 
@@ -103,6 +110,7 @@ def calibrate(left_pcap: Path, right_pcap: Path) -> Calibration:
     l_c2s, l_s2c = split_datagrams(left_pcap)
     t_sh = next((d.time_ns for d in l_s2c if "handshake" in d.kinds), None)
     client_flight: list[int] = []
+    finished_flight: list[int] = []
     if t_sh is None:
         notes.append("client never received a server Handshake packet in baseline")
     else:
@@ -122,10 +130,12 @@ def calibrate(left_pcap: Path, right_pcap: Path) -> Calibration:
                     break
                 client_flight.append(d.index)
                 prev_t = d.time_ns
+            finished_flight = [i for i in client_flight if i >= req.index]
     return Calibration(
         drop_to_client=drop_to_client,
         drop_to_server=tuple(client_flight),
         server_flight=tuple(server_flight),
         client_flight=tuple(client_flight),
         note="; ".join(notes),
+        client_finished_flight=tuple(finished_flight),
     )

@@ -4,7 +4,10 @@ Runs inside the router namespace. iptables sends every forwarded UDP datagram to
 side) or ``q+1`` (from the server side); this program decides per datagram:
 
 * drop it if its 1-based per-direction index is in that direction's drop list (the QUIC Interop Runner's
-  ``droplist`` scenario counts UDP datagrams the same way), else
+  ``droplist`` scenario counts UDP datagrams the same way), or if it belongs to that direction's *finished
+  flight* (``--drop-c2s-finished-flight N``: the first datagram carrying a QUIC short-header (1-RTT) packet and
+  the N − 1 datagrams after it — where every client coalesces its TLS Finished with its first 1-RTT packet, so
+  that the client's Finished flight is lost however many ACK-only datagrams came before it), else
 * drop it with probability ``loss`` (seeded RNG, reproducible), else
 * hold it and give the ACCEPT verdict ``delay`` after the kernel received it.
 
@@ -33,9 +36,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfilterqueue import COPY_META, NetfilterQueue, Packet
+from netfilterqueue import COPY_META, COPY_PACKET, NetfilterQueue, Packet
 
 PR_SET_TIMERSLACK = 29
+QUIC_V2 = 0x6B3343CF
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A QUIC variable-length integer at ``at``: (value, offset after it)."""
+    length = 1 << (data[at] >> 6)
+    return int.from_bytes(bytes([data[at] & 0x3F]) + data[at + 1 : at + length], "big"), at + length
+
+
+def carries_short_header(ip_packet: bytes) -> bool:
+    """Whether a UDP datagram (as an IPv4/IPv6 packet) holds a QUIC short-header packet, possibly coalesced
+    after long-header ones (RFC 9000 §12.2; long-header types and lengths are not encrypted)."""
+    try:
+        header = (ip_packet[0] & 0x0F) * 4 if ip_packet[0] >> 4 == 4 else 40
+        data, at = ip_packet[header + 8 :], 0
+        while at < len(data):
+            first = data[at]
+            if not first & 0x80:
+                # A short header has the fixed bit set; anything else here is padding after the last packet
+                # (e.g. the zero bytes some clients fill their Initial datagrams with).
+                return bool(first & 0x40)
+            version = int.from_bytes(data[at + 1 : at + 5], "big")
+            if version == 0:
+                return False  # Version Negotiation
+            kind = (first & 0x30) >> 4
+            at += 5
+            at += 1 + data[at]  # destination connection ID
+            at += 1 + data[at]  # source connection ID
+            if kind == (0 if version == QUIC_V2 else 3):
+                return False  # Retry: nothing coalesced after it
+            if kind == (1 if version == QUIC_V2 else 0):
+                token_length, at = _varint(data, at)
+                at += token_length
+            length, at = _varint(data, at)
+            at += length
+    except IndexError:
+        return False
+    return False
 
 
 @dataclass
@@ -47,6 +88,8 @@ class Direction:
     loss: float
     droplist: frozenset[int]
     rng: random.Random
+    finished_flight: int = 0  # drop the first datagram with a short-header packet and the next N − 1
+    finished_flight_left: int | None = None
     seen: int = 0
     dropped: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
@@ -56,7 +99,7 @@ class Direction:
     def on_packet(self, pkt: Packet) -> None:
         self.seen += 1
         idx = self.seen
-        if idx in self.droplist:
+        if idx in self.droplist or self._in_finished_flight(pkt):
             self.dropped.append(idx)
             pkt.drop()
             return
@@ -72,6 +115,16 @@ class Direction:
         arrived = ts if ts > 0 else time.time()
         self.held.append((arrived + self.delay_s, pkt))
 
+    def _in_finished_flight(self, pkt: Packet) -> bool:
+        if not self.finished_flight or self.finished_flight_left == 0:
+            return False
+        if self.finished_flight_left is None:
+            if not carries_short_header(pkt.get_payload()):
+                return False
+            self.finished_flight_left = self.finished_flight
+        self.finished_flight_left -= 1
+        return True
+
     def release_due(self, now: float) -> None:
         while self.held and self.held[0][0] <= now:
             due, pkt = self.held.popleft()
@@ -86,6 +139,7 @@ class Direction:
             "delay_ms": self.delay_s * 1000,
             "loss": self.loss,
             "droplist": sorted(self.droplist),
+            "finished_flight": self.finished_flight,
             "datagrams_seen": self.seen,
             "dropped_indices": self.dropped,
             "lost_indices": self.lost,
@@ -161,8 +215,10 @@ def serve_pairs(
     for queue, c2s, s2c in pairs:
         for num, direction in ((queue, c2s), (queue + 1, s2c)):
             q = NetfilterQueue()
-            # Metadata only: verdicts do not need the payload, and copying it would cost time per packet.
-            q.bind(num, direction.on_packet, max_len=8192, mode=COPY_META, range=0)
+            # Metadata only: verdicts do not need the payload, and copying it would cost time per packet; the
+            # finished-flight rule reads the QUIC headers.
+            mode, copy = (COPY_PACKET, 8192) if direction.finished_flight else (COPY_META, 0)
+            q.bind(num, direction.on_packet, max_len=8192, mode=mode, range=copy)
             bound.append(q)
             fds[q.get_fd()] = q
     queues = sorted(n for queue, _, _ in pairs for n in (queue, queue + 1))
@@ -218,6 +274,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--loss-s2c", type=float, default=0.0)
     ap.add_argument("--drop-c2s", default="", help="1-based datagram indices, e.g. 2,3")
     ap.add_argument("--drop-s2c", default="")
+    ap.add_argument("--drop-c2s-finished-flight", type=int, default=0, metavar="N",
+                    help="drop the first c2s datagram with a QUIC short-header packet and the N-1 after it")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--summary", type=Path)
     ap.add_argument("--spin-ms", type=float, default=0.15, help="wake this early and spin until due")
@@ -229,7 +287,8 @@ def main(argv: list[str] | None = None) -> None:
         pairs = [parse_pair(text, a.seed) for text in a.pair]
         serve_pairs(pairs, a.summary, a.rt_priority, a.spin_ms / 1000)
         return
-    c2s = Direction("c2s", a.delay_c2s_ms / 1000, a.loss_c2s, parse_indices(a.drop_c2s), random.Random(a.seed))
+    c2s = Direction("c2s", a.delay_c2s_ms / 1000, a.loss_c2s, parse_indices(a.drop_c2s), random.Random(a.seed),
+                    finished_flight=a.drop_c2s_finished_flight)  # fmt: skip
     s2c = Direction("s2c", a.delay_s2c_ms / 1000, a.loss_s2c, parse_indices(a.drop_s2c), random.Random(a.seed + 1))
     serve(a.queue, c2s, s2c, a.summary, a.rt_priority, a.spin_ms / 1000)
 

@@ -23,6 +23,7 @@ class PathImpairment:
     loss_s2c: float = 0.0
     drop_c2s: tuple[int, ...] = ()
     drop_s2c: tuple[int, ...] = ()
+    drop_c2s_finished_flight: int = 0  # impair.py --drop-c2s-finished-flight (0 = off)
     seed: int = 1
     queue_limit_packets: int = 100
     spin_ms: float = 0.15  # see impair.py: wake early and spin (costs CPU; helps only on idle cores)
@@ -64,6 +65,7 @@ def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, sum
         "--delay-c2s-ms", f"{imp.delay_c2s_ms}", "--delay-s2c-ms", f"{imp.delay_s2c_ms}",
         "--loss-c2s", f"{imp.loss_c2s}", "--loss-s2c", f"{imp.loss_s2c}",
         "--drop-c2s", ",".join(map(str, imp.drop_c2s)), "--drop-s2c", ",".join(map(str, imp.drop_s2c)),
+        "--drop-c2s-finished-flight", str(imp.drop_c2s_finished_flight),
         "--seed", str(imp.seed), "--summary", str(summary),
         "--spin-ms", f"{imp.spin_ms}", "--rt-priority", str(imp.rt_priority),
     ]  # fmt: skip

@@ -99,6 +99,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         loss_s2c=group.loss_s2c,
         drop_c2s=group.drop_to_server,
         drop_s2c=group.drop_to_client,
+        drop_c2s_finished_flight=group.drop_to_server_finished_flight,
         seed=group.seed * 1000 + repetition,
     )
     topo = netns.Topology(netns.new_job_id())
@@ -187,6 +188,10 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         _compress_outputs(run_dir)
     if not group.server_qlog:
         shutil.rmtree(qlog_folder(run_dir, SERVER), ignore_errors=True)
+    if not group.server_side_capture:
+        for server_side in sim_folder(run_dir).glob(capture.RIGHT + "*"):
+            server_side.unlink()
+    tidy.drop_redundant_server_keylog(run_dir)
     rj = _run_json(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
         topo, cleanup_problems,
@@ -271,7 +276,10 @@ def _run_json(
         "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
         "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},
         "drop_to_client": list(group.drop_to_client),
-        "drop_to_server": list(group.drop_to_server),
+        # A content rule drops whichever datagrams carry the flight: what it dropped is the run's drop list.
+        "drop_to_server": (impairment.get("c2s") or {}).get("dropped_indices", []) if group.drop_to_server_finished_flight
+        else list(group.drop_to_server),
+        "drop_to_server_rule": f"finished_flight:{group.drop_to_server_finished_flight}" if group.drop_to_server_finished_flight else None,
         "drop_calibration": group.extra.get("calibration"),
         "server_initial_rtt_ms": server_info.get("server_initial_rtt_ms"),
         "server_initial_pto_ms": server_info.get("server_initial_pto_ms"),
@@ -296,6 +304,7 @@ def _run_json(
             "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
             "capture_snaplen": group.capture_snaplen,
             "captures": group.captures,
+            "server_side_capture": group.captures and group.server_side_capture,
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
             "cleanup_problems": cleanup_problems,
@@ -304,8 +313,11 @@ def _run_json(
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
+    # The calibration reads both captures, whatever the group keeps.
     return replace(group, **{"scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
-                             "drop_to_client": (), "drop_to_server": (), "extra": {}, **changes})  # fmt: skip
+                             "captures": True, "server_side_capture": True,
+                             "drop_to_client": (), "drop_to_server": (), "drop_to_server_finished_flight": 0,
+                             "extra": {}, **changes})  # fmt: skip
 
 
 def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, Any]:
@@ -358,7 +370,8 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
 def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
     """The drop list of `group`: the remaining first server flight from a no-loss baseline of the same
     client, mode and RTT (it differs by mode: IACK adds the instant ACK); the second client flight from
-    the client's static mapping."""
+    the client's static mapping, or (``client_finished_flight``: certificates above the amplification
+    limit) the client's Finished flight from a no-loss baseline of the same client, mode and RTT."""
     if group.calibrate == "client_flight":
         static = static_client_flight(group, raw_root, work)
         flight = static["second_client_flight"]
@@ -371,7 +384,8 @@ def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
         return out
     info = _calibrate_baseline(_baseline(group), work, "baseline")
     to_client = tuple(info["drop_to_client"]) if group.calibrate == "server_flight" else ()
-    out = with_drops(group, to_client, ())
+    finished_flight = len(info["client_finished_flight"]) if group.calibrate == "client_finished_flight" else 0
+    out = with_drops(group, to_client, (), finished_flight)
     out.extra["calibration"] = info
     return out
 
@@ -383,7 +397,8 @@ def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  #
             group = calibrate_group(group, Path(tmp), raw_root)
         cal = group.extra["calibration"]
         log(f"[{group.key}] calibrated: drop_to_client={list(group.drop_to_client)} "
-            f"drop_to_server={list(group.drop_to_server)} {cal.get('note') or ''}")  # fmt: skip
+            f"drop_to_server={list(group.drop_to_server)} finished_flight={group.drop_to_server_finished_flight} "
+            f"{cal.get('note') or ''}")  # fmt: skip
     results = []
     for rep in range(1, group.repetitions + 1):
         res = execute_run(group, rep, raw_root)

@@ -21,10 +21,10 @@ class Scenario:
     second client flight is mapped once per client (imc24 Table 4; `run.static_client_flight`)."""
 
     name: str
-    cert_size: str  # 'small' (1,212 B) or 'large' (5,113 B)
+    cert_size: str  # 'small' (1,212 B), 'large' (5,113 B) or 'xlarge' (10,226 B; quicack.testbed.certs)
     cert_delay_ms: float  # Δt
     file_name: str = "10KB"
-    calibrate: str | None = None  # None | 'server_flight' | 'client_flight'
+    calibrate: str | None = None  # None | 'server_flight' | 'client_flight' | 'client_finished_flight'
     description: str = ""
 
 
@@ -49,6 +49,42 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "handshake", "small", 0.0,
             description="QIR's handshake test case: no loss, small certificate, 10 KB (imc24 Table 3, any server)",
+        ),
+        # imc24 Table 2, row "above amplification limit": the two loss scenarios with the large certificate
+        # (Δt = 0). Both flights are calibrated from a baseline with that certificate: the client's static mapping
+        # would drop its ACKs of the amplification-limited server flight instead of its Finished flight
+        # (quicack.testbed.calibrate).
+        Scenario(
+            "drop_server_flight_large", "large", 0.0, calibrate="server_flight",
+            description="large certificate (above the amplification limit), the remaining first server flight "
+            "is dropped (imc24 Table 2)",
+        ),
+        Scenario(
+            "drop_client_flight_large", "large", 0.0, calibrate="client_finished_flight",
+            description="large certificate (above the amplification limit), the client's Finished flight is "
+            "dropped (imc24 Table 2)",
+        ),
+        # The same row for clients whose ClientHello takes two datagrams (quic-go, go-x-net): their amplification
+        # limit (3 × ~2.4 kB) is above 5,113 B, so only a larger certificate puts them in that row.
+        Scenario(
+            "amplification_xlarge", "xlarge", 200.0,
+            description="10,226 B certificate (above the amplification limit of two-datagram ClientHellos), Δt = 200 ms",
+        ),
+        Scenario(
+            "drop_server_flight_xlarge", "xlarge", 0.0, calibrate="server_flight",
+            description="10,226 B certificate, the remaining first server flight is dropped (imc24 Table 2)",
+        ),
+        Scenario(
+            "drop_client_flight_xlarge", "xlarge", 0.0, calibrate="client_finished_flight",
+            description="10,226 B certificate, the client's Finished flight is dropped (imc24 Table 2)",
+        ),
+        *(
+            Scenario(
+                f"noloss_delay_{delay:g}ms", "small", float(delay),
+                description=f"no loss, small certificate, Δt = {delay:g} ms: the Δt sweep behind the measured "
+                "sweet spot (imc24 Fig. 4) and Table 2's Δt vs 3·RTT columns",
+            )
+            for delay in (5, 20, 50, 100, 200, 400)
         ),
         Scenario(
             "ack_ratio", "small", 0.0, file_name="1MB",
@@ -97,9 +133,13 @@ class RunGroup:
     loss_s2c: float = 0.0
     drop_to_client: tuple[int, ...] = ()
     drop_to_server: tuple[int, ...] = ()
+    # Drop the client's Finished flight by content: its first datagram with a 1-RTT packet and the N − 1 after it
+    # (quicack.testbed.calibrate; 0 = off).
+    drop_to_server_finished_flight: int = 0
     captures: bool = True  # tcpdump on both router interfaces (off: qlogs only)
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
     receiver_ack_policy: AckPolicy | None = None  # the client's ACK policy (None: its implementation's default)
+    server_side_capture: bool = True  # keep sim/trace_node_right (off: the client-side capture only)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -200,6 +240,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
                 captures=bool(cfg.get("captures", True)),
                 server_qlog=bool(cfg.get("server_qlog", True)),
+                server_side_capture=bool(cfg.get("server_side_capture", True)),
                 compress=bool(cfg.get("compress", True)),
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
@@ -229,6 +270,10 @@ def group_to_json(group: RunGroup) -> str:
     change only when its own group's settings do (not when another part of the config does)."""
     d = asdict(group)
     d.pop("extra")
+    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0)):
+        if d[setting] == default:
+            # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
+            d.pop(setting)
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
 
@@ -241,5 +286,7 @@ def group_from_json(text: str) -> RunGroup:
     return RunGroup(**d)
 
 
-def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...]) -> RunGroup:
-    return replace(group, drop_to_client=to_client, drop_to_server=to_server, extra=dict(group.extra))
+def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...], finished_flight: int = 0) -> RunGroup:
+    return replace(
+        group, drop_to_client=to_client, drop_to_server=to_server, drop_to_server_finished_flight=finished_flight, extra=dict(group.extra)
+    )

@@ -7,6 +7,9 @@ program's summary (``logs/impairment.json``, already copied into run.json) and t
 with 4 KiB blocks every small file and folder costs a block, which for hundreds of runs is most of the
 dataset's size. Absolute paths of the recording machine in that output (tracebacks) are made relative.
 
+The server's keylog is removed when the client's keylog holds every one of its lines (the same TLS
+secrets: the capture decodes the same), and so is the server folder if nothing else is left in it.
+
 ``python -m quicack.testbed.tidy <raw>`` applies the same to folders recorded before.
 """
 
@@ -22,6 +25,8 @@ from quicack.layout import RUN_JSON
 
 LOGS = "logs"
 SERVER_INFO = Path("server") / "server_info.json"
+CLIENT_KEYLOG = Path("client") / "keys.log"
+SERVER_KEYLOG = Path("server") / "keys.log"
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -61,7 +66,30 @@ def fold_into_run_json(run_dir: Path, run_json: dict[str, Any]) -> dict[str, Any
     if info.exists():
         folded["server_info"] = json.loads(info.read_text() or "{}")
         info.unlink()
+        _remove_if_empty(info.parent)
     return folded
+
+
+def _keylog_lines(path: Path) -> set[str]:
+    return {line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()}
+
+
+def _remove_if_empty(folder: Path) -> bool:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        return True
+    return False
+
+
+def drop_redundant_server_keylog(run_dir: Path) -> bool:
+    """Remove ``server/keys.log`` when ``client/keys.log`` holds all its lines (and the server folder
+    if that leaves it empty); True if anything was removed. A server keylog with any secret of its own stays."""
+    server, client = run_dir / SERVER_KEYLOG, run_dir / CLIENT_KEYLOG
+    if not (server.is_file() and client.is_file()) or not _keylog_lines(server) <= _keylog_lines(client):
+        return _remove_if_empty(server.parent)
+    server.unlink()
+    _remove_if_empty(server.parent)
+    return True
 
 
 def write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
@@ -70,11 +98,14 @@ def write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
 
 
 def tidy_raw(raw_root: Path) -> int:
-    """Fold every run folder below ``raw_root`` that still has its logs; returns how many changed."""
+    """Fold every run folder below ``raw_root`` that still has its logs and drop redundant server
+    keylogs; returns how many run folders changed."""
     changed = 0
     for run_json_path in sorted(raw_root.rglob(RUN_JSON)):
         run_dir = run_json_path.parent
+        dropped = drop_redundant_server_keylog(run_dir)
         if not (run_dir / LOGS).is_dir() and not (run_dir / SERVER_INFO).exists():
+            changed += dropped
             continue
         write_run_json(run_dir, fold_into_run_json(run_dir, json.loads(run_json_path.read_text())))
         changed += 1

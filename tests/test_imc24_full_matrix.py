@@ -1,0 +1,133 @@
+"""imc24 Table 2's full matrix and the measured sweet spot (Fig. 4) on the embedded dataset (data/sample/raw):
+every Table 2 cell measured by every client, the Δt sweep's cells, and the loss runs that drop the client's
+Finished flight by content. The tables are built once with the pipeline's own stage functions on the five
+client groups against our IACK/WFC server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from quicack import pipeline, recovery, store
+from quicack.claims.imc24 import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
+from quicack.metrics import guidelines, sweet_spot
+from quicack.metrics.selection import delay_sweep_runs
+from quicack.pcap.decode import decode_capture
+from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
+from quicack.reference import paper_table
+from quicack.testbed.impair import carries_short_header
+
+RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
+CLIENTS = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn")
+SWEEP_DELAYS_MS = (0.0, 5.0, 20.0, 50.0, 100.0, 200.0, 400.0)
+SWEEP_RTTS_MS = (1.0, 9.0, 20.0, 100.0)
+LINKTYPE_ETHERNET = 1
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
+    parquet = tmp_path_factory.mktemp("full_matrix") / "parquet"
+    for client in CLIENTS:
+        group = f"aioquic_{client}"
+        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
+        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return {name: store.read_table(parquet, name) for name in ("runs", "frames", "datagrams", "handshake_runs")}
+
+
+def test_every_table2_cell_is_measured_by_every_client(tables):
+    compared = guidelines.compared_configurations(tables["handshake_runs"], tables["runs"], tables["datagrams"])
+    clients = compared.group_by("certificate", "condition").agg(pl.col("client_impl").unique().sort())
+    assert clients.height == len(guidelines.CERTIFICATE_ROWS) * len(guidelines.CONDITION_COLUMNS)
+    assert all(sorted(row) == sorted(CLIENTS) for row in clients["client_impl"].to_list()), clients
+    table = guidelines.guidelines_beside_paper(tables["handshake_runs"], tables["runs"], paper_table("imc24", "tab02"), tables["datagrams"])
+    assert "not measured" not in table["ours"].to_list() and table["agrees"].is_in(["yes", "no"]).all()
+
+
+def test_two_datagram_client_hellos_need_the_larger_certificate_to_exceed_the_limit(tables):
+    """quic-go and go-x-net send their ClientHello in two datagrams: 3 × that is above 5,113 B, so their
+    `*_large` runs are in the 'below' row and the 10,226 B certificate puts them in the 'above' row."""
+    classified = guidelines.classify_configurations(tables["runs"], tables["datagrams"])
+    for client in ("quic-go", "go-x-net"):
+        rows = classified.filter(pl.col("client_impl") == client)
+        large = rows.filter(pl.col("scenario") == "drop_server_flight_large")
+        xlarge = rows.filter(pl.col("scenario") == "drop_server_flight_xlarge")
+        assert large["certificate"].to_list() == [guidelines.BELOW] and xlarge["certificate"].to_list() == [guidelines.ABOVE]
+        assert 5113 < large["amplification_limit_bytes"][0] < 10226
+
+
+def test_finished_flight_runs_lost_the_clients_finished_and_request(tables):
+    """The content rule dropped, in every run, the client's datagrams carrying its TLS Finished (a Handshake
+    CRYPTO frame) and its request (a STREAM frame): seen at the client-side capture, before the drop."""
+    runs = tables["runs"].filter(pl.col("scenario").is_in(["drop_client_flight_large", "drop_client_flight_xlarge"]))
+    assert runs.height > 0 and runs["drop_to_server_rule"].str.starts_with("finished_flight:").all()
+    dropped = runs.select("run_id", pl.col("drop_to_server").str.split("_").cast(pl.List(pl.Int64)).alias("datagram_index")).explode("datagram_index")
+    carried = (
+        tables["frames"]
+        .filter((pl.col("source") == "pcap") & (pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s"))
+        .join(dropped, on=["run_id", "datagram_index"], how="semi")
+        .group_by("run_id")
+        .agg(
+            ((pl.col("pn_space") == "handshake") & (pl.col("frame_type") == "crypto")).any().alias("finished"),
+            ((pl.col("pn_space") == "appdata") & (pl.col("frame_type") == "stream")).any().alias("request"),
+        )
+    )
+    assert carried.height == runs.height and carried["finished"].all() and carried["request"].all()
+
+
+def test_short_header_detection_matches_the_decoder_on_a_recorded_capture():
+    """impair.carries_short_header (the content rule's test, no keys) agrees with the capture decoder's packet
+    types on every datagram of a recorded run, including go-x-net's zero-padded ClientHello datagrams."""
+    run = RAW / "aioquic_go-x-net" / "noloss-iack-rtt9ms-10KB-hq" / "1"
+    capture = run / "sim" / "trace_node_left.pcap.gz"
+    kinds: dict[tuple[int, int], set[str]] = {}
+    for batch in decode_capture(capture, [run / "client" / "keys.log"], "x"):
+        for time_ns, packet_type in batch.packets.join(batch.datagrams, on=["direction", "datagram_index"]).select(
+            "time_abs_ns", "packet_type"
+        ).iter_rows():
+            kinds.setdefault(time_ns, set()).add(packet_type)
+    with open_capture(capture) as stream:
+        records = [r for r in read_link_records(stream) if isinstance(r, LinkRecord)]
+    assert records and all(r.linktype == LINKTYPE_ETHERNET for r in records)
+    checked = [(carries_short_header(r.data[14:]), "1rtt" in kinds[r.time_abs_ns]) for r in records if r.time_abs_ns in kinds]
+    assert len(checked) == len(records) and all(ours == decoder for ours, decoder in checked)
+    assert any(decoder for _, decoder in checked) and not all(decoder for _, decoder in checked)
+
+
+def test_sweet_spot_has_a_measured_cell_per_delay_and_rtt(tables):
+    cells = sweet_spot.sweet_spot_cells(delay_sweep_runs(tables["handshake_runs"], tables["runs"]))
+    assert set(cells.select("cert_delay_ms", "rtt_ms").iter_rows()) == set(itertools.product(SWEEP_DELAYS_MS, SWEEP_RTTS_MS))
+    assert (cells["iack_runs"] >= 2).all() and (cells["wfc_runs"] >= 2).all()
+    assert cells["measured_reduction_ms"].is_not_null().all() and cells["spurious_agrees"].is_not_null().all()
+    # The model's prediction beside each cell, from quicack.recovery.
+    row = cells.filter((pl.col("cert_delay_ms") == 50.0) & (pl.col("rtt_ms") == 9.0)).row(0, named=True)
+    assert row["model_reduction_ms"] == pytest.approx(recovery.first_pto_reduction_ms(9.0, 50.0))
+    assert row["model_spurious"] == recovery.instant_ack_is_spurious(9.0, 50.0)
+
+
+def test_sweet_spot_follows_the_model_where_the_default_pto_does_not_interfere(tables):
+    """Every IACK run probes at Δt ≥ 3·RTT for RTT ≥ 9 ms and none at Δt < 3·RTT; where RTT + Δt stays below
+    both clients' default PTO (≥ 200 ms) the measured reduction is within 50 % of the model's 3·Δt."""
+    cells = sweet_spot.sweet_spot_cells(delay_sweep_runs(tables["handshake_runs"], tables["runs"]))
+    rtt9_up = cells.filter(pl.col("rtt_ms") >= 9.0)
+    assert (rtt9_up["spurious_agrees"]).all()
+    below_default_pto = cells.filter((pl.col("cert_delay_ms") > 0) & (pl.col("cert_delay_ms") + pl.col("rtt_ms") < 150.0))
+    assert below_default_pto.height >= 10 and below_default_pto["reduction_ratio"].is_between(0.9, 1.5).all()
+
+
+def test_sweet_spot_claims_are_measured(tables):
+    spurious = sweet_spot_spurious_agreement(tables)
+    ratio = sweet_spot_reduction_ratio(tables)
+    assert spurious.runs > 100 and 0.9 <= spurious.low <= 1.0
+    assert ratio.runs == spurious.runs and 0.9 <= ratio.low <= 1.2
+
+
+def test_run_json_records_what_the_client_side_only_runs_kept():
+    run = RAW / "aioquic_quic-go" / "noloss_delay_50ms-iack-rtt9ms-10KB-h3" / "1"
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["testbed"]["server_side_capture"] is False and meta["cert_delay_ms"] == 50.0
+    assert (run / "sim" / "trace_node_left.pcap.gz").exists() and not (run / "sim" / "trace_node_right.pcap.gz").exists()
+    assert not (run / "server").exists()  # no server qlog, and its keylog duplicated the client's
