@@ -47,6 +47,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
+    meta = _flatten_path(meta)
     row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
     calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
@@ -70,6 +71,18 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
         issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = row["status_source"] = None
     return row, issues
+
+
+def _flatten_path(meta: dict) -> dict:
+    """run.json keeps the path per direction (``bandwidth_mbit: {c2s, s2c}``, ``loss: {c2s, s2c}``); runs has
+    one column per direction."""
+    flat = dict(meta)
+    for nested, column in (("bandwidth_mbit", "bandwidth_{}_mbit"), ("loss", "loss_{}")):
+        per_direction = meta.get(nested)
+        if isinstance(per_direction, dict):
+            for direction in ("c2s", "s2c"):
+                flat.setdefault(column.format(direction), per_direction.get(direction))
+    return flat
 
 
 _PYTHON_TYPES = {pl.Utf8: (str,), pl.Int64: (int,), pl.Float64: (int, float), pl.Boolean: (bool,)}

@@ -18,44 +18,19 @@ than any one snap length that keeps the fixture small — stay whole.
 
 from __future__ import annotations
 
-import gzip
-import ipaddress
 import json
 import shutil
-import struct
 import sys
 from functools import partial
 from pathlib import Path
 
 from quicack.testbed import router
+from quicack.testbed.reduce import cut_frames_not_from
 from quicack.testbed.run import load_config, run_group
 from quicack.testbed.scenarios import expand
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "ack_policy"
 SERVER_DATAGRAM_SNAPLEN = 96
-_PCAP_HEADER = struct.Struct("<IHHiIII")  # classic pcap, little endian, as tcpdump writes it here
-_RECORD_HEADER = struct.Struct("<IIII")  # ts_sec, ts_usec, incl_len, orig_len
-_ETHERNET = 1
-_IPV4_SOURCE = slice(14 + 12, 14 + 16)  # behind the Ethernet header
-
-
-def cut_other_than(capture: Path, client: str, snaplen: int) -> None:
-    """Cut every frame of ``capture`` (.pcap.gz) whose IPv4 source is not ``client`` to ``snaplen`` bytes."""
-    data = gzip.decompress(capture.read_bytes())
-    magic, _major, _minor, _zone, _sigfigs, _snap, linktype = _PCAP_HEADER.unpack_from(data)
-    if magic != 0xA1B2C3D4 or linktype != _ETHERNET:
-        raise ValueError(f"{capture}: expected a little-endian Ethernet pcap")
-    source = ipaddress.IPv4Address(client).packed
-    out = [data[: _PCAP_HEADER.size]]
-    offset = _PCAP_HEADER.size
-    while offset < len(data):
-        sec, usec, incl, orig = _RECORD_HEADER.unpack_from(data, offset)
-        frame = data[offset + _RECORD_HEADER.size : offset + _RECORD_HEADER.size + incl]
-        offset += _RECORD_HEADER.size + incl
-        if frame[_IPV4_SOURCE] != source:
-            frame = frame[:snaplen]
-        out += [_RECORD_HEADER.pack(sec, usec, len(frame), orig), frame]
-    capture.write_bytes(gzip.compress(b"".join(out), mtime=0))
 
 
 def main() -> int:
@@ -70,7 +45,7 @@ def main() -> int:
         server_side.unlink()
     for client_side in raw.glob("*/*/*/sim/trace_node_left.pcap.gz"):
         run = json.loads((client_side.parents[1] / "run.json").read_text())
-        cut_other_than(client_side, run["testbed"]["addresses"]["client"], SERVER_DATAGRAM_SNAPLEN)
+        cut_frames_not_from(client_side, run["testbed"]["addresses"]["client"], SERVER_DATAGRAM_SNAPLEN)
     return 1 if failed else 0
 
 

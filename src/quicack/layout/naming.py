@@ -21,7 +21,9 @@ from typing import Any
 from quicack.layout.runs import RUN_JSON
 
 _TESTCASE_RE = re.compile(
-    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-rtt(?P<rtt>[0-9.]+)ms-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)"
+    # The path: the RTT, or the name of a path profile (data/reference/path_profiles.csv), which brings its own.
+    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-(?:rtt(?P<rtt>[0-9.]+)ms|(?P<profile>[a-z0-9]+(?:-[a-z0-9]+)*?))"
+    r"-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)"
     r"(?:-ar(?P<ack_ratio>[0-9]+)-d(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)-(?P<reordering>D|NR|3A))?$"
 )
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
@@ -43,11 +45,14 @@ class RunLocation:
 
 
 def testcase_name(
-    scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str, ack_policy: str | None = None
+    scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str, ack_policy: str | None = None,
+    path_profile: str | None = None,
 ) -> str:
     """``<scenario>-<mode>-rtt<RTT>ms-<file>-<app>``, and ``-<ack_policy_label>`` when the receiver's ACK policy
-    was set."""
-    name = f"{scenario}-{mode}-rtt{rtt_ms:g}ms-{file_name}-{app_protocol}"
+    was set. A path profile names the path in place of the RTT: two profiles may share an RTT (rethink's return
+    path of 1.5 Mbit/s or 100 kbit/s)."""
+    path = path_profile or f"rtt{rtt_ms:g}ms"
+    name = f"{scenario}-{mode}-{path}-{file_name}-{app_protocol}"
     return f"{name}-{ack_policy}" if ack_policy else name
 
 
@@ -132,7 +137,8 @@ def _parse_testcase(name: str) -> dict[str, Any]:
         "testcase": name,
         "scenario": m.group("scenario"),
         "mode": None if m.group("mode") == "none" else m.group("mode"),
-        "rtt_ms": float(m.group("rtt")),
+        "rtt_ms": float(m.group("rtt")) if m.group("rtt") else None,
+        "path_profile": m.group("profile"),
         "file_size": m.group("file"),
         "file_bytes": file_size_bytes(m.group("file")),
         "app_protocol": m.group("app"),

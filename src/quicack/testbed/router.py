@@ -25,7 +25,9 @@ class PathImpairment:
     drop_s2c: tuple[int, ...] = ()
     drop_c2s_finished_flight: int = 0  # impair.py --drop-c2s-finished-flight (0 = off)
     seed: int = 1
-    queue_limit_packets: int = 100
+    queue_limit_packets: int = 100  # default queue of each direction: this many full-size packets, in bytes
+    queue_s2c_bytes: int | None = None  # a path profile's forward queue (≈ 1 BDP), in bytes
+    queue_c2s_packets: int | None = None  # a path profile's return queue, in packets whatever their size
     spin_ms: float = 0.15  # see impair.py: wake early and spin (costs CPU; helps only on idle cores)
     rt_priority: int = 50  # SCHED_FIFO priority of the impairment program (0 = normal)
 
@@ -36,13 +38,18 @@ def _run(argv: list[str]) -> None:
         raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip()}")
 
 
-def _tbf(topo: Topology, dev: str, mbit: float, limit_packets: int) -> None:
+def _tbf(topo: Topology, dev: str, mbit: float, limit_bytes: int, limit_packets: int | None = None) -> None:
+    """tbf at `mbit` on `dev`. Its own queue is limited in bytes; with `limit_packets` a pfifo child counts
+    packets instead, so that a return path of small ACKs holds as many ACKs as a profile says, not as many as fit
+    in the bytes of full-size frames (at 100 kbit/s, 100 × 1,514 B of 60 B ACKs would be 12 s of queue)."""
     rate_bps = mbit * 1e6
     # Bucket: at least two full-size frames, and at least 1 ms worth of tokens.
     burst = max(3200, int(rate_bps / 8 / 1000))
-    limit = limit_packets * 1514
-    _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "root", "tbf",
-                                  "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]))  # fmt: skip
+    _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf",
+                                  "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit_bytes)]))  # fmt: skip
+    if limit_packets is not None:
+        _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+                                      "pfifo", "limit", str(limit_packets)]))  # fmt: skip
 
 
 def configure(topo: Topology, imp: PathImpairment, queue: int = 0) -> None:
@@ -52,10 +59,13 @@ def configure(topo: Topology, imp: PathImpairment, queue: int = 0) -> None:
         _run(ns_argv(topo.router_ns, ["iptables", "-w", "-A", "FORWARD", "-i", dev, "-p", "udp",
                                       "-j", "NFQUEUE", "--queue-num", str(q)]))  # fmt: skip
     # s2c leaves the router on the left interface, c2s on the right one.
+    default_bytes = imp.queue_limit_packets * 1514
     if imp.bandwidth_s2c_mbit:
-        _tbf(topo, topo.router_left_if, imp.bandwidth_s2c_mbit, imp.queue_limit_packets)
+        _tbf(topo, topo.router_left_if, imp.bandwidth_s2c_mbit, imp.queue_s2c_bytes or default_bytes)
     if imp.bandwidth_c2s_mbit:
-        _tbf(topo, topo.router_right_if, imp.bandwidth_c2s_mbit, imp.queue_limit_packets)
+        # The pfifo child holds the packets; tbf's own byte limit must not be the smaller one.
+        c2s_bytes = default_bytes if imp.queue_c2s_packets is None else max(default_bytes, imp.queue_c2s_packets * 1514)
+        _tbf(topo, topo.router_right_if, imp.bandwidth_c2s_mbit, c2s_bytes, imp.queue_c2s_packets)
 
 
 def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, summary: Path, queue: int = 0) -> Managed:

@@ -28,10 +28,10 @@ from typing import Any
 
 import yaml
 
-from quicack.layout import RunLocation, testcase_name
+from quicack.layout import RunLocation
 from quicack.layout.runs import keylog_path, qlog_folder, sim_folder
 from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
-from quicack.testbed import capture, netns, router, tidy
+from quicack.testbed import capture, netns, reduce, router, tidy
 from quicack.testbed.calibrate import calibrate
 from quicack.testbed.clients import ClientRequest, client_command, client_versions
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
@@ -75,9 +75,7 @@ def _tail(path: Path, n: int = 600) -> str:
 def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path | None = None) -> RunResult:
     """One connection of `group`; writes the raw layout and run.json under `raw_root` (or `run_dir`)."""
     netns.require_root()
-    testcase = testcase_name(group.scenario, group.mode, group.rtt_ms, group.file_name, group.app_protocol,
-                             group.ack_policy_label)  # fmt: skip
-    loc = RunLocation(group.server, group.client, testcase, repetition)
+    loc = RunLocation(group.server, group.client, group.testcase, repetition)
     if run_dir is None:
         run_dir = raw_root / loc.relative()
     if run_dir.exists():
@@ -97,6 +95,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         bandwidth_s2c_mbit=group.bandwidth_s2c_mbit,
         loss_c2s=group.loss_c2s,
         loss_s2c=group.loss_s2c,
+        queue_s2c_bytes=group.queue_s2c_bytes,
+        queue_c2s_packets=group.queue_c2s_packets,
         drop_c2s=group.drop_to_server,
         drop_s2c=group.drop_to_client,
         drop_c2s_finished_flight=group.drop_to_server_finished_flight,
@@ -184,6 +184,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         procs.stop_all()
         cleanup_problems = netns.destroy(topo)
         shutil.rmtree(download_tmp, ignore_errors=True)
+    _reduce(group, run_dir, str(topo.client_addr))
     if group.compress:
         _compress_outputs(run_dir)
     if not group.server_qlog:
@@ -199,6 +200,17 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     rj = tidy.fold_into_run_json(run_dir, rj)
     tidy.write_run_json(run_dir, rj)
     return RunResult(status, reason, rj, run_dir)
+
+
+def _reduce(group: RunGroup, run_dir: Path, client_address: str) -> None:
+    """The group's cuts (quicack.testbed.reduce), before compression."""
+    if group.forward_snaplen:
+        for client_side in sim_folder(run_dir).glob(capture.LEFT + "*"):
+            reduce.cut_frames_not_from(client_side, client_address, group.forward_snaplen)
+    for endpoint, names in ((CLIENT, group.client_qlog_events), (SERVER, group.server_qlog_events)):
+        if names is not None:
+            for qlog in qlog_folder(run_dir, endpoint).glob("*qlog*"):
+                reduce.keep_qlog_events(qlog, names)
 
 
 def _compress_outputs(run_dir: Path) -> None:
@@ -275,6 +287,8 @@ def _run_json(
         "path_profile": group.path_profile,
         "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
         "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},
+        "queue_s2c_bytes": group.queue_s2c_bytes,
+        "queue_c2s_packets": group.queue_c2s_packets,
         "drop_to_client": list(group.drop_to_client),
         # A content rule drops whichever datagrams carry the flight: what it dropped is the run's drop list.
         "drop_to_server": (impairment.get("c2s") or {}).get("dropped_indices", []) if group.drop_to_server_finished_flight
@@ -303,6 +317,8 @@ def _run_json(
             "job": topo.job,
             "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
             "capture_snaplen": group.capture_snaplen,
+            "forward_snaplen": group.forward_snaplen,
+            "qlog_events_kept": {"client": group.client_qlog_events, "server": group.server_qlog_events},
             "captures": group.captures,
             "server_side_capture": group.captures and group.server_side_capture,
             "compressed": group.compress,

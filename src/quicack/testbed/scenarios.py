@@ -7,7 +7,8 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import ack_policy_label
+from quicack.layout import ack_policy_label, testcase_name
+from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.clients import H3, HQ, can_set_ack_policy
 from quicack.testbed.clients import supported_protocols as client_protocols
@@ -129,6 +130,10 @@ class RunGroup:
     seed: int
     calibrate: str | None
     path_profile: str | None = None
+    # Bottleneck queues (None: the testbed's default of 100 full-size packets, in bytes, each way). A path profile
+    # sets the forward (s2c) queue to about one BDP in bytes and the return (c2s) queue in packets.
+    queue_s2c_bytes: int | None = None
+    queue_c2s_packets: int | None = None
     loss_c2s: float = 0.0  # random loss probability per datagram (seeded per run)
     loss_s2c: float = 0.0
     drop_to_client: tuple[int, ...] = ()
@@ -140,14 +145,23 @@ class RunGroup:
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
     receiver_ack_policy: AckPolicy | None = None  # the client's ACK policy (None: its implementation's default)
     server_side_capture: bool = True  # keep sim/trace_node_right (off: the client-side capture only)
+    # Cuts for long transfers (quicack.testbed.reduce): frames the client did not send cut to this many bytes in
+    # the client-side capture (0 = off), and the qlog events kept per endpoint (None = all).
+    forward_snaplen: int = 0
+    client_qlog_events: tuple[str, ...] | None = None
+    server_qlog_events: tuple[str, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def key(self) -> str:
         """Stable name of the group (used for Snakemake targets and the group marker file)."""
-        key = f"{self.server}_{self.client}/{self.scenario}-{self.mode}-rtt{self.rtt_ms:g}ms-{self.file_name}-{self.app_protocol}"
-        label = self.ack_policy_label
-        return f"{key}-{label}" if label else key
+        return f"{self.server}_{self.client}/{self.testcase}"
+
+    @property
+    def testcase(self) -> str:
+        """The group's folder name under <server>_<client>/ (quicack.layout.testcase_name)."""
+        return testcase_name(self.scenario, self.mode, self.rtt_ms, self.file_name, self.app_protocol,
+                             self.ack_policy_label, self.path_profile)  # fmt: skip
 
     @property
     def ack_policy_label(self) -> str | None:
@@ -190,6 +204,27 @@ def _ack_policies(cfg: dict[str, Any]) -> list[AckPolicy | None]:
     return policies
 
 
+def _events(names: list[str] | None) -> tuple[str, ...] | None:
+    return None if names is None else tuple(names)
+
+
+def _path_settings(profile_name: str) -> dict[str, Any]:
+    """RunGroup fields of a path profile (data/reference/path_profiles.csv): rate, RTT, loss and queues per
+    direction. The profile's one-way delays are each half its RTT, as the testbed applies them."""
+    profile = path_profile(profile_name)
+    if profile["s2c_delay_ms"] != profile["c2s_delay_ms"]:
+        raise ValueError(f"path profile {profile_name}: the testbed delays both directions by RTT / 2")
+    return {
+        "rtt_ms": float(profile["rtt_ms"]),
+        "bandwidth_c2s_mbit": float(profile["c2s_rate_mbit"]),
+        "bandwidth_s2c_mbit": float(profile["s2c_rate_mbit"]),
+        "loss_c2s": float(profile["c2s_loss_percent"]) / 100,
+        "loss_s2c": float(profile["s2c_loss_percent"]) / 100,
+        "queue_s2c_bytes": int(profile["s2c_queue_bytes"]),
+        "queue_c2s_packets": int(profile["c2s_queue_packets"]),
+    }
+
+
 def _app_protocol(wanted: str, client: str, server: str) -> str | None:
     """'auto' = h3 where client and server both have it, else hq-interop; None if the pair cannot talk."""
     common = client_protocols(client) & server_protocols(server)
@@ -203,9 +238,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
     if "server" in block and "servers" not in block:
         cfg.pop("servers", None)  # a block's own `server` overrides the top-level list
     out = []
-    for server, client, mode, scen_name, rtt, ack_policy in itertools.product(
+    profiles = _as_list(cfg.get("path_profile"))
+    rtts = [None] if cfg.get("path_profile") else _as_list(cfg["rtts_ms"])  # a profile brings its own RTT
+    for server, client, mode, scen_name, profile_name, rtt, ack_policy in itertools.product(
         block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
-        _as_list(cfg["rtts_ms"]), _ack_policies(cfg),
+        profiles, rtts, _ack_policies(cfg),
     ):  # fmt: skip
         if ack_policy is not None and not can_set_ack_policy(client):
             raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's)")
@@ -219,6 +256,13 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         if not modal:
             mode = "none"
         bw = cfg.get("bandwidth_mbit", 10.0)
+        path = _path_settings(profile_name) if profile_name else {
+            "rtt_ms": float(rtt),
+            "bandwidth_c2s_mbit": cfg.get("bandwidth_up_mbit", bw),
+            "bandwidth_s2c_mbit": cfg.get("bandwidth_down_mbit", bw),
+            "loss_c2s": float(cfg.get("loss_up", 0.0)),
+            "loss_s2c": float(cfg.get("loss_down", 0.0)),
+        }
         out.append(
             RunGroup(
                 dataset=cfg["dataset"],
@@ -226,28 +270,27 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 client=client,
                 mode=mode,
                 scenario=scen_name,
-                rtt_ms=float(rtt),
                 repetitions=int(cfg.get("repetitions", 1)),
                 file_name=cfg.get("file") or scen.file_name,
                 app_protocol=app,
                 cert_size=cfg.get("cert_size") or scen.cert_size,
                 cert_delay_ms=(float(cfg["cert_delay_ms"]) if cfg.get("cert_delay_ms") is not None
                                else scen.cert_delay_ms) if modal else 0.0,
-                bandwidth_c2s_mbit=cfg.get("bandwidth_up_mbit", bw),
-                bandwidth_s2c_mbit=cfg.get("bandwidth_down_mbit", bw),
                 server_initial_rtt_ms=cfg.get("server_initial_rtt_ms"),
                 timeout_s=float(cfg.get("timeout_s", 30)),
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
                 captures=bool(cfg.get("captures", True)),
                 server_qlog=bool(cfg.get("server_qlog", True)),
                 server_side_capture=bool(cfg.get("server_side_capture", True)),
+                forward_snaplen=int(cfg.get("forward_snaplen", 0)),
+                client_qlog_events=_events(cfg.get("client_qlog_events")),
+                server_qlog_events=_events(cfg.get("server_qlog_events")),
                 compress=bool(cfg.get("compress", True)),
                 seed=int(cfg.get("seed", 1)),
                 calibrate=scen.calibrate,
-                path_profile=cfg.get("path_profile"),
-                loss_c2s=float(cfg.get("loss_up", 0.0)),
-                loss_s2c=float(cfg.get("loss_down", 0.0)),
+                path_profile=profile_name,
                 receiver_ack_policy=ack_policy,
+                **path,
             )
         )
     return out
@@ -270,7 +313,10 @@ def group_to_json(group: RunGroup) -> str:
     change only when its own group's settings do (not when another part of the config does)."""
     d = asdict(group)
     d.pop("extra")
-    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0)):
+    for setting, default in (
+        ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
+        ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
+    ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
             d.pop(setting)
@@ -281,6 +327,9 @@ def group_from_json(text: str) -> RunGroup:
     d = json.loads(text)
     for k in ("drop_to_client", "drop_to_server"):
         d[k] = tuple(d.get(k) or ())
+    for k in ("client_qlog_events", "server_qlog_events"):
+        if d.get(k) is not None:
+            d[k] = tuple(d[k])
     if d.get("receiver_ack_policy") is not None:
         d["receiver_ack_policy"] = AckPolicy(**d["receiver_ack_policy"])
     return RunGroup(**d)

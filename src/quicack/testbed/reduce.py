@@ -1,0 +1,86 @@
+"""Cut a recorded run to what its analysis reads, so that long transfers fit an embedded dataset.
+
+Two cuts, both chosen in the testbed config and recorded in run.json (``testbed.forward_snaplen``,
+``testbed.qlog_events_kept``):
+
+- ``forward_snaplen``: in the client-side capture, every frame the client did not send is cut to this many bytes,
+  as tcpdump's snap length would cut it (caplen < len; the original length stays in the record). The server's data
+  packets then keep their IP/UDP headers and sizes but no longer decrypt; the client's packets (its ACKs: the
+  return path) stay whole and decrypt. One snap length for both directions would not do: the client's ACK packets
+  grow to ~150 bytes with many ACK ranges.
+- ``*_qlog_events``: a qlog keeps only the named events (e.g. the receiver's ``transport:packet_sent`` and
+  ``quicack:ack_sent``, the sender's ``recovery:metrics_updated``); per-packet events of the other direction are
+  what makes a 1 MB transfer's qlog large.
+"""
+
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import json
+import struct
+from collections.abc import Collection
+from pathlib import Path
+
+_PCAP_HEADER = struct.Struct("<IHHiIII")  # classic pcap, little endian, as tcpdump writes it here
+_RECORD_HEADER = struct.Struct("<IIII")  # ts_sec, ts_usec, incl_len, orig_len
+_PCAP_MAGICS = (0xA1B2C3D4, 0xA1B23C4D)  # microsecond, nanosecond timestamps
+_ETHERNET = 1
+_IPV4_SOURCE = slice(14 + 12, 14 + 16)  # behind the Ethernet header
+_RECORD_SEPARATOR = b"\x1e"  # JSON-SEQ (RFC 7464)
+
+
+def _read(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+
+
+def cut_frames_not_from(capture: Path, source: str, snaplen: int) -> int:
+    """Cut every frame of ``capture`` (a little-endian Ethernet pcap, optionally .gz) whose IPv4 source is not
+    ``source`` to ``snaplen`` bytes; returns the number of frames cut."""
+    data = _read(capture)
+    magic, _major, _minor, _zone, _sigfigs, _snap, linktype = _PCAP_HEADER.unpack_from(data)
+    if magic not in _PCAP_MAGICS or linktype != _ETHERNET:
+        raise ValueError(f"{capture}: expected a little-endian Ethernet pcap")
+    source_bytes = ipaddress.IPv4Address(source).packed
+    out = [data[: _PCAP_HEADER.size]]
+    offset, cut = _PCAP_HEADER.size, 0
+    while offset + _RECORD_HEADER.size <= len(data):
+        sec, frac, incl, orig = _RECORD_HEADER.unpack_from(data, offset)
+        frame = data[offset + _RECORD_HEADER.size : offset + _RECORD_HEADER.size + incl]
+        offset += _RECORD_HEADER.size + incl
+        if frame[_IPV4_SOURCE] != source_bytes and len(frame) > snaplen:
+            frame, cut = frame[:snaplen], cut + 1
+        out += [_RECORD_HEADER.pack(sec, frac, len(frame), orig), frame]
+    _write(capture, b"".join(out))
+    return cut
+
+
+def keep_qlog_events(qlog: Path, names: Collection[str]) -> int:
+    """Keep only the events named ``names`` in ``qlog`` (a JSON qlog with ``traces[].events`` as aioquic writes
+    it, or JSON-SEQ with one event per record; optionally .gz); returns the number of events dropped."""
+    data = _read(qlog)
+    wanted = set(names)
+    dropped = 0
+    if data.lstrip().startswith(_RECORD_SEPARATOR):
+        records = [r for r in data.split(_RECORD_SEPARATOR) if r.strip()]
+        kept = []
+        for record in records:
+            event = json.loads(record)
+            if "name" in event and event["name"] not in wanted:
+                dropped += 1
+                continue
+            kept.append(record)
+        _write(qlog, b"".join(_RECORD_SEPARATOR + r for r in kept))
+        return dropped
+    document = json.loads(data)
+    for trace in document.get("traces", []):
+        events = trace.get("events", [])
+        trace["events"] = [e for e in events if e.get("name") in wanted]
+        dropped += len(events) - len(trace["events"])
+    _write(qlog, json.dumps(document, separators=(",", ":")).encode())
+    return dropped
