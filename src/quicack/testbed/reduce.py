@@ -3,11 +3,13 @@
 Two cuts, both chosen in the testbed config and recorded in run.json (``testbed.forward_snaplen``,
 ``testbed.qlog_events_kept``):
 
-- ``forward_snaplen``: in the client-side capture, every frame the client did not send is cut to this many bytes,
-  as tcpdump's snap length would cut it (caplen < len; the original length stays in the record). The server's data
-  packets then keep their IP/UDP headers and sizes but no longer decrypt; the client's packets (its ACKs: the
-  return path) stay whole and decrypt. One snap length for both directions would not do: the client's ACK packets
-  grow to ~150 bytes with many ACK ranges.
+- ``forward_snaplen``: in the client-side capture, every data frame the client did not send — a UDP datagram
+  starting with a QUIC short header (1-RTT), or a TCP segment — is cut to this many bytes, as tcpdump's snap length
+  would cut it (caplen < len; the original length stays in the record). The server's data packets then keep their
+  IP/UDP headers and sizes but no longer decrypt; the client's packets (its ACKs: the return path) stay whole and
+  decrypt, and so do the server's long-header handshake packets, which tell the decoder the connection IDs the
+  client's 1-RTT packets carry. One snap length for both directions would not do: the client's ACK packets grow to
+  ~150 bytes with many ACK ranges. For TCP choose a snap length that keeps the headers (≥ 14 + 20 + 60).
 - ``*_qlog_events``: a qlog keeps only the named events (e.g. the receiver's ``transport:packet_sent`` and
   ``quicack:ack_sent``, the sender's ``recovery:metrics_updated``); per-packet events of the other direction are
   what makes a 1 MB transfer's qlog large.
@@ -26,7 +28,10 @@ _PCAP_HEADER = struct.Struct("<IHHiIII")  # classic pcap, little endian, as tcpd
 _RECORD_HEADER = struct.Struct("<IIII")  # ts_sec, ts_usec, incl_len, orig_len
 _PCAP_MAGICS = (0xA1B2C3D4, 0xA1B23C4D)  # microsecond, nanosecond timestamps
 _ETHERNET = 1
-_IPV4_SOURCE = slice(14 + 12, 14 + 16)  # behind the Ethernet header
+_ETHERNET_HEADER = 14
+_IPV4_SOURCE = slice(_ETHERNET_HEADER + 12, _ETHERNET_HEADER + 16)
+_UDP, _TCP = 17, 6
+_QUIC_LONG_HEADER = 0x80
 _RECORD_SEPARATOR = b"\x1e"  # JSON-SEQ (RFC 7464)
 
 
@@ -39,9 +44,21 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
 
 
+def _carries_data(frame: bytes) -> bool:
+    """An IPv4 frame with a TCP segment or a UDP datagram whose first QUIC packet has a short header."""
+    if len(frame) < _ETHERNET_HEADER + 20:
+        return False
+    ip = frame[_ETHERNET_HEADER:]
+    protocol, header_bytes = ip[9], (ip[0] & 0x0F) * 4
+    if protocol == _TCP:
+        return True
+    quic = header_bytes + 8
+    return protocol == _UDP and len(ip) > quic and not ip[quic] & _QUIC_LONG_HEADER
+
+
 def cut_frames_not_from(capture: Path, source: str, snaplen: int) -> int:
-    """Cut every frame of ``capture`` (a little-endian Ethernet pcap, optionally .gz) whose IPv4 source is not
-    ``source`` to ``snaplen`` bytes; returns the number of frames cut."""
+    """Cut every data frame (``_carries_data``) of ``capture`` (a little-endian Ethernet pcap, optionally .gz)
+    whose IPv4 source is not ``source`` to ``snaplen`` bytes; returns the number of frames cut."""
     data = _read(capture)
     magic, _major, _minor, _zone, _sigfigs, _snap, linktype = _PCAP_HEADER.unpack_from(data)
     if magic not in _PCAP_MAGICS or linktype != _ETHERNET:
@@ -53,7 +70,7 @@ def cut_frames_not_from(capture: Path, source: str, snaplen: int) -> int:
         sec, frac, incl, orig = _RECORD_HEADER.unpack_from(data, offset)
         frame = data[offset + _RECORD_HEADER.size : offset + _RECORD_HEADER.size + incl]
         offset += _RECORD_HEADER.size + incl
-        if frame[_IPV4_SOURCE] != source_bytes and len(frame) > snaplen:
+        if frame[_IPV4_SOURCE] != source_bytes and len(frame) > snaplen and _carries_data(frame):
             frame, cut = frame[:snaplen], cut + 1
         out += [_RECORD_HEADER.pack(sec, frac, len(frame), orig), frame]
     _write(capture, b"".join(out))
