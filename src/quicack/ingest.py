@@ -22,7 +22,7 @@ from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
 # Tables one run group writes, in this order.
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
+INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "tcp_segments", "endpoints", "ingest_issues")
 
 
 def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
@@ -181,7 +181,7 @@ def _ingest_captures(
     keylogs = keylog_files(run)
     for path in capture_files(run):
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
-            for name in ("datagrams", "packets", "frames"):
+            for name in ("datagrams", "packets", "frames", "tcp_segments"):
                 parts[name].append(getattr(batch, name))
             parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))
             evidence.add(batch.frames, batch.datagrams.height)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Sizes in bytes; names as in the imc24 artifact's folder names (file_size=10KB, ...). KiB/MiB as the QIR does.
-FILE_SIZES: dict[str, int] = {"10KB": 10 * 1024, "1MB": 1024 * 1024, "10MB": 10 * 1024 * 1024}
+FILE_SIZES: dict[str, int] = {"10KB": 10 * 1024, "200KB": 200 * 1024, "1MB": 1024 * 1024, "10MB": 10 * 1024 * 1024}
 SEED = 20240424
 
 
