@@ -30,7 +30,9 @@ TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
 LINUX_TCP = "linux-tcp"
 
 # Order: the imc24 testbed clients first, then the extra dialect for the qlog reader.
-KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old", LINUX_TCP)
+KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old")
+# Every client the testbed runs: the QUIC ones above and the kernel's TCP (no keylog, no qlog).
+TESTBED_CLIENTS: tuple[str, ...] = (*KNOWN_IMPLS, LINUX_TCP)
 
 _PROTOCOLS: dict[str, frozenset[str]] = {
     "aioquic": frozenset({H3, HQ}),
@@ -61,7 +63,7 @@ _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
 
 @dataclass(frozen=True)
 class ClientRequest:
-    impl: str  # one of KNOWN_IMPLS
+    impl: str  # one of TESTBED_CLIENTS
     url: str  # https://<host>:<port>/<file>
     app_protocol: str  # 'h3' or 'hq' (hq = ALPN "hq-interop")
     download_dir: Path  # body saved as download_dir / <basename of the URL path>
@@ -84,7 +86,7 @@ def supported_protocols(impl: str) -> frozenset[str]:
     try:
         return _PROTOCOLS[impl]
     except KeyError:
-        raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(KNOWN_IMPLS)}") from None
+        raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(TESTBED_CLIENTS)}") from None
 
 
 def can_set_ack_policy(impl: str) -> bool:
@@ -212,7 +214,7 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
 def client_versions() -> dict[str, str]:
     """impl -> version string, only for clients that are built or installed."""
     versions: dict[str, str] = {}
-    for impl in KNOWN_IMPLS:
+    for impl in TESTBED_CLIENTS:
         executable = client_executable(impl)
         if executable is None:
             continue

@@ -28,7 +28,9 @@ from typing import Any
 from quicack.testbed.certs import CERT_SIZES, cert_paths
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, implementations_dir
 
-KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2", LINUX_TCP)
+KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
+# Every server the testbed runs: the QUIC ones above and the kernel's TCP (no certificate, keylog or qlog).
+TESTBED_SERVERS: tuple[str, ...] = (*KNOWN_SERVERS, LINUX_TCP)
 _PROTOCOLS: dict[str, frozenset[str]] = {
     "aioquic": frozenset({H3, HQ}),
     "quic-go": frozenset({H3, HQ}),
@@ -48,7 +50,7 @@ _DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0}
 
 @dataclass(frozen=True)
 class ServerRequest:
-    impl: str  # one of KNOWN_SERVERS
+    impl: str  # one of TESTBED_SERVERS
     host: str
     port: int
     cert_size: str  # 'small' | 'large'
@@ -65,7 +67,7 @@ def supported_protocols(impl: str) -> frozenset[str]:
     try:
         return _PROTOCOLS[impl]
     except KeyError:
-        raise ValueError(f"unknown server implementation {impl!r}; known: {', '.join(KNOWN_SERVERS)}") from None
+        raise ValueError(f"unknown server implementation {impl!r}; known: {', '.join(TESTBED_SERVERS)}") from None
 
 
 def has_handshake_modes(impl: str) -> bool:
