@@ -15,8 +15,10 @@ import struct
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import polars as pl
 import pytest
+import yaml
 
 from quicack.ingest import ingest_group
 from quicack.metrics.ack_breakdown import KEYS, TCP_COMPONENTS, ack_breakdown
@@ -24,6 +26,7 @@ from quicack.pcap.decode import decode_capture
 from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
 from quicack.pcap.tcp import split_options
 from quicack.testbed.impair import carries_short_header
+from quicack.testbed.run import load_config
 
 RAW = Path(__file__).parent / "data" / "tcp" / "raw"
 GROUP = "linux-tcp_linux-tcp"
@@ -52,6 +55,11 @@ def measured_ack_ratio(frame: pl.DataFrame) -> float:
     data = frame.filter((pl.col("direction") == "s2c") & (pl.col("payload_bytes") > 0)).height
     acks = frame.filter((pl.col("direction") == "c2s") & pl.col("pure_ack")).height
     return data / acks
+
+
+def test_the_fixture_config_is_a_valid_testbed_config() -> None:
+    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow" / "schemas" / "testbed.schema.yaml").read_text())
+    jsonschema.validate(load_config(RAW.parent / "testbed.yaml"), schema)
 
 
 def test_the_fixture_is_the_four_runs_with_both_captures() -> None:

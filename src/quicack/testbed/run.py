@@ -268,7 +268,7 @@ def _run_json(
         "rtt_ms": group.rtt_ms,
         "one_way_delay_ms": {"c2s": group.rtt_ms / 2, "s2c": group.rtt_ms / 2},
         "cert_delay_ms": group.cert_delay_ms,
-        "cert_size": group.cert_size,
+        "cert_size": None if tcp else group.cert_size,  # no certificate on a plain TCP connection
         "cert_bytes": server_info.get("cert_bytes"),
         "file_name": group.file_name,
         "file_bytes": FILE_SIZES[group.file_name],
