@@ -22,6 +22,7 @@ from quicack.testbed.clients import (
     H3,
     HQ,
     KNOWN_IMPLS,
+    TESTBED_CLIENTS,
     ClientRequest,
     client_command,
     client_executable,
@@ -179,6 +180,6 @@ def test_ngtcp2_gets_keylog_through_environment(tmp_path: Path):
 
 def test_versions_cover_every_available_client():
     versions = client_versions()
-    available = {impl for impl in KNOWN_IMPLS if client_executable(impl) is not None}
-    assert set(versions) == available
+    available = {impl for impl in TESTBED_CLIENTS if client_executable(impl) is not None}
+    assert set(versions) == available and "linux-tcp" in versions
     assert all(versions.values())

@@ -29,6 +29,7 @@ def _is_capture(path: Path) -> bool:
 
 
 CUT_BY_DIRECTION = "ack_policy"
+TCP_ONLY = "tcp"  # tests/data/tcp: Linux TCP runs, no QUIC (test_tcp_segments.py reads them)
 
 
 def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_empty: bool = False) -> list[Capture]:
@@ -40,7 +41,7 @@ def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_
     """
     captures = []
     for path in sorted(root.rglob("*")):
-        if not _is_capture(path):
+        if not _is_capture(path) or path.relative_to(root).parts[0] == TCP_ONLY:
             continue
         if ("snaplen" in path.name or CUT_BY_DIRECTION in path.relative_to(root).parts) and not include_snaplen_cut:
             # Cut by the snap length on purpose: it cannot decrypt everything; test_pcap_decode tests it alone.
@@ -66,6 +67,7 @@ class Decoded:
     packets: pl.DataFrame
     frames: pl.DataFrame
     ingest_issues: pl.DataFrame
+    tcp_segments: pl.DataFrame
 
 
 @functools.cache
@@ -74,6 +76,6 @@ def decode(capture: Capture) -> Decoded:
     return Decoded(
         *(
             pl.concat([getattr(b, name) for b in batches])
-            for name in ("datagrams", "packets", "frames", "ingest_issues")
+            for name in ("datagrams", "packets", "frames", "ingest_issues", "tcp_segments")
         )
     )

@@ -21,8 +21,9 @@ from quicack.schema import INGEST_ISSUES, RUNS, TABLES
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
+QUIC, TCP = "quic", "tcp"  # runs.transport
 # Tables one run group writes, in this order.
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "endpoints", "ingest_issues")
+INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "tcp_segments", "endpoints", "ingest_issues")
 
 
 def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
@@ -55,6 +56,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
     row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
     for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
         row[name] = _droplist(row[name], name, run, raw_root, issues)
+    row["transport"] = row["transport"] or QUIC  # run.json says 'tcp' for the Linux TCP runs; older runs are QUIC
     from_path = describe_run_id(run.run_id)
     row.update(run_id=run.run_id, dataset=dataset, raw_path=run.run_id)
     for name in ("server_impl", "client_impl", "scenario", "repetition"):
@@ -142,7 +144,8 @@ def ingest_group(raw_root: Path, group: str, dataset: str, limits: Limits = DEFA
         row, run_issues = run_row(run, dataset, raw_root)
         runs.append(row)
         issues.extend(run_issues)
-        qlogs, missing = discover_qlogs(run.path, run.run_id)
+        # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
+        qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
         parts["ingest_issues"].append(_relative_paths(missing, raw_root))
         evidence = Evidence()
         for path, vantage in qlogs:
@@ -194,7 +197,7 @@ def _ingest_captures(
     keylogs = keylog_files(run)
     for path in capture_files(run):
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
-            for name in ("datagrams", "packets", "frames"):
+            for name in ("datagrams", "packets", "frames", "tcp_segments"):
                 parts[name].append(getattr(batch, name))
             parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))
             evidence.add(batch.frames, batch.datagrams.height)

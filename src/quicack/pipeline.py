@@ -39,7 +39,7 @@ def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
 
 
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
-    names = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams")
+    names = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams", "tcp_segments")
     part = group_key(group)
     read = {name: store.read_table(parquet_root, name, [part]) for name in names}
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
@@ -47,7 +47,7 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
-    breakdown = ack_breakdown(read["datagrams"], read["packets"], read["frames"])
+    breakdown = ack_breakdown(read["datagrams"], read["packets"], read["frames"], read["tcp_segments"])
     tables = {
         "rtt_samples": rtt,
         "connections": connections,

@@ -106,8 +106,9 @@ RUNS = Table(
         Column("cert_delay_ms", F, "Emulated certificate-store delay Δt before the server processes the ClientHello / sends its ServerHello."),
         Column("cert_bytes", I, "Size of the server certificate chain in bytes."),
         Column("file_bytes", I, "Size of the requested file in bytes."),
-        Column("app_protocol", S, "'h3' (HTTP/3) or 'hq' (hq-interop, HTTP/0.9)."),
-        Column("ack_ratio", I, "Configured ACK ratio of the receiver (the client): an ACK after this many ack-eliciting packets (null = implementation default)."),
+        Column("app_protocol", S, "'h3' (HTTP/3), 'hq' (hq-interop, HTTP/0.9) or 'tcp' (a plain TCP byte stream: the linux-tcp runs)."),
+        Column("transport", S, "'quic', or 'tcp' for the Linux TCP runs of the ACK-ratio study (client/server linux-tcp: no keylog, no qlog; their captures fill tcp_segments). From run.json; 'quic' when it does not say (every run recorded before TCP)."),
+        Column("ack_ratio", I, "Configured ACK ratio of the receiver (the client): an ACK after this many ack-eliciting packets (null = implementation default). TCP runs: 1 = quickack route, 2 = the kernel's delayed ACKs, N > 2 = the kernel's ACKs thinned by the router to every (N/2)-th pure ACK (run.json receiver_ack_policy.mechanism)."),
         Column("ack_delay_ms", F, "Configured ACK delay of the receiver: an ACK this long after the first unacknowledged ack-eliciting packet when fewer than ack_ratio arrive (null = implementation default, or set as ack_delay_rtt_fraction)."),
         Column("ack_delay_rtt_fraction", F, "Configured ACK delay as a fraction of the receiver's smoothed RTT (e.g. 0.25 = RTT/4; null = not set so)."),
         Column("ack_reordering", S, "Configured reaction of the receiver to reordering (ackfreq22 §5.6): 'D' (an ACK at once, RFC 9000), 'NR' (none), '3A' (AR 1 for the next 3 packets); null = implementation default."),
@@ -158,6 +159,41 @@ DATAGRAMS = Table(
         Column("udp_header_bytes", I, "UDP header bytes (8)."),
         Column("udp_payload_bytes", I, "UDP payload bytes."),
         Column("quic_packets", I, "Number of (coalesced) QUIC packets in the datagram."),
+    ),
+)
+
+TCP_SEGMENTS = Table(
+    "tcp_segments",
+    "One row per TCP segment seen in a capture (the Linux TCP runs of the ACK-ratio study: client linux-tcp). Byte identity "
+    "(tested on every TCP capture): ip_header_bytes + tcp_header_bytes + timestamp_option_bytes + sack_option_bytes + "
+    "other_option_bytes + payload_bytes = ip_bytes. Sizes come from the IP total length and the TCP data offset, so a "
+    "capture cut by its snap length still gives them.",
+    (
+        RUN_ID,
+        VANTAGE_PKT,
+        Column("connection", S, "The TCP connection: '<client address>:<client port>' (the side that sent the SYN; without a SYN in the capture, the side with the higher port)."),
+        DIRECTION,
+        Column("segment_index", I, "1-based index of the segment per direction and connection in this capture (as datagrams.datagram_index counts)."),
+        Column("time_ms", F, "Milliseconds since the connection's first segment (its SYN) at this vantage point."),
+        Column("time_abs_ns", I, "Capture timestamp, Unix epoch nanoseconds."),
+        Column("ip_bytes", I, "IP packet bytes on the wire (IPv4 total length; IPv6 40 + payload length)."),
+        Column("ip_header_bytes", I, "IP header bytes (20 for IPv4 without options, 40 for IPv6 plus extension headers)."),
+        Column("tcp_header_bytes", I, "Fixed part of the TCP header: 20 bytes (options are in the three *_option_bytes columns)."),
+        Column(
+            "timestamp_option_bytes", I,
+            "TCP Timestamps option (RFC 7323, kind 8, 10 bytes) with the NOP/EOL bytes that pad it: every NOP (kind 1) is "
+            "counted with the option after it, trailing NOP/EOL bytes after the last option with that last option. Linux sends "
+            "NOP NOP TS = 12 bytes; 0 when absent.",
+        ),
+        Column("sack_option_bytes", I, "SACK option (RFC 2018, kind 5: 2 + 8 × blocks) with its NOP padding, by the same rule (Linux: NOP NOP SACK = 4 + 8 × blocks); 0 when absent."),
+        Column("other_option_bytes", I, "Every other TCP option (MSS, window scale, SACK-permitted, ...) with its padding, by the same rule."),
+        Column("payload_bytes", I, "TCP payload bytes (IP bytes minus IP and TCP headers: the wire size even if the capture cut the record)."),
+        Column("seq", I, "Sequence number (raw, not relative)."),
+        Column("ack", I, "Acknowledgment number (raw; meaningful when the ACK flag is set)."),
+        Column("flags", I, "TCP flag bits of header byte 13: FIN 1, SYN 2, RST 4, PSH 8, ACK 16, URG 32, ECE 64, CWR 128 (SQL: flags & 16 <> 0)."),
+        Column("pure_ack", B, "ACK flag set, no payload, no SYN/FIN/RST: an acknowledgement only (what the ACK ratio counts)."),
+        Column("sack_blocks", I, "SACK blocks in the segment's SACK option (0 without one)."),
+        Column("window", I, "Window field as sent (not scaled by the window scale option)."),
     ),
 )
 
@@ -444,22 +480,24 @@ ACK_BREAKDOWN = Table(
     (
         RUN_ID,
         Column("vantage", S, "Capture point (sim_left = client side of the emulated link, sim_right = server side)."),
-        Column("protocol", S, "'quic' (the TCP runs of the ACK-ratio study add 'tcp')."),
+        Column("protocol", S, "'quic' (rows from datagrams/packets/frames) or 'tcp' (rows from tcp_segments)."),
         DIRECTION,
         Column(
             "after_first_rtt",
             B,
-            "False for datagrams before the end of the first round trip at this capture point (the first c2s datagram after the first "
-            "s2c datagram), true from there on (rethink counts the return path after the first RTT).",
+            "False for datagrams (TCP: segments) before the end of the first round trip at this capture point (the first c2s "
+            "datagram/segment after the first s2c one), true from there on (rethink counts the return path after the first RTT).",
         ),
         Column(
             "component",
             S,
-            "ip_header, udp_header, quic_header, aead_tag, frame:<frame_type> (frame:ack, frame:stream, frame:padding, ...), "
-            "datagram_padding (zeros after a datagram's last packet) or undecrypted (whole packets that could not be read).",
+            "QUIC: ip_header, udp_header, quic_header, aead_tag, frame:<frame_type> (frame:ack, frame:stream, frame:padding, ...), "
+            "datagram_padding (zeros after a datagram's last packet) or undecrypted (whole packets that could not be read). "
+            "TCP: ip_header, tcp_header (the 20-byte fixed part), tcp_timestamp_option, tcp_sack_option, tcp_other_options "
+            "(each with its NOP padding, tcp_segments) and tcp_payload.",
         ),
         Column("bytes", I, "Bytes of this component."),
-        Column("packets", I, "Datagrams (IP/UDP headers) or QUIC packets that carried this component."),
+        Column("packets", I, "Datagrams (IP/UDP headers) or QUIC packets that carried this component; TCP: segments that carried it (bytes > 0)."),
         Column("direction_bytes", I, "IP bytes of this run, vantage, direction and phase: the sum of its components' bytes."),
     ),
     derived=True,
@@ -523,6 +561,7 @@ TABLES: dict[str, Table] = {
     for t in (
         RUNS,
         DATAGRAMS,
+        TCP_SEGMENTS,
         PACKETS,
         FRAMES,
         METRICS_LOGGED,

@@ -22,9 +22,10 @@ from quicack.layout.runs import RUN_JSON
 
 _TESTCASE_RE = re.compile(
     # The path: the RTT, or the name of a path profile (data/reference/path_profiles.csv), which brings its own.
+    # TCP runs (app tcp) carry an ACK ratio alone: the kernel or the router sets it, there is no delay/reordering knob.
     r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-(?:rtt(?P<rtt>[0-9.]+)ms|(?P<profile>[a-z0-9]+(?:-[a-z0-9]+)*?))"
-    r"-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq)"
-    r"(?:-ar(?P<ack_ratio>[0-9]+)-d(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)-(?P<reordering>D|NR|3A))?$"
+    r"-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq|tcp)"
+    r"(?:-ar(?P<ack_ratio>[0-9]+)(?:-d(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)-(?P<reordering>D|NR|3A))?)?$"
 )
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
 _SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
@@ -148,6 +149,8 @@ def _parse_testcase(name: str) -> dict[str, Any]:
 def _parse_ack_policy(m: re.Match[str]) -> dict[str, Any]:
     if m.group("ack_ratio") is None:
         return {}
+    if m.group("ack_delay") is None:  # a TCP run's 'ar<N>': the ratio only, the kernel's delay
+        return {"ack_ratio": int(m.group("ack_ratio"))}
     delay = float(m.group("ack_delay"))
     in_ms = m.group("ack_delay_unit") == "ms"
     return {

@@ -18,7 +18,7 @@ from quicack.limits import add_limit_arguments, limits_from_args
 if TYPE_CHECKING:
     from .decode import CaptureBatch
 
-OUTPUT_TABLES = ("datagrams", "packets", "frames", "ingest_issues")
+OUTPUT_TABLES = ("datagrams", "packets", "frames", "tcp_segments", "ingest_issues")
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:

@@ -9,11 +9,11 @@ types come from `quicack.schema`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
-from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, Table, ack_ranges_from_json
+from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
 
 from .connection import Endpoint
 from .frames import FrameColumns, walk_frames
@@ -44,6 +44,7 @@ class CaptureBatch:
     packets: pl.DataFrame
     frames: pl.DataFrame
     ingest_issues: pl.DataFrame
+    tcp_segments: pl.DataFrame = field(default_factory=TCP_SEGMENTS.empty)  # filled by the decoder (pcap.tcp)
 
 
 DATAGRAM_COLUMNS = (

@@ -1,4 +1,4 @@
-"""A capture to columnar batches of the `datagrams`, `packets`, `frames` and `ingest_issues` tables.
+"""A capture to columnar batches of the `datagrams`, `packets`, `frames`, `tcp_segments` and `ingest_issues` tables.
 
 `decode_capture` streams: it reads one datagram at a time, appends rows to column lists and yields a
 `CaptureBatch` of polars frames every `batch_rows` frames, so memory depends on the batch size, not on
@@ -7,6 +7,7 @@ the capture. Rows of one datagram are never split across batches.
 Byte accounting (checked by the tests on every capture):
     ip_header_bytes + udp_header_bytes + sum(packet_bytes) == IP datagram bytes on the wire, and
     header_bytes + aead_tag_bytes + sum(frame_bytes) == packet_bytes for every decrypted packet.
+TCP segments (`pcap.tcp`) go beside the QUIC rows, one `tcp_segments` row each.
 Zero bytes after a datagram's last QUIC packet are a row of packet_type 'datagram_padding' (see
 DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets does not count that row.
 """
@@ -48,6 +49,7 @@ from .reader import (
     open_capture,
     read_udp,
 )
+from .tcp import TcpRows, TcpSegment
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 # packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
@@ -140,6 +142,7 @@ class CaptureDecoder:
         self.connection_count = 0
         self.datagram_counts = {C2S: 0, S2C: 0}
         self.issues = _Issues()
+        self.tcp = TcpRows()
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
         self._reset_columns()
@@ -550,6 +553,7 @@ class CaptureDecoder:
     def take_batch(self, final: bool = False) -> CaptureBatch:
         issue_rows = self._final_issue_rows() if final else []
         batch = assemble_batch(self.rows, self.run_id, self.vantage, self.path, issue_rows)
+        batch.tcp_segments = self.tcp.take(self.run_id, self.vantage)
         self._reset_columns()
         if not final:
             self._forget_closed_connections(batch)
@@ -586,8 +590,8 @@ class CaptureDecoder:
         self.evicted_connections += 1
 
     def _final_issue_rows(self) -> list[tuple[str, str]]:
-        if self.connection_count == 0:
-            self.issues.add("warning", "no QUIC connection found in the capture", None)
+        if self.connection_count == 0 and self.tcp.total == 0:
+            self.issues.add("warning", "no QUIC connection (and no TCP segment) found in the capture", None)
         return self.issues.rows()
 
 
@@ -655,6 +659,8 @@ def _decode_items(
             datagrams += 1
             if not datagrams % check_every and decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()
+        elif type(item) is TcpSegment:
+            decoder.tcp.add(item)
         elif isinstance(item, ReadIssue):
             issues.add(item.severity, item.message, item.record_number)
         elif isinstance(item, TlsKeylogSecrets):
@@ -706,6 +712,9 @@ def _decode_through_lane(decoder: CaptureDecoder, batch_rows: int, check_every: 
         elif kind == "record":
             converted = link_to_udp(LinkRecord(*item[1:]), address_names)
             if converted is None:
+                continue
+            if type(converted) is TcpSegment:
+                decoder.tcp.add(converted)
                 continue
             if type(converted) is not UdpDatagram:
                 issues.add(converted.severity, converted.message, converted.record_number)

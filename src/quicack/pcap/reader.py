@@ -1,4 +1,4 @@
-"""Capture files to UDP datagrams: pcap/pcapng (plain, gzip, zstd), link layers, IPv4/IPv6, UDP.
+"""Capture files to UDP datagrams (and TCP segments): pcap/pcapng (plain, gzip, zstd), link layers, IPv4/IPv6, UDP.
 
 Streams record by record; nothing is kept beyond the current record, so memory does not grow
 with the file. Problems (truncation, unknown link types, fragments) are reported as
@@ -18,6 +18,7 @@ from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_ke
 
 from .pcapng import read_pcapng
 from .records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
+from .tcp import TcpSegment, tcp_segment
 
 __all__ = ["LinkRecord", "ReadIssue", "TlsKeylogSecrets", "UdpDatagram", "open_capture", "read_link_records", "read_udp"]
 
@@ -46,6 +47,7 @@ ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
 ETHERTYPE_VLAN = (0x8100, 0x88A8, 0x9100)
 IPPROTO_UDP = 17
+IPPROTO_TCP = 6
 IPV6_EXTENSION_HEADERS = (0, 43, 60)  # hop-by-hop, routing, destination options: skippable
 IPV6_FRAGMENT = 44
 UDP_HEADER_BYTES = 8
@@ -163,8 +165,9 @@ def _ppp_header(data: bytes) -> tuple[int | None, int] | None:
     return ethertype, offset
 
 
-def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatagram | ReadIssue | None:
-    """Strip link, IP and UDP headers; None for anything that is not UDP (not our business)."""
+def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatagram | TcpSegment | ReadIssue | None:
+    """Strip link, IP and UDP headers; a TCP segment's sizes and header fields (`tcp.tcp_segment`); None for
+    anything else (not our business)."""
     data = record.data
     linktype = record.linktype
     if linktype == LINKTYPE_ETHERNET:
@@ -221,7 +224,12 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
             data, offset
         )
         if protocol != IPPROTO_UDP:
-            return None
+            if protocol != IPPROTO_TCP:
+                return None
+            ihl = (version_ihl & 0x0F) * 4
+            src = address_names.get(src_raw) or _address_name(src_raw, address_names)
+            dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
+            return tcp_segment(record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst)
         ihl = (version_ihl & 0x0F) * 4
         if flags_fragment & 0x3FFF:
             return ReadIssue(
@@ -248,7 +256,11 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
                 record.record_number, "warning", "fragmented IPv6 UDP datagram skipped (reassembly not supported)"
             )
         if next_header != IPPROTO_UDP:
-            return None
+            if next_header != IPPROTO_TCP:
+                return None
+            src, dst = _address_name(src_raw, address_names), _address_name(dst_raw, address_names)
+            return tcp_segment(record.record_number, record.time_abs_ns, data, position, position - offset,
+                               40 + payload_length, src, dst)  # fmt: skip
         src = _address_name(src_raw, address_names)
         dst = _address_name(dst_raw, address_names)
         ip_header_bytes = position - offset
@@ -287,7 +299,7 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
 
 
 def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]:
-    """Yield every UDP datagram of a capture, plus issues and embedded keylog secrets, in file order.
+    """Yield every UDP datagram and TCP segment of a capture, plus issues and embedded keylog secrets, in file order.
 
     Never raises on bad input: damaged compression, a tripped limit or anything unforeseen ends the file with
     one issue, and everything read before it has been yielded."""

@@ -2,7 +2,8 @@
 
 ``sim/trace_node_left.pcap`` is the router interface facing the client, ``sim/trace_node_right.pcap`` the one
 facing the server. Each sees one direction before the impairment (ingress) and the other after it (egress,
-after tbf), so the pair measures the delay the router actually applied.
+after tbf), so the pair measures the delay the router actually applied. UDP and TCP are captured (the
+ACK-ratio study's Linux TCP runs); ARP and the rest are not.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def start_captures(topo: Topology, sim_dir: Path, procs: ProcessSet, snaplen: in
         ("tcpdump_right", topo.router_right_if, RIGHT),
     ):
         path = sim_dir / fname
-        argv = ["tcpdump", "-i", dev, "-n", "-U", "--immediate-mode", "-s", str(snaplen), "-w", str(path), "udp"]
+        argv = ["tcpdump", "-i", dev, "-n", "-U", "--immediate-mode", "-s", str(snaplen), "-w", str(path), "udp or tcp"]
         m = procs.start(name, ns_argv(topo.router_ns, argv))
         handles.append((m, path))
     for m, _ in handles:

@@ -3,6 +3,8 @@
 Every client downloads one URL, saves the body as ``download_dir / <basename of the URL path>``,
 writes a TLS keylog (NSS ``SSLKEYLOGFILE`` format) and one qlog per connection into ``qlog_dir``.
 The compiled clients live in ``src/implementations/<impl>/`` and are built by ``src/implementations/build.sh``.
+``linux-tcp`` is not QUIC: the kernel's TCP through ``quicack.testbed.tcp_transfer`` (URL ``tcp://host:port/file``,
+no keylog, no qlog), for the TCP side of the ACK-ratio study.
 
 ``client_command`` only builds the command line; the caller runs it (inside the client's network
 namespace in the testbed) and enforces ``timeout_s`` on the whole process as well.
@@ -11,6 +13,7 @@ namespace in the testbed) and enforces ``timeout_s`` on the whole process as wel
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -23,9 +26,13 @@ from quicack.testbed.ack_policy_receiver import AckPolicy
 
 H3 = "h3"
 HQ = "hq"  # ALPN "hq-interop"
+TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
+LINUX_TCP = "linux-tcp"
 
 # Order: the imc24 testbed clients first, then the extra dialect for the qlog reader.
 KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old")
+# Every client the testbed runs: the QUIC ones above and the kernel's TCP (no keylog, no qlog).
+TESTBED_CLIENTS: tuple[str, ...] = (*KNOWN_IMPLS, LINUX_TCP)
 
 _PROTOCOLS: dict[str, frozenset[str]] = {
     "aioquic": frozenset({H3, HQ}),
@@ -37,6 +44,7 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     "ngtcp2": frozenset({H3}),
     "quinn": frozenset({H3, HQ}),
     "quiche": frozenset({H3, HQ}),
+    LINUX_TCP: frozenset({TCP}),
 }
 
 # Binaries built by src/implementations/build.sh, relative to src/implementations/.
@@ -55,7 +63,7 @@ _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
 
 @dataclass(frozen=True)
 class ClientRequest:
-    impl: str  # one of KNOWN_IMPLS
+    impl: str  # one of TESTBED_CLIENTS
     url: str  # https://<host>:<port>/<file>
     app_protocol: str  # 'h3' or 'hq' (hq = ALPN "hq-interop")
     download_dir: Path  # body saved as download_dir / <basename of the URL path>
@@ -78,14 +86,21 @@ def supported_protocols(impl: str) -> frozenset[str]:
     try:
         return _PROTOCOLS[impl]
     except KeyError:
-        raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(KNOWN_IMPLS)}") from None
+        raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(TESTBED_CLIENTS)}") from None
 
 
 def can_set_ack_policy(impl: str) -> bool:
-    """Whether the testbed can set this client's ACK ratio, ACK delay and reordering policy: only aioquic's,
-    through a QuicConnection subclass (quicack.testbed.ack_policy_receiver)."""
+    """Whether the testbed can set this client's ACK policy: aioquic's ACK ratio, ACK delay and reordering policy,
+    through a QuicConnection subclass (quicack.testbed.ack_policy_receiver); Linux TCP's ACK ratio only, from
+    outside (quicack.testbed.run: ``quickack`` route for 1, kernel default for 2, router ACK thinning above)."""
     supported_protocols(impl)
-    return impl == "aioquic"
+    return impl in ("aioquic", LINUX_TCP)
+
+
+def url_scheme(impl: str) -> str:
+    """The scheme of the URL the client of `impl` downloads: ``tcp`` for linux-tcp, else ``https``."""
+    supported_protocols(impl)
+    return "tcp" if impl == LINUX_TCP else "https"
 
 
 def ack_policy_options(policy: AckPolicy) -> list[str]:
@@ -96,7 +111,7 @@ def ack_policy_options(policy: AckPolicy) -> list[str]:
 
 
 def exit_status_is_reliable(impl: str) -> bool:
-    """Whether a failed download makes the client exit non-zero.
+    """Whether a failed download makes the client exit non-zero (linux-tcp: yes, tcp_transfer exits 1).
 
     Debian's gtlsclient (ngtcp2 0.12) exits 0 even after a handshake timeout; for every client the
     downloaded file's hash is what decides success.
@@ -113,6 +128,8 @@ def preferred_protocol(impl: str) -> str:
 def client_executable(impl: str) -> Path | None:
     """The program that runs the client of `impl`, or None if it is not built/installed."""
     supported_protocols(impl)
+    if impl == LINUX_TCP:
+        return Path(__file__).with_name("tcp_transfer.py")
     if impl == "aioquic":
         script = implementations_dir() / _AIOQUIC_SCRIPT
         return script if script.is_file() else None
@@ -134,6 +151,10 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
             f"{req.impl} client does not support {req.app_protocol!r} "
             f"(supports {', '.join(sorted(supported_protocols(req.impl)))})"
         )
+    if req.impl == LINUX_TCP:
+        # No keylog, no qlog: the kernel's TCP writes neither (the captures are the record).
+        return [sys.executable, "-m", "quicack.testbed.tcp_transfer", "fetch", "--download-dir", str(req.download_dir),
+                "--timeout", f"{req.timeout_s:g}", req.url], {}  # fmt: skip
     url = urlsplit(req.url)
     if url.scheme != "https" or not url.hostname or not url.port:
         raise ValueError(f"expected https://<host>:<port>/<file>, got {req.url!r}")
@@ -193,7 +214,7 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
 def client_versions() -> dict[str, str]:
     """impl -> version string, only for clients that are built or installed."""
     versions: dict[str, str] = {}
-    for impl in KNOWN_IMPLS:
+    for impl in TESTBED_CLIENTS:
         executable = client_executable(impl)
         if executable is None:
             continue
@@ -204,6 +225,8 @@ def client_versions() -> dict[str, str]:
 
 
 def _version_of(impl: str, executable: Path) -> str | None:
+    if impl == LINUX_TCP:
+        return f"Linux {platform.release()} TCP"
     if impl == "aioquic":
         try:
             return f"aioquic {metadata.version('aioquic')}"

@@ -10,6 +10,7 @@ from pathlib import Path
 # Sizes in bytes; names as in the imc24 artifact's folder names (file_size=10KB, ...). KiB/MiB as the QIR does.
 FILE_SIZES: dict[str, int] = {
     "10KB": 10 * 1024,
+    "200KB": 200 * 1024,
     "1MB": 1024 * 1024,
     # rethink's 10 MB transfer scaled down for the long 1 % loss runs (labelled so in the figures).
     "2MB": 2 * 1024 * 1024,

@@ -1,13 +1,15 @@
 """The router's user-space impairment: one-way delay, random loss and drop lists, through NFQUEUE.
 
-Runs inside the router namespace. iptables sends every forwarded UDP datagram to queue ``q`` (from the client
-side) or ``q+1`` (from the server side); this program decides per datagram:
+Runs inside the router namespace. iptables sends every forwarded UDP datagram and TCP segment to queue ``q``
+(from the client side) or ``q+1`` (from the server side); this program decides per packet (indices count both):
 
 * drop it if its 1-based per-direction index is in that direction's drop list (the QUIC Interop Runner's
   ``droplist`` scenario counts UDP datagrams the same way), or if it belongs to that direction's *finished
   flight* (``--drop-c2s-finished-flight N``: the first datagram carrying a QUIC short-header (1-RTT) packet and
   the N − 1 datagrams after it — where every client coalesces its TLS Finished with its first 1-RTT packet, so
   that the client's Finished flight is lost however many ACK-only datagrams came before it), else
+* drop it if ACK thinning is on (``--thin-c2s-tcp-acks K``, c2s only) and it is a thinnable TCP ACK that is not
+  the K-th of its flow (see ``TcpAckThinning``), else
 * drop it with probability ``loss`` (seeded RNG, reproducible), else
 * hold it and give the ACCEPT verdict ``delay`` after the kernel received it.
 
@@ -40,6 +42,13 @@ from netfilterqueue import COPY_META, COPY_PACKET, NetfilterQueue, Packet
 
 PR_SET_TIMERSLACK = 29
 QUIC_V2 = 0x6B3343CF
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
+TCP_OPTION_END, TCP_OPTION_NOP, TCP_OPTION_SACK = 0, 1, 5
+# Bytes of a packet the queue copies to user space when a rule reads headers: IPv4 (max 60) + TCP (max 60), and the
+# QUIC long headers the finished-flight rule walks.
+HEADER_COPY_BYTES = 8192
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -53,6 +62,8 @@ def carries_short_header(ip_packet: bytes) -> bool:
     after long-header ones (RFC 9000 §12.2; long-header types and lengths are not encrypted)."""
     try:
         header = (ip_packet[0] & 0x0F) * 4 if ip_packet[0] >> 4 == 4 else 40
+        if ip_packet[9 if ip_packet[0] >> 4 == 4 else 6] != IPPROTO_UDP:
+            return False  # a TCP segment (the queues carry TCP too) is not a QUIC packet
         data, at = ip_packet[header + 8 :], 0
         while at < len(data):
             first = data[at]
@@ -79,6 +90,69 @@ def carries_short_header(ip_packet: bytes) -> bool:
     return False
 
 
+def _has_sack_option(options: bytes) -> bool:
+    at = 0
+    while at < len(options):
+        kind = options[at]
+        if kind == TCP_OPTION_END:
+            return False
+        if kind == TCP_OPTION_SACK:
+            return True
+        if kind == TCP_OPTION_NOP:
+            at += 1
+            continue
+        if at + 1 >= len(options) or options[at + 1] < 2:
+            return False  # malformed: treat as no SACK (the packet is then thinned like any pure ACK)
+        at += options[at + 1]
+    return False
+
+
+@dataclass
+class TcpAckThinning:
+    """ACK thinning in the router (RFC 3449 §5.2.1, "ACK filtering"): of the *thinnable* TCP ACKs of each flow,
+    forward every ``every``-th and drop the others. Thinning the kernel's ACK ratio 2 with ``every = N / 2`` gives
+    ACK ratio N on the far side of the router.
+
+    Thinnable (exact rule): an IPv4 TCP segment with the ACK flag, no SYN, FIN or RST, no payload (IP total length
+    = IP header + TCP data offset), no SACK option, and not a duplicate ACK (its acknowledgment number differs from
+    that of the flow's previous pure ACK). Everything else passes: data, handshake and teardown segments, ACKs with
+    SACK blocks and duplicate ACKs (fast retransmit and SACK loss recovery need them all, RFC 5681 §3.2). A
+    thinnable ACK is cumulative, so the next forwarded one acknowledges what a dropped one did; a pure window
+    update is thinned like any pure ACK (the next ACK carries the newer window).
+    """
+
+    every: int
+    counts: dict[bytes, int] = field(default_factory=dict)  # thinnable ACKs seen per flow (addresses and ports)
+    last_ack: dict[bytes, int] = field(default_factory=dict)  # acknowledgment number of the flow's last pure ACK
+    thinned: int = 0
+
+    def drops(self, ip_packet: bytes) -> bool:
+        """Whether to drop this packet (only pure, thinnable TCP ACKs of a flow are ever dropped)."""
+        if len(ip_packet) < 40 or ip_packet[0] >> 4 != 4 or ip_packet[9] != IPPROTO_TCP:
+            return False
+        ihl = (ip_packet[0] & 0x0F) * 4
+        tcp = ip_packet[ihl:]
+        if len(tcp) < 20:
+            return False
+        offset = (tcp[12] >> 4) * 4
+        flags = tcp[13]
+        total_length = int.from_bytes(ip_packet[2:4], "big")
+        if not flags & TCP_ACK or flags & (TCP_SYN | TCP_FIN | TCP_RST) or total_length != ihl + offset:
+            return False
+        flow = ip_packet[12:20] + tcp[:4]
+        ack = int.from_bytes(tcp[8:12], "big")
+        duplicate = self.last_ack.get(flow) == ack
+        self.last_ack[flow] = ack
+        if duplicate or _has_sack_option(tcp[20:offset]):
+            return False
+        count = self.counts.get(flow, 0) + 1
+        self.counts[flow] = count
+        if count % self.every == 0:
+            return False
+        self.thinned += 1
+        return True
+
+
 @dataclass
 class Direction:
     """Impairment state of one direction (c2s or s2c)."""
@@ -90,6 +164,7 @@ class Direction:
     rng: random.Random
     finished_flight: int = 0  # drop the first datagram with a short-header packet and the next N − 1
     finished_flight_left: int | None = None
+    thinning: TcpAckThinning | None = None  # c2s only: the router's TCP ACK thinning
     seen: int = 0
     dropped: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
@@ -101,6 +176,9 @@ class Direction:
         idx = self.seen
         if idx in self.droplist or self._in_finished_flight(pkt):
             self.dropped.append(idx)
+            pkt.drop()
+            return
+        if self.thinning is not None and self.thinning.drops(pkt.get_payload()):
             pkt.drop()
             return
         if self.loss > 0 and self.rng.random() < self.loss:
@@ -140,6 +218,8 @@ class Direction:
             "loss": self.loss,
             "droplist": sorted(self.droplist),
             "finished_flight": self.finished_flight,
+            "thin_tcp_acks_every": self.thinning.every if self.thinning else 0,
+            "thinned_tcp_acks": self.thinning.thinned if self.thinning else 0,
             "datagrams_seen": self.seen,
             "dropped_indices": self.dropped,
             "lost_indices": self.lost,
@@ -216,8 +296,9 @@ def serve_pairs(
         for num, direction in ((queue, c2s), (queue + 1, s2c)):
             q = NetfilterQueue()
             # Metadata only: verdicts do not need the payload, and copying it would cost time per packet; the
-            # finished-flight rule reads the QUIC headers.
-            mode, copy = (COPY_PACKET, 8192) if direction.finished_flight else (COPY_META, 0)
+            # finished-flight rule reads the QUIC headers, ACK thinning the TCP headers.
+            reads_headers = direction.finished_flight or direction.thinning is not None
+            mode, copy = (COPY_PACKET, HEADER_COPY_BYTES) if reads_headers else (COPY_META, 0)
             q.bind(num, direction.on_packet, max_len=8192, mode=mode, range=copy)
             bound.append(q)
             fds[q.get_fd()] = q
@@ -276,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--drop-s2c", default="")
     ap.add_argument("--drop-c2s-finished-flight", type=int, default=0, metavar="N",
                     help="drop the first c2s datagram with a QUIC short-header packet and the N-1 after it")
+    ap.add_argument("--thin-c2s-tcp-acks", type=int, default=0, metavar="K",
+                    help="forward only every K-th thinnable pure TCP ACK per flow c2s (TcpAckThinning; 0 = off)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--summary", type=Path)
     ap.add_argument("--spin-ms", type=float, default=0.15, help="wake this early and spin until due")
@@ -288,7 +371,8 @@ def main(argv: list[str] | None = None) -> None:
         serve_pairs(pairs, a.summary, a.rt_priority, a.spin_ms / 1000)
         return
     c2s = Direction("c2s", a.delay_c2s_ms / 1000, a.loss_c2s, parse_indices(a.drop_c2s), random.Random(a.seed),
-                    finished_flight=a.drop_c2s_finished_flight)  # fmt: skip
+                    finished_flight=a.drop_c2s_finished_flight,
+                    thinning=TcpAckThinning(a.thin_c2s_tcp_acks) if a.thin_c2s_tcp_acks > 1 else None)  # fmt: skip
     s2c = Direction("s2c", a.delay_s2c_ms / 1000, a.loss_s2c, parse_indices(a.drop_s2c), random.Random(a.seed + 1))
     serve(a.queue, c2s, s2c, a.summary, a.rt_priority, a.spin_ms / 1000)
 

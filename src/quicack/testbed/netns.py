@@ -144,6 +144,13 @@ def _neigh(topo: Topology, ns: str, dev: str, addr: IPv4Address, peer_ns: str, p
     _run(ns_argv(ns, ["ip", "neigh", "replace", str(addr), "lladdr", mac, "dev", dev, "nud", "permanent"]))
 
 
+def quickack_route(topo: Topology) -> None:
+    """Linux TCP in the client namespace acknowledges every segment at once (route attribute ``quickack``, Linux 3.11+):
+    ACK ratio 1 instead of the kernel's delayed ACKs."""
+    _run(ns_argv(topo.client_ns, ["ip", "route", "change", "default", "via", str(topo.router_left_addr),
+                                  "dev", topo.client_if, "quickack", "1"]))  # fmt: skip
+
+
 def pids_in(ns: str) -> list[int]:
     out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
     return [int(p) for p in out.split() if p.isdigit()]

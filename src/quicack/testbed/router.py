@@ -24,6 +24,7 @@ class PathImpairment:
     drop_c2s: tuple[int, ...] = ()
     drop_s2c: tuple[int, ...] = ()
     drop_c2s_finished_flight: int = 0  # impair.py --drop-c2s-finished-flight (0 = off)
+    thin_c2s_tcp_acks: int = 0  # impair.py --thin-c2s-tcp-acks K: forward every K-th pure TCP ACK (0 = off)
     seed: int = 1
     queue_limit_packets: int = 100  # default queue of each direction: this many full-size packets, in bytes
     queue_s2c_bytes: int | None = None  # a path profile's forward queue (≈ 1 BDP), in bytes
@@ -53,11 +54,13 @@ def _tbf(topo: Topology, dev: str, mbit: float, limit_bytes: int, limit_packets:
 
 
 def configure(topo: Topology, imp: PathImpairment, queue: int = 0) -> None:
-    """NFQUEUE for forwarded UDP (per input interface = per direction), tbf on each egress interface."""
+    """NFQUEUE for forwarded UDP and TCP (per input interface = per direction), tbf on each egress interface."""
     for dev, q in ((topo.router_left_if, queue), (topo.router_right_if, queue + 1)):
-        # No --queue-bypass: if the impairment program is not there, datagrams are dropped, not passed unimpaired.
-        _run(ns_argv(topo.router_ns, ["iptables", "-w", "-A", "FORWARD", "-i", dev, "-p", "udp",
-                                      "-j", "NFQUEUE", "--queue-num", str(q)]))  # fmt: skip
+        # No --queue-bypass: if the impairment program is not there, packets are dropped, not passed unimpaired.
+        # TCP too (the ACK-ratio study's Linux TCP runs): the same delay, loss and queue as QUIC.
+        for transport in ("udp", "tcp"):
+            _run(ns_argv(topo.router_ns, ["iptables", "-w", "-A", "FORWARD", "-i", dev, "-p", transport,
+                                          "-j", "NFQUEUE", "--queue-num", str(q)]))  # fmt: skip
     # s2c leaves the router on the left interface, c2s on the right one.
     default_bytes = imp.queue_limit_packets * 1514
     if imp.bandwidth_s2c_mbit:
@@ -76,6 +79,7 @@ def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, sum
         "--loss-c2s", f"{imp.loss_c2s}", "--loss-s2c", f"{imp.loss_s2c}",
         "--drop-c2s", ",".join(map(str, imp.drop_c2s)), "--drop-s2c", ",".join(map(str, imp.drop_s2c)),
         "--drop-c2s-finished-flight", str(imp.drop_c2s_finished_flight),
+        "--thin-c2s-tcp-acks", str(imp.thin_c2s_tcp_acks),
         "--seed", str(imp.seed), "--summary", str(summary),
         "--spin-ms", f"{imp.spin_ms}", "--rt-priority", str(imp.rt_priority),
     ]  # fmt: skip

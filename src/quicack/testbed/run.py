@@ -33,10 +33,10 @@ from quicack.layout.runs import keylog_path, qlog_folder, sim_folder
 from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
 from quicack.testbed import capture, netns, reduce, router, tidy
 from quicack.testbed.calibrate import calibrate
-from quicack.testbed.clients import ClientRequest, client_command, client_versions
+from quicack.testbed.clients import TCP, ClientRequest, client_command, client_versions, url_scheme
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
-from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
+from quicack.testbed.scenarios import RunGroup, expand, group_from_json, tcp_ack_thinning, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
 
@@ -80,10 +80,13 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         run_dir = raw_root / loc.relative()
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    for endpoint in ENDPOINTS:
-        qlog_folder(run_dir, endpoint).mkdir(parents=True)
+    tcp = group.app_protocol == TCP
+    policy = group.receiver_ack_policy
+    if not tcp:  # the kernel's TCP writes no qlog: no empty folders that would read as missing qlogs
+        for endpoint in ENDPOINTS:
+            qlog_folder(run_dir, endpoint).mkdir(parents=True)
     sim_dir = sim_folder(run_dir)
-    sim_dir.mkdir()
+    sim_dir.mkdir(parents=True)
     logs = run_dir / tidy.LOGS
 
     served = ensure_files(_www_dir(), [group.file_name])[group.file_name]
@@ -100,6 +103,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         drop_c2s=group.drop_to_server,
         drop_s2c=group.drop_to_client,
         drop_c2s_finished_flight=group.drop_to_server_finished_flight,
+        thin_c2s_tcp_acks=tcp_ack_thinning(policy.ack_ratio) if tcp and policy else 0,
         seed=group.seed * 1000 + repetition,
     )
     topo = netns.Topology(netns.new_job_id())
@@ -115,6 +119,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     download_tmp = Path(tempfile.mkdtemp(prefix="quicack-dl-"))
     try:
         netns.create(topo)
+        if tcp and policy and policy.ack_ratio == 1:
+            netns.quickack_route(topo)
         router.configure(topo, imp)
         impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
         caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen) if group.captures else None
@@ -133,7 +139,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
 
         req = ClientRequest(
             impl=group.client,
-            url=f"https://{topo.server_addr}:{SERVER_PORT}/{group.file_name}",
+            url=f"{url_scheme(group.client)}://{topo.server_addr}:{SERVER_PORT}/{group.file_name}",
             app_protocol=group.app_protocol,
             download_dir=download_tmp,
             keylog_path=keylog_path(run_dir, CLIENT),
@@ -256,7 +262,9 @@ def _run_json(
     raw_path = loc.relative().as_posix()
     versions = _versions()
     t = timing.marks
+    tcp = group.app_protocol == TCP
     policy = group.receiver_ack_policy
+    quic_policy = None if tcp else policy
     return {
         "run_id": f"{group.dataset}/{raw_path}",
         "dataset": group.dataset,
@@ -272,18 +280,19 @@ def _run_json(
         "rtt_ms": group.rtt_ms,
         "one_way_delay_ms": {"c2s": group.rtt_ms / 2, "s2c": group.rtt_ms / 2},
         "cert_delay_ms": group.cert_delay_ms,
-        "cert_size": group.cert_size,
+        "cert_size": None if tcp else group.cert_size,  # no certificate on a plain TCP connection
         "cert_bytes": server_info.get("cert_bytes"),
         "file_name": group.file_name,
         "file_bytes": FILE_SIZES[group.file_name],
         "file_sha256": served.sha256,
         "app_protocol": group.app_protocol,
+        "transport": "tcp" if tcp else "quic",
         "ack_ratio": policy.ack_ratio if policy else None,
-        "ack_delay_ms": policy.ack_delay_ms if policy else None,
-        "ack_delay_rtt_fraction": policy.ack_delay_rtt_fraction if policy else None,
-        "ack_reordering": policy.reordering if policy else None,
-        "receiver_ack_policy": asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms}
-        if policy else None,
+        "ack_delay_ms": quic_policy.ack_delay_ms if quic_policy else None,
+        "ack_delay_rtt_fraction": quic_policy.ack_delay_rtt_fraction if quic_policy else None,
+        "ack_reordering": quic_policy.reordering if quic_policy else None,
+        "receiver_ack_policy": _tcp_ack_policy(policy.ack_ratio) if tcp and policy
+        else asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms} if policy else None,
         "path_profile": group.path_profile,
         "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
         "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},
@@ -326,6 +335,13 @@ def _run_json(
             "cleanup_problems": cleanup_problems,
         },
     }  # fmt: skip
+
+
+def _tcp_ack_policy(ack_ratio: int) -> dict[str, Any]:
+    """How a Linux TCP run's ACK ratio was made (run.json receiver_ack_policy)."""
+    thin = tcp_ack_thinning(ack_ratio)
+    mechanism = "quickack_route" if ack_ratio == 1 else "router_ack_thinning" if thin else "kernel_delayed_ack"
+    return {"ack_ratio": ack_ratio, "mechanism": mechanism, "router_forwards_every_nth_pure_ack": thin or None}
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:

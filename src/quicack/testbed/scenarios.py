@@ -10,7 +10,7 @@ from typing import Any
 from quicack.layout import ack_policy_label, testcase_name
 from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
-from quicack.testbed.clients import H3, HQ, can_set_ack_policy
+from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, can_set_ack_policy
 from quicack.testbed.clients import supported_protocols as client_protocols
 from quicack.testbed.server_programs import has_handshake_modes
 from quicack.testbed.server_programs import supported_protocols as server_protocols
@@ -167,7 +167,11 @@ class RunGroup:
     def ack_policy_label(self) -> str | None:
         """The receiver's ACK policy as the run folders name it (``ar10-d25ms-D``), or None for the default."""
         p = self.receiver_ack_policy
-        return None if p is None else ack_policy_label(p.ack_ratio, p.ack_delay_ms, p.ack_delay_rtt_fraction, p.reordering)
+        if p is None:
+            return None
+        if self.client == LINUX_TCP:
+            return f"ar{p.ack_ratio}"  # TCP's ACK delay and reordering reaction stay the kernel's
+        return ack_policy_label(p.ack_ratio, p.ack_delay_ms, p.ack_delay_rtt_fraction, p.reordering)
 
 
 def _as_list(v: Any) -> list[Any]:
@@ -181,10 +185,22 @@ def block_servers(cfg: dict[str, Any]) -> list[str]:
     return [cfg.get("server") or "aioquic"]
 
 
+def tcp_ack_thinning(ack_ratio: int) -> int:
+    """For Linux TCP (client linux-tcp): forward every K-th thinnable pure ACK in the router (impair.TcpAckThinning)
+    so that the kernel's ACK ratio 2 becomes ``ack_ratio``; 0 (no thinning) for 1 (``quickack`` route) and 2."""
+    if ack_ratio <= 2:
+        return 0
+    if ack_ratio % 2:
+        raise ValueError(f"receiver_ack_policy: a Linux TCP ACK ratio above 2 must be even (thinning 1:2 by N/2), got {ack_ratio}")
+    return ack_ratio // 2
+
+
 def _ack_policies(cfg: dict[str, Any]) -> list[AckPolicy | None]:
     """``receiver_ack_policy`` of a block: absent or null = the client's default; an object = one policy; a list
     = one group per policy. An object gives ``ack_ratio`` and at most one of ``ack_delay_ms`` (default 25) and
-    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D)."""
+    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D). For linux-tcp only ``ack_ratio``
+    counts: 1 = ``quickack`` route, 2 = the kernel's delayed ACKs, even N > 2 = router ACK thinning (the delay and
+    reordering fields stay at their defaults and are not applied)."""
     wanted = cfg.get("receiver_ack_policy")
     if wanted is None:
         return [None]
@@ -229,7 +245,7 @@ def _app_protocol(wanted: str, client: str, server: str) -> str | None:
     """'auto' = h3 where client and server both have it, else hq-interop; None if the pair cannot talk."""
     common = client_protocols(client) & server_protocols(server)
     if wanted == "auto":
-        return H3 if H3 in common else HQ if HQ in common else None
+        return next((protocol for protocol in (H3, HQ, TCP) if protocol in common), None)
     return wanted if wanted in common else None
 
 
@@ -245,7 +261,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         profiles, rtts, _ack_policies(cfg),
     ):  # fmt: skip
         if ack_policy is not None and not can_set_ack_policy(client):
-            raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's)")
+            raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's and linux-tcp's)")
+        if ack_policy is not None and client == LINUX_TCP:
+            tcp_ack_thinning(ack_policy.ack_ratio)  # rejects what thinning cannot do
+            if ack_policy != AckPolicy(ack_ratio=ack_policy.ack_ratio):
+                raise ValueError("receiver_ack_policy: for linux-tcp only ack_ratio can be set (the kernel keeps its ACK delay)")
         scen = SCENARIOS[scen_name]
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:

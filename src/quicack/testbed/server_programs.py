@@ -9,13 +9,15 @@ imc24 Table 3 (the ACK Delay of the server's first ACKs):
 * ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call.
 
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
-into the run's ``server/`` folder. ``server_command`` only builds the command line; the runner starts it in the
+into the run's ``server/`` folder. ``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
+no certificate, keylog or qlog; it is ready once it listens on the TCP port. ``server_command`` only builds the command line; the runner starts it in the
 server namespace and waits for ``ready`` before starting the client.
 """
 
 from __future__ import annotations
 
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from quicack.testbed.certs import CERT_SIZES, cert_paths
-from quicack.testbed.clients import H3, HQ, implementations_dir
+from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, implementations_dir
 
 KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
+# Every server the testbed runs: the QUIC ones above and the kernel's TCP (no certificate, keylog or qlog).
+TESTBED_SERVERS: tuple[str, ...] = (*KNOWN_SERVERS, LINUX_TCP)
 _PROTOCOLS: dict[str, frozenset[str]] = {
     "aioquic": frozenset({H3, HQ}),
     "quic-go": frozenset({H3, HQ}),
@@ -34,6 +38,7 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     "quinn": frozenset({HQ}),
     # gtlsserver is ngtcp2's HTTP/3 example server.
     "ngtcp2": frozenset({H3}),
+    LINUX_TCP: frozenset({TCP}),
 }
 _BUILT_BINARIES = {"quic-go": "quic-go/bin/quic-go-server", "quinn": "quinn/bin/quinn-server"}
 _NGTCP2_SERVER = "gtlsserver"
@@ -45,7 +50,7 @@ _DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0}
 
 @dataclass(frozen=True)
 class ServerRequest:
-    impl: str  # one of KNOWN_SERVERS
+    impl: str  # one of TESTBED_SERVERS
     host: str
     port: int
     cert_size: str  # 'small' | 'large'
@@ -62,7 +67,7 @@ def supported_protocols(impl: str) -> frozenset[str]:
     try:
         return _PROTOCOLS[impl]
     except KeyError:
-        raise ValueError(f"unknown server implementation {impl!r}; known: {', '.join(KNOWN_SERVERS)}") from None
+        raise ValueError(f"unknown server implementation {impl!r}; known: {', '.join(TESTBED_SERVERS)}") from None
 
 
 def has_handshake_modes(impl: str) -> bool:
@@ -74,7 +79,7 @@ def has_handshake_modes(impl: str) -> bool:
 def server_executable(impl: str) -> Path | None:
     """The program that runs the server of `impl` (None if it is not built/installed)."""
     supported_protocols(impl)
-    if impl == "aioquic":
+    if impl in ("aioquic", LINUX_TCP):
         return Path(sys.executable)
     if impl == "ngtcp2":
         found = shutil.which(_NGTCP2_SERVER) or (Path("/usr/sbin") / _NGTCP2_SERVER).as_posix()
@@ -88,6 +93,10 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
     executable = server_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} server is not built/installed (src/implementations/build.sh; apt ngtcp2-server)")
+    if req.impl == LINUX_TCP:
+        argv = [str(executable), "-m", "quicack.testbed.tcp_transfer", "serve", "--host", req.host,
+                "--port", str(req.port), "--www", str(req.www), "--ready-file", str(req.ready_file)]  # fmt: skip
+        return argv, {}
     for directory in (req.qlog_dir, req.keylog_path.parent):
         directory.mkdir(parents=True, exist_ok=True)
     if req.impl == "aioquic":
@@ -134,7 +143,7 @@ def udp_listening(ns_argv: list[str], port: int) -> bool:
 
 
 def is_ready(req: ServerRequest, ns_argv: list[str]) -> bool:
-    if req.impl == "aioquic":
+    if req.impl in ("aioquic", LINUX_TCP):
         return req.ready_file.exists()
     return udp_listening(ns_argv, req.port)
 
@@ -143,6 +152,11 @@ def server_info(req: ServerRequest) -> dict[str, Any]:
     """What run.json records about the server (aioquic reports it itself through the ready file)."""
     if req.impl == "aioquic":
         return json.loads(req.ready_file.read_text())
+    if req.impl == LINUX_TCP:
+        # No certificate; the kernel's initial RTO (1 s, RFC 6298) is not a QUIC PTO: left null.
+        return {"server_impl": req.impl, "server_version": server_version(req.impl), "host": req.host,
+                "port": req.port, "mode": None, "cert_size": None, "cert_bytes": None, "cert_delay_ms": 0.0,
+                "server_initial_rtt_ms": None, "server_initial_pto_ms": None, "alpn": []}  # fmt: skip
     rtt = _DEFAULT_INITIAL_RTT_MS[req.impl]
     return {
         "server_impl": req.impl,
@@ -160,6 +174,8 @@ def server_info(req: ServerRequest) -> dict[str, Any]:
 
 
 def server_version(impl: str) -> str | None:
+    if impl == LINUX_TCP:
+        return f"Linux {platform.release()} TCP"
     if impl == "aioquic":
         from importlib import metadata
 
