@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from quicack.testbed.ack_policy_receiver import AckPolicy
+from quicack.testbed.receiver_ack_control import ngtcp2_client_options
 
 H3 = "h3"
 HQ = "hq"  # ALPN "hq-interop"
@@ -82,10 +83,11 @@ def supported_protocols(impl: str) -> frozenset[str]:
 
 
 def can_set_ack_policy(impl: str) -> bool:
-    """Whether the testbed can set this client's ACK ratio, ACK delay and reordering policy: only aioquic's,
-    through a QuicConnection subclass (quicack.testbed.ack_policy_receiver)."""
+    """Whether this client takes an ACK policy on its command line: aioquic's whole policy (a QuicConnection
+    subclass, quicack.testbed.ack_policy_receiver) and ngtcp2's ACK ratio (``--ack-thresh``). A quinn client's is
+    requested by the quinn server instead (quicack.testbed.receiver_ack_control)."""
     supported_protocols(impl)
-    return impl == "aioquic"
+    return impl in ("aioquic", "ngtcp2")
 
 
 def ack_policy_options(policy: AckPolicy) -> list[str]:
@@ -140,7 +142,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     if not url.path.rstrip("/"):
         raise ValueError(f"URL has no file path: {req.url!r}")
     if req.ack_policy is not None and not can_set_ack_policy(req.impl):
-        raise ValueError(f"the {req.impl} client's ACK policy cannot be set (only aioquic's)")
+        raise ValueError(f"the {req.impl} client's ACK policy cannot be set on its command line (only aioquic's "
+                         "and ngtcp2's)")
     executable = client_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
@@ -183,6 +186,7 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
         # An idle timeout; the caller bounds the whole run.
         f"--timeout={timeout_ms}ms",
         f"--handshake-timeout={timeout_ms}ms",
+        *(ngtcp2_client_options(req.ack_policy) if req.ack_policy is not None else []),
         host,
         str(port),
         req.url,

@@ -7,11 +7,12 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import ack_policy_label
+from quicack.layout import ack_policy_label, sender_label, testcase_name
 from quicack.testbed.ack_policy_receiver import AckPolicy
-from quicack.testbed.clients import H3, HQ, can_set_ack_policy
+from quicack.testbed.clients import H3, HQ
 from quicack.testbed.clients import supported_protocols as client_protocols
-from quicack.testbed.server_programs import has_handshake_modes
+from quicack.testbed.receiver_ack_control import ack_policy_for
+from quicack.testbed.server_programs import has_handshake_modes, has_sender_knobs
 from quicack.testbed.server_programs import supported_protocols as server_protocols
 
 
@@ -140,14 +141,26 @@ class RunGroup:
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
     receiver_ack_policy: AckPolicy | None = None  # the client's ACK policy (None: its implementation's default)
     server_side_capture: bool = True  # keep sim/trace_node_right (off: the client-side capture only)
+    # The aioquic server as a sender: its congestion controller ('reno' | 'cubic'; None = aioquic's default, reno)
+    # and whether it paces (aioquic's QuicPacketPacer; off = bursts up to the congestion window).
+    server_congestion_control: str | None = None
+    server_pacing: bool = True
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def key(self) -> str:
         """Stable name of the group (used for Snakemake targets and the group marker file)."""
-        key = f"{self.server}_{self.client}/{self.scenario}-{self.mode}-rtt{self.rtt_ms:g}ms-{self.file_name}-{self.app_protocol}"
-        label = self.ack_policy_label
-        return f"{key}-{label}" if label else key
+        testcase = testcase_name(self.scenario, self.mode, self.rtt_ms, self.file_name, self.app_protocol,
+                                 self.ack_policy_label, self.sender_label)  # fmt: skip
+        return f"{self.server}_{self.client}/{testcase}"
+
+    @property
+    def sender_label(self) -> str | None:
+        """The server's congestion control and pacing as the run folders name them (``ccreno-unpaced``), or None
+        when both are the implementation's defaults."""
+        if self.server_congestion_control is None and self.server_pacing:
+            return None
+        return sender_label(self.server_congestion_control, self.server_pacing)
 
     @property
     def ack_policy_label(self) -> str | None:
@@ -167,27 +180,13 @@ def block_servers(cfg: dict[str, Any]) -> list[str]:
     return [cfg.get("server") or "aioquic"]
 
 
-def _ack_policies(cfg: dict[str, Any]) -> list[AckPolicy | None]:
+def _ack_policy_specs(cfg: dict[str, Any]) -> list[dict[str, Any] | None]:
     """``receiver_ack_policy`` of a block: absent or null = the client's default; an object = one policy; a list
     = one group per policy. An object gives ``ack_ratio`` and at most one of ``ack_delay_ms`` (default 25) and
-    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D)."""
+    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D); what each client takes is
+    quicack.testbed.receiver_ack_control's."""
     wanted = cfg.get("receiver_ack_policy")
-    if wanted is None:
-        return [None]
-    policies: list[AckPolicy | None] = []
-    for spec in _as_list(wanted):
-        if spec is None:
-            policies.append(None)
-            continue
-        fraction = spec.get("ack_delay_rtt_fraction")
-        delay = spec.get("ack_delay_ms", AckPolicy.ack_delay_ms if fraction is None else None)
-        policies.append(AckPolicy(
-            ack_ratio=int(spec["ack_ratio"]),
-            ack_delay_ms=None if delay is None else float(delay),
-            ack_delay_rtt_fraction=None if fraction is None else float(fraction),
-            reordering=str(spec.get("reordering", AckPolicy.reordering)),
-        ))  # fmt: skip
-    return policies
+    return [None] if wanted is None else [None if spec is None else dict(spec) for spec in _as_list(wanted)]
 
 
 def _app_protocol(wanted: str, client: str, server: str) -> str | None:
@@ -203,12 +202,13 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
     if "server" in block and "servers" not in block:
         cfg.pop("servers", None)  # a block's own `server` overrides the top-level list
     out = []
-    for server, client, mode, scen_name, rtt, ack_policy in itertools.product(
+    for server, client, mode, scen_name, rtt, policy_spec in itertools.product(
         block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
-        _as_list(cfg["rtts_ms"]), _ack_policies(cfg),
+        _as_list(cfg["rtts_ms"]), _ack_policy_specs(cfg),
     ):  # fmt: skip
-        if ack_policy is not None and not can_set_ack_policy(client):
-            raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's)")
+        ack_policy = None if policy_spec is None else ack_policy_for(policy_spec, client, server)
+        if not has_sender_knobs(server) and (cfg.get("server_congestion_control") or not cfg.get("server_pacing", True)):
+            raise ValueError(f"server_congestion_control / server_pacing: only the aioquic server takes them, not {server}")
         scen = SCENARIOS[scen_name]
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:
@@ -248,6 +248,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 loss_c2s=float(cfg.get("loss_up", 0.0)),
                 loss_s2c=float(cfg.get("loss_down", 0.0)),
                 receiver_ack_policy=ack_policy,
+                server_congestion_control=cfg.get("server_congestion_control"),
+                server_pacing=bool(cfg.get("server_pacing", True)),
             )
         )
     return out
@@ -270,7 +272,8 @@ def group_to_json(group: RunGroup) -> str:
     change only when its own group's settings do (not when another part of the config does)."""
     d = asdict(group)
     d.pop("extra")
-    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0)):
+    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0),
+                             ("server_congestion_control", None), ("server_pacing", True)):
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
             d.pop(setting)
