@@ -17,6 +17,7 @@ import jsonschema
 import polars as pl
 import pytest
 import yaml
+from aioquic.quic.configuration import QuicConfiguration
 
 from quicack.ingest import ingest_group
 from quicack.layout import parse_run_folder, run_groups
@@ -28,7 +29,7 @@ from quicack.metrics.ack_policy import (
     receiver_acks,
 )
 from quicack.reference import path_profile, path_profiles
-from quicack.testbed.ack_policy_receiver import AckPolicy
+from quicack.testbed.ack_policy_receiver import AckPolicy, AckPolicyConnection
 from quicack.testbed.clients import ClientRequest, client_command
 from quicack.testbed.scenarios import expand, group_from_json, group_to_json
 
@@ -310,10 +311,14 @@ def test_only_the_aioquic_client_takes_a_policy(tmp_path: Path) -> None:
 
 
 def test_malformed_policies_are_refused_by_hand_made_values() -> None:
-    for bad in ({"ack_ratio": 0}, {"ack_delay_ms": -1.0}, {"ack_delay_ms": None},
-                {"ack_delay_rtt_fraction": 0.25}, {"reordering": "2A"}):  # fmt: skip
+    for bad in ({"ack_ratio": 0}, {"ack_delay_ms": -1.0}, {"ack_delay_rtt_fraction": 0.25}, {"reordering": "2A"}):
         with pytest.raises(ValueError):
             AckPolicy(**bad)  # type: ignore[arg-type]
+    # No delay at all = the receiver implementation's own (ngtcp2's); this receiver needs one.
+    own_delay = AckPolicy(ack_delay_ms=None)
+    assert not own_delay.sets_ack_delay
+    with pytest.raises(ValueError, match="needs an ACK delay"):
+        AckPolicyConnection(ack_policy=own_delay, configuration=QuicConfiguration(is_client=True))
     assert AckPolicy(ack_delay_ms=125.0).advertised_max_ack_delay_ms == 125
     assert AckPolicy(ack_delay_ms=10.0).advertised_max_ack_delay_ms == 25
 

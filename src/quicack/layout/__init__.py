@@ -19,6 +19,7 @@ from quicack.layout.naming import (
     file_size_bytes,
     parse_imc24_folder_name,
     parse_run_folder,
+    sender_label,
     testcase_name,
 )
 from quicack.layout.runs import (
@@ -38,6 +39,7 @@ from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_
 
 __all__ = [
     "ack_policy_label",
+    "sender_label",
     "CLIENT",
     "RUN_JSON",
     "MeasurementFolder",

@@ -22,10 +22,13 @@ from quicack.layout.runs import RUN_JSON
 
 _TESTCASE_RE = re.compile(
     # The path: the RTT, or the name of a path profile (data/reference/path_profiles.csv), which brings its own.
-    # TCP runs (app tcp) carry an ACK ratio alone: the kernel or the router sets it, there is no delay/reordering knob.
+    # Then the server's sender settings when set, then the receiver's ACK policy: TCP runs (app tcp) carry an ACK
+    # ratio alone (the kernel or the router sets it); ngtcp2's own delay reads 'dimpl'.
     r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-(?:rtt(?P<rtt>[0-9.]+)ms|(?P<profile>[a-z0-9]+(?:-[a-z0-9]+)*?))"
     r"-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq|tcp)"
-    r"(?:-ar(?P<ack_ratio>[0-9]+)(?:-d(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)-(?P<reordering>D|NR|3A))?)?$"
+    r"(?:-cc(?P<congestion_control>[a-z0-9]+)-(?P<pacing>paced|unpaced))?"
+    r"(?:-ar(?P<ack_ratio>[0-9]+)"
+    r"(?:-d(?:(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)|(?P<own_ack_delay>impl))-(?P<reordering>D|NR|3A))?)?$"
 )
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
 _SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
@@ -47,21 +50,33 @@ class RunLocation:
 
 def testcase_name(
     scenario: str, mode: str, rtt_ms: float, file_name: str, app_protocol: str, ack_policy: str | None = None,
-    path_profile: str | None = None,
+    path_profile: str | None = None, sender: str | None = None,
 ) -> str:
-    """``<scenario>-<mode>-rtt<RTT>ms-<file>-<app>``, and ``-<ack_policy_label>`` when the receiver's ACK policy
-    was set. A path profile names the path in place of the RTT: two profiles may share an RTT (rethink's return
-    path of 1.5 Mbit/s or 100 kbit/s)."""
+    """``<scenario>-<mode>-rtt<RTT>ms-<file>-<app>``, then ``-<sender_label>`` when the server's congestion control
+    or pacing was set and ``-<ack_policy_label>`` when the receiver's ACK policy was. A path profile names the path
+    in place of the RTT: two profiles may share an RTT (rethink's return path of 1.5 Mbit/s or 100 kbit/s)."""
     path = path_profile or f"rtt{rtt_ms:g}ms"
     name = f"{scenario}-{mode}-{path}-{file_name}-{app_protocol}"
-    return f"{name}-{ack_policy}" if ack_policy else name
+    return "-".join(part for part in (name, sender, ack_policy) if part)
+
+
+def sender_label(congestion_control: str | None, pacing: bool) -> str:
+    """The server's sender settings in a folder name: ``ccreno-unpaced``, ``cccubic-paced`` (``ccdefault`` = the
+    implementation's own congestion controller)."""
+    return f"cc{congestion_control or 'default'}-{'paced' if pacing else 'unpaced'}"
 
 
 def ack_policy_label(ack_ratio: int, ack_delay_ms: float | None, ack_delay_rtt_fraction: float | None,
                      reordering: str) -> str:
     """A receiver ACK policy in a folder name: ``ar10-d25ms-D`` (AR 10, 25 ms, reordering policy D) or
-    ``ar10-d0.25rtt-3A`` (ACK delay a quarter of the smoothed RTT)."""
-    delay = f"{ack_delay_ms:g}ms" if ack_delay_ms is not None else f"{ack_delay_rtt_fraction:g}rtt"
+    ``ar10-d0.25rtt-3A`` (ACK delay a quarter of the smoothed RTT) or ``ar10-dimpl-D`` (the receiver
+    implementation's own ACK delay)."""
+    if ack_delay_ms is not None:
+        delay = f"{ack_delay_ms:g}ms"
+    elif ack_delay_rtt_fraction is not None:
+        delay = f"{ack_delay_rtt_fraction:g}rtt"
+    else:
+        delay = "impl"
     return f"ar{ack_ratio}-d{delay}-{reordering}"
 
 
@@ -143,15 +158,22 @@ def _parse_testcase(name: str) -> dict[str, Any]:
         "file_size": m.group("file"),
         "file_bytes": file_size_bytes(m.group("file")),
         "app_protocol": m.group("app"),
-    } | _parse_ack_policy(m)
+    } | _parse_sender(m) | _parse_ack_policy(m)
+
+
+def _parse_sender(m: re.Match[str]) -> dict[str, Any]:
+    if m.group("congestion_control") is None:
+        return {}
+    cc = m.group("congestion_control")
+    return {"congestion_control": None if cc == "default" else cc, "pacing": m.group("pacing") == "paced"}
 
 
 def _parse_ack_policy(m: re.Match[str]) -> dict[str, Any]:
     if m.group("ack_ratio") is None:
         return {}
-    if m.group("ack_delay") is None:  # a TCP run's 'ar<N>': the ratio only, the kernel's delay
+    if m.group("ack_delay") is None and m.group("own_ack_delay") is None:  # a TCP run's 'ar<N>': the ratio only
         return {"ack_ratio": int(m.group("ack_ratio"))}
-    delay = float(m.group("ack_delay"))
+    delay = None if m.group("own_ack_delay") else float(m.group("ack_delay"))
     in_ms = m.group("ack_delay_unit") == "ms"
     return {
         "ack_ratio": int(m.group("ack_ratio")),

@@ -136,12 +136,14 @@ def captured_acks(frames: pl.DataFrame, vantage: str = "sim_left", direction: st
 
 
 def captured_ack_ratio_per_run(frames: pl.DataFrame, vantage: str = "sim_left", direction: str = "c2s") -> pl.DataFrame:
-    """Per run, from a capture: ACKs seen and the median / p10 / p90 of ``largest_acked_advance`` over the ACKs that
-    advanced (the ACK ratio on the wire; see ``captured_acks``)."""
-    advancing = pl.col("largest_acked_advance") > 0
+    """Per run, from a capture: ACKs seen and the median / p10 / p25 / p75 / p90 of ``largest_acked_advance`` over
+    the ACKs that advanced (the ACK ratio on the wire; see ``captured_acks``)."""
+    advance = pl.col("largest_acked_advance").filter(pl.col("largest_acked_advance") > 0)
     return captured_acks(frames, vantage, direction).group_by("run_id").agg(
         pl.len().alias("acks_captured"),
-        pl.col("largest_acked_advance").filter(advancing).median().alias("ack_ratio_median"),
-        pl.col("largest_acked_advance").filter(advancing).quantile(0.1, "lower").alias("ack_ratio_p10"),
-        pl.col("largest_acked_advance").filter(advancing).quantile(0.9, "higher").alias("ack_ratio_p90"),
+        advance.median().alias("ack_ratio_median"),
+        advance.quantile(0.1, "lower").alias("ack_ratio_p10"),
+        advance.quantile(0.25, "lower").alias("ack_ratio_p25"),
+        advance.quantile(0.75, "higher").alias("ack_ratio_p75"),
+        advance.quantile(0.9, "higher").alias("ack_ratio_p90"),
     )

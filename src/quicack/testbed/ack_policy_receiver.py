@@ -66,7 +66,10 @@ _QLOG_SPACE = {tls.Epoch.INITIAL: "initial", tls.Epoch.HANDSHAKE: "handshake", t
 
 @dataclass(frozen=True)
 class AckPolicy:
-    """A receiver's ACK policy. Defaults: RFC 9000's recommendation (AR 2, 25 ms, immediate ACK on reordering)."""
+    """A receiver's ACK policy. Defaults: RFC 9000's recommendation (AR 2, 25 ms, immediate ACK on reordering).
+
+    Neither ``ack_delay_ms`` nor ``ack_delay_rtt_fraction`` = the ACK delay is the receiver implementation's own
+    rule, not set by the testbed (ngtcp2's; quicack.testbed.receiver_ack_control); this receiver needs one."""
 
     ack_ratio: int = 2
     ack_delay_ms: float | None = DEFAULT_MAX_ACK_DELAY_MS
@@ -76,8 +79,8 @@ class AckPolicy:
     def __post_init__(self) -> None:
         if self.ack_ratio < 1:
             raise ValueError(f"ACK ratio must be at least 1, got {self.ack_ratio}")
-        if (self.ack_delay_ms is None) == (self.ack_delay_rtt_fraction is None):
-            raise ValueError("give exactly one of ack_delay_ms and ack_delay_rtt_fraction")
+        if self.ack_delay_ms is not None and self.ack_delay_rtt_fraction is not None:
+            raise ValueError("give at most one of ack_delay_ms and ack_delay_rtt_fraction")
         if self.ack_delay_ms is not None and self.ack_delay_ms < 0:
             raise ValueError(f"ACK delay must not be negative, got {self.ack_delay_ms} ms")
         if self.ack_delay_rtt_fraction is not None and self.ack_delay_rtt_fraction <= 0:
@@ -85,6 +88,11 @@ class AckPolicy:
         if self.reordering not in IMMEDIATE_ACKS_AFTER_REORDERING:
             raise ValueError(f"reordering policy must be one of {', '.join(IMMEDIATE_ACKS_AFTER_REORDERING)}, "
                              f"got {self.reordering!r}")  # fmt: skip
+
+    @property
+    def sets_ack_delay(self) -> bool:
+        """Whether the policy sets the ACK delay (else the receiver implementation keeps its own)."""
+        return self.ack_delay_ms is not None or self.ack_delay_rtt_fraction is not None
 
     @property
     def advertised_max_ack_delay_ms(self) -> int:
@@ -98,6 +106,8 @@ class AckPolicyConnection(QuicConnection):
     """aioquic's QuicConnection acknowledging application data by ``ack_policy`` (see the module docstring)."""
 
     def __init__(self, *, ack_policy: AckPolicy, **kwargs: Any) -> None:
+        if not ack_policy.sets_ack_delay:
+            raise ValueError("the aioquic receiver needs an ACK delay (ack_delay_ms or ack_delay_rtt_fraction)")
         self._ack_policy = ack_policy
         super().__init__(**kwargs)
         self._eliciting_since_ack = 0  # ack-eliciting application packets received since the previous ACK

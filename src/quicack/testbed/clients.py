@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from quicack.testbed.ack_policy_receiver import AckPolicy
+from quicack.testbed.receiver_ack_control import ngtcp2_client_options
 
 H3 = "h3"
 HQ = "hq"  # ALPN "hq-interop"
@@ -90,11 +91,12 @@ def supported_protocols(impl: str) -> frozenset[str]:
 
 
 def can_set_ack_policy(impl: str) -> bool:
-    """Whether the testbed can set this client's ACK policy: aioquic's ACK ratio, ACK delay and reordering policy,
-    through a QuicConnection subclass (quicack.testbed.ack_policy_receiver); Linux TCP's ACK ratio only, from
-    outside (quicack.testbed.run: ``quickack`` route for 1, kernel default for 2, router ACK thinning above)."""
+    """Whether the testbed can set this client's ACK policy: aioquic's whole policy (a QuicConnection subclass,
+    quicack.testbed.ack_policy_receiver), ngtcp2's ACK ratio (``--ack-thresh``) and Linux TCP's ACK ratio, from
+    outside (quickack route, kernel default, router ACK thinning). A quinn client's is requested by the quinn
+    server instead (quicack.testbed.receiver_ack_control)."""
     supported_protocols(impl)
-    return impl in ("aioquic", LINUX_TCP)
+    return impl in ("aioquic", "ngtcp2", LINUX_TCP)
 
 
 def url_scheme(impl: str) -> str:
@@ -161,7 +163,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     if not url.path.rstrip("/"):
         raise ValueError(f"URL has no file path: {req.url!r}")
     if req.ack_policy is not None and not can_set_ack_policy(req.impl):
-        raise ValueError(f"the {req.impl} client's ACK policy cannot be set (only aioquic's)")
+        raise ValueError(f"the {req.impl} client's ACK policy cannot be set on its command line (only aioquic's "
+                         "and ngtcp2's)")
     executable = client_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
@@ -204,6 +207,7 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
         # An idle timeout; the caller bounds the whole run.
         f"--timeout={timeout_ms}ms",
         f"--handshake-timeout={timeout_ms}ms",
+        *(ngtcp2_client_options(req.ack_policy) if req.ack_policy is not None else []),
         host,
         str(port),
         req.url,

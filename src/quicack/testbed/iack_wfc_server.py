@@ -50,6 +50,7 @@ from aioquic.quic.connection import (
 )
 from aioquic.quic.logger import QuicFileLogger
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
+from aioquic.quic.recovery import QuicPacketPacer
 from aioquic.tls import Epoch
 from aioquic.tls import State as TlsState
 
@@ -58,6 +59,8 @@ from quicack.testbed.files import ensure_files
 
 HQ_ALPN = ["hq-interop"]
 log = logging.getLogger("quicack.testbed.iack_wfc_server")
+# The congestion controllers aioquic 1.7 registers (aioquic.quic.congestion): --congestion-control.
+_CONGESTION_CONTROLS = ("cubic", "reno")
 
 
 class HandshakeMode(enum.StrEnum):
@@ -79,6 +82,8 @@ class ServerSettings:
     qlog_dir: Path | None
     keylog: Path | None
     initial_rtt_ms: float | None = None
+    congestion_control: str | None = None  # aioquic's congestion_control_algorithm ('reno' | 'cubic'); None: default
+    pacing: bool = True  # False: no packet pacing (UnpacedPacer), bursts up to the congestion window
 
     def describe(self, cert_bytes: int) -> dict[str, Any]:
         cfg = QuicConfiguration(is_client=False)
@@ -95,15 +100,29 @@ class ServerSettings:
             # aioquic 1.7's PTO before the first RTT sample is 2 * initial_rtt (QuicPacketRecovery.get_probe_timeout).
             "server_initial_rtt_ms": rtt_ms,
             "server_initial_pto_ms": 2 * rtt_ms,
+            "congestion_control": self.congestion_control or cfg.congestion_control_algorithm,
+            "pacing": self.pacing,
             "alpn": H3_ALPN + HQ_ALPN,
         }
 
 
-class DeferredHandshakeConnection(QuicConnection):
-    """A server ``QuicConnection`` that holds back its first client flight for Δt (IACK or WFC)."""
+class UnpacedPacer(QuicPacketPacer):
+    """aioquic's pacer that never learns a rate: without ``packet_time`` its ``next_send_time`` is None, so the
+    connection sends whatever the congestion window allows at once (ackfreq22 Fig. 5: cwnd steps without pacing)."""
 
-    def __init__(self, *, mode: HandshakeMode, cert_delay_s: float, **kwargs: Any) -> None:
+    def update_rate(self, congestion_window: int, smoothed_rtt: float) -> None:
+        """Keeps the pacer without a rate (aioquic calls this after each RTT sample and congestion event)."""
+
+
+class DeferredHandshakeConnection(QuicConnection):
+    """A server ``QuicConnection`` that holds back its first client flight for Δt (IACK or WFC), and paces its
+    packets as aioquic does unless ``pacing`` is False."""
+
+    def __init__(self, *, mode: HandshakeMode, cert_delay_s: float, pacing: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if not pacing:
+            # aioquic 1.7 has no pacing switch; its recovery object owns the pacer that send timing consults.
+            self._loss._pacer = UnpacedPacer(max_datagram_size=self._max_datagram_size)
         self._hs_mode = mode
         self._hs_delay_s = cert_delay_s
         self._hs_release_at: float | None = None
@@ -295,10 +314,11 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
     version negotiation) is aioquic's own ``datagram_received``.
     """
 
-    def __init__(self, *, mode: HandshakeMode, cert_delay_s: float, **kwargs: Any) -> None:
+    def __init__(self, *, mode: HandshakeMode, cert_delay_s: float, pacing: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._hs_mode = mode
         self._hs_delay_s = cert_delay_s
+        self._pacing = pacing
 
     def datagram_received(self, data: bytes | str, addr: NetworkAddress) -> None:
         data = bytes(data)  # type: ignore[arg-type]
@@ -333,6 +353,7 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
         return DeferredHandshakeConnection(
             mode=self._hs_mode,
             cert_delay_s=self._hs_delay_s,
+            pacing=self._pacing,
             configuration=self._configuration,
             original_destination_connection_id=original_dcid,
         )
@@ -347,6 +368,8 @@ def build_configuration(settings: ServerSettings) -> tuple[QuicConfiguration, in
     cfg.load_cert_chain(paths.chain, paths.key)
     if settings.initial_rtt_ms is not None:
         cfg.initial_rtt = settings.initial_rtt_ms / 1000.0
+    if settings.congestion_control is not None:
+        cfg.congestion_control_algorithm = settings.congestion_control
     if settings.qlog_dir is not None:
         settings.qlog_dir.mkdir(parents=True, exist_ok=True)
         cfg.quic_logger = IdempotentQlogFileLogger(str(settings.qlog_dir))
@@ -366,7 +389,8 @@ class IdempotentQlogFileLogger(QuicFileLogger):
 
 
 async def open_endpoint(
-    configuration: QuicConfiguration, mode: HandshakeMode, cert_delay_s: float, www: Path, host: str, port: int
+    configuration: QuicConfiguration, mode: HandshakeMode, cert_delay_s: float, www: Path, host: str, port: int,
+    pacing: bool = True,
 ) -> tuple[asyncio.DatagramTransport, TestbedQuicServer]:
     """A listening ``TestbedQuicServer`` serving files from ``www``."""
     loop = asyncio.get_running_loop()
@@ -374,6 +398,7 @@ async def open_endpoint(
         lambda: TestbedQuicServer(
             mode=mode,
             cert_delay_s=cert_delay_s,
+            pacing=pacing,
             configuration=configuration,
             create_protocol=lambda *args, **kwargs: FileServerProtocol(*args, www=www, **kwargs),
         ),
@@ -385,7 +410,8 @@ async def serve(settings: ServerSettings, ready_file: Path | None = None) -> Non
     ensure_files(settings.www)
     cfg, cert_bytes = build_configuration(settings)
     loop = asyncio.get_running_loop()
-    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www, settings.host, settings.port)
+    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www, settings.host, settings.port,
+                                           settings.pacing)  # fmt: skip
     warm_ms = await warm_up(settings, settings.www)
     info = settings.describe(cert_bytes) | {
         "pid": os.getpid(),
@@ -456,6 +482,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, Path | No
     ap.add_argument("--qlog-dir", type=Path)
     ap.add_argument("--keylog", type=Path)
     ap.add_argument("--initial-rtt-ms", type=float, help="server initial RTT (aioquic default 100 ms)")
+    ap.add_argument("--congestion-control", choices=sorted(_CONGESTION_CONTROLS),
+                    help="congestion controller (aioquic default: reno)")
+    ap.add_argument("--no-pacing", action="store_true", help="send without aioquic's packet pacing")
     ap.add_argument("--ready-file", type=Path, help="write server info JSON here once listening")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -470,6 +499,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, Path | No
             qlog_dir=a.qlog_dir,
             keylog=a.keylog,
             initial_rtt_ms=a.initial_rtt_ms,
+            congestion_control=a.congestion_control,
+            pacing=not a.no_pacing,
         ),
         a.ready_file,
         a.verbose,

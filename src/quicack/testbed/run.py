@@ -36,7 +36,8 @@ from quicack.testbed.calibrate import calibrate
 from quicack.testbed.clients import TCP, ClientRequest, client_command, client_versions, url_scheme
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
-from quicack.testbed.scenarios import RunGroup, expand, group_from_json, tcp_ack_thinning, with_drops
+from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
+from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
 
@@ -128,7 +129,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
             www=_www_dir(), qlog_dir=qlog_folder(run_dir, SERVER), keylog_path=keylog_path(run_dir, SERVER),
             ready_file=run_dir / tidy.SERVER_INFO, mode=group.mode, cert_delay_ms=group.cert_delay_ms,
-            initial_rtt_ms=group.server_initial_rtt_ms,
+            initial_rtt_ms=group.server_initial_rtt_ms, congestion_control=group.server_congestion_control,
+            pacing=group.server_pacing, ack_policy=group.receiver_ack_policy if _sender_sets_policy(group) else None,
         )  # fmt: skip
         server_argv, server_env = server_command(sreq)
         server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv), server_env)
@@ -145,7 +147,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             keylog_path=keylog_path(run_dir, CLIENT),
             qlog_dir=qlog_folder(run_dir, CLIENT),
             timeout_s=group.timeout_s,
-            ack_policy=group.receiver_ack_policy,
+            ack_policy=None if _sender_sets_policy(group) else group.receiver_ack_policy,
         )
         argv, env = client_command(req)
         timing.mark("client_start")
@@ -217,6 +219,12 @@ def _reduce(group: RunGroup, run_dir: Path, client_address: str) -> None:
         if names is not None:
             for qlog in qlog_folder(run_dir, endpoint).glob("*qlog*"):
                 reduce.keep_qlog_events(qlog, names)
+
+
+def _sender_sets_policy(group: RunGroup) -> bool:
+    """Whether the receiver's ACK policy is requested by the server (ACK_FREQUENCY) rather than set in the client."""
+    return (group.receiver_ack_policy is not None
+            and ack_policy_control(group.client, group.server) == SENDER_ACK_FREQUENCY)  # fmt: skip
 
 
 def _compress_outputs(run_dir: Path) -> None:
@@ -291,8 +299,13 @@ def _run_json(
         "ack_delay_ms": quic_policy.ack_delay_ms if quic_policy else None,
         "ack_delay_rtt_fraction": quic_policy.ack_delay_rtt_fraction if quic_policy else None,
         "ack_reordering": quic_policy.reordering if quic_policy else None,
-        "receiver_ack_policy": _tcp_ack_policy(policy.ack_ratio) if tcp and policy
-        else asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms} if policy else None,
+        "receiver_ack_policy": None if policy is None else {"control": ack_policy_control(group.client, group.server)}
+        | (_tcp_ack_policy(policy.ack_ratio) if tcp
+           else asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms}),
+        "ack_policy_control": ack_policy_control(group.client, group.server) if policy else None,
+        # The server as a sender: what it reports (aioquic), else null (the implementation's own, not recorded).
+        "congestion_control": server_info.get("congestion_control"),
+        "pacing": server_info.get("pacing"),
         "path_profile": group.path_profile,
         "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
         "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},

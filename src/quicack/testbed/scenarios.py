@@ -7,12 +7,13 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import ack_policy_label, testcase_name
+from quicack.layout import ack_policy_label, sender_label, testcase_name
 from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
-from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, can_set_ack_policy
+from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP
 from quicack.testbed.clients import supported_protocols as client_protocols
-from quicack.testbed.server_programs import has_handshake_modes
+from quicack.testbed.receiver_ack_control import ack_policy_for
+from quicack.testbed.server_programs import has_handshake_modes, has_sender_knobs
 from quicack.testbed.server_programs import supported_protocols as server_protocols
 
 
@@ -150,6 +151,10 @@ class RunGroup:
     forward_snaplen: int = 0
     client_qlog_events: tuple[str, ...] | None = None
     server_qlog_events: tuple[str, ...] | None = None
+    # The aioquic server as a sender: its congestion controller ('reno' | 'cubic'; None = aioquic's default, reno)
+    # and whether it paces (aioquic's QuicPacketPacer; off = bursts up to the congestion window).
+    server_congestion_control: str | None = None
+    server_pacing: bool = True
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -161,7 +166,15 @@ class RunGroup:
     def testcase(self) -> str:
         """The group's folder name under <server>_<client>/ (quicack.layout.testcase_name)."""
         return testcase_name(self.scenario, self.mode, self.rtt_ms, self.file_name, self.app_protocol,
-                             self.ack_policy_label, self.path_profile)  # fmt: skip
+                             self.ack_policy_label, self.path_profile, self.sender_label)  # fmt: skip
+
+    @property
+    def sender_label(self) -> str | None:
+        """The server's congestion control and pacing as the run folders name them (``ccreno-unpaced``), or None
+        when both are the implementation's defaults."""
+        if self.server_congestion_control is None and self.server_pacing:
+            return None
+        return sender_label(self.server_congestion_control, self.server_pacing)
 
     @property
     def ack_policy_label(self) -> str | None:
@@ -185,39 +198,13 @@ def block_servers(cfg: dict[str, Any]) -> list[str]:
     return [cfg.get("server") or "aioquic"]
 
 
-def tcp_ack_thinning(ack_ratio: int) -> int:
-    """For Linux TCP (client linux-tcp): forward every K-th thinnable pure ACK in the router (impair.TcpAckThinning)
-    so that the kernel's ACK ratio 2 becomes ``ack_ratio``; 0 (no thinning) for 1 (``quickack`` route) and 2."""
-    if ack_ratio <= 2:
-        return 0
-    if ack_ratio % 2:
-        raise ValueError(f"receiver_ack_policy: a Linux TCP ACK ratio above 2 must be even (thinning 1:2 by N/2), got {ack_ratio}")
-    return ack_ratio // 2
-
-
-def _ack_policies(cfg: dict[str, Any]) -> list[AckPolicy | None]:
+def _ack_policy_specs(cfg: dict[str, Any]) -> list[dict[str, Any] | None]:
     """``receiver_ack_policy`` of a block: absent or null = the client's default; an object = one policy; a list
     = one group per policy. An object gives ``ack_ratio`` and at most one of ``ack_delay_ms`` (default 25) and
-    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D). For linux-tcp only ``ack_ratio``
-    counts: 1 = ``quickack`` route, 2 = the kernel's delayed ACKs, even N > 2 = router ACK thinning (the delay and
-    reordering fields stay at their defaults and are not applied)."""
+    ``ack_delay_rtt_fraction``, and ``reordering`` (D, NR or 3A; default D); what each client takes is
+    quicack.testbed.receiver_ack_control's."""
     wanted = cfg.get("receiver_ack_policy")
-    if wanted is None:
-        return [None]
-    policies: list[AckPolicy | None] = []
-    for spec in _as_list(wanted):
-        if spec is None:
-            policies.append(None)
-            continue
-        fraction = spec.get("ack_delay_rtt_fraction")
-        delay = spec.get("ack_delay_ms", AckPolicy.ack_delay_ms if fraction is None else None)
-        policies.append(AckPolicy(
-            ack_ratio=int(spec["ack_ratio"]),
-            ack_delay_ms=None if delay is None else float(delay),
-            ack_delay_rtt_fraction=None if fraction is None else float(fraction),
-            reordering=str(spec.get("reordering", AckPolicy.reordering)),
-        ))  # fmt: skip
-    return policies
+    return [None] if wanted is None else [None if spec is None else dict(spec) for spec in _as_list(wanted)]
 
 
 def _events(names: list[str] | None) -> tuple[str, ...] | None:
@@ -256,16 +243,13 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
     out = []
     profiles = _as_list(cfg.get("path_profile"))
     rtts = [None] if cfg.get("path_profile") else _as_list(cfg["rtts_ms"])  # a profile brings its own RTT
-    for server, client, mode, scen_name, profile_name, rtt, ack_policy in itertools.product(
+    for server, client, mode, scen_name, profile_name, rtt, policy_spec in itertools.product(
         block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
-        profiles, rtts, _ack_policies(cfg),
+        profiles, rtts, _ack_policy_specs(cfg),
     ):  # fmt: skip
-        if ack_policy is not None and not can_set_ack_policy(client):
-            raise ValueError(f"receiver_ack_policy: the {client} client's ACK policy cannot be set (only aioquic's and linux-tcp's)")
-        if ack_policy is not None and client == LINUX_TCP:
-            tcp_ack_thinning(ack_policy.ack_ratio)  # rejects what thinning cannot do
-            if ack_policy != AckPolicy(ack_ratio=ack_policy.ack_ratio):
-                raise ValueError("receiver_ack_policy: for linux-tcp only ack_ratio can be set (the kernel keeps its ACK delay)")
+        ack_policy = None if policy_spec is None else ack_policy_for(policy_spec, client, server)
+        if not has_sender_knobs(server) and (cfg.get("server_congestion_control") or not cfg.get("server_pacing", True)):
+            raise ValueError(f"server_congestion_control / server_pacing: only the aioquic server takes them, not {server}")
         scen = SCENARIOS[scen_name]
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:
@@ -310,6 +294,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 calibrate=scen.calibrate,
                 path_profile=profile_name,
                 receiver_ack_policy=ack_policy,
+                server_congestion_control=cfg.get("server_congestion_control"),
+                server_pacing=bool(cfg.get("server_pacing", True)),
                 **path,
             )
         )
@@ -336,6 +322,7 @@ def group_to_json(group: RunGroup) -> str:
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
+        ("server_congestion_control", None), ("server_pacing", True),
     ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.

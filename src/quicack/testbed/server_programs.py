@@ -5,7 +5,8 @@ and a certificate-store delay Δt. The others serve the run's file with their im
 imc24 Table 3 (the ACK Delay of the server's first ACKs):
 
 * ``quic-go`` — ``src/implementations/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
-* ``quinn`` — ``src/implementations/quinn/bin/quinn-server`` (hq-interop only);
+* ``quinn`` — ``src/implementations/quinn/bin/quinn-server`` (hq-interop only); with a receiver ACK policy it asks
+  the quinn client for it with ACK_FREQUENCY frames (quicack.testbed.receiver_ack_control);
 * ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call.
 
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
@@ -25,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.certs import CERT_SIZES, cert_paths
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, implementations_dir
+from quicack.testbed.receiver_ack_control import quinn_server_options
 
 KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
 # Every server the testbed runs: the QUIC ones above and the kernel's TCP (no certificate, keylog or qlog).
@@ -61,6 +64,9 @@ class ServerRequest:
     mode: str = "none"  # aioquic only: 'iack' | 'wfc' | 'none'
     cert_delay_ms: float = 0.0  # aioquic only
     initial_rtt_ms: float | None = None  # aioquic only
+    congestion_control: str | None = None  # aioquic only: 'reno' | 'cubic' (None: aioquic's default, reno)
+    pacing: bool = True  # aioquic only: False switches aioquic's packet pacer off
+    ack_policy: AckPolicy | None = None  # quinn only: the ACK policy to request of the client (ACK_FREQUENCY)
 
 
 def supported_protocols(impl: str) -> frozenset[str]:
@@ -72,6 +78,12 @@ def supported_protocols(impl: str) -> frozenset[str]:
 
 def has_handshake_modes(impl: str) -> bool:
     """Whether the server emulates IACK/WFC (and Δt); the others run as their implementation does."""
+    supported_protocols(impl)
+    return impl == "aioquic"
+
+
+def has_sender_knobs(impl: str) -> bool:
+    """Whether the server's congestion control and pacing can be set (``congestion_control``, ``pacing``)."""
     supported_protocols(impl)
     return impl == "aioquic"
 
@@ -109,7 +121,15 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
         ]  # fmt: skip
         if req.initial_rtt_ms is not None:
             argv += ["--initial-rtt-ms", f"{req.initial_rtt_ms:g}"]
+        if req.congestion_control is not None:
+            argv += ["--congestion-control", req.congestion_control]
+        if not req.pacing:
+            argv.append("--no-pacing")
         return argv, {}
+    if req.congestion_control is not None or not req.pacing:
+        raise ValueError(f"the {req.impl} server's congestion control and pacing cannot be set (only aioquic's)")
+    if req.ack_policy is not None and req.impl != "quinn":
+        raise ValueError(f"the {req.impl} server cannot request an ACK policy (only quinn's, with ACK_FREQUENCY)")
     certs = cert_paths(req.cert_size)
     if req.impl == "quic-go":
         argv = [
@@ -123,6 +143,8 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
             "--cert", str(certs.chain), "--key", str(certs.key),
             "--keylog", str(req.keylog_path), "--qlog-dir", str(req.qlog_dir),
         ]  # fmt: skip
+        if req.ack_policy is not None:
+            argv += quinn_server_options(req.ack_policy)
         return argv, {}
     # ngtcp2: GnuTLS logs the secrets to SSLKEYLOGFILE (no flag); qlog file named by the server's SCID.
     argv = [

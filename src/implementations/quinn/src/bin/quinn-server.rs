@@ -2,7 +2,11 @@
 //! reads "GET /path\r\n" on each bidirectional stream and sends the file ROOT/path. Certificate: a fresh
 //! self-signed one from rcgen (as quinn's examples do), or a PEM chain and key with --cert/--key (the testbed's
 //! certificates). Writes a TLS keylog with --keylog, a qlog with --qlog-dir, and can ask the client to change
-//! its ACK frequency (draft-ietf-quic-ack-frequency) with --ack-frequency.
+//! its ACK frequency (draft-ietf-quic-ack-frequency) with --ack-frequency, or with a set request: any of
+//! --ack-eliciting-threshold N (ACK after more than N ack-eliciting packets: ACK ratio N + 1),
+//! --max-ack-delay-ms D and --reordering-threshold R (1: ACK out-of-order packets at once, 0: never) turns the
+//! extension on with quinn's defaults (1, the client's own max_ack_delay, 2) for the others. quinn clamps the
+//! requested delay to at most max(RTT, 25 ms) and at least the client's min_ack_delay.
 
 use std::fs::File;
 use std::io::LineWriter;
@@ -16,7 +20,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--qlog-dir DIR] \
-                     [--cert PEM --key PEM] [--ack-frequency] [--connections N] | --version";
+                     [--cert PEM --key PEM] [--ack-frequency] [--ack-eliciting-threshold N] \
+                     [--max-ack-delay-ms D] [--reordering-threshold R] [--connections N] | --version";
 
 struct Options {
     listen: SocketAddr,
@@ -26,6 +31,9 @@ struct Options {
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     ack_frequency: bool,
+    ack_eliciting_threshold: Option<u32>,
+    max_ack_delay_ms: Option<f64>,
+    reordering_threshold: Option<u32>,
     connections: Option<u64>,
 }
 
@@ -39,6 +47,9 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
         cert: None,
         key: None,
         ack_frequency: false,
+        ack_eliciting_threshold: None,
+        max_ack_delay_ms: None,
+        reordering_threshold: None,
         connections: None,
     };
     while let Some(arg) = args.next() {
@@ -52,6 +63,9 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--cert" => options.cert = Some(PathBuf::from(value()?)),
             "--key" => options.key = Some(PathBuf::from(value()?)),
             "--ack-frequency" => options.ack_frequency = true,
+            "--ack-eliciting-threshold" => options.ack_eliciting_threshold = Some(value()?.parse()?),
+            "--max-ack-delay-ms" => options.max_ack_delay_ms = Some(value()?.parse()?),
+            "--reordering-threshold" => options.reordering_threshold = Some(value()?.parse()?),
             "--connections" => options.connections = Some(value()?.parse()?),
             _ => bail!("unknown argument {arg}\n{USAGE}"),
         }
@@ -98,8 +112,8 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     let mut transport = quinn::TransportConfig::default();
     // One datagram per packet on the wire and in captures, as in the client.
     transport.enable_segmentation_offload(false);
-    if options.ack_frequency {
-        transport.ack_frequency_config(Some(quinn::AckFrequencyConfig::default()));
+    if let Some(ack_frequency) = ack_frequency_config(options) {
+        transport.ack_frequency_config(Some(ack_frequency));
     }
     if let Some(qlog_dir) = &options.qlog_dir {
         // One trace for the endpoint: the testbed serves one connection per server process. Line-buffered
@@ -132,6 +146,27 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     }
     endpoint.wait_idle().await;
     Ok(())
+}
+
+/// The ACK_FREQUENCY request of the command line, or None when the extension stays off.
+fn ack_frequency_config(options: &Options) -> Option<quinn::AckFrequencyConfig> {
+    let requested = options.ack_eliciting_threshold.is_some()
+        || options.max_ack_delay_ms.is_some()
+        || options.reordering_threshold.is_some();
+    if !(options.ack_frequency || requested) {
+        return None;
+    }
+    let mut config = quinn::AckFrequencyConfig::default();
+    if let Some(threshold) = options.ack_eliciting_threshold {
+        config.ack_eliciting_threshold(threshold.into());
+    }
+    if let Some(delay_ms) = options.max_ack_delay_ms {
+        config.max_ack_delay(Some(std::time::Duration::from_secs_f64(delay_ms / 1000.0)));
+    }
+    if let Some(threshold) = options.reordering_threshold {
+        config.reordering_threshold(threshold.into());
+    }
+    Some(config)
 }
 
 async fn serve_connection(incoming: quinn::Incoming, root: &Path) -> anyhow::Result<()> {
