@@ -144,3 +144,43 @@ def default_ack_policy_runs(runs: pl.DataFrame) -> pl.DataFrame:
         & pl.col("ack_delay_rtt_fraction").is_null()
         & pl.col("ack_reordering").is_null()
     )
+
+
+# rethink and tcpquic (../shared/ACKRATIO.md): 10 MB downloads over the emulated satellite path, the client as the
+# receiver at AR 1:2 or 1:10 (TCP: Linux's delayed ACKs, 1:10 by ACK thinning in the router); with 1 % loss 2 MB.
+RETHINK_PROFILE = "rethink-satellite"
+RETHINK_LOSS_PROFILE = "rethink-satellite-loss1"
+RETHINK_RETURN100K_PROFILE = "rethink-satellite-return100k"
+RETHINK_ACK_RATIOS = (2, 10)
+RETHINK_FILE_BYTES = 10 * 1024 * 1024
+TCP_IMPL = "linux-tcp"
+# Linux's delayed ACKs acknowledge every second full-sized segment: a TCP run without a configured ACK ratio is AR 1:2.
+TCP_DEFAULT_ACK_RATIO = 2
+
+
+def with_receiver_ack_ratio(runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` with ``receiver_ack_ratio``: the configured ACK ratio, Linux TCP's 2 where none is set, and
+    ``protocol`` ('tcp' for the Linux TCP runs, else 'quic')."""
+    is_tcp = pl.col("client_impl") == TCP_IMPL
+    return runs.with_columns(
+        pl.when(is_tcp).then(pl.lit("tcp")).otherwise(pl.lit("quic")).alias("protocol"),
+        pl.when(is_tcp & pl.col("ack_ratio").is_null())
+        .then(pl.lit(TCP_DEFAULT_ACK_RATIO, dtype=pl.Int64))
+        .otherwise(pl.col("ack_ratio"))
+        .alias("receiver_ack_ratio"),
+    )
+
+
+def rethink_runs(runs: pl.DataFrame, profiles: Sequence[str] = (RETHINK_PROFILE,), ack_ratios: Sequence[int] = RETHINK_ACK_RATIOS) -> pl.DataFrame:
+    """The runs of rethink's and tcpquic's measurements over ``profiles`` at ``ack_ratios``: QUIC receivers with
+    that ACK ratio set, its default ACK delay (no RTT fraction) and RFC 9000's immediate ACK on reordering (D, as
+    the papers' stacks), Linux TCP; 10 MB without loss, any size with
+    loss (the loss runs are shorter: a 10 MB transfer at 1 % loss takes minutes). Failed runs kept."""
+    quic_delay_default = pl.col("ack_delay_rtt_fraction").is_null()
+    loss_profile = pl.col("path_profile").str.contains("loss")
+    return with_receiver_ack_ratio(runs).filter(
+        pl.col("path_profile").is_in(list(profiles))
+        & pl.col("receiver_ack_ratio").is_in(list(ack_ratios))
+        & ((pl.col("protocol") == "tcp") | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
+        & (loss_profile | (pl.col("file_bytes") == RETHINK_FILE_BYTES))
+    )
