@@ -177,9 +177,9 @@ def rethink_runs(runs: pl.DataFrame, profiles: Sequence[str] = (RETHINK_PROFILE,
     the papers' stacks), Linux TCP; 10 MB without loss, any size with
     loss (the loss runs are shorter: a 10 MB transfer at 1 % loss takes minutes). Failed runs kept."""
     quic_delay_default = pl.col("ack_delay_rtt_fraction").is_null()
-    loss_profile = pl.col("path_profile").str.contains("loss")
+    loss_profile = pl.col("path_profile").cast(pl.Utf8).str.contains("loss")
     return with_receiver_ack_ratio(runs).filter(
-        pl.col("path_profile").is_in(list(profiles))
+        pl.col("path_profile").cast(pl.Utf8).is_in(list(profiles))
         & pl.col("receiver_ack_ratio").is_in(list(ack_ratios))
         & ((pl.col("protocol") == "tcp") | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
         & (loss_profile | (pl.col("file_bytes") == RETHINK_FILE_BYTES))
