@@ -22,7 +22,7 @@ from quicack.figures.data import read_views
 from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_runs import quic_ack_runs
-from quicack.metrics.client_traffic import estimates, fitted_alpha, handshake_bytes, model_inputs
+from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary, estimates, fitted_alpha, handshake_bytes, model_inputs
 from quicack.metrics.selection import ackfreq22_fig4_runs
 
 RAW = Path(__file__).resolve().parent / "data" / "ack_policy" / "raw"
@@ -163,8 +163,8 @@ def test_preview_table4_has_every_cell_of_the_recorded_matrix(matrix) -> None:
 def test_preview_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
     selected = ackfreq22_fig4_runs(matrix["runs"])
     assert selected.height >= 5
-    per_run = artefacts.client_traffic_estimates(selected, matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"])
-    summary = artefacts.eq3_summary(per_run)
+    per_run = client_traffic_estimates(selected, matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"])
+    summary = eq3_summary(per_run)
     assert (summary["eq3_difference_pp"].abs() < 0.19).all()
     ar2 = summary.filter(pl.col("ack_ratio") == 2)["measured_percent"].item()
     assert 2.5 < ar2 < 3.5  # the paper: AR 2 ≈ 3 % of the server's bytes

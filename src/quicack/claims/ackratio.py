@@ -11,6 +11,7 @@ from functools import partial
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
 from quicack.metrics.ack_policy import ack_policy_per_run
 from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
 from quicack.metrics.selection import (
@@ -170,6 +171,7 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-tcp-loss-max": formula(model.largest_tcp_ack().size, "B"),
     "ackfreq22-5.2-client-ack-sizes": client_ack_sizes,
     **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
+    **ACKFREQ22_MEASURED,
 }
 RETHINK: dict[str, ClaimFunction] = {
     "rethink-V-simple-quic-ack": formula(model.quic_ack().size, "B"),

@@ -14,7 +14,7 @@ import polars as pl
 
 from quicack.figures.common import setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
-from quicack.metrics.client_traffic import estimates, fitted_alpha, model_inputs
+from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_over_time
 from quicack.metrics.return_path import one_vantage_per_run
 from quicack.metrics.selection import (
@@ -23,7 +23,6 @@ from quicack.metrics.selection import (
     ACKFREQ22_REORDERING_POLICIES,
     ACKFREQ22_SATELLITE,
     MissingData,
-    ack_policy_label,
     ackfreq22_fig4_runs,
     ackfreq22_matrix_runs,
     ackfreq22_runs,
@@ -173,48 +172,6 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
 
 
 # -- Fig. 4 and the Eq. (1)–(5) table ---------------------------------------------------------------------------------
-
-EQ_GROUPS = ["path", "lossy", "policy", "ack_ratio", "ack_reordering"]
-
-
-def client_traffic_estimates(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
-    """Per ok run of ``selected``: Eq. (2)–(5)'s inputs and estimates, α fitted per (path, loss, policy, reordering)."""
-    labelled = selected.with_columns(ack_policy_label())
-    inputs = model_inputs(labelled, ack_runs, datagrams, packets)
-    alphas = fitted_alpha(labelled, frames, EQ_GROUPS)
-    return estimates(inputs, alphas, EQ_GROUPS)
-
-
-def eq3_summary(per_run: pl.DataFrame) -> pl.DataFrame:
-    """Per (path, loss, policy, reordering): medians of the measured and estimated client traffic, α, the relative
-    error of each estimate against the measured median ((estimate − measured) / measured) and its difference in
-    percentage points (the paper's 0.19 % / 0.07 %)."""
-    return (
-        per_run.group_by(EQ_GROUPS)
-        .agg(
-            pl.len().alias("runs"),
-            pl.col("alpha").first(),
-            pl.col("server_packets").median().alias("serv_p"),
-            pl.col("application_acks").median().alias("a_total_measured"),
-            pl.col("timer_acks").median().alias("a_del"),
-            pl.col("eq3_acks").median().alias("a_total_eq3"),
-            pl.col("eq4_acks").median().alias("a_total_eq4"),
-            pl.col("loss_clusters").median().alias("loss_clusters_l"),
-            pl.col("eq5_loss_acks").median().alias("a_loss_eq5"),
-            pl.col("ack_bytes").median().alias("s_bm"),
-            pl.col("handshake_bytes").median().alias("v_crypt"),
-            pl.col("client_percent").median().alias("measured_percent"),
-            pl.col("eq3_client_percent").median().alias("eq3_percent"),
-            pl.col("eq4_client_percent").median().alias("eq4_percent"),
-        )
-        .with_columns(
-            (pl.col("eq3_percent") - pl.col("measured_percent")).alias("eq3_difference_pp"),
-            ((pl.col("eq3_percent") - pl.col("measured_percent")) / pl.col("measured_percent")).alias("eq3_relative_error"),
-            ((pl.col("eq4_percent") - pl.col("measured_percent")) / pl.col("measured_percent")).alias("eq4_relative_error"),
-        )
-        .sort("path", "lossy", "ack_ratio", "policy", "ack_reordering")
-    )
-
 
 @placeholder_when_missing
 def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> Rendered:
