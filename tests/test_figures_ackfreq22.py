@@ -22,7 +22,14 @@ from quicack.figures.data import read_views
 from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_runs import quic_ack_runs
-from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary, estimates, fitted_alpha, handshake_bytes, model_inputs
+from quicack.metrics.client_traffic import (
+    client_traffic_estimates,
+    eq3_summary,
+    estimates,
+    fitted_alpha,
+    handshake_bytes,
+    model_inputs,
+)
 from quicack.metrics.selection import ackfreq22_fig4_runs
 
 RAW = Path(__file__).resolve().parent / "data" / "ack_policy" / "raw"
