@@ -135,3 +135,15 @@ def test_tcp_rows_join_the_quic_rows(rows: pl.DataFrame) -> None:
     tcp = quic.head(1).with_columns(pl.lit("tcp").alias("protocol"), pl.lit("tcp/run").alias("run_id"))
     assert with_tcp_rows(quic, None).equals(quic)
     assert with_tcp_rows(quic, tcp)["protocol"].value_counts().sort("protocol")["count"].to_list() == [9, 1]
+
+
+def test_triggers_inferred_from_the_capture_match_the_receivers_log_without_loss(rows: pl.DataFrame, tables) -> None:
+    """The same downloads with the receiver's reasons removed from its log (as for an implementation that does not
+    log them): the capture's rule (advance ≥ AR: threshold, less: timer) agrees with the log within one ACK per run
+    while nothing is lost (the first ACK has no earlier one to advance from and counts as 'other')."""
+    unlogged = tables["frames"].with_columns(pl.lit(None, pl.Utf8).alias("ack_reason"))
+    inferred = quic_ack_runs(tables["runs"], tables["datagrams"], tables["packets"], unlogged)
+    assert set(inferred["ack_trigger_source"]) == {"inferred"} and inferred["acks_by_reordering"].is_null().all()
+    both = rows.filter(pl.col("scenario") == "ack_ratio").join(inferred, on="run_id", suffix="_inferred")
+    for trigger in ("acks_by_packet_threshold", "acks_by_delay_timer"):
+        assert ((both[trigger] - both[f"{trigger}_inferred"]).abs() <= 1).all(), trigger
