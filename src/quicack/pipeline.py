@@ -49,7 +49,8 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
     breakdown = ack_breakdown(read["datagrams"], read["packets"], read["frames"])
-    # TCP rows: quicack.metrics.tcp_ack_runs (rethink helper) from tcp_segments, once that table is in the contract.
+    # The hook for TCP rows: once tcp_segments is read here (branch tcp2), pass
+    # quicack.metrics.tcp_ack_runs.tcp_ack_runs(read["runs"], read["tcp_segments"]) (rethink helper) instead of None.
     per_download = with_tcp_rows(quic_ack_runs(read["runs"], read["datagrams"], read["packets"], read["frames"]), None)
     tables = {
         "rtt_samples": rtt,
