@@ -163,7 +163,7 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of the client's (return-path) IP bytes")
-    ax.legend(fontsize=6, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars: below them is the footnote
     note = (
         "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. The paper "
         "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here 1 MB downloads. " + STAND_INS
