@@ -26,7 +26,7 @@ from quicack.figures.data import read_views
 from quicack.provenance import read_description
 
 # %%
-views = read_views(db, "runs", "packets", "frames")
+views = read_views(db, "runs", "packets", "frames", "datagrams", "ack_runs")
 description = read_description(db)
 rendered = ackfreq22_claims(views, description)
 save(rendered, out_dir, "ackfreq22-claims", formats, description)

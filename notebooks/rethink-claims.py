@@ -22,11 +22,14 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.claims.ackratio import rethink_claims
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.data import read_view_if_present, read_views
 from quicack.provenance import read_description
 
 # %%
-views = read_views(db, "runs", "packets", "frames")
+views = read_views(db, "runs", "packets", "frames", "datagrams")
+tcp_segments = read_view_if_present(db, "tcp_segments")  # the Linux TCP runs, where the dataset has them
+if tcp_segments is not None:
+    views["tcp_segments"] = tcp_segments
 description = read_description(db)
 rendered = rethink_claims(views, description)
 save(rendered, out_dir, "rethink-claims", formats, description)

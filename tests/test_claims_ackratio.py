@@ -27,7 +27,7 @@ def loopback_tables(*runs: str) -> dict[str, pl.DataFrame]:
         (qlog,) = (folder / "client" / "qlog").iterdir()
         log = read_qlog(qlog, run_id=run, vantage="client")
         policy = ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering")
-        rows.append({"run_id": run, **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", *policy)}})
+        rows.append({"run_id": run, **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", "path_profile", *policy)}})
         packets.append(log.packets)
         frames.append(log.frames)
     return {"runs": pl.DataFrame(rows), "packets": pl.concat(packets), "frames": pl.concat(frames)}

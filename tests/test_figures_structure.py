@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.py"))
 PACKAGE = REPO / "src" / "quicack"
 # What a notebook may call besides its one render function.
-PLUMBING = {"read_views", "read_description", "save"}
+PLUMBING = {"read_views", "read_view_if_present", "read_description", "save"}
 
 
 def calls(tree: ast.AST) -> list[str]:

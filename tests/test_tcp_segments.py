@@ -269,3 +269,50 @@ def test_the_fixture_is_small_and_cut_at_128_bytes() -> None:
         header = gzip.decompress(path.read_bytes())[:24]
         magic, _, _, _, _, snaplen, linktype = struct.unpack("<IHHiIII", header)
         assert (magic, snaplen, linktype) == (0xA1B2C3D4, 128, 1)
+
+
+@functools.cache
+def _tcp_ack_runs() -> pl.DataFrame:
+    from quicack.metrics.tcp_ack_runs import tcp_ack_runs
+
+    tables = ingest_group(RAW, GROUP, "tcp_fixture")
+    rows = tcp_ack_runs(tables["runs"], tables["tcp_segments"])
+    assert rows is not None
+    return rows.join(tables["runs"].select("run_id", "raw_path"), on="run_id")
+
+
+def _ack_run(run: str) -> dict:
+    folder = RUNS[run].relative_to(RAW).as_posix()
+    return _tcp_ack_runs().filter(pl.col("raw_path") == folder).to_dicts()[0]
+
+
+def test_tcp_ack_runs_read_the_return_link_after_the_router_thinned_it() -> None:
+    """ack_runs' TCP rows: ACKs counted at the server side (after the emulated ACK filter), data at the client side."""
+    rows = _tcp_ack_runs()
+    assert rows.height == 4 and set(rows["protocol"]) == {"tcp"} and set(rows["vantage"]) == {"sim_left"}
+    for run in RUNS:
+        row = _ack_run(run)
+        server_side = segments(_capture(run, "right"))
+        client_side = segments(_capture(run, "left"))
+        returned = server_side.filter(pl.col("direction") == "c2s")
+        assert row["ack_packets"] == returned["pure_ack"].sum()
+        assert row["return_ip_bytes"] == returned["ip_bytes"].sum()
+        forward = client_side.filter(pl.col("direction") == "s2c")
+        assert row["forward_ip_bytes"] == forward["ip_bytes"].sum()
+        assert row["forward_data_packets"] == (forward["payload_bytes"] > 0).sum()
+        assert row["ack_packet_bytes_median"] == 52  # 20 IP + 20 TCP + 12 timestamp option
+    quick, kernel, thinned = (_ack_run(r) for r in ("ar1", "ar2", "ar10"))
+    assert quick["measured_ack_ratio_median"] == 1 and quick["measured_ack_ratio_p75"] == 1
+    assert kernel["measured_ack_ratio_p75"] == 2  # the kernel's ACK per two segments, among quick ACKs of one
+    assert thinned["measured_ack_ratio_median"] >= 4  # every 5th of the kernel's ACKs crossed the return link
+    assert thinned["return_ip_bytes"] < kernel["return_ip_bytes"] / 3 < quick["return_ip_bytes"] / 3
+    # one clock for both links: the download lasts about as long whichever side the ACKs were read at
+    assert abs(thinned["download_time_ms"] - kernel["download_time_ms"]) < 0.2 * kernel["download_time_ms"]
+
+
+def test_tcp_ack_runs_join_the_quic_rows_in_ack_runs() -> None:
+    from quicack.metrics.ack_runs import with_tcp_rows
+    from quicack.schema import ACK_RUNS
+
+    combined = with_tcp_rows(ACK_RUNS.empty(), _tcp_ack_runs().drop("raw_path"))
+    assert combined.columns == ACK_RUNS.empty().columns and combined.height == 4

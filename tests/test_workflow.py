@@ -261,8 +261,10 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     rendering = (out / "rendering.txt").read_text()
     # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
     # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
-    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured)
-    assert "artefacts: 33 (16 drawn, 17 not drawn)" in rendering
+    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
+    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile)
+    assert "artefacts: 49 (16 drawn, 33 not drawn)" in rendering
+    assert "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths" in rendering
     assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
     assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
     assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
@@ -276,4 +278,4 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True)
-    assert strict.returncode != 0 and "17 artefact(s) could not be drawn" in strict.stderr
+    assert strict.returncode != 0 and "33 artefact(s) could not be drawn" in strict.stderr

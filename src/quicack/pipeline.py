@@ -12,12 +12,14 @@ from quicack import ingest, recovery, store
 from quicack.layout import group_key
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
+from quicack.metrics.ack_runs import quic_ack_runs, with_tcp_rows
 from quicack.metrics.agreement import estimator_agreement
 from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
+from quicack.metrics.tcp_ack_runs import tcp_ack_runs
 
-DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown")
+DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown", "ack_runs")
 
 
 class StrictModeError(RuntimeError):
@@ -48,12 +50,17 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
     breakdown = ack_breakdown(read["datagrams"], read["packets"], read["frames"], read["tcp_segments"])
+    per_download = with_tcp_rows(
+        quic_ack_runs(read["runs"], read["datagrams"], read["packets"], read["frames"]),
+        tcp_ack_runs(read["runs"], read["tcp_segments"]),
+    )
     tables = {
         "rtt_samples": rtt,
         "connections": connections,
         "handshake_runs": handshakes,
         "estimator_agreement": agreement,
         "ack_breakdown": breakdown,
+        "ack_runs": per_download,
     }
     store.write_tables(tables, parquet_root, part)
     return {name: frame.height for name, frame in tables.items()}

@@ -506,6 +506,37 @@ ACK_BREAKDOWN = Table(
     derived=True,
 )
 
+ACK_RUNS = Table(
+    "ack_runs",
+    "One row per download of the ACK-ratio study (ackfreq22, rethink, tcpquic; the client is the receiver), read at one capture "
+    "point: what the receiver sent back, why it sent its ACKs and how long the download took (quicack.metrics.ack_runs; TCP rows "
+    "from tcp_segments by quicack.metrics.tcp_ack_runs).",
+    (
+        RUN_ID,
+        Column("vantage", S, "Capture point the row is read at: the client side of the emulated link (sim_left) where captured, else the first other. TCP runs captured at both sides: their return path at the server side (after the router's ACK thinning), on the client side's clock (quicack.metrics.return_path.tcp_link_segments)."),
+        Column("protocol", S, "'quic' or 'tcp'."),
+        Column("forward_ip_bytes", I, "IP bytes the server sent (s2c), whole connection."),
+        Column("return_ip_bytes", I, "IP bytes the client sent (c2s), whole connection."),
+        Column("return_percent_of_forward", F, "100 · return_ip_bytes / forward_ip_bytes (ackfreq22 Fig. 4's client bytes as % of server bytes)."),
+        Column("return_ip_bytes_after_first_rtt", I, "c2s IP bytes from the end of the first round trip on (as ack_breakdown.after_first_rtt): rethink's return path without the handshake."),
+        Column("forward_data_packets", I, "s2c packets carrying data: QUIC server datagrams after the first round trip up to the end of the download (the server's 1-RTT packets are cut to a snap length, so frames are not read), TCP segments with payload."),
+        Column("ack_packets", I, "c2s packets that carry an ACK and nothing ack-eliciting (QUIC, every packet number space) / TCP pure ACKs."),
+        Column("ack_packet_bytes_median", F, "Median IP size of those ACK packets (QUIC: of the datagrams holding one alone)."),
+        Column("measured_ack_ratio_median", F, "Median over the client's ACKs of the forward packets each newly acknowledged: how far its largest acknowledged packet number moved (QUIC application data; exact while nothing is lost), over ACKs that moved it. TCP: the forward data segments each ACK newly covered."),
+        Column("measured_ack_ratio_p25", F, "25th percentile of the same (lower value)."),
+        Column("measured_ack_ratio_p75", F, "75th percentile of the same (higher value)."),
+        Column("acks_by_packet_threshold", I, "ACKs sent because ack_ratio ack-eliciting packets had arrived."),
+        Column("acks_by_delay_timer", I, "ACKs sent because the ACK-delay timer fired first (ackfreq22 Table 5, Eq. 3's A_del)."),
+        Column("acks_by_reordering", I, "ACKs sent at once on an out-of-order packet (policies D, 3A); null when inferred (a capture cannot tell)."),
+        Column("acks_by_other", I, "Other ACKs: the handshake's (Initial/Handshake) and ACKs the implementation scheduled itself; inferred: ACKs that newly acknowledged nothing."),
+        Column("ack_trigger_source", S, "'qlog' (the receiver logged why: frames.ack_reason) or 'inferred' (from the capture: an ACK whose advance reached the configured ratio, 2 by default, is the packet threshold's, a smaller advance the timer's); null for TCP, whose ACKs do not say why (the acks_by_* columns are null then too)."),
+        Column("download_time_ms", F, "From the client's first datagram (SYN) to the last forward data packet at the capture point (QUIC: the last server datagram before the client's CONNECTION_CLOSE)."),
+        Column("forward_data_packets_per_s", F, "forward_data_packets over the time from the first to the last of them (mean rate of the transfer)."),
+        Column("loss_clusters", I, "Runs of consecutive lost forward packets (Eq. 5's L): the distinct gaps the client reported in its ACK ranges; null where the server may skip packet numbers (only aioquic servers are counted)."),
+    ),
+    derived=True,
+)
+
 INGEST_ISSUES = Table(
     "ingest_issues",
     "One row per input problem found while ingesting; nothing is dropped silently.",
@@ -573,6 +604,7 @@ TABLES: dict[str, Table] = {
         HANDSHAKE_RUNS,
         ESTIMATOR_AGREEMENT,
         ACK_BREAKDOWN,
+        ACK_RUNS,
         SCAN_CONNECTIONS,
         SCAN_TRUTH,
         ENDPOINTS,

@@ -11,8 +11,15 @@ from functools import partial
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
 from quicack.metrics.ack_policy import ack_policy_per_run
-from quicack.metrics.selection import default_ack_policy_runs
+from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
+from quicack.metrics.selection import (
+    RETHINK_PROFILE,
+    RETHINK_RETURN100K_PROFILE,
+    default_ack_policy_runs,
+    rethink_runs,
+)
 from quicack.models import ack_overhead as model
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
@@ -73,6 +80,90 @@ def anatomy_share(tables: Tables, case: str) -> Measured:
     return Measured(low, high, f"{low:.2f}–{high:.2f} % (formula)", 0)
 
 
+def _rethink_wire(tables: Tables, profile: str, protocol: str, ack_ratio: int) -> tuple[pl.DataFrame, int]:
+    """Wire packets of the ok rethink runs of one path profile, protocol and receiver AR, and how many runs."""
+    ok = (
+        rethink_runs(tables["runs"], (profile,), (ack_ratio,))
+        .filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
+        .select("run_id")
+    )
+    datagrams = tables["datagrams"].join(ok, on="run_id", how="semi") if "datagrams" in tables else None
+    segments = tables.get("tcp_segments")
+    segments = None if segments is None else segments.join(ok, on="run_id", how="semi")
+    if datagrams is None or ok.is_empty():
+        return pl.DataFrame(), 0
+    wire = wire_packets(datagrams, segments)
+    if wire.is_empty():
+        return wire, 0
+    return wire, ok.height
+
+
+def _setup(profile: str, protocol: str, ack_ratio: int) -> str:
+    return f"{protocol.upper()} AR 1:{ack_ratio} over {profile}"
+
+
+def return_size_median(tables: Tables, protocol: str) -> Measured:
+    """rethink Fig. 1: median return-path IP packet size after the first RTT, 10 MB, no loss, AR 1:2."""
+    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2)
+    if runs == 0:
+        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, protocol, 2)} 10 MB run")
+    value = float(return_packet_sizes(wire)["ip_bytes"].median())
+    return Measured(value, value, f"{value:.0f} B ({_setup(RETHINK_PROFILE, protocol, 2)}, measured)", runs)
+
+
+def ack_bytes_reduction(tables: Tables) -> Measured:
+    """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs)."""
+    medians = {}
+    runs = 0
+    for ratio in (2, 10):
+        wire, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio)
+        if n == 0:
+            return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, 'quic', ratio)} 10 MB run")
+        medians[ratio] = float(return_volume(wire)["return_ip_bytes"].median())
+        runs += n
+    value = medians[2] / medians[10]
+    return Measured(value, value, f"{value:.1f}× ({medians[2] / 1e3:.0f} KB / {medians[10] / 1e3:.0f} KB, measured)", runs)
+
+
+def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measured:
+    """rethink Fig. 5: median over runs of the forward data packets per second in the transfer's busiest 1 s bin
+    after slow start — the median of each run's upper half of bins (the rate it settles at)."""
+    wire, runs = _rethink_wire(tables, profile, "quic", ack_ratio)
+    if runs == 0:
+        return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run")
+    rates = packets_per_second(wire, "s2c", data_only=True)
+    settled = rates.filter(pl.col("packets") >= pl.col("packets").median().over("run_id")).group_by("run_id").agg(pl.col("packets").median())
+    value = float(settled["packets"].median())
+    return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, measured)", runs)
+
+
+def tcp_quick_acks(tables: Tables) -> Measured:
+    """rethink §VI: Linux acknowledges the first data segments one by one (quick ACKs): the return packets before
+    the first ACK that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
+    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2)
+    if runs == 0:
+        return Measured.unmeasured("no Linux TCP run over rethink-satellite (tcp_segments)")
+    ordered = wire.filter(pl.col("after_first_rtt")).sort("run_id", "time_ms").with_columns(
+        pl.col("carries_data").cum_sum().over("run_id").alias("data_so_far"),
+        (pl.col("direction") == "c2s").cum_sum().over("run_id").alias("acks_so_far"),
+    )
+    # quick-ACK phase: as many ACKs as data segments; it ends at the first ACK sent after two unacknowledged segments
+    per_run = ordered.filter((pl.col("direction") == "c2s") & (pl.col("data_so_far") >= pl.col("acks_so_far") + 1)).group_by("run_id").agg(
+        pl.col("acks_so_far").min() - 1
+    )
+    value = float(per_run["acks_so_far"].median())
+    return Measured(value, value, f"{value:.0f} quick ACKs (median over runs, measured)", runs)
+
+
+def anatomy_measured(tables: Tables, protocol: str) -> Measured:
+    """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2."""
+    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2)
+    if runs == 0:
+        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, protocol, 2)} 10 MB run")
+    value = float(return_volume(wire)["return_percent_of_forward"].median())
+    return Measured(value, value, f"{value:.2f} % ({_setup(RETHINK_PROFILE, protocol, 2)}, measured)", runs)
+
+
 ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-min-quic-ack": formula(model.quic_ack().size, "B"),
     "ackfreq22-5.2-min-quic-ack-ipv6": formula(model.quic_ack(model.IPV6_HEADER).size, "B"),
@@ -80,16 +171,26 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-tcp-loss-max": formula(model.largest_tcp_ack().size, "B"),
     "ackfreq22-5.2-client-ack-sizes": client_ack_sizes,
     **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
+    **ACKFREQ22_MEASURED,
 }
 RETHINK: dict[str, ClaimFunction] = {
     "rethink-V-simple-quic-ack": formula(model.quic_ack().size, "B"),
     "rethink-V-quic-vs-tcp-ack": quic_to_tcp_ack_ratio,
     "rethink-V-quic-range-growth": formula(model.quic_ack(extra_ranges=1).size, "B"),
+    "rethink-V-fig1-median-tcp": partial(return_size_median, protocol="tcp"),
+    "rethink-V-fig1-median-quic": partial(return_size_median, protocol="quic"),
+    "rethink-VI-ar10-fewer-ack-bytes": ack_bytes_reduction,
+    "rethink-VI-fig5-ar2-unconstrained": partial(forward_packet_rate, profile=RETHINK_PROFILE, ack_ratio=2),
+    "rethink-VI-fig5-ar2-return100k": partial(forward_packet_rate, profile=RETHINK_RETURN100K_PROFILE, ack_ratio=2),
+    "rethink-VI-fig5-ar10-return100k": partial(forward_packet_rate, profile=RETHINK_RETURN100K_PROFILE, ack_ratio=10),
+    "rethink-VI-tcp-quickacks": tcp_quick_acks,
 }
 TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp": partial(anatomy_share, case="tcp_cumulative"),
     "tcpquic-anatomy-quic": partial(anatomy_share, case="quic_cumulative"),
     "tcpquic-anatomy-tcp-loss": partial(anatomy_share, case="tcp_loss"),
+    "tcpquic-anatomy-tcp-measured": partial(anatomy_measured, protocol="tcp"),
+    "tcpquic-anatomy-quic-measured": partial(anatomy_measured, protocol="quic"),
 }
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 

@@ -53,7 +53,8 @@ def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Seq
     wanted = formats.split(",") if isinstance(formats, str) else list(formats)
     if rendered.missing:
         # The rule's outputs must exist: a placeholder of the same kind says what was missing.
-        if "-tab" in artefact_id or artefact_id.endswith("-claims"):
+        # the workflow's rule (common.smk is_figure): anything not "-fig" is a table (-tab, -claims, ackfreq22-eq)
+        if "-fig" not in artefact_id:
             placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
             return _save_table(placeholder, out_dir, artefact_id, footnote)
         return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)

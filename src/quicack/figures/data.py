@@ -18,3 +18,13 @@ def read_views(db: str | Path, *names: str) -> dict[str, pl.DataFrame]:
 
 def read_view(db: str | Path, name: str) -> pl.DataFrame:
     return read_views(db, name)[name]
+
+
+def read_view_if_present(db: str | Path, name: str) -> pl.DataFrame | None:
+    """The named view, or None when the database has none of that name (e.g. ``tcp_segments`` in a dataset
+    recorded before the testbed captured TCP): the figures then draw QUIC alone."""
+    with store.connect(Path(db)) as con:
+        present = con.sql("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", params=[name]).fetchone()
+        if not present or present[0] == 0:
+            return None
+        return con.sql(f'SELECT * FROM "{name}"').pl()

@@ -144,3 +144,92 @@ def default_ack_policy_runs(runs: pl.DataFrame) -> pl.DataFrame:
         & pl.col("ack_delay_rtt_fraction").is_null()
         & pl.col("ack_reordering").is_null()
     )
+
+
+# rethink and tcpquic (../shared/ACKRATIO.md): 10 MB downloads over the emulated satellite path, the client as the
+# receiver at AR 1:2 or 1:10 (TCP: Linux's delayed ACKs, 1:10 by ACK thinning in the router); with 1 % loss 2 MB.
+RETHINK_PROFILE = "rethink-satellite"
+RETHINK_LOSS_PROFILE = "rethink-satellite-loss1"
+RETHINK_RETURN100K_PROFILE = "rethink-satellite-return100k"
+RETHINK_ACK_RATIOS = (2, 10)
+RETHINK_FILE_BYTES = 10 * 1024 * 1024
+TCP_IMPL = "linux-tcp"
+# Linux's delayed ACKs acknowledge every second full-sized segment: a TCP run without a configured ACK ratio is AR 1:2.
+TCP_DEFAULT_ACK_RATIO = 2
+
+
+def with_receiver_ack_ratio(runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` with ``receiver_ack_ratio``: the configured ACK ratio, Linux TCP's 2 where none is set, and
+    ``protocol`` ('tcp' for the Linux TCP runs, else 'quic')."""
+    is_tcp = pl.col("client_impl") == TCP_IMPL
+    return runs.with_columns(
+        pl.when(is_tcp).then(pl.lit("tcp")).otherwise(pl.lit("quic")).alias("protocol"),
+        pl.when(is_tcp & pl.col("ack_ratio").is_null())
+        .then(pl.lit(TCP_DEFAULT_ACK_RATIO, dtype=pl.Int64))
+        .otherwise(pl.col("ack_ratio"))
+        .alias("receiver_ack_ratio"),
+    )
+
+
+def rethink_runs(runs: pl.DataFrame, profiles: Sequence[str] = (RETHINK_PROFILE,), ack_ratios: Sequence[int] = RETHINK_ACK_RATIOS) -> pl.DataFrame:
+    """The runs of rethink's and tcpquic's measurements over ``profiles`` at ``ack_ratios``: QUIC receivers with
+    that ACK ratio set, its default ACK delay (no RTT fraction) and RFC 9000's immediate ACK on reordering (D, as
+    the papers' stacks), Linux TCP; 10 MB without loss, any size with
+    loss (the loss runs are shorter: a 10 MB transfer at 1 % loss takes minutes). Failed runs kept."""
+    quic_delay_default = pl.col("ack_delay_rtt_fraction").is_null()
+    loss_profile = pl.col("path_profile").cast(pl.Utf8).str.contains("loss")
+    return with_receiver_ack_ratio(runs).filter(
+        pl.col("path_profile").cast(pl.Utf8).is_in(list(profiles))
+        & pl.col("receiver_ack_ratio").is_in(list(ack_ratios))
+        & ((pl.col("protocol") == "tcp") | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
+        & (loss_profile | (pl.col("file_bytes") == RETHINK_FILE_BYTES))
+    )
+
+
+# ackfreq22 (../shared/ACKRATIO.md): 1 MB downloads over its three paths (Table 1), with §5.6's 1 % loss in the
+# "-loss1" variants; the receiver's ACK ratio set, d = 25 ms (Fig. 4 adds AR 100 and d ≈ RTT/4).
+ACKFREQ22_PATHS = ("ackfreq22-4g", "ackfreq22-vdsl", "ackfreq22-satellite")  # Table 4's column order
+ACKFREQ22_SATELLITE = "ackfreq22-satellite"
+ACKFREQ22_LOSS_SUFFIX = "-loss1"
+ACKFREQ22_FILE_BYTES = 1_048_576
+ACKFREQ22_ACK_DELAY_MS = 25.0
+ACKFREQ22_ACK_RATIOS = (2, 10, 20)
+ACKFREQ22_REORDERING_POLICIES = ("D", "NR", "3A")
+
+
+def ackfreq22_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Every 1 MB download over an ackfreq22 path profile with a configured ACK ratio, failed ones kept; adds
+    ``path`` (the profile without its loss suffix) and ``lossy`` (§5.6's 1 % loss)."""
+    profile = pl.col("path_profile").cast(pl.Utf8)
+    path = profile.str.replace(f"{ACKFREQ22_LOSS_SUFFIX}$", "")
+    return runs.filter(
+        path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES) & pl.col("ack_ratio").is_not_null()
+    ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))
+
+
+def ackfreq22_matrix_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Tables 4 and 5, Fig. 6: AR 2, 10, 20 with d = 25 ms, every path, with and without loss."""
+    return ackfreq22_runs(runs).filter(
+        pl.col("ack_ratio").is_in(list(ACKFREQ22_ACK_RATIOS)) & (pl.col("ack_delay_ms") == ACKFREQ22_ACK_DELAY_MS)
+    )
+
+
+def ackfreq22_fig4_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Fig. 4: the satellite path without added loss, every ACK ratio and delay (AR 100 with d = 25 ms and ≈ RTT/4)."""
+    return ackfreq22_runs(runs).filter((pl.col("path") == ACKFREQ22_SATELLITE) & ~pl.col("lossy"))
+
+
+def ack_policy_label() -> pl.Expr:
+    """'AR 10' for d = 25 ms, 'AR 100, d 10 ms' / 'AR 100, d RTT/4' for any other delay: a policy of ackfreq22's figures."""
+    delay = (
+        pl.when(pl.col("ack_delay_rtt_fraction").is_not_null())
+        .then(pl.format("RTT/{}", (1.0 / pl.col("ack_delay_rtt_fraction")).round(0).cast(pl.Int64)))
+        .otherwise(pl.format("{} ms", pl.col("ack_delay_ms").round(0).cast(pl.Int64)))
+    )
+    default_delay = pl.col("ack_delay_ms") == ACKFREQ22_ACK_DELAY_MS
+    return (
+        pl.when(default_delay.fill_null(False))
+        .then(pl.format("AR {}", pl.col("ack_ratio")))
+        .otherwise(pl.format("AR {}, d {}", pl.col("ack_ratio"), delay))
+        .alias("policy")
+    )

@@ -1,0 +1,33 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # ackfreq22 Eq. (1)–(5) — the model's client traffic against the measured one
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/tables"
+formats = "pdf,png"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
+
+# %%
+from quicack.figures.ackfreq22 import ackfreq22_eq_table
+from quicack.figures.common import save
+from quicack.figures.data import read_views
+from quicack.provenance import read_description
+
+# %%
+views = read_views(db, "runs", "ack_runs", "datagrams", "packets", "frames")
+description = read_description(db)
+rendered = ackfreq22_eq_table(views["runs"], views["ack_runs"], views["datagrams"], views["packets"], views["frames"])
+save(rendered, out_dir, "ackfreq22-eq", formats, description)
+rendered.artefact

@@ -1,0 +1,34 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # rethink Fig. 5 — forward data packets per second, return unconstrained vs 100 kbit/s, AR 1:2 vs 1:10
+
+# %% tags=["parameters"]
+db = "results/sample/quicack.duckdb"
+out_dir = "results/sample/figures"
+formats = "pdf,png"
+dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
+
+# %%
+from quicack.figures.rethink import rethink_fig5_forward_rate
+from quicack.figures.common import save
+from quicack.figures.data import read_view_if_present, read_views
+from quicack.provenance import read_description
+
+# %%
+views = read_views(db, "runs", "datagrams")
+tcp_segments = read_view_if_present(db, "tcp_segments")
+description = read_description(db)
+rendered = rethink_fig5_forward_rate(views["runs"], views["datagrams"], tcp_segments)
+save(rendered, out_dir, "rethink-fig5", formats, description)
+rendered.artefact
