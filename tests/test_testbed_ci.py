@@ -39,16 +39,26 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
         assert imp["s2c"]["dropped_indices"] == r.run_json["drop_to_client"]
         if r.run_json["scenario"] == "drop_client_flight":
             assert r.run_json["drop_to_server"] or r.run_json["drop_to_client"]
+        elif r.run_json["scenario"] == "ack_ratio":
+            assert r.run_json["path_profile"] == "ackfreq22-4g" and r.run_json["queue_c2s_packets"] == 159
         else:  # the handshake run against quic-go: no loss, no IACK/WFC
             assert r.run_json["server_impl"] == "quic-go" and r.run_json["mode"] is None
 
     from quicack.ingest import ingest_group
     from quicack.layout import run_groups
 
+    from quicack.metrics.ack_policy import captured_ack_ratio_per_run
+
     ingested = 0
     for group in run_groups(raw):
         tables = ingest_group(raw, group, cfg["dataset"])
         runs = tables["runs"]
+        if "ack_ratio" in group:
+            # The path profile's settings reach the runs table, and the receiver's AR 10 is what the wire shows.
+            (run,) = runs.iter_rows(named=True)
+            assert (run["bandwidth_s2c_mbit"], run["bandwidth_c2s_mbit"], run["loss_s2c"]) == (20.0, 10.0, 0.001)
+            (wire,) = captured_ack_ratio_per_run(tables["frames"]).iter_rows(named=True)
+            assert wire["ack_ratio_median"] == 10 and wire["acks_captured"] > 50
         assert runs.height >= 1 and set(runs["status"].to_list()) == {"ok"}
         assert set(runs["mode"].to_list()) <= ({"iack", "wfc"} if group.startswith("aioquic_") else {None})
         assert tables["datagrams"].height > 0 and tables["packets"].height > 0
