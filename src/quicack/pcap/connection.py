@@ -80,6 +80,7 @@ class Connection:
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
     keys_class: type = PacketKeys
+    crypto_stream_class: type = CryptoStream  # tls.CryptoStream or quicack_core's
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
     lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
@@ -98,7 +99,7 @@ class Connection:
         key = (direction, pn_space)
         stream = self.crypto_streams.get(key)
         if stream is None:
-            stream = self.crypto_streams[key] = CryptoStream()
+            stream = self.crypto_streams[key] = self.crypto_stream_class()
         return stream
 
     def learn_from_crypto(self, direction: str, stream: CryptoStream) -> None:

@@ -324,6 +324,7 @@ class CaptureDecoder:
                 keylog=self.keylog,
                 odcid=header.dcid.hex(),
                 keys_class=self.engine.packet_keys,
+                crypto_stream_class=self.engine.crypto_stream,
                 packet_numbers=self.engine.packet_numbers(),
             )
             connection.cids.add(header.dcid)
