@@ -203,6 +203,10 @@ pub struct PacketKeys {
     key_phase: u8,
     #[pyo3(get)]
     updates: u32,
+    /// Whether a packet was tried with these keys (by the Python decoder or the lane): the decoder makes
+    /// 1-RTT keys ahead of their first packet and remakes them while this is false (decode._prepare_1rtt_keys).
+    #[pyo3(get)]
+    used: bool,
 }
 
 impl PacketKeys {
@@ -216,6 +220,7 @@ impl PacketKeys {
         expected_pn: i64,
         short: bool,
     ) -> Result<Decrypted, Failure> {
+        self.used = true;
         let header_end_max = start + pn_offset + 4;
         if header_end_max + SAMPLE_BYTES > packet_end.min(data.len()) {
             return Err(Failure::TooShort);
@@ -279,7 +284,7 @@ impl PacketKeys {
     #[staticmethod]
     fn from_secret(cipher_suite: u16, secret: &[u8], version: u32) -> PyResult<PacketKeys> {
         let (current, mask) = Protection::from_secret(cipher_suite, secret, version).map_err(PyValueError::new_err)?;
-        Ok(PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0 })
+        Ok(PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false })
     }
 
     /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.

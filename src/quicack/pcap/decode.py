@@ -142,12 +142,15 @@ class CaptureDecoder:
         self.issues = _Issues()
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
+        self.make_keys_early = False
         self._reset_columns()
 
     def use_lane(self, lane) -> None:
         """Read through `lane` (a quicack_core.PcapLane): it counts datagrams per direction from now on."""
         self.lane = lane
         self.next_datagram_index = lane.next_datagram_index
+        # 1-RTT keys made before their first packet let the lane decode that packet too (Connection.make_1rtt_keys_early)
+        self.make_keys_early = hasattr(self.engine.packet_keys, "used")
 
     def next_datagram_index(self, direction: str) -> int:
         self.datagram_counts[direction] += 1
@@ -208,6 +211,8 @@ class CaptureDecoder:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
         length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
         keys, client, server = connection.keys, connection.client, connection.server
+        if self.make_keys_early and (connection.early_keys or ONE_RTT_C2S not in keys or ONE_RTT_S2C not in keys):
+            connection.make_1rtt_keys_early()
         state = (
             len(connection.flow_keys), keys.get(ONE_RTT_C2S), keys.get(ONE_RTT_S2C), client.cid_length,
             server.cid_length, client.transport_parameters is None, server.transport_parameters is None,
