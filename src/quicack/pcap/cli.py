@@ -99,7 +99,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import gc
+    import os
 
+    # The decoder runs on one thread; the thread pools of polars (batches of 32,768 rows) and of numpy's OpenBLAS
+    # (pulled in by pyarrow, never used here) only add threads that spin between tiny tasks: 2-4 % of the CPU time
+    # on a large capture (bench/README.md). Before their import, unless the caller chose.
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import polars as pl
 
     from .decode import decode_capture
