@@ -13,6 +13,7 @@ DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -683,7 +684,13 @@ def _open_lane(path: Path, engine: Engine, limits: Limits):
     if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
         stream.close()
         return None
-    return stream, engine.pcap_lane(stream, head, min(limits.max_record_bytes, 0xFFFF_FFFF))
+    max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
+    if type(stream) is io.BufferedReader:  # not compressed: the lane reads the file itself, without a copy
+        try:
+            return stream, engine.pcap_lane(stream, head, max_record_bytes, path)
+        except (OSError, TypeError):  # TypeError: a core older than the `path` argument
+            pass
+    return stream, engine.pcap_lane(stream, head, max_record_bytes)
 
 
 # as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)
