@@ -66,7 +66,8 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # (RFC 9000 §10.2: three PTOs) with a wide margin. Then its keys, flows and connection IDs are dropped, so that a
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
-GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
+GSO_MIN_BYTES = 1500
+VERSION_2_BYTES = VERSION_2.to_bytes(4, "big")  # no single QUIC packet of the implementations we study is larger on loopback
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -201,6 +202,11 @@ class CaptureDecoder:
         was reused for a new connection (a scan of a million targets from one address reuses every port)."""
         connection, direction = flow
         if direction != C2S or connection.client_scid is None:
+            return False
+        payload = datagram.payload
+        # Only an Initial can start one: its type bits are 0 in version 1 (and drafts), 1 in version 2. Most client
+        # datagrams of a handshake (Handshake packets) are not, and need no parse.
+        if (payload[0] >> 4) & 0x03 != (1 if payload[1:5] == VERSION_2_BYTES else 0):
             return False
         try:
             header = parse_long_header(datagram.payload, 0, datagram.udp_payload_bytes)
