@@ -145,6 +145,8 @@ class CaptureDecoder:
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
         self.make_keys_early = False
+        # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
+        self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)
         self._reset_columns()
 
     def use_lane(self, lane) -> None:
@@ -462,6 +464,24 @@ class CaptureDecoder:
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
         direction = seen.direction
+        if self.decrypt_and_add is not None:
+            keys = connection.packet_keys(packet_type, direction)
+            if keys is not None:
+                # The compiled engine: decrypt, packet numbers, frames and the packet's row in one call.
+                try:
+                    packet_number, walk = self.rows.decrypt_and_add(
+                        keys, connection.packet_numbers, direction, packet_type, pn_space, payload, start, pn_offset,
+                        end, short, seen.row, packet_bytes, connection.sender(direction),
+                    )  # fmt: skip
+                except ValueError:
+                    self.issues.add(
+                        "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)",
+                        seen.record,
+                    )  # fmt: skip
+                    self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+                    return
+                self.after_walk(connection, direction, packet_type, packet_number, seen.record, walk)
+                return
         expected = connection.packet_numbers.largest(direction, pn_space) + 1
         keys = connection.packet_keys(packet_type, direction)
         packet = None
