@@ -711,7 +711,7 @@ def _open_lane(path: Path, engine: Engine, limits: Limits):
         stream.close()
         return None
     max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
-    if type(stream) is io.BufferedReader:  # not compressed: the lane reads the file itself, without a copy
+    if type(stream) is io.BufferedReader and path.is_file():  # plain file (not a pipe): the lane reads it itself
         try:
             return stream, engine.pcap_lane(stream, head, max_record_bytes, path)
         except (OSError, TypeError):  # TypeError: a core older than the `path` argument
