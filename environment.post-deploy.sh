@@ -4,6 +4,7 @@
 # from environment.yml, because Snakemake copies that file elsewhere before creating the environment.
 set -euo pipefail
 python -m pip install --no-deps --no-build-isolation -e .
+python -m compileall -q src/quicack >/dev/null || true  # bytecode once (see install.sh)
 # The capture decoder's compiled core, when a Rust toolchain is on PATH (else captures decode in pure Python).
 if command -v cargo >/dev/null 2>&1; then
   python -m pip install --no-deps --no-build-isolation ./rust/quicack_core ||

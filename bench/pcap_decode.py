@@ -4,6 +4,7 @@ the first copy).
 
     python bench/pcap_decode.py build [--connections 10000 --bulk-every 100 --bulk-bytes 5000000]   # root, once
     python bench/pcap_decode.py run [--repeat 3] [--inputs small handshakes prefix large] [--python-engine]
+                                    [--baseline-src OLD_CHECKOUT/src]
 
 `build` records the large input with the testbed's recorder (tests/data/pcap/record_aioquic.py --connections):
 aioquic client and server on loopback, N connections from N distinct client ports, 8 at a time so that their
@@ -154,6 +155,11 @@ def run(args: argparse.Namespace) -> int:
             tools = {"quicack": (ours, None), "tshark -T fields": (tshark, None)}
             if args.python_engine:
                 tools["quicack (Python engine)"] = (ours, dict(os.environ, QUICACK_PCAP_ENGINE="python"))
+            if args.baseline_src:
+                # The same command on another checkout's package (e.g. `git archive <commit> src | tar -x`),
+                # with the same quicack_core: old against new in the same run.
+                path = os.pathsep.join([str(args.baseline_src.resolve()), os.environ.get("PYTHONPATH", "")])
+                tools["quicack (baseline)"] = (ours, dict(os.environ, PYTHONPATH=path))
             results = {tool: Runs(tool) for tool in tools}
             repeat = args.repeat if name != "small" else max(args.repeat, 10)
             for _ in range(repeat):  # alternate the tools, so that load changes hit them alike
@@ -201,6 +207,7 @@ def main() -> int:
         choices=["small", "handshakes", "prefix", "large"],
     )  # fmt: skip
     run_parser.add_argument("--python-engine", action="store_true", help="also quicack's pure-Python engine")
+    run_parser.add_argument("--baseline-src", type=Path, help="also quicack from this src folder (old vs new)")
     args = parser.parse_args()
     return build(args) if args.command == "build" else run(args)
 

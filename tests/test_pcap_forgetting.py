@@ -12,6 +12,7 @@ import pytest
 
 from quicack.pcap import decode as decode_module
 from quicack.pcap.decode import decode_capture
+from quicack.pcap.engine import compiled_engine
 
 MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "scan" / "raw" / "hamburg" / "data" / "2024-08-07T12:00:00,000000000+00:00"
 
@@ -37,7 +38,7 @@ def _tables(linger_ns: int, engine: str, batch_rows: int) -> tuple[dict[str, pl.
 
 @pytest.mark.parametrize("engine", ["python", "compiled"])
 def test_forgetting_closed_connections_changes_nothing_decoded(engine):
-    if engine == "compiled" and decode_module.select_engine("compiled").pcap_lane is None:
+    if engine == "compiled" and compiled_engine() is None:
         pytest.skip("compiled engine not installed")
     kept, none_forgotten = _tables(10**18, engine, batch_rows=16)
     forgetful, forgotten = _tables(200_000_000, engine, batch_rows=16)

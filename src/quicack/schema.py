@@ -9,6 +9,7 @@ that vantage point; sizes are bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import polars as pl
 
@@ -34,13 +35,20 @@ class Table:
     def empty(self) -> pl.DataFrame:
         return pl.DataFrame(schema=self.schema)
 
+    @cached_property
+    def polars_schema(self) -> pl.Schema:
+        return pl.Schema(self.schema)
+
     def conform(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Return ``frame`` with exactly this table's columns, in order and cast.
 
         Missing columns become nulls, so a reader that cannot know a value says so
         with a null instead of inventing one. Extra columns are an error: the
-        contract grows here first.
+        contract grows here first. A frame that conforms already is returned as it is
+        (the capture decoder's batches are conformed once more by the writer).
         """
+        if frame.schema == self.polars_schema:
+            return frame
         extra = set(frame.columns) - set(self.schema)
         if extra:
             raise ValueError(f"{self.name}: columns not in the data contract: {sorted(extra)}")

@@ -21,6 +21,7 @@ from quicack.schema import TABLES
 # without them (pyarrow with numpy alone costs ~0.15 s).
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
 # Parquet settings fixed so that two runs on the same input give identical files.
@@ -28,6 +29,17 @@ _PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "statistics":
 # Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
 # overhead is small, small enough that the rows waiting for one stay a few MB.
 ROW_GROUP_ROWS = 65_536
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The string columns: dictionary-encode those only. The contract's strings repeat (run, vantage, connection,
+    direction, packet and frame types), its numbers mostly do not (times, packet numbers, offsets), and building a
+    dictionary that overflows and falls back to plain encoding took a quarter of the writer's CPU time on a large
+    capture (bench/README.md), for a larger file."""
+    import pyarrow as pa
+
+    textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    return [field.name for field in schema if any(test(field.type) for test in textual)]
 
 
 class TableWriter:
@@ -80,8 +92,9 @@ class TableWriter:
         writer = self._writers.get(name)
         if writer is None:
             writer = pq.ParquetWriter(
-                self._partial(name), frame.schema, compression="zstd", compression_level=3, write_statistics=True
-            )
+                self._partial(name), frame.schema, compression="zstd", compression_level=3, write_statistics=True,
+                use_dictionary=_dictionary_columns(frame.schema),
+            )  # fmt: skip
             self._writers[name] = writer
         writer.write_table(frame)
 

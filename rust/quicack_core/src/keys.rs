@@ -11,7 +11,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sha2::{Sha256, Sha384};
 
+const VERSION_1: u32 = 0x0000_0001;
 const VERSION_2: u32 = 0x6B33_43CF;
+// RFC 9001 §5.2 and RFC 9369 §3.3.1
+const INITIAL_SALT_V1: [u8; 20] = [
+    0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad, 0xcc, 0xbb, 0x7f, 0x0a,
+];
+const INITIAL_SALT_V2: [u8; 20] = [
+    0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d, 0xcb, 0xf9, 0xbd, 0x2e, 0xd9,
+];
 const AES_128_GCM_SHA256: u16 = 0x1301;
 const AES_256_GCM_SHA384: u16 = 0x1302;
 const CHACHA20_POLY1305_SHA256: u16 = 0x1303;
@@ -31,30 +39,50 @@ impl Failure {
     }
 }
 
-fn hmac_digest(sha384: bool, key: &[u8], data: &[u8]) -> Vec<u8> {
-    if sha384 {
-        let mut mac = <Hmac<Sha384> as Mac>::new_from_slice(key).expect("any key size");
-        mac.update(data);
-        mac.finalize().into_bytes().to_vec()
-    } else {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key size");
-        mac.update(data);
-        mac.finalize().into_bytes().to_vec()
-    }
+/// HMAC keyed with a traffic secret. Keying hashes two blocks; a key derivation expands three labels from one
+/// secret, so the keyed state is made once and cloned per label.
+enum KeyedHmac {
+    Sha256(Hmac<Sha256>),
+    Sha384(Hmac<Sha384>),
 }
 
-/// TLS 1.3 HKDF-Expand-Label with an empty context, for outputs up to one hash long (RFC 8446 §7.1).
-fn expand_label(sha384: bool, secret: &[u8], label: &[u8], length: usize) -> Vec<u8> {
-    let mut info = Vec::with_capacity(label.len() + 16);
-    info.extend_from_slice(&(length as u16).to_be_bytes());
-    info.push((6 + label.len()) as u8);
-    info.extend_from_slice(b"tls13 ");
-    info.extend_from_slice(label);
-    info.push(0);
-    info.push(1);
-    let mut out = hmac_digest(sha384, secret, &info);
-    out.truncate(length);
-    out
+impl KeyedHmac {
+    fn new(sha384: bool, key: &[u8]) -> Self {
+        if sha384 {
+            KeyedHmac::Sha384(<Hmac<Sha384> as Mac>::new_from_slice(key).expect("any key size"))
+        } else {
+            KeyedHmac::Sha256(<Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key size"))
+        }
+    }
+
+    fn digest(&self, data: &[u8]) -> Vec<u8> {
+        match self {
+            KeyedHmac::Sha256(mac) => {
+                let mut mac = mac.clone();
+                mac.update(data);
+                mac.finalize().into_bytes().to_vec()
+            }
+            KeyedHmac::Sha384(mac) => {
+                let mut mac = mac.clone();
+                mac.update(data);
+                mac.finalize().into_bytes().to_vec()
+            }
+        }
+    }
+
+    /// TLS 1.3 HKDF-Expand-Label with an empty context, for outputs up to one hash long (RFC 8446 §7.1).
+    fn expand_label(&self, label: &[u8], length: usize) -> Vec<u8> {
+        let mut info = Vec::with_capacity(label.len() + 16);
+        info.extend_from_slice(&(length as u16).to_be_bytes());
+        info.push((6 + label.len()) as u8);
+        info.extend_from_slice(b"tls13 ");
+        info.extend_from_slice(label);
+        info.push(0);
+        info.push(1);
+        let mut out = self.digest(&info);
+        out.truncate(length);
+        out
+    }
 }
 
 enum Sealer {
@@ -113,9 +141,10 @@ impl Protection {
         };
         let prefix: &[u8] = if version == VERSION_2 { b"quicv2 " } else { b"quic " };
         let label = |name: &[u8]| [prefix, name].concat();
-        let key = expand_label(sha384, secret, &label(b"key"), key_bytes);
-        let iv_bytes = expand_label(sha384, secret, &label(b"iv"), 12);
-        let hp = expand_label(sha384, secret, &label(b"hp"), key_bytes);
+        let hkdf = KeyedHmac::new(sha384, secret);
+        let key = hkdf.expand_label(&label(b"key"), key_bytes);
+        let iv_bytes = hkdf.expand_label(&label(b"iv"), 12);
+        let hp = hkdf.expand_label(&label(b"hp"), key_bytes);
         let aead = if chacha {
             Sealer::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(&key).expect("32-byte key")))
         } else if key_bytes == 16 {
@@ -140,7 +169,7 @@ impl Protection {
     fn next_phase(&self) -> Protection {
         let sha384 = self.cipher_suite == AES_256_GCM_SHA384;
         let label: &[u8] = if self.version == VERSION_2 { b"quicv2 ku" } else { b"quic ku" };
-        let secret = expand_label(sha384, &self.secret, label, self.secret.len());
+        let secret = KeyedHmac::new(sha384, &self.secret).expand_label(label, self.secret.len());
         Protection::from_secret(self.cipher_suite, &secret, self.version).expect("known suite").0
     }
 
@@ -203,6 +232,10 @@ pub struct PacketKeys {
     key_phase: u8,
     #[pyo3(get)]
     updates: u32,
+    /// Whether a packet was tried with these keys (by the Python decoder or the lane): the decoder makes
+    /// 1-RTT keys ahead of their first packet and remakes them while this is false (decode._prepare_1rtt_keys).
+    #[pyo3(get)]
+    used: bool,
 }
 
 impl PacketKeys {
@@ -216,6 +249,7 @@ impl PacketKeys {
         expected_pn: i64,
         short: bool,
     ) -> Result<Decrypted, Failure> {
+        self.used = true;
         let header_end_max = start + pn_offset + 4;
         if header_end_max + SAMPLE_BYTES > packet_end.min(data.len()) {
             return Err(Failure::TooShort);
@@ -279,7 +313,23 @@ impl PacketKeys {
     #[staticmethod]
     fn from_secret(cipher_suite: u16, secret: &[u8], version: u32) -> PyResult<PacketKeys> {
         let (current, mask) = Protection::from_secret(cipher_suite, secret, version).map_err(PyValueError::new_err)?;
-        Ok(PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0 })
+        Ok(PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false })
+    }
+
+    /// The Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001
+    /// §5.2, RFC 9369 §3.3.1), as `quic.initial_keys`: any version but 2 takes version 1's salt and labels.
+    #[staticmethod]
+    fn initial(dcid: &[u8], version: u32) -> (PacketKeys, PacketKeys) {
+        let version = if version == VERSION_2 { VERSION_2 } else { VERSION_1 };
+        let salt: &[u8] = if version == VERSION_2 { &INITIAL_SALT_V2 } else { &INITIAL_SALT_V1 };
+        let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
+        let hkdf = KeyedHmac::new(false, &initial_secret);
+        let keys = |label: &[u8]| {
+            let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
+                .expect("a known suite");
+            PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
+        };
+        (keys(b"client in"), keys(b"server in"))
     }
 
     /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.

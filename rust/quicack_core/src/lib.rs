@@ -1,14 +1,15 @@
 //! quicack_core: the compiled core of quicack's capture decoder (`quicack.pcap`).
 //!
 //! `PacketKeys` (QUIC packet protection), `RowBuffers` (row buffers and the frame walker), `PacketNumbers`
-//! (largest packet number per direction and space) and `PcapLane` (a pcap reader that decodes the short
-//! header packets of registered flows by itself). Each has a pure-Python twin in `quicack.pcap` that writes
+//! (largest packet number per direction and space), `CryptoStream` (the TLS messages of a CRYPTO stream) and
+//! `PcapLane` (a pcap reader that decodes the short header packets of registered flows by itself). Each has a pure-Python twin in `quicack.pcap` that writes
 //! the same rows; `quicack.pcap.decode` picks this one when it is installed.
 
 mod arrow;
 mod engine;
 mod keys;
 mod rows;
+mod tls;
 
 use pyo3::prelude::*;
 
@@ -57,5 +58,8 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PacketNumbers>()?;
     module.add_class::<engine::PcapLane>()?;
     module.add_class::<arrow::ArrowTable>()?;
+    module.add_class::<tls::CryptoStream>()?;
+    module.add_class::<tls::HandshakeFacts>()?;
+    module.add_class::<tls::TransportParameters>()?;
     Ok(())
 }

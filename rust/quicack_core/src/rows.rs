@@ -8,6 +8,8 @@ use std::sync::Arc;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::arrow::{ArrowTable, Column};
+use crate::keys::PacketKeys;
+use crate::PacketNumbers;
 
 pub const PACKET_TYPES: [&str; 8] =
     ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
@@ -635,6 +637,57 @@ impl RowBuffers {
 
     /// Walk a decrypted payload's frames into the frame rows: (count, ack_eliciting, crypto, new_cids, unknown,
     /// has_ack), crypto as [(row, offset, data)] or None, new_cids a list or None.
+    /// The Python decoder's path for a packet whose keys it has (decode._decrypt_and_walk) in one call: remove
+    /// header protection and decrypt with `keys`, advance `numbers`, walk the frames and add the packet's row, as
+    /// `PacketKeys.decrypt`, `PacketNumbers.update`, `walk` and `add_packet` would one after the other (without
+    /// the payload and the packet as Python objects between them). ValueError when the packet does not decrypt
+    /// (as `PacketKeys.decrypt`), with no row added. Returns (packet number, the walk as `walk` returns it).
+    #[allow(clippy::too_many_arguments)]
+    fn decrypt_and_add(
+        &mut self,
+        py: Python<'_>,
+        keys: &Bound<'_, PacketKeys>,
+        numbers: &Bound<'_, PacketNumbers>,
+        direction: &str,
+        packet_type: &str,
+        pn_space: &str,
+        data: &[u8],
+        start: usize,
+        pn_offset: usize,
+        packet_end: usize,
+        short: bool,
+        datagram_row: i64,
+        packet_bytes: i64,
+        sender: Py<PyAny>,
+    ) -> PyResult<(i64, PyObject)> {
+        let (direction, space) = (code_of(&DIRECTIONS, direction)?, code_of(&PN_SPACES, pn_space)?);
+        let packet_type = code_of(&PACKET_TYPES, packet_type)?;
+        let expected = numbers.borrow().get(direction, space) + 1;
+        let packet = keys
+            .borrow_mut()
+            .decrypt_packet(data, start, pn_offset, packet_end, expected, short)
+            .map_err(|failure| pyo3::exceptions::PyValueError::new_err(failure.message()))?;
+        if packet.packet_number >= expected {
+            numbers.borrow_mut().set(direction, space, packet.packet_number);
+        }
+        let walk = self.walk_frames(&packet.payload);
+        self.push_packet(PacketRow {
+            datagram_row,
+            packet_type,
+            packet_bytes,
+            pn_space: Some(space),
+            packet_number: Some(packet.packet_number),
+            header_bytes: Some(packet.header_bytes as i64),
+            aead_tag_bytes: Some(16), // AEAD_TAG_BYTES: all of QUIC's AEADs
+            ack_eliciting: Some(walk.ack_eliciting),
+            decrypted: Some(true),
+            frames_complete: Some(walk.unknown.is_none()),
+            frame_count: walk.count,
+            sender: Some(sender),
+        });
+        Ok((packet.packet_number, Self::walk_result(py, walk)))
+    }
+
     fn walk(&mut self, py: Python<'_>, payload: &[u8]) -> PyObject {
         let walk = self.walk_frames(payload);
         Self::walk_result(py, walk)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .decode import CaptureBatch
 
 OUTPUT_TABLES = ("datagrams", "packets", "frames", "tcp_segments", "ingest_issues")
+GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (Python's default: 700)
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
@@ -97,16 +98,37 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import gc
+    import os
+
+    # The decoder runs on one thread; the thread pools of polars (batches of 32,768 rows) and of numpy's OpenBLAS
+    # (pulled in by pyarrow, never used here) only add threads that spin between tiny tasks: 2-4 % of the CPU time
+    # on a large capture (bench/README.md). Set before their import, so only in a process that has not imported
+    # polars yet (the command's own), and not over the caller's choice.
+    if "polars" not in sys.modules:
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import polars as pl
 
     from .decode import decode_capture
 
-    batches: Iterable[CaptureBatch] = decode_capture(
-        args.capture, args.keylog or None, args.run_id, args.vantage, limits=limits_from_args(args)
-    )
-    if args.print_packets:
-        batches = _print_batches(batches, sys.stdout)
-    counts = write_capture_parquet(batches, args.out)
+    # The decoder keeps the state of every open connection (tens of thousands of long-lived objects in a large
+    # capture) and the cyclic collector's passes over them took ~5 % of the CPU time: leave the objects that exist
+    # now (the imported modules) out of them and collect the youngest generation less often. Process-wide, so set
+    # here in the command, not in the library, and undone at its end for a caller that runs it in its process.
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD)
+    try:
+        batches: Iterable[CaptureBatch] = decode_capture(
+            args.capture, args.keylog or None, args.run_id, args.vantage, limits=limits_from_args(args)
+        )
+        if args.print_packets:
+            batches = _print_batches(batches, sys.stdout)
+        counts = write_capture_parquet(batches, args.out)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
     issues = pl.read_parquet(args.out / "ingest_issues.parquet")
     summary = ", ".join(f"{count} {name}" for name, count in counts.items())
     print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)

@@ -80,6 +80,7 @@ class Connection:
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
     keys_class: type = PacketKeys
+    crypto_stream_class: type = CryptoStream  # tls.CryptoStream or quicack_core's
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
     lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
@@ -87,6 +88,8 @@ class Connection:
     client_random: bytes | None = None
     cipher_suite: int | None = None
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
+    # 1-RTT keys made ahead of their first packet (make_1rtt_keys_early), by direction, with what made them.
+    early_keys: dict[str, tuple[tuple, PacketKeys]] = field(default_factory=dict)
 
     def sender(self, direction: str) -> Endpoint:
         return self.client if direction == C2S else self.server
@@ -98,7 +101,7 @@ class Connection:
         key = (direction, pn_space)
         stream = self.crypto_streams.get(key)
         if stream is None:
-            stream = self.crypto_streams[key] = CryptoStream()
+            stream = self.crypto_streams[key] = self.crypto_stream_class()
         return stream
 
     def learn_from_crypto(self, direction: str, stream: CryptoStream) -> None:
@@ -187,6 +190,52 @@ class Connection:
         # Give up after a few packets, or the search would run for every packet of a capture without secrets.
         self.failed_key_searches[(key_type, direction)] = failures + 1
         return None
+
+    def make_1rtt_keys_early(self) -> None:
+        """Make the 1-RTT keys of each direction before its first 1-RTT packet, when `decrypt_with_keylog` would take
+        them at that packet without guessing (client random and cipher suite known, the secret in the keylog): the
+        compiled engine's lane can then decode that packet's datagram too, instead of the Python decoder.
+
+        The keys are exactly those `decrypt_with_keylog` would make at the first packet: made from the same inputs
+        (client random, cipher suite, secret, version), remade whenever one of them changes before that packet
+        (a late version change, a Retry), and dropped when they are no longer determined. Which packet came first
+        the keys tell themselves (`used`, set by any decryption attempt, by the decoder or the lane). Only for
+        keys with `used` (quicack_core's); the pure-Python engine has no lane and keeps making them at the packet.
+        """
+        for direction in (C2S, S2C):
+            key = ("1rtt", direction)
+            early = self.early_keys.get(direction)
+            if early is not None:
+                inputs, keys = early
+                if keys.used:  # its first packet came: these are now the keys decrypt_with_keylog would have made
+                    del self.early_keys[direction]
+                    continue
+                if inputs == self._early_key_inputs(key):
+                    continue
+                del self.early_keys[direction]
+                del self.keys[key]
+            elif key in self.keys:
+                continue
+            inputs = self._early_key_inputs(key)
+            if inputs is None:
+                continue
+            try:
+                keys = self.keys_class.from_secret(inputs[1], inputs[2], inputs[3])
+            except ValueError:
+                continue  # a suite without keys here: decrypt_with_keylog reports it at the first packet
+            self.keys[key] = keys
+            self.early_keys[direction] = (inputs, keys)
+
+    def _early_key_inputs(self, key: tuple[str, str]) -> tuple[bytes, int, bytes, int] | None:
+        """(client random, cipher suite, secret, version) when decrypt_with_keylog's no-guess branch would apply."""
+        if self.client_random is None or self.cipher_suite is None:
+            return None
+        if self.failed_key_searches.get(key, 0) >= MAX_FAILED_KEY_SEARCHES:
+            return None
+        secret = self.keylog.get(self.client_random, SECRET_LABELS[key])
+        if secret is None:
+            return None
+        return self.client_random, self.cipher_suite, secret, self.version
 
     def key_search_failed(self, key_type: str, direction: str) -> bool:
         return self.failed_key_searches.get((key_type, direction), 0) > 0

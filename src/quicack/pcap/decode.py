@@ -14,6 +14,7 @@ DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,7 +68,8 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # (RFC 9000 §10.2: three PTOs) with a wide margin. Then its keys, flows and connection IDs are dropped, so that a
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
-GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
+GSO_MIN_BYTES = 1500
+VERSION_2_BYTES = VERSION_2.to_bytes(4, "big")  # no single QUIC packet of the implementations we study is larger on loopback
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -145,12 +147,17 @@ class CaptureDecoder:
         self.tcp = TcpRows()
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
+        self.make_keys_early = False
+        # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
+        self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)
         self._reset_columns()
 
     def use_lane(self, lane) -> None:
         """Read through `lane` (a quicack_core.PcapLane): it counts datagrams per direction from now on."""
         self.lane = lane
         self.next_datagram_index = lane.next_datagram_index
+        # 1-RTT keys made before their first packet let the lane decode that packet too (Connection.make_1rtt_keys_early)
+        self.make_keys_early = hasattr(self.engine.packet_keys, "used")
 
     def next_datagram_index(self, direction: str) -> int:
         self.datagram_counts[direction] += 1
@@ -201,6 +208,11 @@ class CaptureDecoder:
         connection, direction = flow
         if direction != C2S or connection.client_scid is None:
             return False
+        payload = datagram.payload
+        # Only an Initial can start one: its type bits are 0 in version 1 (and drafts), 1 in version 2. Most client
+        # datagrams of a handshake (Handshake packets) are not, and need no parse.
+        if (payload[0] >> 4) & 0x03 != (1 if payload[1:5] == VERSION_2_BYTES else 0):
+            return False
         try:
             header = parse_long_header(datagram.payload, 0, datagram.udp_payload_bytes)
         except (HeaderError, UnknownVersionError):
@@ -211,6 +223,8 @@ class CaptureDecoder:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
         length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
         keys, client, server = connection.keys, connection.client, connection.server
+        if self.make_keys_early and (connection.early_keys or ONE_RTT_C2S not in keys or ONE_RTT_S2C not in keys):
+            connection.make_1rtt_keys_early()
         state = (
             len(connection.flow_keys), keys.get(ONE_RTT_C2S), keys.get(ONE_RTT_S2C), client.cid_length,
             server.cid_length, client.transport_parameters is None, server.transport_parameters is None,
@@ -327,6 +341,7 @@ class CaptureDecoder:
                 keylog=self.keylog,
                 odcid=header.dcid.hex(),
                 keys_class=self.engine.packet_keys,
+                crypto_stream_class=self.engine.crypto_stream,
                 packet_numbers=self.engine.packet_numbers(),
             )
             connection.cids.add(header.dcid)
@@ -452,6 +467,24 @@ class CaptureDecoder:
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
         direction = seen.direction
+        if self.decrypt_and_add is not None:
+            keys = connection.packet_keys(packet_type, direction)
+            if keys is not None:
+                # The compiled engine: decrypt, packet numbers, frames and the packet's row in one call.
+                try:
+                    packet_number, walk = self.rows.decrypt_and_add(
+                        keys, connection.packet_numbers, direction, packet_type, pn_space, payload, start, pn_offset,
+                        end, short, seen.row, packet_bytes, connection.sender(direction),
+                    )  # fmt: skip
+                except ValueError:
+                    self.issues.add(
+                        "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)",
+                        seen.record,
+                    )  # fmt: skip
+                    self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+                    return
+                self.after_walk(connection, direction, packet_type, packet_number, seen.record, walk)
+                return
         expected = connection.packet_numbers.largest(direction, pn_space) + 1
         keys = connection.packet_keys(packet_type, direction)
         packet = None
@@ -683,7 +716,13 @@ def _open_lane(path: Path, engine: Engine, limits: Limits):
     if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
         stream.close()
         return None
-    return stream, engine.pcap_lane(stream, head, min(limits.max_record_bytes, 0xFFFF_FFFF))
+    max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
+    if type(stream) is io.BufferedReader and path.is_file():  # plain file (not a pipe): the lane reads it itself
+        try:
+            return stream, engine.pcap_lane(stream, head, max_record_bytes, path)
+        except (OSError, TypeError):  # TypeError: a core older than the `path` argument
+            pass
+    return stream, engine.pcap_lane(stream, head, max_record_bytes)
 
 
 # as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)

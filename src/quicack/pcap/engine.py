@@ -7,6 +7,7 @@ tests/test_pcap_engines.py decodes every capture with both and compares the tabl
     PacketKeys      packet protection of one sender and space (quic.PacketKeys / quicack_core.PacketKeys)
     RowBuffers      the rows of a batch and the frame walker (columns.RowBuffers / quicack_core.RowBuffers)
     PacketNumbers   largest packet number per direction and space (connection.PacketNumbers / quicack_core's)
+    CryptoStream    a CRYPTO stream's TLS messages and handshake facts (tls.CryptoStream / quicack_core.CryptoStream)
     PcapLane        compiled only: reads a classic pcap and decodes the 1-RTT datagrams of registered flows itself
 """
 
@@ -26,14 +27,16 @@ class Engine:
     row_buffers: type
     packet_numbers: type
     pcap_lane: type | None
+    crypto_stream: type
 
 
 def python_engine() -> Engine:
     from .columns import RowBuffers
     from .connection import PacketNumbers
     from .quic import PacketKeys
+    from .tls import CryptoStream
 
-    return Engine("python", PacketKeys, RowBuffers, PacketNumbers, None)
+    return Engine("python", PacketKeys, RowBuffers, PacketNumbers, None, CryptoStream)
 
 
 def compiled_engine() -> Engine | None:
@@ -42,9 +45,14 @@ def compiled_engine() -> Engine | None:
         import quicack_core
     except ImportError:
         return None
+    # A core built before CryptoStream moved into it still works, with the Python twin of that part.
+    crypto_stream = getattr(quicack_core, "CryptoStream", None)
+    if crypto_stream is None:
+        from .tls import CryptoStream as crypto_stream
     return Engine(
-        "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers, quicack_core.PcapLane
-    )
+        "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers,
+        quicack_core.PcapLane, crypto_stream,
+    )  # fmt: skip
 
 
 def select_engine(name: str | None = None) -> Engine:

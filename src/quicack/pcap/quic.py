@@ -307,6 +307,8 @@ class PacketKeys:
 def initial_keys(dcid: bytes, version: int, keys_class=PacketKeys) -> tuple[PacketKeys, PacketKeys]:
     """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2),
     as `keys_class` (this module's PacketKeys or quicack_core's)."""
+    if hasattr(keys_class, "initial"):  # quicack_core's, derived there in one call
+        return keys_class.initial(dcid, version)
     version = VERSION_2 if version == VERSION_2 else VERSION_1
     initial_secret = hkdf_extract("sha256", INITIAL_SALT_V2 if version == VERSION_2 else INITIAL_SALT_V1, dcid)
     client = hkdf_expand_label("sha256", initial_secret, b"client in", 32)
