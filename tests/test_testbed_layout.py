@@ -88,6 +88,32 @@ def test_expand_matrix_skips_unsupported_protocols() -> None:
     assert amp.cert_size == "large" and amp.cert_delay_ms == SCENARIOS["amplification"].cert_delay_ms == 200.0
 
 
+def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_the_others_alone() -> None:
+    import yaml
+
+    from quicack.testbed.scenarios import group_to_json
+
+    base = {"dataset": "t", "clients": ["quic-go"], "modes": ["iack"], "scenarios": ["noloss", "drop_server_flight"],
+            "rtts_ms": [9, 100], "repetitions": 3}  # fmt: skip
+    more = {"scenarios": ["drop_server_flight"], "rtts_ms": [9], "repetitions": 10, "kept_repetitions": 3, "server_side_capture": False}
+    before = {g.key: g for g in expand(base)}
+    after = {g.key: g for g in expand(base | {"extra": [more]})}
+    assert after.keys() == before.keys()
+    extended = [key for key in after if after[key] != before[key]]
+    assert extended == ["aioquic_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3"]
+    assert after[extended[0]].repetitions == 10 and after[extended[0]].kept_repetitions == 3
+    # The other groups' job parameters are unchanged, so Snakemake does not re-record them.
+    assert all(group_to_json(after[key]) == group_to_json(before[key]) for key in after if key not in extended)
+    with pytest.raises(ValueError, match="kept_repetitions"):
+        expand(base | {"extra": [more | {"repetitions": 3}]})
+    # The embedded dataset's config: 9 ms groups of Figs. 5–7 and 16 go to ten repetitions, keeping 1–3.
+    testbed = yaml.safe_load((REPO / "config" / "testbed.yaml").read_text())["testbed"]
+    kept = [g for g in expand(testbed) if g.kept_repetitions]
+    assert {(g.scenario, g.rtt_ms, g.repetitions, g.kept_repetitions) for g in kept} == {
+        (s, 9.0, 10, 3) for s in ("noloss", "amplification", "drop_server_flight", "drop_client_flight")
+    }
+
+
 def test_runner_refuses_clearly_without_root(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

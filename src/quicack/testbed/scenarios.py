@@ -140,6 +140,9 @@ class RunGroup:
     server_qlog: bool = True  # keep the server's qlog (off: the client's only)
     receiver_ack_policy: AckPolicy | None = None  # the client's ACK policy (None: its implementation's default)
     server_side_capture: bool = True  # keep sim/trace_node_right (off: the client-side capture only)
+    # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
+    # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
+    kept_repetitions: int = 0
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -248,8 +251,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 loss_c2s=float(cfg.get("loss_up", 0.0)),
                 loss_s2c=float(cfg.get("loss_down", 0.0)),
                 receiver_ack_policy=ack_policy,
+                kept_repetitions=int(cfg.get("kept_repetitions", 0)),
             )
         )
+        if not 0 <= out[-1].kept_repetitions < out[-1].repetitions:
+            raise ValueError(f"{out[-1].key}: kept_repetitions must be below repetitions")
     return out
 
 
@@ -261,7 +267,11 @@ def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
         groups += _groups_from_block(block, defaults)
     seen: dict[str, RunGroup] = {}
     for g in groups:
-        seen.setdefault(g.key, g)
+        if g.kept_repetitions and g.key in seen:
+            # A block that adds repetitions to a group of an earlier block extends that group (same folder).
+            seen[g.key] = g
+        else:
+            seen.setdefault(g.key, g)
     return list(seen.values())
 
 
@@ -270,7 +280,7 @@ def group_to_json(group: RunGroup) -> str:
     change only when its own group's settings do (not when another part of the config does)."""
     d = asdict(group)
     d.pop("extra")
-    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0)):
+    for setting, default in (("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("kept_repetitions", 0)):
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
             d.pop(setting)
