@@ -82,8 +82,10 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
             median = rows["pto_improvement_ms"].to_numpy()
             # The run-to-run spread: each median's 95 % bootstrap interval over the repetitions.
             spread = np.vstack([median - rows["pto_improvement_low_ms"].to_numpy(), rows["pto_improvement_high_ms"].to_numpy() - median])
+            # Clients side by side around each RTT (a small factor: the axis is logarithmic), so the intervals do not hide each other.
+            dodge = 1.0 + 0.08 * (clients.index(client) - (len(clients) - 1) / 2)
             ax.errorbar(
-                rows["rtt_ms"].to_numpy(), median, yerr=spread, marker=marker, markersize=4, linewidth=1, color=color, capsize=2, elinewidth=0.8,
+                rows["rtt_ms"].to_numpy() * dodge, median, yerr=spread, marker=marker, markersize=4, linewidth=1, color=color, capsize=2, elinewidth=0.8,
             )
         if without:
             ax.text(0.03, 0.97, "no value: " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
