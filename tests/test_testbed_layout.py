@@ -183,3 +183,26 @@ def test_tidy_drops_a_server_keylog_only_when_the_client_keylog_holds_its_secret
     assert tidy.drop_redundant_server_keylog(duplicate) and not (duplicate / "server").exists()
     assert not tidy.drop_redundant_server_keylog(own) and (own / "server" / "keys.log").exists()
     assert (duplicate / "client" / "keys.log").exists()
+
+
+def test_kept_runs_are_read_from_the_recorded_group_and_must_all_be_there(tmp_path: Path) -> None:
+    import shutil
+
+    from quicack.testbed.run import kept_runs
+
+    testbed = {"dataset": "sample", "clients": ["quinn"], "modes": ["wfc"], "scenarios": ["drop_server_flight"], "rtts_ms": [9],
+               "repetitions": 10, "kept_repetitions": 3}  # fmt: skip
+    (group,) = expand(testbed)
+    recorded = REPO / "data" / "sample" / "raw" / group.key
+    copy = tmp_path / group.key
+    copy.mkdir(parents=True)
+    shutil.copy(recorded / "group.json", copy / "group.json")
+    for rep in (1, 2, 3):
+        shutil.copytree(recorded / str(rep), copy / str(rep), ignore=shutil.ignore_patterns("*.gz", "*.log"))
+    summary, runs = kept_runs(group, tmp_path)
+    # The new repetitions take the drop list the kept ones were calibrated with (WFC: the server flight but its first datagram).
+    assert summary["calibration"]["drop_to_client"] == [2]
+    assert [r["repetition"] for r in runs] == [1, 2, 3] and {r["status"] for r in runs} == {"ok"}
+    shutil.rmtree(copy / "3")
+    with pytest.raises(FileNotFoundError, match="kept repetition 3"):
+        kept_runs(group, tmp_path)
