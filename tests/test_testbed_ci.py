@@ -48,7 +48,6 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
     from quicack.layout import run_groups
     from quicack.metrics.ack_policy import captured_ack_ratio_per_run
 
-    from quicack.metrics.ack_policy import captured_ack_ratio_per_run
 
     ingested = 0
     for group in run_groups(raw):

@@ -88,6 +88,32 @@ def test_expand_matrix_skips_unsupported_protocols() -> None:
     assert amp.cert_size == "large" and amp.cert_delay_ms == SCENARIOS["amplification"].cert_delay_ms == 200.0
 
 
+def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_the_others_alone() -> None:
+    import yaml
+
+    from quicack.testbed.scenarios import group_to_json
+
+    base = {"dataset": "t", "clients": ["quic-go"], "modes": ["iack"], "scenarios": ["noloss", "drop_server_flight"],
+            "rtts_ms": [9, 100], "repetitions": 3}  # fmt: skip
+    more = {"scenarios": ["drop_server_flight"], "rtts_ms": [9], "repetitions": 10, "kept_repetitions": 3, "server_side_capture": False}
+    before = {g.key: g for g in expand(base)}
+    after = {g.key: g for g in expand(base | {"extra": [more]})}
+    assert after.keys() == before.keys()
+    extended = [key for key in after if after[key] != before[key]]
+    assert extended == ["aioquic_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3"]
+    assert after[extended[0]].repetitions == 10 and after[extended[0]].kept_repetitions == 3
+    # The other groups' job parameters are unchanged, so Snakemake does not re-record them.
+    assert all(group_to_json(after[key]) == group_to_json(before[key]) for key in after if key not in extended)
+    with pytest.raises(ValueError, match="kept_repetitions"):
+        expand(base | {"extra": [more | {"repetitions": 3}]})
+    # The embedded dataset's config: the 9 ms groups of Figs. 7 and 16 go to ten repetitions, keeping 1–3.
+    testbed = yaml.safe_load((REPO / "config" / "testbed.yaml").read_text())["testbed"]
+    kept = [g for g in expand(testbed) if g.kept_repetitions]
+    assert {(g.scenario, g.rtt_ms, g.repetitions, g.kept_repetitions) for g in kept} == {
+        (s, 9.0, 10, 3) for s in ("noloss", "drop_client_flight")
+    }
+
+
 def test_runner_refuses_clearly_without_root(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -157,3 +183,26 @@ def test_tidy_drops_a_server_keylog_only_when_the_client_keylog_holds_its_secret
     assert tidy.drop_redundant_server_keylog(duplicate) and not (duplicate / "server").exists()
     assert not tidy.drop_redundant_server_keylog(own) and (own / "server" / "keys.log").exists()
     assert (duplicate / "client" / "keys.log").exists()
+
+
+def test_kept_runs_are_read_from_the_recorded_group_and_must_all_be_there(tmp_path: Path) -> None:
+    import shutil
+
+    from quicack.testbed.run import kept_runs
+
+    testbed = {"dataset": "sample", "clients": ["quinn"], "modes": ["wfc"], "scenarios": ["drop_server_flight"], "rtts_ms": [9],
+               "repetitions": 10, "kept_repetitions": 3}  # fmt: skip
+    (group,) = expand(testbed)
+    recorded = REPO / "data" / "sample" / "raw" / group.key
+    copy = tmp_path / group.key
+    copy.mkdir(parents=True)
+    shutil.copy(recorded / "group.json", copy / "group.json")
+    for rep in (1, 2, 3):
+        shutil.copytree(recorded / str(rep), copy / str(rep), ignore=shutil.ignore_patterns("*.gz", "*.log"))
+    summary, runs = kept_runs(group, tmp_path)
+    # The new repetitions take the drop list the kept ones were calibrated with (WFC: the server flight but its first datagram).
+    assert summary["calibration"]["drop_to_client"] == [2]
+    assert [r["repetition"] for r in runs] == [1, 2, 3] and {r["status"] for r in runs} == {"ok"}
+    shutil.rmtree(copy / "3")
+    with pytest.raises(FileNotFoundError, match="kept repetition 3"):
+        kept_runs(group, tmp_path)

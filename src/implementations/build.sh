@@ -64,7 +64,8 @@ copy_cargo_bin() {  # copy_cargo_bin <impl dir> <crate binary> <output name>: an
 check_quiche_prerequisites() {
     local missing=()
     command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-    ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 ||
+    # bindgen (boring-sys) loads libclang.so itself; libclang-cpp (installed with other LLVM packages) is not it.
+    ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 ||
         missing+=(libclang-dev)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "build.sh: quiche: missing ${missing[*]} (apt-get install ${missing[*]})" >&2

@@ -2,7 +2,8 @@
 
 A paper's claims are curated in ``data/reference/<paper>_claims.csv`` (what the paper says, its
 value as a range, the tolerance we accept and, where ours differs, why; read by
-``quicack.reference.paper_claims``). Our values are computed
+``quicack.reference.paper_claims``). Where our value comes with its run-to-run spread
+(``Measured.spread``), that spread is the tolerance instead of the file's. Our values are computed
 from the database by one function per claim (``quicack.claims.<paper>``); this module puts the two
 side by side and decides agreement the same way for every paper.
 """
@@ -27,6 +28,9 @@ class Measured:
     runs: int
     # For claims that are not numbers (e.g. datagram indices): decided by the claim function.
     matches: bool | None = None
+    # The run-to-run spread of our value (same unit): how far the bootstrap interval of each number behind it
+    # reaches from that number. When given it is the claim's tolerance, in place of the reference file's.
+    spread: float | None = None
 
     @staticmethod
     def unmeasured(why: str) -> Measured:
@@ -59,6 +63,7 @@ def claims_table(paper: str, reference: pl.DataFrame, functions: Mapping[str, Cl
     rows = []
     for claim in reference.iter_rows(named=True):
         ours = functions[claim["claim_id"]](tables)
+        tolerance = ours.spread if ours.spread is not None else claim["tolerance"] or 0.0
         rows.append(
             {
                 "paper": paper,
@@ -67,8 +72,10 @@ def claims_table(paper: str, reference: pl.DataFrame, functions: Mapping[str, Cl
                 "ours_low": ours.low,
                 "ours_high": ours.high,
                 "runs": ours.runs,
-                "agrees": agreement(claim["paper_low"], claim["paper_high"], ours, claim["tolerance"] or 0.0),
+                "tolerance": tolerance,
+                "tolerance_from": "measured spread" if ours.spread is not None else "reference",
+                "agrees": agreement(claim["paper_low"], claim["paper_high"], ours, tolerance),
                 "explanation": claim["explanation"] or "",
             }
         )
-    return pl.DataFrame(rows, schema_overrides={"ours_low": pl.Float64, "ours_high": pl.Float64, "agrees": pl.Boolean})
+    return pl.DataFrame(rows, schema_overrides={"ours_low": pl.Float64, "ours_high": pl.Float64, "tolerance": pl.Float64, "agrees": pl.Boolean})

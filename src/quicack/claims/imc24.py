@@ -39,15 +39,42 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
     return "n/a" if value is None else f"{value:.1f} {unit}".strip()
 
 
-def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None) -> Measured:
-    values = values.drop_nulls()
+def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None) -> Measured:
+    """Our range over ``values`` (nulls dropped, with ``labels``/``reaches`` aligned to them); with
+    ``reaches`` (how far each value's bootstrap interval reaches, ``interval_reach``) the spread is that
+    of the two values that bound the range, the ones agreement is decided on."""
+    keep = values.is_not_null()
+    values = values.filter(keep)
     if values.is_empty():
         return Measured.unmeasured("no runs with this metric")
     low, high = float(values.min()), float(values.max())
     text = f"{low:.1f}–{high:.1f} {unit}" if low != high else _fmt(low, unit)
     if labels is not None:
+        labels = labels.filter(keep)
         text += f" ({labels[int(values.arg_min())]} … {labels[int(values.arg_max())]})"
-    return Measured(low, high, text, runs)
+    spread = None
+    if reaches is not None:
+        reaches = reaches.filter(keep)
+        spread = max(float(reaches[int(values.arg_min())]), float(reaches[int(values.arg_max())]))
+        text += f", ± {spread:.1f} {unit} (95 % bootstrap over the runs)"
+    return Measured(low, high, text, runs, spread=spread)
+
+
+def ttfb_difference(tables: Tables, scenario: str, rtt_ms: float = DEFAULT_RTT_MS) -> pl.DataFrame:
+    """Per client of ``scenario`` at ``rtt_ms``: ``iack_advantage_ms`` = WFC − IACK median TTFB
+    (positive: the instant ACK is faster), its 95 % bootstrap interval's ``reach_ms`` and the ok
+    runs behind both medians."""
+    runs = tables["handshake_runs"].filter((pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms))
+    return (
+        summary.mode_difference_interval(runs, TTFB, ["client_impl", "rtt_ms"])
+        .filter(pl.col("wfc_minus_iack").is_not_null())
+        .select(
+            "client_impl", "rtt_ms", pl.col("wfc_minus_iack").alias("iack_advantage_ms"),
+            summary.interval_reach("wfc_minus_iack", "wfc_minus_iack_low", "wfc_minus_iack_high").alias("reach_ms"),
+            (pl.col("iack_runs") + pl.col("wfc_runs")).alias("runs"),
+        )
+        .sort("client_impl")
+    )  # fmt: skip
 
 
 def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
@@ -76,21 +103,23 @@ def pto_improvement_range(tables: Tables) -> Measured:
     runs = pto_runs(tables["handshake_runs"])
     improvement = summary.pto_improvement(runs, "first_pto_logged_ms", FIRST_SAMPLE_UNAFFECTED).drop_nulls("pto_improvement_ms")
     labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
-    return _range(improvement["pto_improvement_ms"], runs.height, labels=labels)
+    reaches = improvement.select(summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms"))
+    return _range(improvement["pto_improvement_ms"], runs.height, labels=labels, reaches=reaches.to_series())
 
 
 def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 1.0) -> Measured:
-    """One client's median TTFB advantage of IACK (``sign`` -1: of WFC) at the default RTT."""
-    rows = ttfb_iack_advantage(tables, scenario).filter((pl.col("client_impl") == client) & (pl.col("rtt_ms") == DEFAULT_RTT_MS))
+    """One client's median TTFB advantage of IACK (``sign`` -1: of WFC) at the default RTT, its
+    spread from the bootstrap over the runs."""
+    rows = ttfb_difference(tables, scenario).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs of {scenario} at {DEFAULT_RTT_MS:g} ms")
-    value = sign * rows["iack_advantage_ms"][0]
-    return Measured(value, value, _fmt(value), int(rows["runs"][0]))
+    value, reach = sign * rows["iack_advantage_ms"][0], rows["reach_ms"][0]
+    return Measured(value, value, f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)", int(rows["runs"][0]), spread=reach)
 
 
 def wfc_advantage_range(tables: Tables, scenario: str) -> Measured:
-    rows = ttfb_iack_advantage(tables, scenario).filter(pl.col("rtt_ms") == DEFAULT_RTT_MS)
-    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"])
+    rows = ttfb_difference(tables, scenario)
+    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"])
 
 
 def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_filter: pl.Expr) -> Measured:

@@ -56,8 +56,9 @@ def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_fl
 
 @placeholder_when_missing
 def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> Rendered:
-    """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data;
-    left the PTO the clients logged, right the one recomputed from their first RTT sample."""
+    """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data, with
+    its 95 % bootstrap interval over the repetitions; left the PTO the clients logged, right the one
+    recomputed from their first RTT sample."""
     runs = require_runs(pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"])
     setup_style()
     table = pto_improvement_table(handshakes, scenarios)
@@ -78,7 +79,14 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
                 without.append(client)
                 continue
             marker, color = style[client]
-            ax.plot(rows["rtt_ms"].to_numpy(), rows["pto_improvement_ms"].to_numpy(), marker=marker, markersize=4, linewidth=1, color=color)
+            median = rows["pto_improvement_ms"].to_numpy()
+            # The run-to-run spread: each median's 95 % bootstrap interval over the repetitions.
+            spread = np.vstack([median - rows["pto_improvement_low_ms"].to_numpy(), rows["pto_improvement_high_ms"].to_numpy() - median])
+            # Clients side by side around each RTT (a small factor: the axis is logarithmic), so the intervals do not hide each other.
+            dodge = 1.0 + 0.08 * (clients.index(client) - (len(clients) - 1) / 2)
+            ax.errorbar(
+                rows["rtt_ms"].to_numpy() * dodge, median, yerr=spread, marker=marker, markersize=4, linewidth=1, color=color, capsize=2, elinewidth=0.8,
+            )
         if without:
             ax.text(0.03, 0.97, "no value: " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
         ax.set_xscale("log")
@@ -88,6 +96,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
         ax.set_xlabel("RTT [ms]")
         ax.set_title(f"first PTO {source} ({PTO_SOURCES[source]})", fontsize=8)
     handles = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
+    handles.append(plt.Line2D([], [], color="black", linewidth=0.8, marker="|", markersize=6, label="95 % bootstrap interval"))
     handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label=f"paper: {paper_low:g}–{paper_high:g} ms"))
     axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")
     axes[1].legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))

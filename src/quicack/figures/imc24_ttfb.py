@@ -15,7 +15,14 @@ import polars as pl
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.metrics.selection import require_runs, scenario_runs
-from quicack.metrics.summary import MODES, iack_wfc_runs, mode_difference, summarize
+from quicack.metrics.summary import (
+    MODES,
+    iack_wfc_runs,
+    interval_reach,
+    mode_difference,
+    mode_difference_interval,
+    summarize,
+)
 from quicack.rendered import placeholder_when_missing
 
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
@@ -65,8 +72,15 @@ def _offsets(count: int, width: float) -> np.ndarray:
 
 def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool) -> None:
     """Per client: IACK and WFC side by side, each a box over the ok repetitions, the runs as
-    points and the median as a black bar; optionally the IACK−WFC median difference above."""
+    points and the median as a black bar; optionally the IACK−WFC median difference above, with
+    how far its 95 % bootstrap interval over the runs reaches."""
     ok = runs.filter((pl.col("status") == "ok") & pl.col(TTFB).is_not_null())
+    intervals = mode_difference_interval(runs, TTFB, ["client_impl"])
+    reach = dict(
+        intervals.select(
+            "client_impl", interval_reach("wfc_minus_iack", "wfc_minus_iack_low", "wfc_minus_iack_high")
+        ).iter_rows()
+    )
     half = 0.2
     for position, client in enumerate(clients):
         medians = {}
@@ -86,9 +100,10 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
             medians[mode] = float(np.median(values))
         if annotate and len(medians) == 2:
             top = ok.filter(pl.col("client_impl") == client)[TTFB].max()
+            spread = f"\n±{reach[client]:.1f}" if reach.get(client) is not None else ""
             ax.annotate(
-                f"{medians['iack'] - medians['wfc']:+.1f}", (position, top), xytext=(0, 3), textcoords="offset points",
-                ha="center", va="bottom", fontsize=6.5,
+                f"{medians['iack'] - medians['wfc']:+.1f}{spread}", (position, top), xytext=(0, 3), textcoords="offset points",
+                ha="center", va="bottom", fontsize=6.5, linespacing=0.9,
             )
     ax.set_xticks(range(len(clients)), clients, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(clients) - 0.4)
@@ -112,7 +127,7 @@ def ttfb_by_client_figure(handshakes: pl.DataFrame, scenario: str, rtt_ms: float
     fig, ax = plt.subplots(figsize=(4.6, 2.9))
     _draw_ttfb_panel(ax, runs, clients, annotate=True)
     ax.set_ylabel("TTFB (client capture) [ms]")
-    ax.set_title(f"{title}, RTT {rtt_ms:g} ms\nlabels: IACK − WFC median [ms]", fontsize=8)
+    ax.set_title(f"{title}, RTT {rtt_ms:g} ms\nlabels: IACK − WFC median ± 95 % bootstrap [ms]", fontsize=8)
     ax.margins(y=0.12)
     _mode_legend(ax, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
@@ -141,7 +156,7 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
         grid[row][0].set_ylabel("TTFB (capture) [ms]")
     if rtts:
         _mode_legend(axes[0], loc="best")
-    fig.suptitle(f"{title} (labels: IACK−WFC median, ms)", fontsize=9)
+    fig.suptitle(f"{title} (labels: IACK−WFC median ± 95 % bootstrap, ms)", fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -412,6 +412,17 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
     return result
 
 
+def _with_calibration(group: RunGroup, info: dict[str, Any]) -> RunGroup:
+    """`group` with the drop lists that the calibration `info` (a baseline's flights, or the static mapping) gives
+    its scenario."""
+    to_client = tuple(info["drop_to_client"]) if group.calibrate == "server_flight" else ()
+    to_server = tuple(info["drop_to_server"]) if group.calibrate == "client_flight" else ()
+    finished_flight = len(info["client_finished_flight"]) if group.calibrate == "client_finished_flight" else 0
+    out = with_drops(group, to_client, to_server, finished_flight)
+    out.extra["calibration"] = info
+    return out
+
+
 def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
     """The drop list of `group`: the remaining first server flight from a no-loss baseline of the same
     client, mode and RTT (it differs by mode: IACK adds the instant ACK); the second client flight from
@@ -420,41 +431,56 @@ def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
     if group.calibrate == "client_flight":
         static = static_client_flight(group, raw_root, work)
         flight = static["second_client_flight"]
-        out = with_drops(group, (), tuple(flight))
-        out.extra["calibration"] = {
+        return _with_calibration(group, {
             "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight, "static": True,
             "reference": static["reference"], "note": f"static per client ({CLIENT_FLIGHT_FILE})",
             "baseline_status": "ok", "baseline_failure_reason": None,
-        }  # fmt: skip
-        return out
-    info = _calibrate_baseline(_baseline(group), work, "baseline")
-    to_client = tuple(info["drop_to_client"]) if group.calibrate == "server_flight" else ()
-    finished_flight = len(info["client_finished_flight"]) if group.calibrate == "client_finished_flight" else 0
-    out = with_drops(group, to_client, (), finished_flight)
-    out.extra["calibration"] = info
-    return out
+        })  # fmt: skip
+    return _with_calibration(group, _calibrate_baseline(_baseline(group), work, "baseline"))
+
+
+def kept_runs(group: RunGroup, raw_root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The recorded group.json of `group` and its kept repetitions 1..kept_repetitions (repetition, status,
+    failure_reason from each run's run.json); an error when one of them is missing: there is nothing to add to."""
+    testcase_dir = raw_root / group.key
+    recorded = json.loads((testcase_dir / GROUP_JSON).read_text())
+    runs = []
+    for rep in range(1, group.kept_repetitions + 1):
+        run_json = testcase_dir / str(rep) / "run.json"
+        if not run_json.exists():
+            raise FileNotFoundError(f"{group.key}: kept repetition {rep} has no {run_json}")
+        rj = json.loads(run_json.read_text())
+        runs.append({"repetition": rj["repetition"], "status": rj["status"], "failure_reason": rj["failure_reason"]})
+    return recorded, runs
 
 
 def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  # type: ignore[no-untyped-def]
-    """Every repetition of `group` (after drop-list calibration when the scenario needs it)."""
-    if group.calibrate:
+    """Every repetition of `group` (after drop-list calibration when the scenario needs it), or, with
+    ``kept_repetitions``, the repetitions after the kept ones, with the kept runs' drop lists."""
+    kept: list[dict[str, Any]] = []
+    if group.kept_repetitions:
+        recorded, kept = kept_runs(group, raw_root)
+        if group.calibrate:
+            group = _with_calibration(group, recorded["calibration"])
+    elif group.calibrate:
         with tempfile.TemporaryDirectory(prefix="quicack-calib-") as tmp:
             group = calibrate_group(group, Path(tmp), raw_root)
+    if group.calibrate:
         cal = group.extra["calibration"]
         log(f"[{group.key}] calibrated: drop_to_client={list(group.drop_to_client)} "
             f"drop_to_server={list(group.drop_to_server)} finished_flight={group.drop_to_server_finished_flight} "
-            f"{cal.get('note') or ''}")  # fmt: skip
+            f"{cal.get('note') or ''}" + (" (as recorded for the kept repetitions)" if kept else ""))  # fmt: skip
     results = []
-    for rep in range(1, group.repetitions + 1):
+    for rep in range(group.kept_repetitions + 1, group.repetitions + 1):
         res = execute_run(group, rep, raw_root)
         log(f"[{group.key}] rep {rep}: {res.status}" + (f" ({res.failure_reason})" if res.failure_reason else ""))
         results.append(res)
-    testcase_dir = results[0].run_dir.parent if results else raw_root
+    testcase_dir = raw_root / group.key
     summary = {
         "group": group.key,
         "calibration": group.extra.get("calibration"),
-        "runs": [{"repetition": r.run_json["repetition"], "status": r.status, "failure_reason": r.failure_reason}
-                 for r in results],
+        "runs": kept + [{"repetition": r.run_json["repetition"], "status": r.status, "failure_reason": r.failure_reason}
+                        for r in results],
     }  # fmt: skip
     (testcase_dir / GROUP_JSON).write_text(json.dumps(summary, indent=1) + "\n")
     return results

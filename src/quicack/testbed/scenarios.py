@@ -155,6 +155,9 @@ class RunGroup:
     # and whether it paces (aioquic's QuicPacketPacer; off = bursts up to the congestion window).
     server_congestion_control: str | None = None
     server_pacing: bool = True
+    # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
+    # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
+    kept_repetitions: int = 0
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -297,8 +300,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 server_congestion_control=cfg.get("server_congestion_control"),
                 server_pacing=bool(cfg.get("server_pacing", True)),
                 **path,
+                kept_repetitions=int(cfg.get("kept_repetitions", 0)),
             )
         )
+        if not 0 <= out[-1].kept_repetitions < out[-1].repetitions:
+            raise ValueError(f"{out[-1].key}: kept_repetitions must be below repetitions")
     return out
 
 
@@ -310,7 +316,11 @@ def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
         groups += _groups_from_block(block, defaults)
     seen: dict[str, RunGroup] = {}
     for g in groups:
-        seen.setdefault(g.key, g)
+        if g.kept_repetitions and g.key in seen:
+            # A block that adds repetitions to a group of an earlier block extends that group (same folder).
+            seen[g.key] = g
+        else:
+            seen.setdefault(g.key, g)
     return list(seen.values())
 
 
@@ -322,7 +332,7 @@ def group_to_json(group: RunGroup) -> str:
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
-        ("server_congestion_control", None), ("server_pacing", True),
+        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0),
     ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
