@@ -316,3 +316,18 @@ def test_tcp_ack_runs_join_the_quic_rows_in_ack_runs() -> None:
 
     combined = with_tcp_rows(ACK_RUNS.empty(), _tcp_ack_runs().drop("raw_path"))
     assert combined.columns == ACK_RUNS.empty().columns and combined.height == 4
+
+
+def test_return_link_rows_read_tcp_after_the_router_and_quic_at_the_client() -> None:
+    from quicack.metrics.return_path import return_link_rows
+
+    tables = ingest_group(RAW, GROUP, "tcp_fixture")
+    breakdown = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"], tables["tcp_segments"])
+    rows = return_link_rows(breakdown)
+    assert set(rows["direction"]) == {"c2s"} and set(rows["vantage"]) == {"sim_right"}
+    thinned = tables["runs"].filter(pl.col("ack_ratio") == 10)["run_id"].item()
+    acks = rows.filter((pl.col("run_id") == thinned) & (pl.col("component") == "tcp_header"))["packets"].sum()
+    assert acks == segments(_capture("ar10", "right")).filter(pl.col("direction") == "c2s").height
+    # a QUIC run has no 'tcp' rows: it keeps one_vantage_per_run's capture point
+    quic_like = breakdown.with_columns(pl.lit("quic").alias("protocol"))
+    assert set(return_link_rows(quic_like)["vantage"]) == {"sim_left"}

@@ -143,7 +143,7 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     """Fig. 3: the client's bytes by component as % of its bytes, per receiver implementation and AR (no added loss):
     the aioquic receiver at each configured AR (d = 25 ms, every ackfreq22 path), every other client with its default
     policy (≥ 1 MB transfers)."""
-    set_policy = ackfreq22_matrix_runs(runs).filter(~pl.col("lossy")).with_columns(pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver"))
+    set_policy = ackfreq22_matrix_runs(runs, receivers=None).filter(~pl.col("lossy")).with_columns(pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver"))
     default = default_ack_policy_runs(runs).with_columns(pl.format("{} (default)", pl.col("client_impl")).alias("receiver"))
     selected = require_runs(pl.concat([set_policy, default], how="diagonal_relaxed"), f"of the {WHERE} or of default-policy transfers")
     shares = return_components(selected, ack_breakdown)
@@ -340,8 +340,8 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Re
     what = f"{WHERE}: satellite, no loss, AR 2 or 10, server pacing off (runs.pacing = false)"
     if "pacing" not in runs.columns:
         raise MissingData(f"no runs.pacing column, so no run of the {what}")
-    candidates = ackfreq22_fig4_runs(runs).filter(
-        pl.col("ack_ratio").is_in(list(FIG5_ACK_RATIOS)) & (pl.col("ack_delay_ms") == 25.0) & (pl.col("pacing") == False)  # noqa: E712
+    candidates = ackfreq22_fig4_runs(runs, paced=False).filter(
+        pl.col("ack_ratio").is_in(list(FIG5_ACK_RATIOS)) & (pl.col("ack_delay_ms") == 25.0)
     )
     selected = require_runs(candidates, f"of the {what}")
     ok = _ok(selected).with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("configuration"))

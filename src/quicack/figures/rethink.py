@@ -12,8 +12,8 @@ import polars as pl
 from quicack.figures.common import setup_style
 from quicack.metrics.cwnd import cwnd_over_time
 from quicack.metrics.return_path import (
-    one_vantage_per_run,
     packets_per_second,
+    return_link_rows,
     return_packet_sizes,
     return_volume,
     wire_packets,
@@ -93,7 +93,7 @@ def rethink_fig1_return_packet_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame
     fig = return_size_cdf(sizes, "Return-path packet sizes after the first RTT, 10 MB, no loss")
     note = (
         f"{WHERE}, no loss; every client-to-server IP packet from the first after the server's first flight, at the "
-        "client side of the link. Paper medians: TCP 52, Chromium 63, quicly 68, picoquic 83 B. " + STAND_INS
+        "client side of the link (Linux TCP: at the server side, after the router's ACK thinning). Paper medians: TCP 52, Chromium 63, quicly 68, picoquic 83 B. " + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
 
@@ -135,11 +135,13 @@ def _paper_volumes() -> pl.DataFrame:
     paper = paper_table("rethink", "tab03")
     return (
         paper.with_columns(
-            pl.format("{} {} KB ({} %)", pl.col("implementation"), pl.col("return_kb"), pl.col("return_percent"))
-            + pl.when(pl.col("projected") == "yes").then(pl.lit(" projected")).otherwise(pl.lit(""))
+            (
+                pl.format("{} {} KB ({} %)", pl.col("implementation"), pl.col("return_kb"), pl.col("return_percent"))
+                + pl.when(pl.col("projected") == "yes").then(pl.lit(" projected")).otherwise(pl.lit(""))
+            ).alias("paper_text")
         )
         .group_by("loss", "protocol", pl.col("ack_ratio").cast(pl.Int64).alias("receiver_ack_ratio"), maintain_order=True)
-        .agg(pl.col("literal").str.join(", ").alias("paper"))
+        .agg(pl.col("paper_text").str.join(", ").alias("paper"))
     )
 
 
@@ -154,7 +156,9 @@ def rethink_tab3_return_volume(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_
     )
     note = (
         f"{WHERE}; with 1 % loss 2 MB transfers (a 10 MB one takes minutes), their return KB scaled to 10 MB "
-        "(column scaled_from). Medians over runs of IP bytes at the client side (the paper's TCP volumes seem to "
+        "(column scaled_from). Medians over runs of IP bytes at the client side (Linux TCP's return bytes at the server "
+        "side, after the router's ACK thinning, which makes its AR 1:10 from the kernel's ≈ 1:1.3: ≈ 1:6.5 measured; the "
+        "paper projects TCP's 1:10) (the paper's TCP volumes seem to "
         "include Ethernet headers, 14 B per packet, and its percentages are KB / 10,000 truncated). " + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)
@@ -173,9 +177,9 @@ TCP_COMPONENTS = {
 
 def return_components(ack_breakdown: pl.DataFrame, ok: pl.DataFrame) -> pl.DataFrame:
     """Per loss × configuration × component: the median over runs of the return-path KB per 10 MB forward (a 2 MB
-    loss run scaled ×5), at each run's chosen capture point; QUIC frames other than ACK as 'other frames'."""
+    loss run scaled ×5), where each run's return link is read (return_path.return_link_rows); QUIC frames other than ACK as 'other frames'."""
     names = {**QUIC_COMPONENTS, **TCP_COMPONENTS}
-    rows = one_vantage_per_run(ack_breakdown.join(ok.select("run_id"), on="run_id", how="semi")).filter(pl.col("direction") == "c2s")
+    rows = return_link_rows(ack_breakdown.join(ok.select("run_id"), on="run_id", how="semi"))
     per_run = (
         rows.with_columns(pl.col("component").replace_strict(names, default="other frames").alias("part"))
         .group_by("run_id", "part")
@@ -219,7 +223,7 @@ def rethink_fig2_return_overhead(runs: pl.DataFrame, ack_breakdown: pl.DataFrame
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     note = (
         f"{WHERE}, 1 % loss runs of 2 MB scaled to 10 MB; median over runs of each component's IP bytes on the return "
-        "path (ack_breakdown, client side). " + STAND_INS
+        "path (ack_breakdown, client side; Linux TCP at the server side, after the router's ACK thinning). " + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
 

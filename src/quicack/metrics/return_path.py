@@ -90,6 +90,16 @@ def tcp_link_segments(tcp_segments: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([links, one_sided], how="vertical").sort("run_id", "time_ms")
 
 
+def return_link_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """The client-to-server rows (ack_breakdown, datagrams, ...) of each run where the return link is read: TCP runs
+    (``protocol`` 'tcp') at the server side where captured, after the router's ACK thinning, as
+    ``tcp_link_segments`` reads them; every other run at ``one_vantage_per_run``'s capture point."""
+    c2s = rows.filter(pl.col("direction") == "c2s")
+    tcp_after_router = c2s.filter((pl.col("protocol") == "tcp") & (pl.col("vantage") == SERVER_SIDE))
+    rest = c2s.join(tcp_after_router.select("run_id").unique(), on="run_id", how="anti")
+    return pl.concat([tcp_after_router, one_vantage_per_run(rest)], how="vertical")
+
+
 def tcp_wire_packets(tcp_segments: pl.DataFrame) -> pl.DataFrame:
     """One row per TCP segment of each run as its links carried it (``tcp_link_segments``)."""
     rows = tcp_link_segments(tcp_segments).select(

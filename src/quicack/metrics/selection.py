@@ -197,26 +197,37 @@ ACKFREQ22_ACK_RATIOS = (2, 10, 20)
 ACKFREQ22_REORDERING_POLICIES = ("D", "NR", "3A")
 
 
-def ackfreq22_runs(runs: pl.DataFrame) -> pl.DataFrame:
+# The receiver of ackfreq22's own measurements (quicly there): the aioquic client with quicack's ACK policy. Other
+# receivers (quinn <-> quinn by ACK_FREQUENCY) join Fig. 3 only, where the paper compares implementations.
+ACKFREQ22_RECEIVERS = ("aioquic",)
+
+
+def ackfreq22_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS, paced: bool = True) -> pl.DataFrame:
     """Every 1 MB download over an ackfreq22 path profile with a configured ACK ratio, failed ones kept; adds
-    ``path`` (the profile without its loss suffix) and ``lossy`` (§5.6's 1 % loss)."""
+    ``path`` (the profile without its loss suffix) and ``lossy`` (§5.6's 1 % loss). ``receivers``: the client
+    implementations (None = all); ``paced``: whether the server paced (False: Fig. 5's runs with the pacer off;
+    a run that does not record it was paced, as every server paces by default)."""
     profile = pl.col("path_profile").cast(pl.Utf8)
     path = profile.str.replace(f"{ACKFREQ22_LOSS_SUFFIX}$", "")
+    pacing = pl.col("pacing").fill_null(True) if "pacing" in runs.columns else pl.lit(True)
+    receiver = pl.col("client_impl").is_in(list(receivers)) if receivers is not None else pl.lit(True)
     return runs.filter(
         path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES) & pl.col("ack_ratio").is_not_null()
-    ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))
+        & (pacing == paced) & receiver
+    ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))  # fmt: skip
 
 
-def ackfreq22_matrix_runs(runs: pl.DataFrame) -> pl.DataFrame:
-    """Tables 4 and 5, Fig. 6: AR 2, 10, 20 with d = 25 ms, every path, with and without loss."""
-    return ackfreq22_runs(runs).filter(
+def ackfreq22_matrix_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS) -> pl.DataFrame:
+    """Tables 4 and 5, Fig. 6: AR 2, 10, 20 with d = 25 ms, every path, with and without loss (paced servers)."""
+    return ackfreq22_runs(runs, receivers).filter(
         pl.col("ack_ratio").is_in(list(ACKFREQ22_ACK_RATIOS)) & (pl.col("ack_delay_ms") == ACKFREQ22_ACK_DELAY_MS)
     )
 
 
-def ackfreq22_fig4_runs(runs: pl.DataFrame) -> pl.DataFrame:
-    """Fig. 4: the satellite path without added loss, every ACK ratio and delay (AR 100 with d = 25 ms and ≈ RTT/4)."""
-    return ackfreq22_runs(runs).filter((pl.col("path") == ACKFREQ22_SATELLITE) & ~pl.col("lossy"))
+def ackfreq22_fig4_runs(runs: pl.DataFrame, paced: bool = True) -> pl.DataFrame:
+    """Fig. 4: the satellite path without added loss, every ACK ratio and delay (AR 100 with d = 25 ms and ≈ RTT/4);
+    ``paced=False``: the same path's runs with the server's pacer off (Fig. 5)."""
+    return ackfreq22_runs(runs, paced=paced).filter((pl.col("path") == ACKFREQ22_SATELLITE) & ~pl.col("lossy"))
 
 
 def ack_policy_label() -> pl.Expr:
