@@ -12,11 +12,13 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
+from quicack.figures.rethink import volume_per_configuration
 from quicack.metrics.ack_policy import ack_policy_per_run
 from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
     RETHINK_RETURN100K_PROFILE,
+    MissingData,
     default_ack_policy_runs,
     rethink_runs,
 )
@@ -80,13 +82,12 @@ def anatomy_share(tables: Tables, case: str) -> Measured:
     return Measured(low, high, f"{low:.2f}–{high:.2f} % (formula)", 0)
 
 
-def _rethink_wire(tables: Tables, profile: str, protocol: str, ack_ratio: int) -> tuple[pl.DataFrame, int]:
-    """Wire packets of the ok rethink runs of one path profile, protocol and receiver AR, and how many runs."""
-    ok = (
-        rethink_runs(tables["runs"], (profile,), (ack_ratio,))
-        .filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
-        .select("run_id")
-    )
+def _rethink_wire(tables: Tables, profile: str, protocol: str, ack_ratio: int, client: str | None = None) -> tuple[pl.DataFrame, int]:
+    """Wire packets of the ok rethink runs of one path profile, protocol, receiver AR (and client), and how many runs."""
+    ok = rethink_runs(tables["runs"], (profile,), (ack_ratio,)).filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
+    if client is not None:
+        ok = ok.filter(pl.col("client_impl") == client)
+    ok = ok.select("run_id")
     datagrams = tables["datagrams"].join(ok, on="run_id", how="semi") if "datagrams" in tables else None
     segments = tables.get("tcp_segments")
     segments = None if segments is None else segments.join(ok, on="run_id", how="semi")
@@ -98,43 +99,66 @@ def _rethink_wire(tables: Tables, profile: str, protocol: str, ack_ratio: int) -
     return wire, ok.height
 
 
+def _rethink_clients(tables: Tables, profile: str, protocol: str, ack_ratio: int) -> list[str]:
+    """The receivers (client implementations) with ok rethink runs of that profile, protocol and AR."""
+    ok = rethink_runs(tables["runs"], (profile,), (ack_ratio,)).filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
+    return sorted(ok["client_impl"].unique().to_list())
+
+
 def _setup(profile: str, protocol: str, ack_ratio: int) -> str:
     return f"{protocol.upper()} AR 1:{ack_ratio} over {profile}"
 
 
+def _per_client(values: dict[str, tuple[float, int]], unit: str, setup: str, fmt: str = "{:.0f}") -> Measured:
+    """A range over receivers, each named with its value (the papers give one number per stack)."""
+    if not values:
+        return Measured.unmeasured(f"no {setup} run")
+    numbers = [v for v, _ in values.values()]
+    text = ", ".join(f"{client} {fmt.format(v)}" for client, (v, _) in sorted(values.items(), key=lambda kv: kv[1][0]))
+    low, high = min(numbers), max(numbers)
+    span = fmt.format(low) if low == high else f"{fmt.format(low)}–{fmt.format(high)}"
+    return Measured(low, high, f"{span} {unit} ({text}; {setup}, measured)", sum(n for _, n in values.values()))
+
+
 def return_size_median(tables: Tables, protocol: str) -> Measured:
-    """rethink Fig. 1: median return-path IP packet size after the first RTT, 10 MB, no loss, AR 1:2."""
-    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2)
-    if runs == 0:
-        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, protocol, 2)} 10 MB run")
-    value = float(return_packet_sizes(wire)["ip_bytes"].median())
-    return Measured(value, value, f"{value:.0f} B ({_setup(RETHINK_PROFILE, protocol, 2)}, measured)", runs)
+    """rethink Fig. 1: median return-path IP packet size after the first RTT, 10 MB, no loss, AR 1:2 — per receiver."""
+    values = {}
+    for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
+        wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, client)
+        if runs:
+            values[client] = (float(return_packet_sizes(wire)["ip_bytes"].median()), runs)
+    return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 
 def ack_bytes_reduction(tables: Tables) -> Measured:
-    """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs)."""
-    medians = {}
-    runs = 0
-    for ratio in (2, 10):
-        wire, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio)
-        if n == 0:
-            return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, 'quic', ratio)} 10 MB run")
-        medians[ratio] = float(return_volume(wire)["return_ip_bytes"].median())
-        runs += n
-    value = medians[2] / medians[10]
-    return Measured(value, value, f"{value:.1f}× ({medians[2] / 1e3:.0f} KB / {medians[10] / 1e3:.0f} KB, measured)", runs)
+    """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs),
+    per receiver with runs at both ratios."""
+    values = {}
+    both = set(_rethink_clients(tables, RETHINK_PROFILE, "quic", 2)) & set(_rethink_clients(tables, RETHINK_PROFILE, "quic", 10))
+    for client in sorted(both):
+        medians, runs = {}, 0
+        for ratio in (2, 10):
+            wire, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio, client)
+            medians[ratio] = float(return_volume(wire)["return_ip_bytes"].median()) if n else float("nan")
+            runs += n
+        values[client] = (medians[2] / medians[10], runs)
+    return _per_client(values, "×", "QUIC AR 1:2 over AR 1:10 return bytes, rethink-satellite", "{:.1f}")
+
+
+# Fig. 5's rates are the aioquic server's: the only sender of the 100 kbit/s runs, so both sides compare one stack.
+FIG5_RECEIVER = "aioquic"
 
 
 def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measured:
     """rethink Fig. 5: median over runs of the forward data packets per second in the transfer's busiest 1 s bin
-    after slow start — the median of each run's upper half of bins (the rate it settles at)."""
-    wire, runs = _rethink_wire(tables, profile, "quic", ack_ratio)
+    after slow start — the median of each run's upper half of bins (the rate it settles at); aioquic receiver."""
+    wire, runs = _rethink_wire(tables, profile, "quic", ack_ratio, FIG5_RECEIVER)
     if runs == 0:
-        return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run")
+        return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run of the {FIG5_RECEIVER} receiver")
     rates = packets_per_second(wire, "s2c", data_only=True)
     settled = rates.filter(pl.col("packets") >= pl.col("packets").median().over("run_id")).group_by("run_id").agg(pl.col("packets").median())
     value = float(settled["packets"].median())
-    return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, measured)", runs)
+    return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, {FIG5_RECEIVER}, measured)", runs)
 
 
 def tcp_quick_acks(tables: Tables) -> Measured:
@@ -156,12 +180,30 @@ def tcp_quick_acks(tables: Tables) -> Measured:
 
 
 def anatomy_measured(tables: Tables, protocol: str) -> Measured:
-    """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2."""
-    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2)
-    if runs == 0:
-        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, protocol, 2)} 10 MB run")
-    value = float(return_volume(wire)["return_percent_of_forward"].median())
-    return Measured(value, value, f"{value:.2f} % ({_setup(RETHINK_PROFILE, protocol, 2)}, measured)", runs)
+    """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2, per receiver."""
+    values = {}
+    for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
+        wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, client)
+        if runs:
+            values[client] = (float(return_volume(wire)["return_percent_of_forward"].median()), runs)
+    return _per_client(values, "%", _setup(RETHINK_PROFILE, protocol, 2), "{:.2f}")
+
+
+def table3_volume(tables: Tables, protocol: str, ack_ratio: int, lossy: bool) -> Measured:
+    """rethink Table III: return KB per 10 MB forward (medians over runs; 2 MB loss runs scaled ×5), per receiver."""
+    setup = f"{protocol.upper()} AR 1:{ack_ratio}, {'1 % loss, 2 MB scaled to 10 MB' if lossy else 'no loss, 10 MB'}"
+    if "datagrams" not in tables:
+        return Measured.unmeasured("no datagrams table")
+    try:
+        _selected, table = volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))
+    except MissingData as missing:
+        return Measured.unmeasured(str(missing))
+    rows = table.filter((pl.col("protocol") == protocol) & (pl.col("receiver_ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy))
+    values = {
+        configuration.split(" AR ")[0]: (kb, runs)
+        for configuration, kb, runs in rows.select("configuration", "return_kb_per_10mb", "runs").iter_rows()
+    }
+    return _per_client(values, "KB", setup)
 
 
 ACKFREQ22: dict[str, ClaimFunction] = {
@@ -184,6 +226,10 @@ RETHINK: dict[str, ClaimFunction] = {
     "rethink-VI-fig5-ar2-return100k": partial(forward_packet_rate, profile=RETHINK_RETURN100K_PROFILE, ack_ratio=2),
     "rethink-VI-fig5-ar10-return100k": partial(forward_packet_rate, profile=RETHINK_RETURN100K_PROFILE, ack_ratio=10),
     "rethink-VI-tcp-quickacks": tcp_quick_acks,
+    **{
+        f"rethink-tab3-{protocol}-ar{ratio}-{'loss' if lossy else 'noloss'}": partial(table3_volume, protocol=protocol, ack_ratio=ratio, lossy=lossy)
+        for protocol in ("quic", "tcp") for ratio in (2, 10) for lossy in (False, True)
+    },
 }
 TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp": partial(anatomy_share, case="tcp_cumulative"),
