@@ -22,12 +22,12 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.figures.ackfreq22 import ackfreq22_tab01_paths
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.data import read_view_if_present, read_views
 from quicack.provenance import read_description
 
 # %%
 views = read_views(db, "runs", "datagrams", "ack_runs")
 description = read_description(db)
-rendered = ackfreq22_tab01_paths(views["runs"], views["datagrams"], views["ack_runs"])
+rendered = ackfreq22_tab01_paths(views["runs"], views["datagrams"], views["ack_runs"], read_view_if_present(db, "path_checks"))
 save(rendered, out_dir, "ackfreq22-tab01", formats, description)
 rendered.artefact

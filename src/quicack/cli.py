@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     database.add_argument(
         "--scan-description", type=Path, help="the description of the scan measurements (their dataset.yaml), when the database has any"
     )
+    database.add_argument(
+        "--path-checks", type=Path, help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table path_checks"
+    )
     database.set_defaults(handler=_build_db)
 
     rendering = commands.add_parser("render-summary", help="(pipeline) which artefacts could not be drawn, and why")
@@ -244,6 +247,15 @@ def _build_db(args: argparse.Namespace) -> int:
         return 2
     for description in described:
         print(f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})")
+    if args.path_checks is not None:
+        from quicack.path_checks import PathChecksError, write_path_checks
+
+        try:
+            print(f"path checks: {write_path_checks(building, args.path_checks)} profile(s) ({args.path_checks})")
+        except PathChecksError as error:
+            building.unlink(missing_ok=True)
+            print(f"path checks: {error}", file=sys.stderr)
+            return 2
     summary = pipeline.summarize(snapshot, counts)
     if args.strict and (summary.errors or summary.warnings):
         print(summary.text)

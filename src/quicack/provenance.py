@@ -174,10 +174,6 @@ def _dataset_names(con) -> str:
     return ", ".join(names) or "unnamed"
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def write_description(db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False) -> list[DatasetDescription]:
     """Store the description of ``path`` for the runs (or 'unknown', named after the runs' dataset) and, with
     ``with_scan``, that of ``scan_path`` for the scan measurements, in ``db`` as the commented table
@@ -186,11 +182,7 @@ def write_description(db: Path, path: Path | None, scan_path: Path | None = None
         descriptions = [load_description(path, _dataset_names(con), "runs")]
         if with_scan:
             descriptions.append(load_description(scan_path, "scan", "scan"))
-        frame = pl.concat([d.to_frame() for d in descriptions]).to_arrow()  # noqa: F841 - read by DuckDB's replacement scan below
-        con.execute(f"CREATE OR REPLACE TABLE {TABLE} AS SELECT * FROM frame")
-        con.execute(f"COMMENT ON TABLE {TABLE} IS {_sql_string(DATASET_DESCRIPTION.comment)}")
-        for column in DATASET_DESCRIPTION.columns:
-            con.execute(f'COMMENT ON COLUMN {TABLE}."{column.name}" IS {_sql_string(column.comment)}')
+        store.write_commented_table(con, DATASET_DESCRIPTION, pl.concat([d.to_frame() for d in descriptions]))
     return descriptions
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from quicack.schema import TABLES
+from quicack.schema import TABLES, Table
 
 # duckdb and pyarrow are imported where they are used: `quicack pcap` on one small capture then starts
 # without them (pyarrow with numpy alone costs ~0.15 s).
@@ -160,6 +160,16 @@ def read_table(parquet_root: Path, name: str, parts: Iterable[str] | None = None
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: pl.DataFrame) -> None:
+    """Store ``frame`` (conformed to ``table``) inside the database as a table of that name, with the contract's
+    comments on it and its columns: the small tables build-db adds beside the Parquet views."""
+    arrow = table.conform(frame).to_arrow()  # noqa: F841 - read by DuckDB's replacement scan below
+    con.execute(f"CREATE OR REPLACE TABLE {table.name} AS SELECT * FROM arrow")
+    con.execute(f"COMMENT ON TABLE {table.name} IS {_sql_string(table.comment)}")
+    for column in table.columns:
+        con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {_sql_string(column.comment)}")
 
 
 def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:

@@ -47,6 +47,8 @@ def dataset_description():
 
 
 DESCRIPTION = dataset_description()
+# What quicack.testbed.path_check measured of the dataset's emulated paths, when it sits beside the raw folder.
+PATH_CHECKS = [str(RAW.parent / "path_check.csv")] if (RAW.parent / "path_check.csv").is_file() else []
 
 # The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan).
 SCAN_ROOT = Path(config["scan_dir"]) if config.get("scan_dir") else None

@@ -7,6 +7,7 @@ rule database:
         code=DATABASE_CODE,
         description=DESCRIPTION,
         scan_description=SCAN_DESCRIPTION,
+        path_checks=PATH_CHECKS,
     output:
         db=RESULTS / "quicack.duckdb",
         summary=report(
@@ -23,8 +24,9 @@ rule database:
         parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),
         description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",
         scan_description=f"--scan-description {shlex.quote(SCAN_DESCRIPTION[0])}" if SCAN_DESCRIPTION else "",
+        path_checks=f"--path-checks {shlex.quote(PATH_CHECKS[0])}" if PATH_CHECKS else "",
     conda:
         CONDA_ENV
     shell:
         "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
-        "--summary {output.summary:q} {params.strict} {params.description} {params.scan_description} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
+        "--summary {output.summary:q} {params.strict} {params.description} {params.scan_description} {params.path_checks} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"

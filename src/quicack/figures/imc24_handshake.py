@@ -389,12 +389,21 @@ def imc24_fig01_handshake_timeline(
     rtt_ms: float = 9.0,
 ) -> Rendered:
     """Fig. 1: the IACK and the WFC run of one configuration, each the repetition nearest its
-    configuration's median TTFB, as sequence diagrams (``handshake_timeline_figure``); the
-    footnote names them and counts the configuration's runs."""
-    iack_run = representative_run(handshakes, client, scenario, "iack", rtt_ms)
-    wfc_run = representative_run(handshakes, client, scenario, "wfc", rtt_ms)
+    configuration's median TTFB among the runs captured at both ends of the link (a sequence diagram
+    needs both; repetitions kept client side only are left out), as sequence diagrams
+    (``handshake_timeline_figure``); the footnote names them and counts the configuration's runs."""
+    both_ends = (
+        packets.filter((pl.col("source") == "pcap") & pl.col("vantage").is_in([CLIENT_SIDE, SERVER_SIDE]))
+        .group_by("run_id")
+        .agg(pl.col("vantage").n_unique().alias("ends"))
+        .filter(pl.col("ends") == 2)
+        .select("run_id")
+    )
+    drawable = handshakes.join(both_ends, on="run_id", how="semi")
+    iack_run = representative_run(drawable, client, scenario, "iack", rtt_ms)
+    wfc_run = representative_run(drawable, client, scenario, "wfc", rtt_ms)
     return Rendered(
         handshake_timeline_figure(runs, packets, frames, iack_run, wfc_run),
         configuration_runs(handshakes, client, scenario, rtt_ms),
-        note=f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration).",
+        note=f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration's runs captured at both ends).",
     )
