@@ -50,3 +50,21 @@ def real_raw(tmp_path: Path) -> Path:
         {"client_impl": "ngtcp2", "server_impl": "ngtcp2", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3"},
     )
     return raw
+
+
+ACK_POLICY_RAW = Path(__file__).resolve().parent / "data" / "ack_policy" / "raw"
+
+
+@pytest.fixture(scope="session")
+def ack_policy_tables() -> dict:
+    """The ingest tables of the recorded ACK-policy runs (tests/data/ack_policy), every group, ingested once."""
+    import polars as pl
+
+    from quicack.ingest import ingest_group
+    from quicack.layout import run_groups
+
+    parts: dict[str, list[pl.DataFrame]] = {}
+    for group in run_groups(ACK_POLICY_RAW):
+        for name, frame in ingest_group(ACK_POLICY_RAW, group, "ack_policy_fixture").items():
+            parts.setdefault(name, []).append(frame)
+    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}

@@ -19,8 +19,7 @@ import pytest
 import yaml
 from aioquic.quic.configuration import QuicConfiguration
 
-from quicack.ingest import ingest_group
-from quicack.layout import parse_run_folder, run_groups
+from quicack.layout import parse_run_folder
 from quicack.metrics.ack_policy import (
     ack_policy_per_run,
     ack_reason_counts,
@@ -45,12 +44,8 @@ TIMER_EARLINESS_MS = 0.5
 
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, pl.DataFrame]:
-    parts: dict[str, list[pl.DataFrame]] = {}
-    for group in run_groups(RAW):
-        for name, frame in ingest_group(RAW, group, "ack_policy_fixture").items():
-            parts.setdefault(name, []).append(frame)
-    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+def tables(ack_policy_tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    return ack_policy_tables
 
 
 @pytest.fixture(scope="module")

@@ -4,27 +4,17 @@ receiver with a set ACK policy (AR 1, 2, 10, 20 at 25 ms; AR 100 with a 10 ms an
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
-from quicack.ingest import ingest_group
-from quicack.layout import run_groups
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.ack_runs import quic_ack_runs, with_tcp_rows
 from quicack.schema import ACK_RUNS
 
-RAW = Path(__file__).resolve().parent / "data" / "ack_policy" / "raw"
-
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, pl.DataFrame]:
-    parts: dict[str, list[pl.DataFrame]] = {}
-    for group in run_groups(RAW):
-        for name, frame in ingest_group(RAW, group, "ack_policy_fixture").items():
-            parts.setdefault(name, []).append(frame)
-    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+def tables(ack_policy_tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    return ack_policy_tables
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,6 @@ import pytest
 
 from quicack.figures import ackfreq22 as artefacts
 from quicack.figures.data import read_views
-from quicack.ingest import ingest_group
-from quicack.layout import run_groups
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.metrics.client_traffic import (
     client_traffic_estimates,
@@ -32,17 +30,12 @@ from quicack.metrics.client_traffic import (
 )
 from quicack.metrics.selection import ackfreq22_fig4_runs
 
-RAW = Path(__file__).resolve().parent / "data" / "ack_policy" / "raw"
 PREVIEW_DB = Path(os.environ.get("QUICACK_ACKRATIO_DB", "/work/ackratio-preview/results/preview/quicack.duckdb"))
 
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, pl.DataFrame]:
-    parts: dict[str, list[pl.DataFrame]] = {}
-    for group in run_groups(RAW):
-        for name, frame in ingest_group(RAW, group, "ack_policy_fixture").items():
-            parts.setdefault(name, []).append(frame)
-    joined = {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+def tables(ack_policy_tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    joined = dict(ack_policy_tables)
     joined["ack_runs"] = quic_ack_runs(joined["runs"], joined["datagrams"], joined["packets"], joined["frames"])
     return joined
 

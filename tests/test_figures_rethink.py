@@ -5,32 +5,28 @@ and must say so) and, where it exists, the ACK-ratio preview dataset with the re
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from quicack.figures import rethink, tcpquic
-from quicack.figures.data import read_view_if_present, read_views
 from quicack.ingest import ingest_group
 from quicack.layout import run_groups
+from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.cwnd import cwnd_over_time
 from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
 from quicack.metrics.selection import rethink_runs
 
-RAW = Path(__file__).parent / "data" / "ack_policy" / "raw"
-PREVIEW_DB = Path("/work/ackratio-preview/results/preview/quicack.duckdb")
+SAMPLE_RAW = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"
 # Every QUIC datagram the aioquic client sends in the handshake's first flight is padded to 1,200 B of UDP payload.
 PADDED_INITIAL_IP_BYTES = 1228
 
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, pl.DataFrame]:
-    parts: dict[str, list[pl.DataFrame]] = {}
-    for group in run_groups(RAW):
-        for name, frame in ingest_group(RAW, group, "ack_policy_fixture").items():
-            parts.setdefault(name, []).append(frame)
-    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+def tables(ack_policy_tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    return ack_policy_tables
 
 
 @pytest.fixture(scope="module")
@@ -104,14 +100,14 @@ def test_return_size_cdf_draws_one_line_per_configuration(tables: dict[str, pl.D
 
 
 RENDERS = {
-    "rethink-fig1": lambda t: rethink.rethink_fig1_return_packet_sizes(t["runs"], t["datagrams"]),
-    "rethink-tab3": lambda t: rethink.rethink_tab3_return_volume(t["runs"], t["datagrams"]),
+    "rethink-fig1": lambda t: rethink.rethink_fig1_return_packet_sizes(t["runs"], t["datagrams"], t.get("tcp_segments")),
+    "rethink-tab3": lambda t: rethink.rethink_tab3_return_volume(t["runs"], t["datagrams"], t.get("tcp_segments")),
     "rethink-fig2": lambda t: rethink.rethink_fig2_return_overhead(t["runs"], t["ack_breakdown"]),
-    "rethink-fig3": lambda t: rethink.rethink_fig3_return_packet_rate(t["runs"], t["datagrams"]),
+    "rethink-fig3": lambda t: rethink.rethink_fig3_return_packet_rate(t["runs"], t["datagrams"], t.get("tcp_segments")),
     "rethink-fig4": lambda t: rethink.rethink_fig4_cwnd(t["runs"], t["metrics_logged"]),
     "rethink-fig5": lambda t: rethink.rethink_fig5_forward_rate(t["runs"], t["datagrams"]),
-    "tcpquic-fig-cdf": lambda t: tcpquic.tcpquic_fig_cdf_ack_sizes(t["runs"], t["datagrams"]),
-    "tcpquic-fig-volume": lambda t: tcpquic.tcpquic_fig_volume_acks(t["runs"], t["datagrams"]),
+    "tcpquic-fig-cdf": lambda t: tcpquic.tcpquic_fig_cdf_ack_sizes(t["runs"], t["datagrams"], t.get("tcp_segments")),
+    "tcpquic-fig-volume": lambda t: tcpquic.tcpquic_fig_volume_acks(t["runs"], t["datagrams"], t.get("tcp_segments")),
 }
 
 
@@ -122,19 +118,35 @@ def test_without_rethink_runs_each_artefact_is_a_placeholder_naming_them(tables:
     assert rendered.artefact is None and "rethink-satellite" in rendered.missing
 
 
-def _preview_tables() -> dict[str, pl.DataFrame] | None:
-    if not PREVIEW_DB.exists():
-        return None
-    views = read_views(PREVIEW_DB, "runs", "datagrams", "ack_breakdown", "metrics_logged")
-    if rethink_runs(views["runs"]).filter(pl.col("status") == "ok").is_empty():
-        return None
-    return views | {"tcp_segments": read_view_if_present(PREVIEW_DB, "tcp_segments")}
+@pytest.fixture(scope="module")
+def embedded_rethink(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
+    """The embedded dataset's rethink runs (data/sample/raw): the aioquic and Linux TCP receivers, every rethink
+    path profile (recorded; QUIC client side cut to headers, TCP both sides), copied into a raw folder of their own."""
+    raw = tmp_path_factory.mktemp("rethink") / "raw"
+    for pair in ("aioquic_aioquic", "linux-tcp_linux-tcp"):
+        for testcase in (SAMPLE_RAW / pair).glob("*-rethink-satellite*"):
+            shutil.copytree(testcase, raw / pair / testcase.name)
+    parts: dict[str, list[pl.DataFrame]] = {}
+    for group in run_groups(raw):
+        for name, frame in ingest_group(raw, group, "sample").items():
+            parts.setdefault(name, []).append(frame)
+    tables = {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+    tables["ack_breakdown"] = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"], tables["tcp_segments"])
+    return tables
 
 
 @pytest.mark.parametrize("artefact", sorted(RENDERS))
-def test_on_the_rethink_runs_each_artefact_is_drawn(artefact: str) -> None:
-    preview = _preview_tables()
-    if preview is None:
-        pytest.skip("the ACK-ratio preview dataset has no rethink-satellite runs yet")
-    rendered = RENDERS[artefact](preview)
+def test_on_the_embedded_rethink_runs_each_artefact_is_drawn(embedded_rethink: dict[str, pl.DataFrame], artefact: str) -> None:
+    assert set(rethink_runs(embedded_rethink["runs"])["protocol"]) == {"quic", "tcp"}
+    rendered = RENDERS[artefact](embedded_rethink)
     assert not rendered.missing and rendered.artefact is not None
+
+
+def test_table3_sets_tcp_after_the_router_beside_quic(embedded_rethink: dict[str, pl.DataFrame]) -> None:
+    table = RENDERS["rethink-tab3"](embedded_rethink).artefact
+    no_loss = {row["configuration"]: row for row in table.filter(pl.col("loss") == "no loss").iter_rows(named=True)}
+    # AR 1:10 cuts the QUIC receiver's return bytes about 4×; the router's thinning cuts Linux TCP's less (its ACKs
+    # are ≈ 1 per segment before the router, so 1:5 thinning leaves about 1 per 4)
+    assert 3.5 < no_loss["aioquic AR 1:2"]["return_kb"] / no_loss["aioquic AR 1:10"]["return_kb"] < 5
+    assert no_loss["linux-tcp AR 1:10"]["return_kb"] < 0.8 * no_loss["linux-tcp AR 1:2"]["return_kb"]
+    assert all(row["paper"] for row in no_loss.values())

@@ -12,8 +12,8 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
-from quicack.figures.rethink import volume_per_configuration
 from quicack.metrics.ack_policy import ack_policy_per_run
+from quicack.metrics.rethink_volume import volume_per_configuration
 from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
 from quicack.metrics.selection import (
     RETHINK_PROFILE,

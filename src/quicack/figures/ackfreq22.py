@@ -12,7 +12,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import polars as pl
 
-from quicack.figures.common import setup_style
+from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_over_time
@@ -373,17 +373,6 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Re
     cwnd = cwnd_over_time(metrics_logged.join(ok.select("run_id"), on="run_id", how="semi"))
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
-    setup_style()
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    colours = dict(zip(sorted(ok["configuration"].unique().to_list()), plt.get_cmap("tab10").colors, strict=False))
-    drawn = cwnd.join(ok.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
-    labelled: set[str] = set()
-    for (_run, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
-        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post", color=colours[configuration],
-                alpha=0.6, linewidth=0.8, label=None if configuration in labelled else configuration)  # fmt: skip
-        labelled.add(configuration)
-    ax.set_xlabel("time since the server's first metrics update (s)")
-    ax.set_ylabel("congestion window (KB)")
-    ax.legend(fontsize=7)
+    fig = cwnd_figure(cwnd, ok)
     note = "Every run's window as the aioquic server's qlog logged it (recovery:metrics_updated), pacing off. " + STAND_INS
     return Rendered(fig, runs=selected, note=note)

@@ -44,6 +44,24 @@ def setup_style() -> None:
     )
 
 
+def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
+    """Every run's congestion window over time (``metrics.cwnd.cwnd_over_time``) as a step line, one colour and one
+    legend entry per configuration (``configurations``: run_id, configuration)."""
+    setup_style()
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    colours = dict(zip(sorted(configurations["configuration"].unique().to_list()), plt.get_cmap("tab10").colors, strict=False))
+    drawn = cwnd.join(configurations.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
+    labelled: set[str] = set()
+    for (_run, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
+        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post", color=colours[configuration],
+                alpha=0.6, linewidth=0.8, label=None if configuration in labelled else configuration)  # fmt: skip
+        labelled.add(configuration)
+    ax.set_xlabel("time since the server's first metrics update (s)")
+    ax.set_ylabel("congestion window (KB)")
+    ax.legend(fontsize=7)
+    return fig
+
+
 def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription) -> list[Path]:
     """Write a rendered figure (one file per format) or table (CSV, Markdown, LaTeX) with its
     footnote; ``formats`` as the notebooks get it ("pdf,png") or as a list; tables ignore it."""

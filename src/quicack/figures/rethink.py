@@ -9,14 +9,20 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import polars as pl
 
-from quicack.figures.common import setup_style
+from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.cwnd import cwnd_over_time
+from quicack.metrics.rethink_volume import (
+    LOSS_LABELS,
+    WHERE,
+    ok_with_labels,
+    require_wire,
+    volume_per_configuration,
+    wire_of,
+)
 from quicack.metrics.return_path import (
     packets_per_second,
     return_link_rows,
     return_packet_sizes,
-    return_volume,
-    wire_packets,
 )
 from quicack.metrics.selection import (
     RETHINK_FILE_BYTES,
@@ -40,39 +46,14 @@ STAND_INS = (
 # Return packets above this size (path MTU probes, the handshake's padded Initials) leave the size axes readable;
 # the figure says how many there were.
 SIZE_AXIS_MAX_BYTES = 250
-WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
-LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
-
-
-def configuration_label() -> pl.Expr:
-    """'aioquic AR 1:2', 'linux-tcp AR 1:10': what a line or bar of these figures is."""
-    return pl.format("{} AR 1:{}", pl.col("client_impl"), pl.col("receiver_ack_ratio")).alias("configuration")
-
-
-def _ok_with_labels(selected: pl.DataFrame) -> pl.DataFrame:
-    return selected.filter(pl.col("status") == "ok").with_columns(
-        configuration_label(), pl.col("path_profile").str.contains("loss").alias("lossy")
-    )
-
-
-def _wire(ok: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
-    ids = ok.select("run_id")
-    tcp = None if tcp_segments is None else tcp_segments.join(ids, on="run_id", how="semi")
-    return wire_packets(datagrams.join(ids, on="run_id", how="semi"), tcp)
-
-
-def _require_wire(wire: pl.DataFrame, what: str) -> pl.DataFrame:
-    if wire.is_empty():
-        raise MissingData(f"no captured packets of the {what}")
-    return wire
 
 
 def labelled_return_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, return-path IP packet sizes after the first RTT with each run's configuration), no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs), what)
-    ok = _ok_with_labels(selected)
-    sizes = return_packet_sizes(_require_wire(_wire(ok, datagrams, tcp_segments), what))
+    ok = ok_with_labels(selected)
+    sizes = return_packet_sizes(require_wire(wire_of(ok, datagrams, tcp_segments), what))
     return selected, sizes.join(ok.select("run_id", "configuration"), on="run_id")
 
 
@@ -104,38 +85,6 @@ def rethink_fig1_return_packet_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame
         "client side of the link (Linux TCP: at the server side, after the router's ACK thinning). Paper medians: TCP 52, Chromium 63, quicly 68, picoquic 83 B. " + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
-
-
-def volume_per_configuration(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(the runs drawn, per loss × protocol × configuration the median return volume): forward MB and return KB as
-    measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
-    ``scaled_from`` says so."""
-    what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE)), what)
-    ok = _ok_with_labels(selected)
-    per_run = return_volume(_require_wire(_wire(ok, datagrams, tcp_segments), what)).join(
-        ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"
-    )
-    scale = RETHINK_FILE_BYTES / pl.col("file_bytes")
-    table = (
-        per_run.group_by("lossy", "protocol", "configuration", "receiver_ack_ratio", "file_bytes")
-        .agg(
-            pl.len().alias("runs"),
-            (pl.col("forward_ip_bytes").median() / 1e6).alias("forward_mb"),
-            (pl.col("return_ip_bytes").median() / 1e3).alias("return_kb"),
-            pl.col("return_percent_of_forward").median().alias("return_percent_of_forward"),
-        )
-        .with_columns(
-            (pl.col("return_kb") * scale).alias("return_kb_per_10mb"),
-            pl.when(scale != 1)
-            .then(pl.format("scaled ×{} from {} MB", scale.round(1), (pl.col("file_bytes") / 2**20).round(1)))
-            .otherwise(pl.lit("measured at 10 MB"))
-            .alias("scaled_from"),
-            pl.col("lossy").replace_strict(LOSS_LABELS, return_dtype=pl.Utf8).alias("loss"),
-        )
-        .sort("lossy", "protocol", "receiver_ack_ratio", "configuration")
-    )
-    return selected, table
 
 
 def _paper_volumes() -> pl.DataFrame:
@@ -203,7 +152,7 @@ def rethink_fig2_return_overhead(runs: pl.DataFrame, ack_breakdown: pl.DataFrame
     """rethink Fig. 2: return-path bytes by component, QUIC vs TCP, AR 1:2 and 1:10, (a) no loss (b) 1 % loss."""
     what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE)), what)
-    parts = return_components(ack_breakdown, _ok_with_labels(selected))
+    parts = return_components(ack_breakdown, ok_with_labels(selected))
     if parts.is_empty():
         raise MissingData(f"no ack_breakdown rows of the {what}")
     setup_style()
@@ -255,8 +204,8 @@ def rethink_fig3_return_packet_rate(runs: pl.DataFrame, datagrams: pl.DataFrame,
     """rethink Fig. 3: return-path packets per second (1 s bins), TCP and QUIC at AR 1:2 and 1:10, no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs), what)
-    ok = _ok_with_labels(selected)
-    rates = packets_per_second(_require_wire(_wire(ok, datagrams, tcp_segments), what), "c2s")
+    ok = ok_with_labels(selected)
+    rates = packets_per_second(require_wire(wire_of(ok, datagrams, tcp_segments), what), "c2s")
     lines = _median_per_second(rates, ok)
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
@@ -273,21 +222,11 @@ def rethink_fig4_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Rende
     """rethink Fig. 4: the server's congestion window over time, AR 1:2 vs 1:10 (QUIC, from the server's qlog)."""
     what = f"QUIC {WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs).filter(pl.col("protocol") == "quic"), what)
-    ok = _ok_with_labels(selected)
+    ok = ok_with_labels(selected)
     cwnd = cwnd_over_time(metrics_logged.join(ok.select("run_id"), on="run_id", how="semi"))
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
-    setup_style()
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    colours = dict(zip(sorted(ok["configuration"].unique().to_list()), plt.get_cmap("tab10").colors, strict=False))
-    drawn = cwnd.join(ok.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
-    for (run_id, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
-        first = drawn.filter(pl.col("configuration") == configuration)["run_id"][0] == run_id
-        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post", color=colours[configuration],
-                alpha=0.6, linewidth=0.8, label=configuration if first else None)  # fmt: skip
-    ax.set_xlabel("time since the server's first metrics update (s)")
-    ax.set_ylabel("congestion window (KB)")
-    ax.legend(fontsize=7)
+    fig = cwnd_figure(cwnd, ok)
     note = f"{WHERE}, no loss; every run's window as the aioquic server's qlog logged it (recovery:metrics_updated). " + STAND_INS
     return Rendered(fig, runs=selected, note=note)
 
@@ -300,8 +239,8 @@ def rethink_fig5_forward_rate(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_s
     """rethink Fig. 5: forward data packets per second, return path unconstrained vs 100 kbit/s, AR 1:2 vs 1:10."""
     what = f"{WHERE} and its 100 kbit/s-return variant at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs, tuple(RETURN_LABELS)), what)
-    ok = _ok_with_labels(selected)
-    rates = packets_per_second(_require_wire(_wire(ok, datagrams, tcp_segments), what), "s2c", data_only=True)
+    ok = ok_with_labels(selected)
+    rates = packets_per_second(require_wire(wire_of(ok, datagrams, tcp_segments), what), "s2c", data_only=True)
     lines = _median_per_second(rates, ok, "path_profile")
     setup_style()
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), sharey=True)

@@ -7,14 +7,8 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from quicack.figures.common import setup_style
-from quicack.figures.rethink import (
-    LOSS_LABELS,
-    STAND_INS,
-    WHERE,
-    labelled_return_sizes,
-    return_size_cdf,
-    volume_per_configuration,
-)
+from quicack.figures.rethink import STAND_INS, labelled_return_sizes, return_size_cdf
+from quicack.metrics.rethink_volume import LOSS_LABELS, WHERE, volume_per_configuration
 from quicack.rendered import Rendered, placeholder_when_missing
 
 

@@ -180,17 +180,20 @@ def quic_ack_runs(runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataF
         .join(quartiles, on=RUN_VANTAGE, how="left")
         .join(triggers, on=RUN_VANTAGE, how="left")
         .join(_loss_clusters(frames, runs), on=RUN_VANTAGE, how="left")
-        .with_columns(
-            pl.lit("quic").alias("protocol"),
-            (100.0 * pl.col("return_ip_bytes") / pl.col("forward_ip_bytes")).alias("return_percent_of_forward"),
-            (pl.col("download_end_ms") - pl.col("download_start_ms")).alias("download_time_ms"),
-            (1000.0 * pl.col("forward_data_packets") / (pl.col("download_end_ms") - pl.col("first_data_ms"))).alias(
-                "forward_data_packets_per_s"
-            ),
-        )
-        .drop("download_start_ms", "download_end_ms", "first_data_ms")
     )
-    return ACK_RUNS.conform(rows)
+    return finished_rows(rows, "quic")
+
+
+def finished_rows(rows: pl.DataFrame, protocol: str) -> pl.DataFrame:
+    """``ack_runs`` rows from per-run volumes and times (QUIC's here, TCP's in tcp_ack_runs): the return share, the
+    download time and the forward rate from ``download_start_ms`` / ``download_end_ms`` / ``first_data_ms``."""
+    finished = rows.with_columns(
+        pl.lit(protocol).alias("protocol"),
+        (100.0 * pl.col("return_ip_bytes") / pl.col("forward_ip_bytes")).alias("return_percent_of_forward"),
+        (pl.col("download_end_ms") - pl.col("download_start_ms")).alias("download_time_ms"),
+        (1000.0 * pl.col("forward_data_packets") / (pl.col("download_end_ms") - pl.col("first_data_ms"))).alias("forward_data_packets_per_s"),
+    ).drop("download_start_ms", "download_end_ms", "first_data_ms")
+    return ACK_RUNS.conform(finished)
 
 
 def with_tcp_rows(quic_rows: pl.DataFrame, tcp_rows: pl.DataFrame | None) -> pl.DataFrame:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.metrics.ack_runs import finished_rows
 from quicack.metrics.return_path import tcp_link_segments, tcp_wire_packets
-from quicack.schema import ACK_RUNS
 
 _SEQ_SPACE = 1 << 32
 RUN_VANTAGE = ["run_id", "vantage"]
@@ -95,17 +95,5 @@ def tcp_ack_runs(runs: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.Da
         advance.quantile(0.25, "lower").alias("measured_ack_ratio_p25"),
         advance.quantile(0.75, "higher").alias("measured_ack_ratio_p75"),
     )
-    rows = (
-        volumes.join(client_acks, on=RUN_VANTAGE, how="left")
-        .join(ratios, on="run_id", how="left")
-        .with_columns(
-            pl.lit("tcp").alias("protocol"),
-            (100.0 * pl.col("return_ip_bytes") / pl.col("forward_ip_bytes")).alias("return_percent_of_forward"),
-            (pl.col("download_end_ms") - pl.col("download_start_ms")).alias("download_time_ms"),
-            (1000.0 * pl.col("forward_data_packets") / (pl.col("download_end_ms") - pl.col("first_data_ms"))).alias(
-                "forward_data_packets_per_s"
-            ),
-        )
-        .drop("download_start_ms", "download_end_ms", "first_data_ms")
-    )
-    return ACK_RUNS.conform(rows)
+    rows = volumes.join(client_acks, on=RUN_VANTAGE, how="left").join(ratios, on="run_id", how="left")
+    return finished_rows(rows, "tcp")

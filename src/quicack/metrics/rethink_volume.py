@@ -1,0 +1,75 @@
+"""The runs of rethink's and tcpquic's measurements as a table of configurations: their labels ('aioquic AR 1:2',
+'linux-tcp AR 1:10'), their wire packets, and Table III's return volume per configuration — shared by the rethink
+and tcpquic figures and by the claims, which set the paper's numbers beside these."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from quicack.metrics.return_path import return_volume, wire_packets
+from quicack.metrics.selection import (
+    RETHINK_FILE_BYTES,
+    RETHINK_LOSS_PROFILE,
+    RETHINK_PROFILE,
+    MissingData,
+    require_runs,
+    rethink_runs,
+)
+
+WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
+LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
+
+
+def configuration_label() -> pl.Expr:
+    """'aioquic AR 1:2', 'linux-tcp AR 1:10': what a line or bar of these figures is."""
+    return pl.format("{} AR 1:{}", pl.col("client_impl"), pl.col("receiver_ack_ratio")).alias("configuration")
+
+
+def ok_with_labels(selected: pl.DataFrame) -> pl.DataFrame:
+    return selected.filter(pl.col("status") == "ok").with_columns(
+        configuration_label(), pl.col("path_profile").str.contains("loss").alias("lossy")
+    )
+
+
+def wire_of(ok: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
+    ids = ok.select("run_id")
+    tcp = None if tcp_segments is None else tcp_segments.join(ids, on="run_id", how="semi")
+    return wire_packets(datagrams.join(ids, on="run_id", how="semi"), tcp)
+
+
+def require_wire(wire: pl.DataFrame, what: str) -> pl.DataFrame:
+    if wire.is_empty():
+        raise MissingData(f"no captured packets of the {what}")
+    return wire
+
+
+def volume_per_configuration(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the runs drawn, per loss × protocol × configuration the median return volume): forward MB and return KB as
+    measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
+    ``scaled_from`` says so."""
+    what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
+    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE)), what)
+    ok = ok_with_labels(selected)
+    per_run = return_volume(require_wire(wire_of(ok, datagrams, tcp_segments), what)).join(
+        ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"
+    )
+    scale = RETHINK_FILE_BYTES / pl.col("file_bytes")
+    table = (
+        per_run.group_by("lossy", "protocol", "configuration", "receiver_ack_ratio", "file_bytes")
+        .agg(
+            pl.len().alias("runs"),
+            (pl.col("forward_ip_bytes").median() / 1e6).alias("forward_mb"),
+            (pl.col("return_ip_bytes").median() / 1e3).alias("return_kb"),
+            pl.col("return_percent_of_forward").median().alias("return_percent_of_forward"),
+        )
+        .with_columns(
+            (pl.col("return_kb") * scale).alias("return_kb_per_10mb"),
+            pl.when(scale != 1)
+            .then(pl.format("scaled ×{} from {} MB", scale.round(1), (pl.col("file_bytes") / 2**20).round(1)))
+            .otherwise(pl.lit("measured at 10 MB"))
+            .alias("scaled_from"),
+            pl.col("lossy").replace_strict(LOSS_LABELS, return_dtype=pl.Utf8).alias("loss"),
+        )
+        .sort("lossy", "protocol", "receiver_ack_ratio", "configuration")
+    )
+    return selected, table
