@@ -28,7 +28,8 @@ def _is_capture(path: Path) -> bool:
     return path.is_file() and any(path.name.endswith(suffix) for suffix in CAPTURE_SUFFIXES)
 
 
-CUT_BY_DIRECTION = "ack_policy"
+# Fixtures whose datagrams not sent by the client were cut after recording (their READMEs).
+CUT_BY_DIRECTION = ("ack_policy", "ack_receivers")
 TCP_ONLY = "tcp"  # tests/data/tcp: Linux TCP runs, no QUIC (test_tcp_segments.py reads them)
 
 
@@ -43,10 +44,11 @@ def find_captures(include_snaplen_cut: bool = False, root: Path = DATA, include_
     for path in sorted(root.rglob("*")):
         if not _is_capture(path) or path.relative_to(root).parts[0] == TCP_ONLY:
             continue
-        if ("snaplen" in path.name or CUT_BY_DIRECTION in path.relative_to(root).parts) and not include_snaplen_cut:
+        cut = "snaplen" in path.name or any(part in CUT_BY_DIRECTION for part in path.relative_to(root).parts)
+        if cut and not include_snaplen_cut:
             # Cut by the snap length on purpose: it cannot decrypt everything; test_pcap_decode tests it alone.
-            # tests/data/ack_policy keeps the client's ACKs whole but cuts the server's datagrams to 96 B after
-            # recording (its README): tests/test_ack_policy_receiver.py reads it.
+            # tests/data/ack_policy and ack_receivers keep the client's ACKs whole but cut the server's datagrams to
+            # 96 B after recording (their READMEs): test_ack_policy_receiver.py and test_ack_receivers.py read them.
             continue
         if path.stat().st_size == 0 and not include_empty:
             # A failed run's empty capture (tests/data/qir_as_found): nothing to account; test_ingest tests it.

@@ -106,12 +106,14 @@ def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_th
     assert all(group_to_json(after[key]) == group_to_json(before[key]) for key in after if key not in extended)
     with pytest.raises(ValueError, match="kept_repetitions"):
         expand(base | {"extra": [more | {"repetitions": 3}]})
-    # The embedded dataset's config: the 9 ms groups of Figs. 7 and 16 go to ten repetitions, keeping 1–3.
+    # The embedded dataset's config: the 9 ms groups of Figs. 5–7 and 16 go to ten repetitions, keeping 1–3, for
+    # all six clients (quiche's too).
     testbed = yaml.safe_load((REPO / "config" / "testbed.yaml").read_text())["testbed"]
     kept = [g for g in expand(testbed) if g.kept_repetitions]
     assert {(g.scenario, g.rtt_ms, g.repetitions, g.kept_repetitions) for g in kept} == {
-        (s, 9.0, 10, 3) for s in ("noloss", "drop_client_flight")
+        (s, 9.0, 10, 3) for s in ("noloss", "drop_client_flight", "amplification", "drop_server_flight")
     }
+    assert len({g.client for g in kept}) == 6 and len(kept) == 6 * 4 * 2
 
 
 def test_runner_refuses_clearly_without_root(
