@@ -1,6 +1,6 @@
 """Compare the capture decoder's output between versions and engines: every table of every capture, row by row.
 
-    python bench/compare_decoders.py [--old-src /work/main/src] [--batch-rows 32768] [--capture C --keylog K ...]
+    python bench/compare_decoders.py --old-src OLD_CHECKOUT/src [--batch-rows 32768] [--capture C --keylog K ...]
 
 Decodes every capture under tests/data and data/sample/raw (with their keylogs, as tests/test_pcap_support.py
 finds them, the snap-length-cut and empty ones included) three times, each in its own process: with the old
@@ -64,7 +64,7 @@ def compare(old: Path, new: Path, captures: list[tuple[str, list[str]]]) -> list
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old-src", type=Path, default=Path("/work/main/src"), help="the old version's src folder")
+    parser.add_argument("--old-src", type=Path, required=True, help="the old version's src folder (e.g. a checkout of main: git worktree add)")
     parser.add_argument("--batch-rows", type=int, default=32_768)
     parser.add_argument("--capture", action="append", default=[], help="another capture (with --keylog after it)")
     parser.add_argument("--keylog", action="append", default=[], help="keylog of the --capture before it")

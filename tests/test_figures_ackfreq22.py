@@ -3,14 +3,13 @@
 
 The core tests run on tests/data/ack_policy (nine real 1 MB aioquic downloads, 40/100 ms RTT, no path profile): the
 model's inputs and estimates, the return-path components, and that every artefact says what is missing when a dataset
-lacks the ackfreq22 path profiles. The tests marked ``preview`` run the artefacts on the ACK-ratio matrix recorded over
-the ackfreq22 profiles, when a build of it is present (QUICACK_ACKRATIO_DB, default the preview build under
-/work/ackratio-preview); they skip otherwise.
+lacks the ackfreq22 path profiles. The ``test_matrix_*`` tests run the artefacts on the embedded dataset's ACK-ratio
+matrix over the ackfreq22 profiles (data/sample/raw: the aioquic receiver's 1 MB downloads).
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -18,7 +17,7 @@ import polars as pl
 import pytest
 
 from quicack.figures import ackfreq22 as artefacts
-from quicack.figures.data import read_views
+from quicack.ingest import ingest_group
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.metrics.client_traffic import (
     client_traffic_estimates,
@@ -30,7 +29,7 @@ from quicack.metrics.client_traffic import (
 )
 from quicack.metrics.selection import ackfreq22_fig4_runs
 
-PREVIEW_DB = Path(os.environ.get("QUICACK_ACKRATIO_DB", "/work/ackratio-preview/results/preview/quicack.duckdb"))
+SAMPLE_RAW = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"
 
 
 @pytest.fixture(scope="module")
@@ -136,18 +135,18 @@ def test_without_the_ackfreq22_paths_each_artefact_says_what_is_missing(tables, 
 
 # -- on the recorded ACK-ratio matrix (optional) ---------------------------------------------------------------------
 
-preview = pytest.mark.skipif(not PREVIEW_DB.exists(), reason=f"optional: no build of the ACK-ratio matrix at {PREVIEW_DB}")
-
-
 @pytest.fixture(scope="module")
-def matrix() -> dict[str, pl.DataFrame]:
-    views = read_views(PREVIEW_DB, "runs", "datagrams", "packets", "frames", "metrics_logged")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
+    raw = tmp_path_factory.mktemp("ackfreq22") / "raw"
+    group = "aioquic_aioquic"
+    for testcase in (SAMPLE_RAW / group).glob("ack_ratio*-ackfreq22-*"):
+        shutil.copytree(testcase, raw / group / testcase.name)
+    views = ingest_group(raw, group, "sample")
     views["ack_runs"] = quic_ack_runs(views["runs"], views["datagrams"], views["packets"], views["frames"])
     return views
 
 
-@preview
-def test_preview_table4_has_every_cell_of_the_recorded_matrix(matrix) -> None:
+def test_matrix_table4_has_every_cell_of_the_recorded_matrix(matrix) -> None:
     rendered = artefacts.ackfreq22_tab04_download_time(matrix["runs"], matrix["ack_runs"])
     table = rendered.artefact
     assert isinstance(table, pl.DataFrame) and table.height == 12
@@ -159,8 +158,7 @@ def test_preview_table4_has_every_cell_of_the_recorded_matrix(matrix) -> None:
     assert no_loss.is_between(4.5, 7.0).all()
 
 
-@preview
-def test_preview_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
+def test_matrix_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
     selected = ackfreq22_fig4_runs(matrix["runs"])
     assert selected.height >= 5
     per_run = client_traffic_estimates(selected, matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"])
@@ -173,8 +171,7 @@ def test_preview_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
     plt.close(figure.artefact)
 
 
-@preview
-def test_preview_table1_measures_the_configured_round_trips(matrix) -> None:
+def test_matrix_table1_measures_the_configured_round_trips(matrix) -> None:
     table = artefacts.ackfreq22_tab01_paths(matrix["runs"], matrix["datagrams"], matrix["ack_runs"]).artefact
     measured = table.drop_nulls("measured_rtt_ms")
     assert measured.height >= 3

@@ -1,7 +1,7 @@
 """How the testbed sets a receiver's ACK policy (``receiver_ack_policy``), per client and server.
 
 The receiver is the downloading client; what can be set, and by whom, depends on the implementation
-(/work/shared/ACKRATIO.md, "Which receivers can be driven here"):
+(ACKRATIO.md of the project's shared notes, beside the repository: ../shared/ACKRATIO.md, "Which receivers can be driven here"):
 
 * **aioquic client** — by itself (``RECEIVER``): quicack's ``QuicConnection`` subclass
   (quicack.testbed.ack_policy_receiver) takes AR N, a delay (fixed or an RTT fraction) and D / NR / 3A.
