@@ -16,36 +16,21 @@ server's qlog is kept only in the groups that keep it (``server_qlog``: the send
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
-from functools import partial
 from pathlib import Path
 
-from record_ack_policy import SERVER_DATAGRAM_SNAPLEN, cut_other_than
-
-from quicack.testbed import router
-from quicack.testbed.run import load_config, run_group
-from quicack.testbed.scenarios import expand
+from fixture_recording import keep_client_side_cut, record_fixture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "ack_receivers"
 
 
 def main() -> int:
-    groups = expand(load_config(FIXTURE / "testbed.yaml"))
-    raw = FIXTURE / "raw"
-    shutil.rmtree(raw, ignore_errors=True)
-    router.PathImpairment = partial(router.PathImpairment, rt_priority=0, spin_ms=0.0)  # type: ignore[misc]
-    failed = 0
-    for group in groups:
-        failed += sum(result.status != "ok" for result in run_group(group, raw))
+    raw, failed = record_fixture(FIXTURE)
     for client_qlogs in raw.glob("*/*/*/client/qlog"):
         shutil.rmtree(client_qlogs)
-    for client_side in raw.glob("*/*/*/sim/trace_node_left.pcap.gz"):
-        run = json.loads((client_side.parents[1] / "run.json").read_text())
-        cut_other_than(client_side, run["testbed"]["addresses"]["client"], SERVER_DATAGRAM_SNAPLEN)
+    keep_client_side_cut(raw)
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

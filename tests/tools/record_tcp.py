@@ -12,28 +12,17 @@ sub-millisecond timing, and the machine is shared). Both router captures are kep
 
 from __future__ import annotations
 
-import shutil
 import sys
-from functools import partial
 from pathlib import Path
 
-from quicack.testbed import router
-from quicack.testbed.run import load_config, run_group
-from quicack.testbed.scenarios import expand
+from fixture_recording import record_fixture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "tcp"
 
 
 def main() -> int:
-    groups = expand(load_config(FIXTURE / "testbed.yaml"))
-    raw = FIXTURE / "raw"
-    shutil.rmtree(raw, ignore_errors=True)
-    router.PathImpairment = partial(router.PathImpairment, rt_priority=0, spin_ms=0.0)  # type: ignore[misc]
-    failed = 0
-    for group in groups:
-        failed += sum(result.status != "ok" for result in run_group(group, raw))
+    _raw, failed = record_fixture(FIXTURE)
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
