@@ -265,6 +265,19 @@ def download_times(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> tuple[pl.DataF
     return selected, drawn
 
 
+def _paper_beside_ours(paper: pl.DataFrame, paper_value: str, ours: pl.DataFrame, ours_value: str, unit: str) -> pl.DataFrame:
+    """Tables 4 and 5: one row per (condition, AR), per path the paper's cell, ours and our run count side by side."""
+    keys = ["path", "condition", "ack_ratio"]
+    long = paper.rename({paper_value: "paper_value"}).join(ours.rename({ours_value: "ours_value"}), on=keys, how="full", coalesce=True)
+    columns = []
+    for path in ACKFREQ22_PATHS:
+        label, here = PATH_LABELS[path], pl.col("path") == path
+        columns += [pl.col("paper_value").filter(here).first().alias(f"{label} paper ({unit})"),
+                    pl.col("ours_value").filter(here).first().alias(f"{label} ours ({unit})"),
+                    pl.col("runs").filter(here).first().alias(f"{label} runs")]  # fmt: skip
+    return long.group_by("condition", "ack_ratio").agg(columns)
+
+
 @placeholder_when_missing
 def ackfreq22_tab04_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Rendered:
     """Table 4: median time to download 1 MB (s) per AR and condition (no loss; 1 % loss with D, NR, 3A), per path, ours
@@ -274,17 +287,9 @@ def ackfreq22_tab04_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
         pl.col("download_s").median().round(2).alias("ours_s"), pl.len().alias("runs")
     )
     paper = paper_table("ackfreq22", "tab04").with_columns(pl.col("ack_ratio").cast(pl.Int64), pl.col("download_s").cast(pl.Float64))
-    long = paper.rename({"download_s": "paper_s"}).join(ours, on=["path", "condition", "ack_ratio"], how="full", coalesce=True)
-    columns = []
-    for path in ACKFREQ22_PATHS:
-        label = PATH_LABELS[path]
-        columns += [pl.col("paper_s").filter(pl.col("path") == path).first().alias(f"{label} paper (s)"),
-                    pl.col("ours_s").filter(pl.col("path") == path).first().alias(f"{label} ours (s)"),
-                    pl.col("runs").filter(pl.col("path") == path).first().alias(f"{label} runs")]  # fmt: skip
     order = {c: i for i, c in enumerate(["no loss", *[f"1 % loss {p}" for p in ACKFREQ22_REORDERING_POLICIES]])}
     table = (
-        long.group_by("condition", "ack_ratio")
-        .agg(columns)
+        _paper_beside_ours(paper, "download_s", ours, "ours_s", "s")
         .with_columns(pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("order"))
         .sort("order", "ack_ratio")
         .drop("order")
@@ -338,14 +343,7 @@ def ackfreq22_tab05_timer_acks(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Re
         .agg(pl.col("timer_percent").median().round(1).alias("ours_percent"), pl.len().alias("runs"))
     )
     paper = paper_table("ackfreq22", "tab05").with_columns(pl.col("ack_ratio").cast(pl.Int64), pl.col("timer_percent").cast(pl.Float64))
-    long = paper.rename({"timer_percent": "paper_percent"}).join(ours, on=["path", "condition", "ack_ratio"], how="full", coalesce=True)
-    columns = []
-    for path in ACKFREQ22_PATHS:
-        label = PATH_LABELS[path]
-        columns += [pl.col("paper_percent").filter(pl.col("path") == path).first().alias(f"{label} paper (%)"),
-                    pl.col("ours_percent").filter(pl.col("path") == path).first().alias(f"{label} ours (%)"),
-                    pl.col("runs").filter(pl.col("path") == path).first().alias(f"{label} runs")]  # fmt: skip
-    table = long.group_by("condition", "ack_ratio").agg(columns).sort(pl.col("condition") != "no loss", "ack_ratio")
+    table = _paper_beside_ours(paper, "timer_percent", ours, "ours_percent", "%").sort(pl.col("condition") != "no loss", "ack_ratio")
     note = (
         "Timer share: ACKs the receiver's qlog says the delay timer sent (d = 25 ms) over its application-data ACKs (the "
         "handshake's left out), per connection, median over runs; 1 % loss with policy D. " + STAND_INS

@@ -1,0 +1,117 @@
+"""A raw folder as one archive, the way the embedded dataset is kept in git (``data/sample/raw.tar.xz``).
+
+Thousands of small run files cost a file-system block and a folder entry each, and every gzip stream is compressed
+on its own; one xz stream over the whole folder, with each ``.gz`` file stored decompressed, shares what runs have
+in common (headers, handshakes, qlog keys): 52.5 MB of files become about 31 MB. ``install.sh`` unpacks it into
+``data/sample/raw`` (git ignores that folder), the ``.gz`` files compressed again (gzip level 9, no timestamp),
+so the pipeline, the tests and the testbed see the usual raw layout (quicack.layout.runs).
+
+    python -m quicack.layout.archive unpack data/sample/raw.tar.xz data/sample/raw
+    python -m quicack.layout.archive pack data/sample/raw data/sample/raw.tar.xz    # after recording more runs
+
+``unpack`` leaves a raw folder alone that it did not make (a folder of one's own recordings) and one it made from
+this very archive; a marker file records which archive a folder came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import lzma
+import sys
+import tarfile
+from pathlib import Path, PurePosixPath
+
+GZIP_SUFFIX = ".gz"
+# PAX header of a member that was a .gz file: unpack compresses it again under its old name.
+GZIPPED_HEADER = "QUICACK.gzipped"
+MARKER = ".unpacked-from"  # in the raw folder: the sha256 of the archive it was unpacked from
+XZ_PRESET = 9
+
+
+class ArchiveError(ValueError):
+    """The archive cannot be read or would write outside the raw folder."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pack(raw: Path, archive: Path, preset: int = XZ_PRESET) -> int:
+    """Write every file below ``raw`` into ``archive`` (sorted, no owners or times: the same folder gives the same
+    bytes), ``.gz`` files decompressed; returns the number of files."""
+    files = sorted(p for p in raw.rglob("*") if p.is_file() and p.name != MARKER)
+    partial = archive.with_name(archive.name + ".partial")
+    with lzma.open(partial, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in files:
+            name = path.relative_to(raw).as_posix()
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            if name.endswith(GZIP_SUFFIX):
+                data = gzip.decompress(data)
+                info.name = name[: -len(GZIP_SUFFIX)]
+                info.pax_headers = {GZIPPED_HEADER: "1"}
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    partial.replace(archive)
+    return len(files)
+
+
+def unpack(archive: Path, raw: Path) -> str:
+    """Unpack ``archive`` into ``raw`` unless ``raw`` already holds it or holds runs of its own; what was done."""
+    wanted = _sha256(archive)
+    marker = raw / MARKER
+    if marker.is_file() and marker.read_text().strip() == wanted:
+        return f"{raw} holds {archive.name} already"
+    if raw.is_dir() and any(raw.iterdir()) and not marker.is_file():
+        return f"{raw} has runs not unpacked from {archive.name}: left as it is"
+    count = 0
+    try:
+        with lzma.open(archive, "rb") as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+            for member in tar:
+                path = PurePosixPath(member.name)
+                if not member.isfile() or path.is_absolute() or ".." in path.parts:
+                    raise ArchiveError(f"{archive}: unexpected member {member.name!r}")
+                stream = tar.extractfile(member)
+                data = stream.read() if stream is not None else b""
+                target = raw / path
+                if member.pax_headers.get(GZIPPED_HEADER) == "1":
+                    data, target = gzip.compress(data, compresslevel=9, mtime=0), target.with_name(target.name + GZIP_SUFFIX)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                count += 1
+    except (lzma.LZMAError, tarfile.TarError, EOFError) as error:
+        raise ArchiveError(f"{archive}: damaged archive ({error}); {count} files unpacked before it") from error
+    marker.write_text(wanted + "\n")
+    return f"unpacked {count} files of {archive.name} into {raw}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("pack", help="a raw folder -> one .tar.xz")
+    p.add_argument("raw", type=Path)
+    p.add_argument("archive", type=Path)
+    u = commands.add_parser("unpack", help="a .tar.xz -> a raw folder (left alone when it holds it or runs of its own)")
+    u.add_argument("archive", type=Path)
+    u.add_argument("raw", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "pack":
+            print(f"packed {pack(args.raw, args.archive)} files of {args.raw} into {args.archive}")
+        else:
+            print(unpack(args.archive, args.raw))
+    except (ArchiveError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
