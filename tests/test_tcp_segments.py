@@ -331,3 +331,18 @@ def test_return_link_rows_read_tcp_after_the_router_and_quic_at_the_client() -> 
     # a QUIC run has no 'tcp' rows: it keeps one_vantage_per_run's capture point
     quic_like = breakdown.with_columns(pl.lit("quic").alias("protocol"))
     assert set(return_link_rows(quic_like)["vantage"]) == {"sim_left"}
+
+
+def test_a_tcp_capture_cut_inside_a_record_keeps_the_segments_before_it_handmade(tmp_path: Path) -> None:
+    """Damage made by hand: a recorded Linux TCP capture cut in the middle of a record."""
+    whole = _capture("ar2", "right")
+    data = gzip.decompress(whole.read_bytes())
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) // 2 + 7])
+    batches = list(decode_capture(cut, run_id="cut"))
+    kept = pl.concat([batch.tcp_segments for batch in batches])
+    issues = pl.concat([batch.ingest_issues for batch in batches])
+    assert 0 < kept.height < segments(whole).height
+    same = ["time_abs_ns", "direction", "ip_bytes", "seq", "ack", "flags", "sack_blocks"]
+    assert kept.select(same).sort("time_abs_ns").equals(segments(whole).select(same).sort("time_abs_ns").head(kept.height))
+    assert issues.filter(pl.col("message").str.contains("truncated")).height == 1
