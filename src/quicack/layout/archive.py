@@ -28,7 +28,7 @@ GZIP_SUFFIX = ".gz"
 # PAX header of a member that was a .gz file: unpack compresses it again under its old name.
 GZIPPED_HEADER = "QUICACK.gzipped"
 MARKER = ".unpacked-from"  # in the raw folder: the sha256 of the archive it was unpacked from
-XZ_PRESET = 9
+XZ_PRESET = 9 | lzma.PRESET_EXTREME
 
 
 class ArchiveError(ValueError):

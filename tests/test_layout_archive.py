@@ -1,0 +1,59 @@
+"""quicack.layout.archive: the embedded dataset's one-file form (data/sample/raw.tar.xz), on recorded runs."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from quicack.layout.archive import MARKER, ArchiveError, pack, unpack
+
+RUNS = Path(__file__).parent / "data" / "tcp" / "raw"  # four recorded Linux TCP runs: run.json, .pcap.gz captures
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _contents(raw: Path) -> dict[str, bytes]:
+    """Every file's content, .gz files decompressed (unpack compresses them again, not byte for byte)."""
+    return {
+        p.relative_to(raw).as_posix(): gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+        for p in raw.rglob("*")
+        if p.is_file() and p.name != MARKER
+    }
+
+
+def test_unpack_gives_back_what_was_packed(tmp_path: Path) -> None:
+    archive = tmp_path / "raw.tar.xz"
+    assert pack(RUNS, archive) == len(_contents(RUNS)) > 8
+    out = tmp_path / "raw"
+    assert unpack(archive, out).startswith("unpacked")
+    assert _contents(out) == _contents(RUNS)
+    assert sorted(p.name for p in out.rglob("*.pcap.gz"))  # the layout's names, compressed again
+    assert "already" in unpack(archive, out)
+    again = tmp_path / "again.tar.xz"
+    pack(RUNS, again)
+    assert again.read_bytes() == archive.read_bytes()  # no times or owners inside: same folder, same bytes
+
+
+def test_a_folder_of_ones_own_runs_is_left_alone(tmp_path: Path) -> None:
+    archive = tmp_path / "raw.tar.xz"
+    pack(RUNS, archive)
+    own = tmp_path / "own"
+    shutil.copytree(RUNS, own)
+    assert "left as it is" in unpack(archive, own)
+    assert not (own / MARKER).exists()
+
+
+def test_a_damaged_archive_says_so_handmade(tmp_path: Path) -> None:
+    archive = tmp_path / "raw.tar.xz"
+    pack(RUNS, archive)
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])  # hand-made: cut in the middle
+    with pytest.raises(ArchiveError, match="damaged archive"):
+        unpack(archive, tmp_path / "raw")
+
+
+def test_the_embedded_dataset_is_unpacked_from_its_archive() -> None:
+    archive = REPO / "data" / "sample" / "raw.tar.xz"
+    assert archive.is_file() and archive.stat().st_size < 40e6
+    assert (REPO / "data" / "sample" / "raw" / MARKER).is_file(), "install.sh unpacks data/sample/raw.tar.xz"
