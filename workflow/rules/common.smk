@@ -26,7 +26,7 @@ CONDA_ENV = "../../environment.yml"
 
 DATASET = config["dataset"]
 RAW = Path(config["raw_dir"])
-if not RAW.is_dir() and RAW.with_name(RAW.name + ".tar.xz").is_file():
+if not RAW.is_dir() and Path(f"{RAW}.tar.xz").is_file():
     raise WorkflowError(
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
         f"python -m quicack.layout.archive unpack {RAW}.tar.xz {RAW}"
