@@ -102,7 +102,12 @@ def return_link_rows(rows: pl.DataFrame) -> pl.DataFrame:
 
 def tcp_wire_packets(tcp_segments: pl.DataFrame) -> pl.DataFrame:
     """One row per TCP segment of each run as its links carried it (``tcp_link_segments``)."""
-    rows = tcp_link_segments(tcp_segments).select(
+    return link_wire_packets(tcp_link_segments(tcp_segments))
+
+
+def link_wire_packets(links: pl.DataFrame) -> pl.DataFrame:
+    """Wire packets of TCP segments already chosen per link (``tcp_link_segments``' rows)."""
+    rows = links.select(
         "run_id",
         "vantage",
         pl.lit("tcp").alias("protocol"),

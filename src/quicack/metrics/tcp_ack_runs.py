@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.metrics.ack_runs import finished_rows
-from quicack.metrics.return_path import tcp_link_segments, tcp_wire_packets
+from quicack.metrics.return_path import link_wire_packets, tcp_link_segments
 
 _SEQ_SPACE = 1 << 32
 RUN_VANTAGE = ["run_id", "vantage"]
@@ -75,7 +75,7 @@ def tcp_ack_runs(runs: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.Da
     links = tcp_link_segments(tcp_segments.join(runs.select("run_id"), on="run_id", how="semi"))
     if links.is_empty():
         return None
-    wire = tcp_wire_packets(links)
+    wire = link_wire_packets(links)
     forward_data = (pl.col("direction") == "s2c") & pl.col("carries_data")
     volumes = wire.group_by(RUN_VANTAGE).agg(
         pl.col("ip_bytes").filter(pl.col("direction") == "s2c").sum().alias("forward_ip_bytes"),
