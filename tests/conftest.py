@@ -13,9 +13,10 @@ REPO = Path(__file__).resolve().parent.parent
 QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
 
 
-def snakemake(*args: str) -> subprocess.CompletedProcess:
+def snakemake(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """The workflow from the repository root on two cores, as the README's commands run it."""
-    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout_s)
 
 
 def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path | None, meta: dict | None) -> Path:

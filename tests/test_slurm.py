@@ -71,7 +71,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-MinJobAge=600
+MinJobAge=86400
 ReturnToService=2
 NodeName={node} NodeAddr=127.0.0.1 CPUs={min(2, os.cpu_count() or 1)} RealMemory={memory_mb // 2} State=UNKNOWN
 PartitionName=quicack Nodes={node} Default=YES MaxTime=INFINITE State=UP
@@ -174,20 +174,24 @@ def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, 
         "--slurm-init-seconds-before-status-checks", "1",
         "--slurm-logdir", str(slurm_logs), "--slurm-keep-successful-logs",
         "--config", f"results_dir={slurm_results}",
+        # Each of the ~27 jobs pays two Snakemake start-ups and a status check (≈ 5 s idle, 20 s at load 6 on
+        # 2 cores: 546 s measured in one loaded run); a hang still ends the test.
+        timeout_s=1800,
     )
     slurm_seconds = time.monotonic() - started
     assert through_slurm.returncode == 0, through_slurm.stderr[-4000:]
+    # Asked now, not after the local run: slurmctld forgets a finished job MinJobAge seconds after it ended.
+    jobs = slurm_jobs(slurm_cluster)
 
     local_results = tmp_path / "local"
     started = time.monotonic()
-    local = snakemake("--config", f"results_dir={local_results}")
+    local = snakemake("--config", f"results_dir={local_results}", timeout_s=1200)
     local_seconds = time.monotonic() - started
     assert local.returncode == 0, local.stderr[-4000:]
     print(f"wall time: through SLURM {slurm_seconds:.0f} s, local {local_seconds:.0f} s")
 
     # Every job ran in a SLURM allocation: each finished SLURM job left its log (named by its SLURM job id), and
     # the jobs those logs show are every job of the local run but `all`, which has no command of its own.
-    jobs = slurm_jobs(slurm_cluster)
     assert jobs and set(jobs.values()) == {"COMPLETED"}, jobs
     job_logs = sorted(slurm_logs.rglob("*.log"))
     assert {log.stem for log in job_logs} == set(jobs)
