@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyLong, PyTuple};
 
 use crate::arrow::{ArrowTable, Column};
-use crate::json::{self, get, Object, Value};
+use crate::json::{get, Obj, Tape, Value};
 
 // Beyond this many ms from 0 an event time is corrupt (reader.MAX_TIME_MS).
 const MAX_TIME_MS: f64 = 4.6e12;
@@ -95,15 +95,15 @@ struct HandOff;
 
 type Checked<T> = Result<T, HandOff>;
 
-impl From<json::Fail> for HandOff {
-    fn from(_: json::Fail) -> Self {
+impl From<crate::json::Fail> for HandOff {
+    fn from(_: crate::json::Fail) -> Self {
         HandOff
     }
 }
 
 /// The code of a type name (`packet_type_code` / `frame_type_code` of its ASCII lowercase); a non-string is
 /// "unknown"; a non-ASCII string goes to Python (its Unicode lowercase may differ).
-fn type_code(value: Option<&Value>, lookup: fn(&str) -> u8, unknown: u8) -> Checked<u8> {
+fn type_code(value: Option<Value>, lookup: fn(&str) -> u8, unknown: u8) -> Checked<u8> {
     match value {
         Some(Value::Str(s)) => {
             if !s.is_ascii() {
@@ -120,34 +120,34 @@ fn type_code(value: Option<&Value>, lookup: fn(&str) -> u8, unknown: u8) -> Chec
 }
 
 /// normalize._int for the values the lane takes: ints, null, and what _int turns into None.
-fn py_int(value: Option<&Value>) -> Checked<Option<i64>> {
+fn py_int(value: Option<Value>) -> Checked<Option<i64>> {
     match value {
         None | Some(Value::Null) | Some(Value::Bool(_)) | Some(Value::Array(_)) | Some(Value::Object(_)) => Ok(None),
-        Some(Value::Int(i)) => Ok(Some(*i)),
+        Some(Value::Int(i)) => Ok(Some(i)),
         Some(Value::Float(_)) | Some(Value::Str(_)) => Err(HandOff),
     }
 }
 
 /// normalize._num likewise.
-fn py_num(value: Option<&Value>) -> Checked<Option<f64>> {
+fn py_num(value: Option<Value>) -> Checked<Option<f64>> {
     match value {
         None | Some(Value::Null) | Some(Value::Bool(_)) | Some(Value::Array(_)) | Some(Value::Object(_)) => Ok(None),
-        Some(Value::Int(i)) => Ok(Some(*i as f64)),
-        Some(Value::Float(f)) => Ok(Some(*f)),
+        Some(Value::Int(i)) => Ok(Some(i as f64)),
+        Some(Value::Float(f)) => Ok(Some(f)),
         Some(Value::Str(_)) => Err(HandOff),
     }
 }
 
 /// A value the Python reader puts into an Int64 column as it is: only ints and nulls here.
-fn raw_int(value: Option<&Value>) -> Checked<Option<i64>> {
+fn raw_int(value: Option<Value>) -> Checked<Option<i64>> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Int(i)) => Ok(Some(*i)),
+        Some(Value::Int(i)) => Ok(Some(i)),
         _ => Err(HandOff),
     }
 }
 
-fn is_none(value: Option<&Value>) -> bool {
+fn is_none(value: Option<Value>) -> bool {
     matches!(value, None | Some(Value::Null))
 }
 
@@ -169,11 +169,11 @@ impl Num {
 }
 
 /// A raw RTT metric (metrics scale 1.0): number or null.
-fn raw_num(value: Option<&Value>) -> Checked<Option<Num>> {
+fn raw_num(value: Option<Value>) -> Checked<Option<Num>> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Int(i)) if i.abs() <= EXACT_FLOAT_INT => Ok(Some(Num::I(*i))),
-        Some(Value::Float(f)) => Ok(Some(Num::F(*f))),
+        Some(Value::Int(i)) if i.abs() <= EXACT_FLOAT_INT => Ok(Some(Num::I(i))),
+        Some(Value::Float(f)) => Ok(Some(Num::F(f))),
         _ => Err(HandOff),
     }
 }
@@ -377,33 +377,33 @@ impl Conn {
         }))
     }
 
-    fn plan_packet(&self, sent: bool, data: &Object) -> Checked<PacketPlan> {
-        let header: &Object = get(data, "header").and_then(Value::as_object).unwrap_or(&[]);
+    fn plan_packet(&self, sent: bool, data: Obj<'_>) -> Checked<PacketPlan> {
+        let header: Option<Obj> = data.get("header").and_then(Value::as_object);
         let pt = match get(header, "packet_type") {
             Some(v) if v.truthy() => Some(v),
-            _ => get(data, "packet_type"),
+            _ => data.get("packet_type"),
         };
         let packet_type = type_code(pt, packet_type_code, P_UNKNOWN)?;
-        let pn = match header.iter().rev().find(|(k, _)| k == "packet_number") {
-            Some((_, v)) => Some(v),
-            None => get(data, "packet_number"),
+        let pn = match get(header, "packet_number") {
+            Some(v) => Some(v),
+            None => data.get("packet_number"),
         };
         let packet_number = py_int(pn)?;
-        let mut size = match get(data, "raw") {
-            Some(Value::Object(raw)) => get(raw, "length"),
+        let mut size = match data.get("raw") {
+            Some(Value::Object(raw)) => raw.get("length"),
             _ => None,
         };
         if is_none(size) {
-            size = match header.iter().rev().find(|(k, _)| k == "packet_size") {
-                Some((_, v)) => Some(v),
-                None => get(data, "packet_size"),
+            size = match get(header, "packet_size") {
+                Some(v) => Some(v),
+                None => data.get("packet_size"),
             };
             if is_none(size) && self.header_length_is_packet_size {
                 size = get(header, "length");
             }
         }
         let size = py_int(size)?;
-        let frames = match get(data, "frames") {
+        let frames = match data.get("frames") {
             Some(Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
@@ -418,11 +418,11 @@ impl Conn {
         Ok(PacketPlan { sent, packet_type, packet_number, size, frames })
     }
 
-    fn plan_frame(&self, index: i64, fr: &Object, sent: bool) -> Checked<FramePlan> {
-        let frame_type = type_code(get(fr, "frame_type"), frame_type_code, F_UNKNOWN)?;
-        let fraw = get(fr, "raw").and_then(Value::as_object);
+    fn plan_frame(&self, index: i64, fr: Obj<'_>, sent: bool) -> Checked<FramePlan> {
+        let frame_type = type_code(fr.get("frame_type"), frame_type_code, F_UNKNOWN)?;
+        let fraw = fr.get("raw").and_then(Value::as_object);
         let mut frame_bytes = match fraw {
-            Some(raw) => raw_int(get(raw, "length"))?,
+            Some(raw) => raw_int(raw.get("length"))?,
             None => None,
         };
         let mut plan = FramePlan {
@@ -440,36 +440,37 @@ impl Conn {
         };
         match frame_type {
             F_STREAM | F_CRYPTO | F_DATAGRAM => {
-                let mut length = get(fr, "length");
+                let mut length = fr.get("length");
                 if is_none(length) {
-                    length = get(fr, "len");
+                    length = fr.get("len");
                     if is_none(length) {
                         if let Some(raw) = fraw {
-                            length = get(raw, "payload_length");
+                            length = raw.get("payload_length");
                         }
                     }
                 }
                 plan.length = py_int(length)?;
                 if frame_type == F_STREAM {
-                    let sid = match fr.iter().rev().find(|(k, _)| k == "stream_id") {
-                        Some((_, v)) => Some(v),
-                        None => get(fr, "id"),
+                    let sid = match fr.get("stream_id") {
+                        Some(v) => Some(v),
+                        None => fr.get("id"),
                     };
                     plan.stream_id = py_int(sid)?;
-                    plan.offset = py_int(get(fr, "offset"))?;
-                    plan.fin = Some(get(fr, "fin").is_some_and(Value::truthy));
+                    plan.offset = py_int(fr.get("offset"))?;
+                    plan.fin = Some(fr.get("fin").is_some_and(Value::truthy));
                 } else if frame_type == F_CRYPTO {
-                    plan.offset = py_int(get(fr, "offset"))?;
+                    plan.offset = py_int(fr.get("offset"))?;
                 }
             }
             F_ACK => {
-                if let Some(Value::Array(ranges)) = get(fr, "acked_ranges") {
+                if let Some(Value::Array(ranges)) = fr.get("acked_ranges") {
                     let mut out: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
-                    for r in ranges {
+                    for r in ranges.iter() {
                         let (lo, hi) = match r {
                             Value::Array(pair) if !pair.is_empty() => {
-                                let lo = py_int(pair.first())?;
-                                let hi = if pair.len() > 1 { py_int(pair.get(1))? } else { lo };
+                                let mut items = pair.iter();
+                                let lo = py_int(items.next())?;
+                                let hi = if pair.len() > 1 { py_int(items.next())? } else { lo };
                                 (lo, hi)
                             }
                             other => {
@@ -498,10 +499,10 @@ impl Conn {
                         plan.ack_ranges = Some(text);
                     }
                 }
-                let delay = match get(fr, "ack_delay") {
+                let delay = match fr.get("ack_delay") {
                     None | Some(Value::Null) => AckDelay::Missing,
-                    Some(Value::Int(i)) => AckDelay::Number(*i as f64),
-                    Some(Value::Float(f)) => AckDelay::Number(*f),
+                    Some(Value::Int(i)) => AckDelay::Number(i as f64),
+                    Some(Value::Float(f)) => AckDelay::Number(f),
                     Some(Value::Str(_)) => return Err(HandOff),
                     Some(_) => AckDelay::Other,
                 };
@@ -509,15 +510,15 @@ impl Conn {
             }
             F_PADDING => {
                 if frame_bytes.is_none() {
-                    frame_bytes = match fr.iter().rev().find(|(k, _)| k == "length") {
-                        Some((_, v)) => raw_int(Some(v))?,
-                        None => raw_int(get(fr, "payload_length"))?,
+                    frame_bytes = match fr.get("length") {
+                        Some(v) => raw_int(Some(v))?,
+                        None => raw_int(fr.get("payload_length"))?,
                     };
                 }
             }
             F_HANDSHAKE_DONE => {}
             _ => {
-                if let Some((_, v)) = fr.iter().rev().find(|(k, _)| k == "stream_id") {
+                if let Some(v) = fr.get("stream_id") {
                     plan.stream_id = py_int(Some(v))?;
                 }
             }
@@ -526,17 +527,18 @@ impl Conn {
         Ok(plan)
     }
 
-    fn plan_metrics(&self, data: &Object) -> Checked<Plan> {
-        let rtt_values = [get(data, "smoothed_rtt"), get(data, "rtt_variance"), get(data, "latest_rtt"), get(data, "min_rtt")];
-        let mut cwnd = get(data, "congestion_window");
+    fn plan_metrics(&self, data: Obj<'_>) -> Checked<Plan> {
+        let rtt_values =
+            [data.get("smoothed_rtt"), data.get("rtt_variance"), data.get("latest_rtt"), data.get("min_rtt")];
+        let mut cwnd = data.get("congestion_window");
         if is_none(cwnd) {
-            cwnd = match data.iter().rev().find(|(k, _)| k == "cwnd") {
-                Some((_, v)) => Some(v),
-                None => get(data, "current_cwnd"),
+            cwnd = match data.get("cwnd") {
+                Some(v) => Some(v),
+                None => data.get("current_cwnd"),
             };
         }
-        let pto = get(data, "pto_count");
-        let bif = get(data, "bytes_in_flight");
+        let pto = data.get("pto_count");
+        let bif = data.get("bytes_in_flight");
         if rtt_values.iter().all(|v| is_none(*v)) && is_none(cwnd) && is_none(pto) && is_none(bif) {
             return Ok(Plan::Nothing);
         }
@@ -555,18 +557,18 @@ impl Conn {
         }
     }
 
-    fn plan(&self, kind: u8, data: &Object) -> Checked<Plan> {
+    fn plan(&self, kind: u8, data: Obj<'_>) -> Checked<Plan> {
         Ok(match kind {
             KIND_PACKET_SENT => Plan::Packet(self.plan_packet(true, data)?),
             KIND_PACKET_RECEIVED => Plan::Packet(self.plan_packet(false, data)?),
             KIND_METRICS => self.plan_metrics(data)?,
             KIND_PARAMETERS => {
-                let owner = match data.iter().rev().find(|(k, _)| k == "owner") {
-                    Some((_, v)) => Some(v),
-                    None => get(data, "initiator"),
+                let owner = match data.get("owner") {
+                    Some(v) => Some(v),
+                    None => data.get("initiator"),
                 };
-                let max_ack_delay = py_num(get(data, "max_ack_delay"))?;
-                let exponent = py_int(get(data, "ack_delay_exponent"))?;
+                let max_ack_delay = py_num(data.get("max_ack_delay"))?;
+                let exponent = py_int(data.get("ack_delay_exponent"))?;
                 let remote = match owner {
                     Some(Value::Str(s)) if s == "remote" => Some(true),
                     Some(Value::Str(s)) if s == "local" => Some(false),
@@ -576,8 +578,8 @@ impl Conn {
             }
             KIND_DATAGRAM_RX => Plan::DatagramReceived,
             KIND_ACK_SENT => {
-                let space = match get(data, "packet_number_space") {
-                    Some(Value::Str(s)) => match &**s {
+                let space = match data.get("packet_number_space") {
+                    Some(Value::Str(s)) => match s {
                         "initial" => Some(0),
                         "handshake" => Some(1),
                         "application_data" => Some(2),
@@ -586,12 +588,12 @@ impl Conn {
                     Some(Value::Array(_)) | Some(Value::Object(_)) => return Err(HandOff), // unhashable in Python
                     _ => None,
                 };
-                let reason = match get(data, "reason") {
+                let reason = match data.get("reason") {
                     Some(Value::Str(s)) => Some(s.to_string()),
                     _ => None,
                 };
-                let pn = py_int(get(data, "packet_number"))?;
-                let acked = py_int(get(data, "acked_packets"))?;
+                let pn = py_int(data.get("packet_number"))?;
+                let acked = py_int(data.get("acked_packets"))?;
                 Plan::AckSent((space, pn), (reason, acked))
             }
             _ => Plan::Nothing,
@@ -824,6 +826,7 @@ const STOP_FLUSH: i64 = 4;
 #[pyclass(module = "quicack_core", name = "QlogLane")]
 pub struct QlogLane {
     split: Splitter,
+    tape: Tape, // reused from record to record
     lines: bool,
     max_depth: usize,
     batch_events: i64,
@@ -850,24 +853,24 @@ impl QlogLane {
     }
 
     /// `_FileReader._event` for one parsed event record; HandOff leaves everything as it was.
-    fn event(&mut self, py: Python<'_>, ev: &Object) -> Checked<()> {
+    fn event(&mut self, py: Python<'_>, ev: Obj<'_>) -> Checked<()> {
         let trace = self.trace.as_ref().ok_or(HandOff)?;
-        let name = match get(ev, "name") {
+        let name = match ev.get("name") {
             Some(Value::Str(s)) if s.is_ascii() => s,
             _ => return Err(HandOff),
         };
-        let t = match get(ev, "time") {
-            Some(Value::Int(i)) => *i as f64,
-            Some(Value::Float(f)) => *f,
+        let t = match ev.get("time") {
+            Some(Value::Int(i)) => i as f64,
+            Some(Value::Float(f)) => f,
             _ => return Err(HandOff),
         };
-        let cid = match get(ev, "group_id") {
+        let cid = match ev.get("group_id") {
             None | Some(Value::Null) => trace.conn,
             Some(Value::Str(g)) => {
-                if !trace.group_is_connection || trace.group_id.as_deref() == Some(&**g) {
+                if !trace.group_is_connection || trace.group_id.as_deref() == Some(g) {
                     trace.conn
                 } else {
-                    self.by_group.get(&trace.index).and_then(|m| m.get(&**g)).copied()
+                    self.by_group.get(&trace.index).and_then(|m| m.get(g)).copied()
                 }
             }
             Some(_) => return Err(HandOff),
@@ -877,7 +880,7 @@ impl QlogLane {
         if conn.python_owned || conn.first_t.is_none() {
             return Err(HandOff);
         }
-        let plan = match get(ev, "data") {
+        let plan = match ev.get("data") {
             Some(Value::Object(data)) => match event_kind(name) {
                 KIND_OTHER => Plan::Nothing,
                 kind => conn.plan(kind, data)?,
@@ -1143,6 +1146,7 @@ impl QlogLane {
                 max_record: max_record_bytes,
                 next_offset: 0,
             },
+            tape: Tape::default(),
             lines: false,
             max_depth: max_nesting_depth,
             batch_events: batch_events.max(1),
@@ -1194,10 +1198,15 @@ impl QlogLane {
             let buf = std::mem::take(&mut self.split.buf);
             let part = &buf[start..end];
             let part = if self.lines && part.first() == Some(&0x1e) { &part[1..] } else { part };
-            let handled = match json::parse(part, self.max_depth) {
-                Ok(Value::Object(items)) => self.event(py, &items).is_ok(),
-                _ => false,
+            let mut tape = std::mem::take(&mut self.tape);
+            let handled = match tape.parse(part, self.max_depth) {
+                Ok(doc) => match doc.root() {
+                    Value::Object(event) => self.event(py, event).is_ok(),
+                    _ => false,
+                },
+                Err(_) => false,
             };
+            self.tape = tape;
             self.split.buf = buf;
             if !handled {
                 let part = &self.split.buf[start..end];
