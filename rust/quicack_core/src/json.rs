@@ -188,6 +188,21 @@ impl Tape {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `word` is '"', '\\' or below 0x20 (exact, by the bit tricks for a zero byte and for a
+/// byte below n <= 128).
+#[inline]
+fn special_byte(word: u64) -> bool {
+    let quote = word ^ (ONES * b'"' as u64);
+    let backslash = word ^ (ONES * b'\\' as u64);
+    let zero_quote = quote.wrapping_sub(ONES) & !quote;
+    let zero_backslash = backslash.wrapping_sub(ONES) & !backslash;
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (zero_quote | zero_backslash | control) & HIGHS != 0
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -332,7 +347,14 @@ impl Parser<'_> {
     fn string(&mut self) -> Result<(), Fail> {
         self.at += 1; // the opening quote
         let start = self.at;
-        // The common case: no escapes, a span of the record (valid UTF-8 already).
+        // The common case: no escapes, a span of the record (valid UTF-8 already). Eight bytes at a time while
+        // none of them is a quote, a backslash or a control character, then byte by byte.
+        while let Some(word) = self.bytes.get(self.at..self.at + 8) {
+            if special_byte(u64::from_le_bytes(word.try_into().expect("8 bytes"))) {
+                break;
+            }
+            self.at += 8;
+        }
         loop {
             let b = *self.bytes.get(self.at).ok_or(Fail)?;
             if b == b'"' {
