@@ -483,7 +483,7 @@ impl Conn {
                         }
                     }
                     // Python's stable sort, highest first
-                    out.sort_by(|a, b| b.1.cmp(&a.1));
+                    out.sort_by_key(|range| std::cmp::Reverse(range.1));
                     if let Some(&(lo, hi)) = out.first() {
                         plan.largest_acked = Some(hi);
                         plan.first_ack_range = Some(hi.checked_sub(lo).ok_or(HandOff)?);
@@ -570,8 +570,8 @@ impl Conn {
                 let max_ack_delay = py_num(data.get("max_ack_delay"))?;
                 let exponent = py_int(data.get("ack_delay_exponent"))?;
                 let remote = match owner {
-                    Some(Value::Str(s)) if s == "remote" => Some(true),
-                    Some(Value::Str(s)) if s == "local" => Some(false),
+                    Some(Value::Str("remote")) => Some(true),
+                    Some(Value::Str("local")) => Some(false),
                     _ => None,
                 };
                 Plan::Parameters { remote, max_ack_delay, exponent }
