@@ -116,6 +116,25 @@ impl<'t> Obj<'t> {
     pub fn is_empty(self) -> bool {
         matches!(self.doc.nodes[self.at], Node::Object { count: 0, .. })
     }
+
+    /// The values of several keys in one pass over the object (`slot` gives a key's place in the result, None
+    /// for keys not asked for); each the last of a repeated key, as `get`. One `get` per field walked the
+    /// object once per field.
+    #[inline]
+    pub fn fields<const N: usize>(self, slot: impl Fn(&str) -> Option<usize>) -> [Option<Value<'t>>; N] {
+        let doc = self.doc;
+        let end = doc.skip(self.at);
+        let mut out = [None; N];
+        let mut at = self.at + 1;
+        while at < end {
+            let value = at + 1;
+            if let Some(i) = slot(doc.str(at)) {
+                out[i] = Some(doc.value(value));
+            }
+            at = doc.skip(value);
+        }
+        out
+    }
 }
 
 impl<'t> Arr<'t> {
@@ -139,11 +158,6 @@ impl<'t> Arr<'t> {
             value
         })
     }
-}
-
-/// The value of `key` in an optional object.
-pub fn get<'t>(object: Option<Obj<'t>>, key: &str) -> Option<Value<'t>> {
-    object.and_then(|o| o.get(key))
 }
 
 impl<'t> Value<'t> {

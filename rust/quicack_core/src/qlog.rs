@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyLong, PyTuple};
 
 use crate::arrow::{ArrowTable, Column};
-use crate::json::{get, Obj, Tape, Value};
+use crate::json::{Obj, Tape, Value};
 
 // Beyond this many ms from 0 an event time is corrupt (reader.MAX_TIME_MS).
 const MAX_TIME_MS: f64 = 4.6e12;
@@ -378,32 +378,51 @@ impl Conn {
     }
 
     fn plan_packet(&self, sent: bool, data: Obj<'_>) -> Checked<PacketPlan> {
-        let header: Option<Obj> = data.get("header").and_then(Value::as_object);
-        let pt = match get(header, "packet_type") {
+        let [d_header, d_packet_type, d_packet_number, d_raw, d_packet_size, d_frames] = data.fields(|k| match k {
+            "header" => Some(0),
+            "packet_type" => Some(1),
+            "packet_number" => Some(2),
+            "raw" => Some(3),
+            "packet_size" => Some(4),
+            "frames" => Some(5),
+            _ => None,
+        });
+        let [h_packet_type, h_packet_number, h_packet_size, h_length] =
+            match d_header.and_then(Value::as_object) {
+                Some(header) => header.fields(|k| match k {
+                    "packet_type" => Some(0),
+                    "packet_number" => Some(1),
+                    "packet_size" => Some(2),
+                    "length" => Some(3),
+                    _ => None,
+                }),
+                None => [None; 4],
+            };
+        let pt = match h_packet_type {
             Some(v) if v.truthy() => Some(v),
-            _ => data.get("packet_type"),
+            _ => d_packet_type,
         };
         let packet_type = type_code(pt, packet_type_code, P_UNKNOWN)?;
-        let pn = match get(header, "packet_number") {
+        let pn = match h_packet_number {
             Some(v) => Some(v),
-            None => data.get("packet_number"),
+            None => d_packet_number,
         };
         let packet_number = py_int(pn)?;
-        let mut size = match data.get("raw") {
+        let mut size = match d_raw {
             Some(Value::Object(raw)) => raw.get("length"),
             _ => None,
         };
         if is_none(size) {
-            size = match get(header, "packet_size") {
+            size = match h_packet_size {
                 Some(v) => Some(v),
-                None => data.get("packet_size"),
+                None => d_packet_size,
             };
             if is_none(size) && self.header_length_is_packet_size {
-                size = get(header, "length");
+                size = h_length;
             }
         }
         let size = py_int(size)?;
-        let frames = match data.get("frames") {
+        let frames = match d_frames {
             Some(Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
@@ -419,8 +438,23 @@ impl Conn {
     }
 
     fn plan_frame(&self, index: i64, fr: Obj<'_>, sent: bool) -> Checked<FramePlan> {
-        let frame_type = type_code(fr.get("frame_type"), frame_type_code, F_UNKNOWN)?;
-        let fraw = fr.get("raw").and_then(Value::as_object);
+        let [f_frame_type, f_raw, f_length, f_len, f_stream_id, f_id, f_offset, f_fin, f_acked_ranges, f_ack_delay,
+            f_payload_length] = fr.fields(|k| match k {
+            "frame_type" => Some(0),
+            "raw" => Some(1),
+            "length" => Some(2),
+            "len" => Some(3),
+            "stream_id" => Some(4),
+            "id" => Some(5),
+            "offset" => Some(6),
+            "fin" => Some(7),
+            "acked_ranges" => Some(8),
+            "ack_delay" => Some(9),
+            "payload_length" => Some(10),
+            _ => None,
+        });
+        let frame_type = type_code(f_frame_type, frame_type_code, F_UNKNOWN)?;
+        let fraw = f_raw.and_then(Value::as_object);
         let mut frame_bytes = match fraw {
             Some(raw) => raw_int(raw.get("length"))?,
             None => None,
@@ -440,9 +474,9 @@ impl Conn {
         };
         match frame_type {
             F_STREAM | F_CRYPTO | F_DATAGRAM => {
-                let mut length = fr.get("length");
+                let mut length = f_length;
                 if is_none(length) {
-                    length = fr.get("len");
+                    length = f_len;
                     if is_none(length) {
                         if let Some(raw) = fraw {
                             length = raw.get("payload_length");
@@ -451,19 +485,19 @@ impl Conn {
                 }
                 plan.length = py_int(length)?;
                 if frame_type == F_STREAM {
-                    let sid = match fr.get("stream_id") {
+                    let sid = match f_stream_id {
                         Some(v) => Some(v),
-                        None => fr.get("id"),
+                        None => f_id,
                     };
                     plan.stream_id = py_int(sid)?;
-                    plan.offset = py_int(fr.get("offset"))?;
-                    plan.fin = Some(fr.get("fin").is_some_and(Value::truthy));
+                    plan.offset = py_int(f_offset)?;
+                    plan.fin = Some(f_fin.is_some_and(Value::truthy));
                 } else if frame_type == F_CRYPTO {
-                    plan.offset = py_int(fr.get("offset"))?;
+                    plan.offset = py_int(f_offset)?;
                 }
             }
             F_ACK => {
-                if let Some(Value::Array(ranges)) = fr.get("acked_ranges") {
+                if let Some(Value::Array(ranges)) = f_acked_ranges {
                     let mut out: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
                     for r in ranges.iter() {
                         let (lo, hi) = match r {
@@ -499,7 +533,7 @@ impl Conn {
                         plan.ack_ranges = Some(text);
                     }
                 }
-                let delay = match fr.get("ack_delay") {
+                let delay = match f_ack_delay {
                     None | Some(Value::Null) => AckDelay::Missing,
                     Some(Value::Int(i)) => AckDelay::Number(i as f64),
                     Some(Value::Float(f)) => AckDelay::Number(f),
@@ -510,15 +544,15 @@ impl Conn {
             }
             F_PADDING => {
                 if frame_bytes.is_none() {
-                    frame_bytes = match fr.get("length") {
+                    frame_bytes = match f_length {
                         Some(v) => raw_int(Some(v))?,
-                        None => raw_int(fr.get("payload_length"))?,
+                        None => raw_int(f_payload_length)?,
                     };
                 }
             }
             F_HANDSHAKE_DONE => {}
             _ => {
-                if let Some(v) = fr.get("stream_id") {
+                if let Some(v) = f_stream_id {
                     plan.stream_id = py_int(Some(v))?;
                 }
             }
@@ -528,17 +562,27 @@ impl Conn {
     }
 
     fn plan_metrics(&self, data: Obj<'_>) -> Checked<Plan> {
-        let rtt_values =
-            [data.get("smoothed_rtt"), data.get("rtt_variance"), data.get("latest_rtt"), data.get("min_rtt")];
-        let mut cwnd = data.get("congestion_window");
-        if is_none(cwnd) {
-            cwnd = match data.get("cwnd") {
+        let [srtt, variance, latest, min, congestion_window, cwnd, current_cwnd, pto, bif] = data.fields(|k| match k {
+            "smoothed_rtt" => Some(0),
+            "rtt_variance" => Some(1),
+            "latest_rtt" => Some(2),
+            "min_rtt" => Some(3),
+            "congestion_window" => Some(4),
+            "cwnd" => Some(5),
+            "current_cwnd" => Some(6),
+            "pto_count" => Some(7),
+            "bytes_in_flight" => Some(8),
+            _ => None,
+        });
+        let rtt_values = [srtt, variance, latest, min];
+        let mut cwnd_value = congestion_window;
+        if is_none(cwnd_value) {
+            cwnd_value = match cwnd {
                 Some(v) => Some(v),
-                None => data.get("current_cwnd"),
+                None => current_cwnd,
             };
         }
-        let pto = data.get("pto_count");
-        let bif = data.get("bytes_in_flight");
+        let cwnd = cwnd_value;
         if rtt_values.iter().all(|v| is_none(*v)) && is_none(cwnd) && is_none(pto) && is_none(bif) {
             return Ok(Plan::Nothing);
         }
@@ -855,16 +899,23 @@ impl QlogLane {
     /// `_FileReader._event` for one parsed event record; HandOff leaves everything as it was.
     fn event(&mut self, py: Python<'_>, ev: Obj<'_>) -> Checked<()> {
         let trace = self.trace.as_ref().ok_or(HandOff)?;
-        let name = match ev.get("name") {
+        let [name, time, group_id, data] = ev.fields(|k| match k {
+            "name" => Some(0),
+            "time" => Some(1),
+            "group_id" => Some(2),
+            "data" => Some(3),
+            _ => None,
+        });
+        let name = match name {
             Some(Value::Str(s)) if s.is_ascii() => s,
             _ => return Err(HandOff),
         };
-        let t = match ev.get("time") {
+        let t = match time {
             Some(Value::Int(i)) => i as f64,
             Some(Value::Float(f)) => f,
             _ => return Err(HandOff),
         };
-        let cid = match ev.get("group_id") {
+        let cid = match group_id {
             None | Some(Value::Null) => trace.conn,
             Some(Value::Str(g)) => {
                 if !trace.group_is_connection || trace.group_id.as_deref() == Some(g) {
@@ -880,7 +931,7 @@ impl QlogLane {
         if conn.python_owned || conn.first_t.is_none() {
             return Err(HandOff);
         }
-        let plan = match ev.get("data") {
+        let plan = match data {
             Some(Value::Object(data)) => match event_kind(name) {
                 KIND_OTHER => Plan::Nothing,
                 kind => conn.plan(kind, data)?,
