@@ -11,8 +11,13 @@ requested size, so the input holds thousands of real connections. For each size 
 It prints MB/s, events/s, peak RSS and the ratio ingest time / reference time. Wall-clock numbers depend on the
 machine's load; the ratio to the reference run in the same process is the number to compare.
 
-    python bench/qlog_throughput.py                 # 100 MB and 500 MB
+    python bench/qlog_throughput.py                 # 100 MB and 500 MB, compiled and Python reader alternating
     python bench/qlog_throughput.py --sizes 50 200  # other sizes (MB)
+    python bench/qlog_throughput.py --engines python --repeat 3
+
+``--engines`` picks the readers (``QUICACK_QLOG_ENGINE`` of the child; "compiled" needs quicack_core with its
+QlogLane); with several, each size runs them alternately, ``--repeat`` times. The child keeps the caller's
+PYTHONPATH after the repository's src (a privately built quicack_core stays importable).
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ def reference(path: Path, loads) -> tuple[float, float, int]:  # noqa: ANN001
 def child(path: Path, out_dir: Path) -> None:
     sys.path.insert(0, str(REPO / "src"))
     from quicack.qlog import write_qlog_parquet
+    from quicack.qlog.engine import lane_class
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall, cpu = time.perf_counter(), time.process_time()
@@ -88,7 +94,7 @@ def child(path: Path, out_dir: Path) -> None:
     except ImportError:
         or_wall = or_cpu = float("nan")
     print(json.dumps({
-        "bytes": path.stat().st_size, "events": summary.events, "records": records, "rows": summary.rows,
+        "engine": "compiled" if lane_class() else "python", "bytes": path.stat().st_size, "events": summary.events, "records": records, "rows": summary.rows,
         "ingest_wall_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ref_json_wall_s": ref_wall,
         "ref_json_cpu_s": ref_cpu, "ref_orjson_wall_s": or_wall, "ref_orjson_cpu_s": or_cpu,
         "rss_start_mib": rss_before / 1024, "rss_peak_mib": rss_peak / 1024,
@@ -98,6 +104,9 @@ def child(path: Path, out_dir: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=float, nargs="+", default=[100, 500], help="input sizes in MB")
+    ap.add_argument("--engines", nargs="+", default=["compiled", "python"], choices=["compiled", "python"],
+                    help="qlog readers to measure, alternately (QUICACK_QLOG_ENGINE)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per size and engine")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "quicack_qlog_bench")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -109,20 +118,29 @@ def main() -> None:
     sources = real_traces()
     print(f"{len(sources)} real JSON-SEQ traces, {sum(len(b) for b in sources) / 1e3:.0f} kB, "
           f"concatenated into {args.workdir}")
-    print(f"{'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} {'cpu MB/s':>8} {'peak RSS MiB':>12} "
+    print(f"{'engine':>8} {'load':>5} {'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} {'cpu MB/s':>8} {'peak RSS MiB':>12} "
           f"{'ref json MB/s':>13} {'ratio wall':>10} {'ratio cpu':>9} {'orjson-only MB/s':>16}")
+    python_path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH")) if p)
     for size in args.sizes:
         path = build_input(args.workdir / f"qlog_{int(size)}MB.sqlog", size, sources)
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", str(path), "--out", str(args.workdir / f"out_{int(size)}")],
-            check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        )
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        mb = r["bytes"] / 1e6
-        print(f"{mb:9.0f} {r['events']:10d} {r['rows']['endpoints']:7d} {mb / r['ingest_wall_s']:7.1f} "
-              f"{r['events'] / r['ingest_wall_s']:9.0f} {mb / r['ingest_cpu_s']:8.1f} {r['rss_peak_mib']:12.0f} "
-              f"{mb / r['ref_json_wall_s']:13.1f} {r['ingest_wall_s'] / r['ref_json_wall_s']:10.2f} "
-              f"{r['ingest_cpu_s'] / r['ref_json_cpu_s']:9.2f} {mb / r['ref_orjson_wall_s']:16.1f}")
+        for _ in range(args.repeat):
+            for engine in args.engines:
+                env = {**os.environ, "PYTHONPATH": python_path, "QUICACK_QLOG_ENGINE": engine}
+                run_child(path, args.workdir / f"out_{int(size)}_{engine}", env)
+
+
+def run_child(path: Path, out_dir: Path, env: dict[str, str]) -> None:
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), "--out", str(out_dir)],
+        check=True, capture_output=True, text=True, env=env,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    mb = r["bytes"] / 1e6
+    print(f"{r['engine']:>8} {load:>5} {mb:9.0f} {r['events']:10d} {r['rows']['endpoints']:7d} {mb / r['ingest_wall_s']:7.1f} "
+          f"{r['events'] / r['ingest_wall_s']:9.0f} {mb / r['ingest_cpu_s']:8.1f} {r['rss_peak_mib']:12.0f} "
+          f"{mb / r['ref_json_wall_s']:13.1f} {r['ingest_wall_s'] / r['ref_json_wall_s']:10.2f} "
+          f"{r['ingest_cpu_s'] / r['ref_json_cpu_s']:9.2f} {mb / r['ref_orjson_wall_s']:16.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 //!
 //! `PacketKeys` (QUIC packet protection), `RowBuffers` (row buffers and the frame walker), `PacketNumbers`
 //! (largest packet number per direction and space), `CryptoStream` (the TLS messages of a CRYPTO stream) and
-//! `PcapLane` (a pcap reader that decodes the short header packets of registered flows by itself). Each has a pure-Python twin in `quicack.pcap` that writes
+//! `PcapLane` (a pcap reader that decodes the short header packets of registered flows by itself), `QlogLane`
+//! (a JSON-SEQ / NDJSON qlog reader that normalizes the common events by itself, twin of `quicack.qlog.reader`). Each has a pure-Python twin in `quicack.pcap` that writes
 //! the same rows; `quicack.pcap.decode` picks this one when it is installed.
 
 mod arrow;
 mod engine;
+mod json;
 mod keys;
+mod qlog;
 mod rows;
 mod tls;
 
@@ -58,6 +61,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PacketNumbers>()?;
     module.add_class::<engine::PcapLane>()?;
     module.add_class::<arrow::ArrowTable>()?;
+    module.add_class::<qlog::QlogLane>()?;
     module.add_class::<tls::CryptoStream>()?;
     module.add_class::<tls::HandshakeFacts>()?;
     module.add_class::<tls::TransportParameters>()?;

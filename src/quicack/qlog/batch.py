@@ -68,6 +68,11 @@ class Merged:
                 # a log put a non-numeric value where a number belongs: coerce per column, unparseable -> null
                 df = pl.DataFrame([sanitize(r, dtypes) for r in rows], schema=dtypes, orient="row", strict=False)
                 self.sanitized = True
+        return self.finish(df, table)
+
+    def finish(self, df: pl.DataFrame, table: Any) -> pl.DataFrame:
+        """``df`` (the rows of ``self.conns``, ``self.lengths`` each, typed) with the connections' attributes and
+        the derived columns, as ``table``."""
         attrs = pl.DataFrame(
             {
                 "run_id": [c.run_id for c in self.conns],

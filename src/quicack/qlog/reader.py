@@ -27,7 +27,7 @@ from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
-from .detect import JSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
+from .detect import JSON, JSON_SEQ, NDJSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
 from .normalize import (
     TraceConnection,
     event_kind,
@@ -144,11 +144,10 @@ class _FileReader:
             self.issue("warning", f"{path}: unknown qlog version {dialect.qlog_version!r} (known: draft-00, "
                                   "draft-01, draft-02, 0.3, 0.4, file_schema urn:ietf:params:qlog:file:*); "
                                   "read with best effort, check the rows")
-        records = iter_records(path, dialect.container, self.limits)
         if dialect.container == JSON:
-            yield from self._document(records)
+            yield from self._document(iter_records(path, JSON, self.limits))
         else:
-            yield from self._sequence(records)
+            yield from self._read_sequence(dialect.container)
         self._report_bad_times()
         yield self._flush(final=True)
 
@@ -195,42 +194,54 @@ class _FileReader:
 
     # -- JSON-SEQ / NDJSON --------------------------------------------------------------------------------------
 
+    def _read_sequence(self, container: str) -> Iterator[QlogBatch]:
+        yield from self._sequence(iter_records(self.path, container, self.limits))
+
     def _sequence(self, records: Iterator[Any]) -> Iterator[QlogBatch]:
         trace: Trace | None = None
         traces = 0
         event, limit = self._event, self.batch_events  # locals: read once per record
         for value in records:
             if value.__class__ is Damage:
-                rec = value
-                if rec.stops_file:
-                    self.issue("error", f"{self.path}: reading stopped at byte {rec.offset} before record "
-                                        f"{rec.number}: {rec.message}; the records before are kept")
-                elif rec.at_end:
-                    self.issue("warning", f"{self.path}: file cut mid-event: record {rec.number} at byte "
-                                          f"{rec.offset} is incomplete ({rec.message}); kept the events before it")
-                else:
-                    self.issue("warning", f"{self.path}: skipped unreadable record {rec.number} at byte "
-                                          f"{rec.offset} ({rec.message})")
+                self._damaged_record(value)
                 continue
             if "name" not in value and ("trace" in value or "qlog_version" in value or "file_schema" in value
                                         or "traces" in value):
-                tr = value.get("trace")
-                if not isinstance(tr, dict):
-                    trs = value.get("traces")
-                    tr = trs[0] if isinstance(trs, list) and trs and isinstance(trs[0], dict) else {}
-                trace = self._make_trace(traces, value, tr)
+                trace = self._header_trace(traces, value)
                 traces += 1
                 continue
             if trace is None:
-                self.issue("warning", f"{self.path}: no qlog header record before the first event; using the "
-                                      "dialect detected from the file start")
-                trace = self._make_trace(traces, {}, {})
+                trace = self._headless_trace(traces)
                 traces += 1
             event(trace, value)
             if self.pending >= limit:
                 yield self._flush(final=False)
         if traces == 0:
             self.issue("error", f"{self.path}: no qlog records found")
+
+    def _damaged_record(self, rec: Damage) -> None:
+        if rec.stops_file:
+            self.issue("error", f"{self.path}: reading stopped at byte {rec.offset} before record "
+                                f"{rec.number}: {rec.message}; the records before are kept")
+        elif rec.at_end:
+            self.issue("warning", f"{self.path}: file cut mid-event: record {rec.number} at byte "
+                                  f"{rec.offset} is incomplete ({rec.message}); kept the events before it")
+        else:
+            self.issue("warning", f"{self.path}: skipped unreadable record {rec.number} at byte "
+                                  f"{rec.offset} ({rec.message})")
+
+    def _header_trace(self, index: int, header: dict[str, Any]) -> Trace:
+        """The trace a JSON-SEQ / NDJSON header record starts."""
+        tr = header.get("trace")
+        if not isinstance(tr, dict):
+            trs = header.get("traces")
+            tr = trs[0] if isinstance(trs, list) and trs and isinstance(trs[0], dict) else {}
+        return self._make_trace(index, header, tr)
+
+    def _headless_trace(self, index: int) -> Trace:
+        self.issue("warning", f"{self.path}: no qlog header record before the first event; using the "
+                              "dialect detected from the file start")
+        return self._make_trace(index, {}, {})
 
     # -- traces and connections ----------------------------------------------------------------------------------
 
@@ -297,7 +308,8 @@ class _FileReader:
                 self.repeats[base] = n
         self.used_run_ids.add(run_id)
         d = self.dialect
-        conn = TraceConnection(
+        conn = self._new_connection(
+            key,
             run_id=run_id,
             group_id=group,
             vantage=trace.vantage,
@@ -309,6 +321,9 @@ class _FileReader:
         )
         self.conns[key] = conn
         return conn
+
+    def _new_connection(self, key: tuple[int, str | None], **fields: Any) -> TraceConnection:
+        return TraceConnection(**fields)
 
     def _resolve_reference(self, trace: Trace, conn: TraceConnection, first_t: float) -> None:
         """Absolute time of trace time 0, from reference_time or from absolute event times."""
@@ -427,7 +442,7 @@ class _FileReader:
     def _flush(self, final: bool) -> QlogBatch:
         # Rows of all ready connections go into one frame per table: building many small frames per batch
         # (a concatenation of short traces) would cost more than parsing.
-        merged = [Merged(PACKET_DTYPES), Merged(FRAME_DTYPES), Merged(METRIC_DTYPES)]
+        merged = self._merged()
         for key in list(self.dirty):
             conn = self.conns[key]
             if conn.origin_t is None:
@@ -458,6 +473,10 @@ class _FileReader:
             endpoints=endpoints,
             events=n,
         )
+
+    def _merged(self) -> list[Merged]:
+        """Where a batch's rows of packets, frames and metrics_logged are gathered."""
+        return [Merged(PACKET_DTYPES), Merged(FRAME_DTYPES), Merged(METRIC_DTYPES)]
 
     def _fallback_origin(self, conn: TraceConnection) -> None:
         what = "first sent Initial" if conn.vantage == "client" else "first received Initial"
@@ -503,21 +522,41 @@ class _FileReader:
 
 
 def iter_qlog(
-    path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000, limits: Limits = DEFAULT_LIMITS
+    path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000, limits: Limits = DEFAULT_LIMITS,
+    engine: str | None = None,
 ) -> Iterator[QlogBatch]:
     """Stream the rows of one qlog file in batches of about ``batch_events`` events.
 
     The last batch carries the file's ``endpoints`` rows. Bad input yields ``ingest_issues`` rows, never an
     exception. Memory is bounded by one batch for JSON-SEQ / NDJSON and by one file for JSON documents.
+    ``engine`` ("compiled" or "python", default ``QUICACK_QLOG_ENGINE`` or the compiled one when installed, see
+    ``quicack.qlog.engine``) reads JSON-SEQ / NDJSON files; both give the same rows.
     """
-    return _FileReader(Path(path), run_id, vantage, batch_events, limits).run()
+    from .engine import lane_class  # the compiled lane builds on this reader
+
+    path = Path(path)
+    lane = lane_class(engine)
+    if lane is not None and _is_sequence(path):
+        from .lane import LaneFileReader
+
+        return LaneFileReader(lane, path, run_id, vantage, batch_events, limits).run()
+    return _FileReader(path, run_id, vantage, batch_events, limits).run()
 
 
-def read_qlog(path: Path, run_id: str, vantage: str | None = None, limits: Limits = DEFAULT_LIMITS) -> QlogResult:
+def _is_sequence(path: Path) -> bool:
+    """Whether ``path`` reads as JSON-SEQ / NDJSON; anything unreadable goes to the Python reader, which says why."""
+    try:
+        return path.stat().st_size > 0 and detect_dialect(path).container in (JSON_SEQ, NDJSON)
+    except Exception:  # noqa: BLE001 - the reader reports it
+        return False
+
+
+def read_qlog(path: Path, run_id: str, vantage: str | None = None, limits: Limits = DEFAULT_LIMITS,
+              engine: str | None = None) -> QlogResult:
     """All rows of one qlog file (the batches of ``iter_qlog`` concatenated)."""
     parts: dict[str, list[pl.DataFrame]] = {k: [] for k in ("packets", "frames", "metrics_logged", "endpoints",
                                                             "ingest_issues")}
-    for batch in iter_qlog(path, run_id, vantage, limits=limits):
+    for batch in iter_qlog(path, run_id, vantage, limits=limits, engine=engine):
         for k, lst in parts.items():
             df = getattr(batch, k)
             if df.height:

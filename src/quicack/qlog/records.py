@@ -68,29 +68,40 @@ def iter_seq(path: Path, separator: bytes, limits: Limits = DEFAULT_LIMITS) -> I
                 next_offset = offset + length + len(separator)
                 if part is None:
                     number += 1
-                    yield Damage(offset, number, f"record of {length} bytes exceeds {limits.max_record_bytes} "
-                                                 f"bytes ({config_key('max_record_bytes')})", at_end=False)
+                    yield too_long(offset, number, length, limits)
                     continue
                 if lines and part[:1] == b"\x1e":
                     part = part[1:]  # RS-prefixed lines: quic-go v0.3x wrote RS before its NDJSON records
                 if not part or part.isspace():
                     continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
                 number += 1
-                if len(part) > max_depth and too_deep(part, max_depth):  # shorter records cannot nest deeper
-                    yield Damage(offset, number, f"JSON nested deeper than {max_depth} levels "
-                                                 f"({config_key('max_nesting_depth')}); not parsed", at_end=False)
-                    continue
-                try:
-                    value = _loads(part)
-                except _JSONError as exc:
-                    yield Damage(offset, number, f"invalid JSON ({exc})", at_end=last)
-                    continue
-                if value.__class__ is dict:
-                    yield value
-                else:
-                    yield Damage(offset, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
+                yield parse_record(part, offset, number, last, max_depth)
         except STREAM_ERRORS as exc:
-            yield Damage(next_offset, number + 1, str(exc), at_end=True, stops_file=True)
+            yield unreadable(next_offset, number, exc)
+
+
+def too_long(offset: int, number: int, length: int, limits: Limits) -> Damage:
+    return Damage(offset, number, f"record of {length} bytes exceeds {limits.max_record_bytes} bytes "
+                                  f"({config_key('max_record_bytes')})", at_end=False)
+
+
+def unreadable(next_offset: int, records_before: int, exc: Exception) -> Damage:
+    """Damaged compression or a tripped limit after ``records_before`` records: nothing after it can be read."""
+    return Damage(next_offset, records_before + 1, str(exc), at_end=True, stops_file=True)
+
+
+def parse_record(part: bytes, offset: int, number: int, last: bool, max_depth: int) -> dict[str, Any] | Damage:
+    """The JSON object of one non-blank record, or a Damage saying why not."""
+    if len(part) > max_depth and too_deep(part, max_depth):  # shorter records cannot nest deeper
+        return Damage(offset, number, f"JSON nested deeper than {max_depth} levels "
+                                      f"({config_key('max_nesting_depth')}); not parsed", at_end=False)
+    try:
+        value = _loads(part)
+    except _JSONError as exc:
+        return Damage(offset, number, f"invalid JSON ({exc})", at_end=last)
+    if value.__class__ is dict:
+        return value
+    return Damage(offset, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
 
 
 def _separated(read, separator: bytes, max_record: int) -> Iterator[tuple[int, bytes | None, int, bool]]:
@@ -271,12 +282,17 @@ def iter_records(path: Path, container: str, limits: Limits = DEFAULT_LIMITS) ->
 
 
 def _seq_or_lines(path: Path, limits: Limits) -> Iterator[dict[str, Any] | Damage]:
-    """JSON-SEQ; files whose header says JSON-SEQ but that lack RS are read line by line."""
+    return iter_seq(path, separator(path, JSON_SEQ, limits), limits)
+
+
+def separator(path: Path, container: str, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """The record separator of a JSON-SEQ or NDJSON file: RS, or newline for NDJSON and for files whose header
+    says JSON-SEQ but that lack RS (read line by line)."""
+    if container != JSON_SEQ:
+        return b"\n"
     try:
         with open_input(path, limits) as f:
             first = f.read(64).lstrip()
     except STREAM_ERRORS:
         first = b"\x1e"  # unreadable from the start: iter_seq reports it where it happens
-    if first[:1] == b"\x1e":
-        return iter_seq(path, b"\x1e", limits)
-    return iter_seq_lines(path, limits)
+    return b"\x1e" if first[:1] == b"\x1e" else b"\n"

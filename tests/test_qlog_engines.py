@@ -1,0 +1,175 @@
+"""The two readers of JSON-SEQ / NDJSON qlogs (quicack.qlog.engine) write the same tables.
+
+The compiled lane (quicack_core.QlogLane, built from rust/quicack_core by install.sh) normalizes the common events
+itself and hands everything else to the Python reader; here every JSON-SEQ / NDJSON qlog of the test data and of
+the embedded dataset is read with both, then damaged copies (cut, a garbage record, numbers written as strings or
+floats or beyond 64 bits) and a handwritten trace of the odd cases (delta times, an ACK reason, an ACK delay
+exponent beyond int64, events routed by group_id, draft-01 and duplicate-key events, a lone surrogate, deep
+nesting, an over-long record), each with the default batch size and with tiny batches, and the tables must be
+equal, value for value and row for row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from quicack.layout import is_qlog_name
+from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.qlog.detect import JSON_SEQ, NDJSON, detect_dialect
+from quicack.qlog.engine import lane_class
+from quicack.qlog.reader import iter_qlog
+
+try:
+    HAS_LANE = lane_class("compiled") is not None
+except ImportError:
+    HAS_LANE = False
+pytestmark = pytest.mark.skipif(not HAS_LANE, reason="quicack_core with QlogLane is not built (install.sh)")
+
+REPO = Path(__file__).parent.parent
+TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues")
+
+
+def _sequence_qlogs(root: Path) -> list[Path]:
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and is_qlog_name(p)
+            and detect_dialect(p).container in (JSON_SEQ, NDJSON)]
+
+
+TEST_QLOGS = _sequence_qlogs(REPO / "tests" / "data")
+
+
+def _tables(path: Path, engine: str, batch_events: int, limits: Limits) -> dict[str, pl.DataFrame]:
+    batches = list(iter_qlog(path, "r", batch_events=batch_events, limits=limits, engine=engine))
+    return {name: pl.concat([getattr(batch, name) for batch in batches]) for name in TABLES}
+
+
+def _assert_same(path: Path, batch_events: int = 50_000, limits: Limits = DEFAULT_LIMITS) -> None:
+    python, compiled = (_tables(path, engine, batch_events, limits) for engine in ("python", "compiled"))
+    for name in TABLES:
+        assert python[name].equals(compiled[name]), f"{path.name}: {name} differs (batch_events={batch_events})"
+
+
+@pytest.mark.parametrize("path", TEST_QLOGS, ids=lambda p: str(p.relative_to(REPO / "tests" / "data")))
+@pytest.mark.parametrize("batch_events", [50_000, 3])
+def test_engines_agree_on_test_qlogs(path: Path, batch_events: int) -> None:
+    _assert_same(path, batch_events)
+
+
+def test_engines_agree_on_the_embedded_dataset() -> None:
+    paths = _sequence_qlogs(REPO / "data" / "sample" / "raw")
+    if not paths:
+        pytest.skip("data/sample/raw is not unpacked (install.sh unpacks it)")
+    for path in paths:
+        _assert_same(path)
+
+
+def _damaged(data: bytes) -> dict[str, bytes]:
+    middle = data.index(b"\x1e", len(data) // 2) if b"\x1e" in data[len(data) // 2:] else len(data) // 2
+    return {
+        "cut": data[: len(data) * 2 // 3],
+        "garbage_record": data[:middle] + b"\x1e{\"time\": oops}\n" + data[middle:],
+        "string_numbers": re.sub(rb'"(smoothed_rtt|packet_number|offset|time)":\s*(\d+(?:\.\d+)?)', rb'"\1":"\2"',
+                                 data),
+        "float_numbers": re.sub(rb'"(packet_number|length|congestion_window)":\s*(\d+)([,}])', rb'"\1":\2.0\3', data),
+        "big_numbers": re.sub(rb'"(offset|bytes_in_flight)":\s*\d+', rb'"\1":99999999999999999999', data, count=40),
+        "bool_numbers": re.sub(rb'"(pto_count|stream_id)":\s*\d+', rb'"\1":true', data, count=40),
+    }
+
+
+@pytest.mark.parametrize("batch_events", [50_000, 5])
+def test_engines_agree_on_damaged_copies(tmp_path: Path, batch_events: int) -> None:
+    sources = [p for p in TEST_QLOGS if p.suffix == ".sqlog"][:6]
+    assert sources
+    for i, source in enumerate(sources):
+        for tag, blob in _damaged(source.read_bytes()).items():
+            copy = tmp_path / f"{i}_{tag}.sqlog"
+            copy.write_bytes(blob)
+            _assert_same(copy, batch_events)
+
+
+def _record(text: str) -> bytes:
+    return b"\x1e" + text.encode() + b"\n"
+
+
+ODD_TRACE = b"".join(_record(r) for r in [
+    '{"qlog_version":"0.3","qlog_format":"JSON-SEQ","title":"quic-go","trace":{"vantage_point":{"type":"client"},'
+    '"common_fields":{"time_format":"delta","ODCID":"abcd","reference_time":1700000000000}}}',
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"initial","packet_number":0},'
+    '"raw":{"length":1200},"frames":[{"frame_type":"crypto","offset":0,"length":300},{"frame_type":"padding"}]}}',
+    '{"time":1,"name":"quicack:ack_sent","data":{"packet_number_space":"application_data","packet_number":5,'
+    '"reason":"threshold","acked_packets":2}}',
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"1RTT","packet_number":5},'
+    '"frames":[{"frame_type":"ack","ack_delay":1.5,"acked_ranges":[[1,3],[7],[6,5],"x"]},{"frame_type":"ACK"}]}}',
+    '{"time":1,"name":"recovery:metrics_updated","data":{"smoothed_rtt":12,"min_rtt":9.5,"congestion_window":12000}}',
+    '{"time":1e13,"name":"transport:packet_received","data":{}}',
+    '{"time":1,"name":"transport:packet_received","group_id":"other","data":{"header":{"packet_type":"handshake",'
+    '"packet_number":1},"frames":[{"frame_type":"handshake_done"},{"frame_type":"stream","stream_id":"4",'
+    '"offset":0,"length":10,"fin":1}]}}',
+    '{"time":1,"name":"transport:packet_received","group_id":"other","data":{"header":{"packet_type":"1rtt",'
+    '"packet_number":2},"frames":[{"frame_type":"stream","id":8,"offset":10,"len":5,"fin":""},'
+    '{"frame_type":"max_data","stream_id":3},{"frame_type":"ping","raw":{"length":1}}]}}',
+    '{"time":1,"name":"transport:packet_received","group_id":7,"data":{"header":{"packet_type":"1rtt",'
+    '"packet_number":3}}}',
+    '{"category":"transport","event":"packet_sent","time":1,"data":{"header":{"packet_type":"1rtt",'
+    '"packet_number":6}}}',
+    '{"time":1,"name":"transport:packet_sent","name":"transport:packet_received","data":{"header":'
+    '{"packet_type":"1rtt","packet_number":9},"header":{"packet_type":"0rtt","packet_number":10}}}',
+    '{"time":"5","name":"transport:packet_sent","data":{"header":{"packet_type":"1rtt","packet_number":11}}}',
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"1rtt","packet_number":12},'
+    '"frames":[{"frame_type":"stream","stream_id":0,"offset":0,"length":5,"note":"\\ud800"}]}}',
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"1rtt",'
+    '"packet_number":18446744073709551615}}}',
+    '[' * 300 + ']' * 300,
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"1rtt","packet_number":13},'
+    '"frames":[{"frame_type":"stream","stream_id":0,"offset":0,"length":5,"pad":"' + "x" * 3000 + '"}]}}',
+    '{"time":1,"name":"transport:parameters_set","data":{"owner":"remote","max_ack_delay":25,'
+    '"ack_delay_exponent":1e30}}',
+    '{"time":1,"name":"transport:packet_received","data":{"header":{"packet_type":"1rtt","packet_number":14},'
+    '"frames":[{"frame_type":"ack","acked_ranges":[[0,4]]}]}}',
+    '{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_type":"initial","packet_number":1},'
+    '"frames":[{"frame_type":"ack","ack_delay":0.25,"acked_ranges":[[0,0]]}]}}',
+    '{"qlog_version":"0.3","trace":{"vantage_point":{"type":"server"},"common_fields":{"group_id":"beef"}}}',
+    '{"time":5,"name":"transport:datagrams_received","data":{"count":1}}',
+    '{"time":6,"name":"transport:packet_received","data":{"header":{"packet_type":"initial","packet_number":0},'
+    '"frames":[{"frame_type":"ack","ack_delay":null,"acked_ranges":[]}]}}',
+    '{"time":7,"name":"transport:packet_received","data":{"header":{"packet_type":"initial","packet_number":1},'
+    '"frames":[{"frame_type":"ack","ack_delay":3,"acked_ranges":[[2,9223372036854775807],[-9223372036854775807,1]]}]}}',
+    '{"time":8,"name":"transport:parameters_set","data":{"owner":"local","ack_delay_exponent":4,'
+    '"max_ack_delay":"20"}}',
+    '{"time":9,"name":"recovery:metrics_updated","data":{"latest_rtt":9007199254740993,"pto_count":1.0}}',
+])
+
+
+@pytest.mark.parametrize("batch_events", [50_000, 3, 1])
+def test_engines_agree_on_odd_records(tmp_path: Path, batch_events: int) -> None:
+    path = tmp_path / "odd.sqlog"
+    path.write_bytes(ODD_TRACE)
+    _assert_same(path, batch_events)
+    _assert_same(path, batch_events, replace(DEFAULT_LIMITS, max_record_bytes=2000))
+    lines = tmp_path / "odd_lines.qlog"  # NDJSON, some lines with a leading RS
+    lines.write_bytes(ODD_TRACE.replace(b"\x1e", b"", 5).replace(b"\n\n", b"\n \n"))
+    _assert_same(lines, batch_events)
+
+
+def test_engine_selection(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QUICACK_QLOG_ENGINE", raising=False)
+    assert lane_class() is not None
+    monkeypatch.setenv("QUICACK_QLOG_ENGINE", "python")
+    assert lane_class() is None
+    assert lane_class("compiled") is not None
+    with pytest.raises(ValueError, match="unknown qlog reader engine"):
+        lane_class("fortran")
+
+
+def test_a_core_without_the_lane_reads_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    import quicack_core
+
+    monkeypatch.delattr(quicack_core, "QlogLane")
+    monkeypatch.delenv("QUICACK_QLOG_ENGINE", raising=False)
+    assert lane_class() is None
+    with pytest.raises(ImportError, match="QlogLane"):
+        lane_class("compiled")
