@@ -7,6 +7,7 @@ files, damaged gzip/zstd, crafted numbers, deep nesting), fixed seed; see quicac
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,30 @@ def test_fuzz_counts_crashes_signals_and_hangs(tmp_path: Path, monkeypatch):
     assert {f.what for f in report.findings if f.kind == "crash"} >= {
         "RuntimeError: uncaught, as a reader bug would be", "killed by SIGSEGV"}
     assert all(f.saved_as is not None and f.saved_as.is_file() for f in report.findings)
+
+
+def test_an_idle_worker_is_not_a_hang(monkeypatch):
+    # At the end of a timed run one worker waits while another finishes a slow input; the waiting one's last
+    # deadline passing must not kill it as a hang of "input -1" (a timed qlog run reported one such).
+    from multiprocessing.connection import wait
+
+    from quicack.fuzz.runner import _Worker
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    seeds = find_seeds(DEFAULT_CORPUS, "qlog")
+    number = next(n for n in range(100) if len(mutated_input(seeds, "qlog", 3, n).data) % 7 in (0, 4, 5, 6))
+    worker = _Worker("qlog", DEFAULT_CORPUS, 3, "fuzz_misbehaving_targets:misbehave_by_input")
+    try:
+        while not worker.ready:
+            assert worker.poll(wait([worker.connection], timeout=120)) is not None or worker.ready
+        worker.assign(number, timeout=0.5)
+        outcome = worker.poll(wait([worker.connection], timeout=30))
+        assert outcome is not None and outcome[1] == "ok"
+        time.sleep(0.6)  # past the finished input's deadline
+        assert worker.poll([]) is None
+        assert worker.process.is_alive()
+    finally:
+        worker.stop()
 
 
 def test_fuzz_inputs_are_a_function_of_seed_and_number():

@@ -170,7 +170,9 @@ class _Worker:
         if self.process.sentinel in signalled and not self.process.is_alive():
             self.number = None
             return number, "signal", self._exit_status(), elapsed
-        if time.monotonic() >= self.deadline:
+        # An idle worker has no deadline: its last input's would otherwise count as a hang of input -1 once the
+        # other workers keep the run going longer than the timeout (seen at the end of a timed run).
+        if (self.number is not None or not self.ready) and time.monotonic() >= self.deadline:
             self.process.kill()
             self.process.join()
             self.number = None
