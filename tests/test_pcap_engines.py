@@ -77,7 +77,7 @@ def _decoded_connections(capture: Path, keylog: Path) -> list:
     reason="a quicack_core built before PacketKeys.used makes no keys early",
 )
 def test_1rtt_keys_made_early_are_those_of_the_first_packet() -> None:
-    # The lane decodes a connection's first 1-RTT datagram with keys made before it (Connection.make_1rtt_keys_early);
+    # The lane decodes a connection's first 1-RTT datagram with keys made before it (Connection.make_keys_early);
     # they must be the keys decrypt_with_keylog would have made at that packet, whatever changed in between.
     from quicack.pcap.quic import VERSION_1, VERSION_2
 
@@ -86,22 +86,22 @@ def test_1rtt_keys_made_early_are_those_of_the_first_packet() -> None:
     assert connection.keys[("1rtt", "c2s")].used and not connection.early_keys  # made early, then used
     # Again from just before the first 1-RTT packet: keys made early, remade while unused when the version changes.
     connection.keys.pop(("1rtt", "c2s")), connection.keys.pop(("1rtt", "s2c"))
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     first = connection.keys[("1rtt", "c2s")]
-    assert not first.used and connection.early_keys["c2s"][0][3] == VERSION_1
-    connection.make_1rtt_keys_early()
+    assert not first.used and connection.early_keys[("1rtt", "c2s")][0][3] == VERSION_1
+    connection.make_keys_early()
     assert connection.keys[("1rtt", "c2s")] is first  # nothing changed: kept
     connection.version = VERSION_2
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     remade = connection.keys[("1rtt", "c2s")]
-    assert remade is not first and connection.early_keys["c2s"][0][3] == VERSION_2
+    assert remade is not first and connection.early_keys[("1rtt", "c2s")][0][3] == VERSION_2
     with pytest.raises(ValueError):
         remade.decrypt(bytes(64), 0, 9, 64, 0, True)  # the first 1-RTT packet came (even one that fails)
     connection.version = VERSION_1
-    connection.make_1rtt_keys_early()
-    assert connection.keys[("1rtt", "c2s")] is remade and "c2s" not in connection.early_keys  # they stay
-    assert connection.early_keys["s2c"][0][3] == VERSION_1  # the unused ones follow the version
+    connection.make_keys_early()
+    assert connection.keys[("1rtt", "c2s")] is remade and ("1rtt", "c2s") not in connection.early_keys  # they stay
+    assert connection.early_keys[("1rtt", "s2c")][0][3] == VERSION_1  # the unused ones follow the version
     # A Retry forgets the client random: unused early keys are no longer determined, so they go.
     connection.client_random = None
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     assert ("1rtt", "s2c") not in connection.keys and not connection.early_keys

@@ -29,6 +29,8 @@ SECRET_LABELS = {
     ("1rtt", S2C): SERVER_APPLICATION,
     ("0rtt", C2S): CLIENT_EARLY,
 }
+# the keys make_keys_early makes ahead of their first packet
+EARLY_KEYS = (("handshake", C2S), ("handshake", S2C), ("1rtt", C2S), ("1rtt", S2C))
 MAX_CLIENT_RANDOM_GUESSES = 32
 MAX_FAILED_KEY_SEARCHES = 8
 
@@ -39,6 +41,7 @@ class Endpoint:
 
     address: tuple[str, int]
     cid_length: int | None = None  # length of the connection IDs this endpoint chose (DCIDs of packets to it)
+    scid: bytes | None = None  # the Source Connection ID of its latest long header packet
     transport_parameters: TransportParameters | None = None
 
     @property
@@ -88,8 +91,8 @@ class Connection:
     client_random: bytes | None = None
     cipher_suite: int | None = None
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
-    # 1-RTT keys made ahead of their first packet (make_1rtt_keys_early), by direction, with what made them.
-    early_keys: dict[str, tuple[tuple, PacketKeys]] = field(default_factory=dict)
+    # Keys made ahead of their first packet (make_keys_early), by (space, direction), with what made them.
+    early_keys: dict[tuple[str, str], tuple[tuple, PacketKeys]] = field(default_factory=dict)
 
     def sender(self, direction: str) -> Endpoint:
         return self.client if direction == C2S else self.server
@@ -191,10 +194,11 @@ class Connection:
         self.failed_key_searches[(key_type, direction)] = failures + 1
         return None
 
-    def make_1rtt_keys_early(self) -> None:
-        """Make the 1-RTT keys of each direction before its first 1-RTT packet, when `decrypt_with_keylog` would take
-        them at that packet without guessing (client random and cipher suite known, the secret in the keylog): the
-        compiled engine's lane can then decode that packet's datagram too, instead of the Python decoder.
+    def make_keys_early(self) -> None:
+        """Make the Handshake and 1-RTT keys of each direction before the first packet of their space, when
+        `decrypt_with_keylog` would take them at that packet without guessing (client random and cipher suite
+        known, the secret in the keylog): the compiled engine's lane can then decode that packet's datagram too,
+        instead of the Python decoder (the client's datagram with its Handshake Finished and first 1-RTT packet).
 
         The keys are exactly those `decrypt_with_keylog` would make at the first packet: made from the same inputs
         (client random, cipher suite, secret, version), remade whenever one of them changes before that packet
@@ -202,17 +206,16 @@ class Connection:
         the keys tell themselves (`used`, set by any decryption attempt, by the decoder or the lane). Only for
         keys with `used` (quicack_core's); the pure-Python engine has no lane and keeps making them at the packet.
         """
-        for direction in (C2S, S2C):
-            key = ("1rtt", direction)
-            early = self.early_keys.get(direction)
+        for key in EARLY_KEYS:
+            early = self.early_keys.get(key)
             if early is not None:
                 inputs, keys = early
                 if keys.used:  # its first packet came: these are now the keys decrypt_with_keylog would have made
-                    del self.early_keys[direction]
+                    del self.early_keys[key]
                     continue
                 if inputs == self._early_key_inputs(key):
                     continue
-                del self.early_keys[direction]
+                del self.early_keys[key]
                 del self.keys[key]
             elif key in self.keys:
                 continue
@@ -224,7 +227,7 @@ class Connection:
             except ValueError:
                 continue  # a suite without keys here: decrypt_with_keylog reports it at the first packet
             self.keys[key] = keys
-            self.early_keys[direction] = (inputs, keys)
+            self.early_keys[key] = (inputs, keys)
 
     def _early_key_inputs(self, key: tuple[str, str]) -> tuple[bytes, int, bytes, int] | None:
         """(client random, cipher suite, secret, version) when decrypt_with_keylog's no-guess branch would apply."""
