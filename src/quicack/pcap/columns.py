@@ -16,7 +16,6 @@ import polars as pl
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
 
 from .connection import Endpoint
-from .frames import FrameColumns, walk_frames
 from .reader import UDP_HEADER_BYTES
 
 SOURCE = "pcap"
@@ -63,6 +62,10 @@ class RowBuffers:
     """The rows of one batch, all tables, in plain lists (the pure-Python twin of `quicack_core.RowBuffers`)."""
 
     def __init__(self) -> None:
+        # The frame walker is imported here: the compiled engine (the default) never needs it (nor aioquic).
+        from .frames import FrameColumns, walk_frames
+
+        self._walk_frames = walk_frames
         self.datagrams: dict[str, list] = {name: [] for name in DATAGRAM_COLUMNS}
         self.packets: dict[str, list] = {name: [] for name in PACKET_COLUMNS}
         self.frames = FrameColumns()
@@ -138,7 +141,7 @@ class RowBuffers:
     def walk(self, payload: bytes) -> tuple:
         """The frames of a decrypted payload as rows: `walk_frames`'s result and whether one is an ACK."""
         first_row = len(self.frames)
-        result = walk_frames(payload, self.frames)
+        result = self._walk_frames(payload, self.frames)
         return (*result, "ack" in self.frames.frame_type[first_row:])
 
     def set_tls_messages(self, row: int, names: list[str] | None) -> None:

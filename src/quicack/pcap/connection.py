@@ -9,6 +9,7 @@ the ServerHello) has been read from the Initial CRYPTO streams.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .keylog import (
     CLIENT_APPLICATION,
@@ -19,7 +20,9 @@ from .keylog import (
     Keylog,
 )
 from .quic import CIPHER_SUITES_TO_TRY, CryptoError, DecryptedPacket, PacketKeys, initial_keys
-from .tls import CryptoStream, TransportParameters
+
+if TYPE_CHECKING:  # the Python TLS twin is imported when used: the compiled engine has its own
+    from .tls import CryptoStream, TransportParameters
 
 C2S, S2C = "c2s", "s2c"
 SECRET_LABELS = {
@@ -83,7 +86,7 @@ class Connection:
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
     keys_class: type = PacketKeys
-    crypto_stream_class: type = CryptoStream  # tls.CryptoStream or quicack_core's
+    crypto_stream_class: type | None = None  # tls.CryptoStream (None: that one) or quicack_core's
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
     lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
@@ -104,6 +107,10 @@ class Connection:
         key = (direction, pn_space)
         stream = self.crypto_streams.get(key)
         if stream is None:
+            if self.crypto_stream_class is None:
+                from .tls import CryptoStream
+
+                self.crypto_stream_class = CryptoStream
             stream = self.crypto_streams[key] = self.crypto_stream_class()
         return stream
 
