@@ -313,6 +313,7 @@ fn decode_fast(
     }
     let datagram_row = rows.datagrams_len() as i64;
     let walk = rows.walk_frames(&packet.payload);
+    crate::keys::recycle(packet.payload);
     let (complete, ack_eliciting, count) = (walk.unknown.is_none(), walk.ack_eliciting, walk.count);
     let event = if walk.unknown.is_some() || !walk.crypto.is_empty() || !walk.new_cids.is_empty() {
         Some(RowBuffers::walk_result(py, walk))
@@ -480,6 +481,7 @@ fn decode_long(
             numbers.borrow_mut().set(direction, space, packet_number);
         }
         let walk = rows.walk_frames(&packet.payload);
+        crate::keys::recycle(packet.payload);
         rows.push_packet(PacketRow {
             datagram_row,
             packet_type,

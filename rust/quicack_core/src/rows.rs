@@ -708,6 +708,7 @@ impl RowBuffers {
             numbers.borrow_mut().set(direction, space, packet.packet_number);
         }
         let walk = self.walk_frames(&packet.payload);
+        crate::keys::recycle(packet.payload);
         self.push_packet(PacketRow {
             datagram_row,
             packet_type,
