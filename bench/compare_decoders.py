@@ -64,7 +64,7 @@ def compare(old: Path, new: Path, captures: list[tuple[str, list[str]]]) -> list
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old-src", type=Path, required=True, help="the old version's src folder (e.g. a checkout of main: git worktree add)")
+    parser.add_argument("--old-src", type=Path, help="the old version's src folder (e.g. a checkout of main: git worktree add)")
     parser.add_argument("--batch-rows", type=int, default=32_768)
     parser.add_argument("--capture", action="append", default=[], help="another capture (with --keylog after it)")
     parser.add_argument("--keylog", action="append", default=[], help="keylog of the --capture before it")
@@ -74,6 +74,8 @@ def main() -> int:
     if args.write:
         write_all(args.write, json.loads(args.captures_json.read_text()), args.batch_rows)
         return 0
+    if args.old_src is None:  # required, but not of the workers (which get --write)
+        parser.error("the following arguments are required: --old-src")
     extra = [
         (capture, [args.keylog[index]] if index < len(args.keylog) else [])
         for index, capture in enumerate(args.capture)

@@ -130,6 +130,23 @@ def test_cli_writes_the_contract_and_prints(tmp_path: Path, capsys: pytest.Captu
     assert "initial" in lines[0] and "CRYPTO" in lines[0] and "c2s" in lines[0]
 
 
+def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) -> None:
+    # `python -m quicack.pcap.cli` leaves by os._exit (no interpreter teardown): what it printed into a pipe must
+    # still arrive, the files must be in place, and the status must be the command's.
+    capture, keylog = DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"
+    command = [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)]
+    done = subprocess.run([*command, "--print"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == pl.read_parquet(tmp_path / "packets.parquet").height
+    assert "packets" in done.stderr and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{name}.parquet" for name in OUTPUT_TABLES
+    )
+    junk = tmp_path / "junk.pcap"
+    junk.write_bytes(b"not a capture at all")
+    failed = subprocess.run([*command[:3], str(junk), "--out", str(tmp_path / "junk")], capture_output=True, text=True)
+    assert failed.returncode == 1 and "not a pcap or pcapng file" in failed.stderr
+
+
 def test_decoding_is_deterministic(tmp_path: Path) -> None:
     capture, keylog = DATA / "ngtcp2_keyupdate_gso.pcap.gz", DATA / "ngtcp2_keyupdate_gso.keys.log"
     for run in ("a", "b"):

@@ -77,7 +77,7 @@ def _decoded_connections(capture: Path, keylog: Path) -> list:
     reason="a quicack_core built before PacketKeys.used makes no keys early",
 )
 def test_1rtt_keys_made_early_are_those_of_the_first_packet() -> None:
-    # The lane decodes a connection's first 1-RTT datagram with keys made before it (Connection.make_1rtt_keys_early);
+    # The lane decodes a connection's first 1-RTT datagram with keys made before it (Connection.make_keys_early);
     # they must be the keys decrypt_with_keylog would have made at that packet, whatever changed in between.
     from quicack.pcap.quic import VERSION_1, VERSION_2
 
@@ -86,22 +86,61 @@ def test_1rtt_keys_made_early_are_those_of_the_first_packet() -> None:
     assert connection.keys[("1rtt", "c2s")].used and not connection.early_keys  # made early, then used
     # Again from just before the first 1-RTT packet: keys made early, remade while unused when the version changes.
     connection.keys.pop(("1rtt", "c2s")), connection.keys.pop(("1rtt", "s2c"))
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     first = connection.keys[("1rtt", "c2s")]
-    assert not first.used and connection.early_keys["c2s"][0][3] == VERSION_1
-    connection.make_1rtt_keys_early()
+    assert not first.used and connection.early_keys[("1rtt", "c2s")][0][3] == VERSION_1
+    connection.make_keys_early()
     assert connection.keys[("1rtt", "c2s")] is first  # nothing changed: kept
     connection.version = VERSION_2
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     remade = connection.keys[("1rtt", "c2s")]
-    assert remade is not first and connection.early_keys["c2s"][0][3] == VERSION_2
+    assert remade is not first and connection.early_keys[("1rtt", "c2s")][0][3] == VERSION_2
     with pytest.raises(ValueError):
         remade.decrypt(bytes(64), 0, 9, 64, 0, True)  # the first 1-RTT packet came (even one that fails)
     connection.version = VERSION_1
-    connection.make_1rtt_keys_early()
-    assert connection.keys[("1rtt", "c2s")] is remade and "c2s" not in connection.early_keys  # they stay
-    assert connection.early_keys["s2c"][0][3] == VERSION_1  # the unused ones follow the version
+    connection.make_keys_early()
+    assert connection.keys[("1rtt", "c2s")] is remade and ("1rtt", "c2s") not in connection.early_keys  # they stay
+    assert connection.early_keys[("1rtt", "s2c")][0][3] == VERSION_1  # the unused ones follow the version
     # A Retry forgets the client random: unused early keys are no longer determined, so they go.
     connection.client_random = None
-    connection.make_1rtt_keys_early()
+    connection.make_keys_early()
     assert ("1rtt", "s2c") not in connection.keys and not connection.early_keys
+
+
+@pytest.mark.skipif(
+    compiled_engine() is None or not getattr(compiled_engine().pcap_lane, "LONG_HEADERS", False),
+    reason="a quicack_core built before its lane decoded long header packets",
+)
+def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lane takes a handshake datagram (the client's Initial ACK + Handshake Finished + first 1-RTT packet) when
+    # its keys are known; the rows must be those the Python decoder writes when it is given the same datagrams.
+    from quicack.limits import DEFAULT_LIMITS
+    from quicack.pcap.decode import CaptureDecoder, _decode_through_lane, _open_lane
+    from quicack.pcap.keylog import load_keylogs
+
+    capture, keylog = DATA / "pcap" / "aioquic_v1_keyupdate.pcap.gz", DATA / "pcap" / "aioquic_v1_keyupdate.keys.log"
+    original = CaptureDecoder._add_one_datagram
+    results = {}
+    for long_headers in (False, True):
+        long_header_datagrams: list[int] = []
+
+        def count(self, connection, direction, datagram, seen=long_header_datagrams):
+            if datagram.payload[0] & 0x80:
+                seen.append(datagram.record_number)
+            original(self, connection, direction, datagram)
+
+        monkeypatch.setattr(CaptureDecoder, "_add_one_datagram", count)
+        engine = compiled_engine()
+        decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
+        stream, lane = _open_lane(capture, engine, DEFAULT_LIMITS)
+        with stream:
+            decoder.use_lane(lane)
+            decoder.lane_long_headers = long_headers
+            batches = [*_decode_through_lane(decoder, 32_768, 64), decoder.take_batch(final=True)]
+        tables = {name: pl.concat([getattr(batch, name) for batch in batches]) for name in TABLES}
+        results[long_headers] = (tables, long_header_datagrams)
+    (by_python, python_count), (by_lane, lane_count) = results[False], results[True]
+    assert len(lane_count) < len(python_count)  # the lane took some
+    assert by_python["packets"].filter(pl.col("packet_type") == "handshake").height > 0
+    for name in TABLES:
+        assert by_python[name].equals(by_lane[name]), name

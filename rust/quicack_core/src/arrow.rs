@@ -49,16 +49,29 @@ pub enum Column {
     /// Text by code: row i is names[codes[i]] (null for None), built without a string per row.
     Names(&'static [&'static str], Vec<Option<u8>>),
     Shared(Vec<Arc<str>>),
+    // The same types built without a 16-byte Option per row (most of the export's time went into those):
+    /// Int64 without nulls
+    Dense(Vec<i64>),
+    /// Int64 from unsigned values (the frame walker's), null for None
+    Unsigned(Vec<Option<u64>>),
+    /// Int64 or Float64 of `length` rows, null but at the rows given (ECN counts, ACK_FREQUENCY fields)
+    SparseInt(usize, Vec<(usize, u64)>),
+    SparseFloat(usize, Vec<(usize, f64)>),
+    /// Text by code without nulls
+    Codes(&'static [&'static str], Vec<u8>),
+    /// List of {low: Int64, high: Int64} structs (frames.ack_ranges): each row's end in `pairs` (Arrow list
+    /// offsets without the leading 0), whether the row is a list (else null), the pairs
+    Ranges(Vec<i32>, Vec<bool>, Vec<(i64, i64)>),
 }
 
 impl Column {
     fn format(&self) -> &'static str {
         match self {
-            Column::Int(_) => "l",
-            Column::Float(_) => "g",
+            Column::Int(_) | Column::Dense(_) | Column::Unsigned(_) | Column::SparseInt(..) => "l",
+            Column::Float(_) | Column::SparseFloat(..) => "g",
             Column::Bool(_) => "b",
-            Column::Text(_) | Column::Names(..) | Column::Shared(_) => "u",
-            Column::TextList(_) => "+l",
+            Column::Text(_) | Column::Names(..) | Column::Shared(_) | Column::Codes(..) => "u",
+            Column::TextList(_) | Column::Ranges(..) => "+l",
         }
     }
 
@@ -71,6 +84,11 @@ impl Column {
             Column::TextList(values) => values.len(),
             Column::Names(_, codes) => codes.len(),
             Column::Shared(values) => values.len(),
+            Column::Dense(values) => values.len(),
+            Column::Unsigned(values) => values.len(),
+            Column::SparseInt(length, _) | Column::SparseFloat(length, _) => *length,
+            Column::Codes(_, codes) => codes.len(),
+            Column::Ranges(ends, ..) => ends.len(),
         }
     }
 }
@@ -167,6 +185,41 @@ fn validity<T>(values: &[Option<T>]) -> (Option<Vec<u8>>, usize) {
     }
 }
 
+/// Values and validity bits in one pass; no validity buffer when nothing is null.
+fn optional_array<T: Copy + Default>(length: usize, values: impl Iterator<Item = Option<T>>) -> ArrowArray {
+    let mut data: Vec<T> = Vec::with_capacity(length);
+    let mut valid = vec![0u8; length.div_ceil(8).max(1)];
+    let mut nulls = 0;
+    for (index, value) in values.enumerate() {
+        match value {
+            Some(value) => {
+                valid[index / 8] |= 1 << (index % 8);
+                data.push(value);
+            }
+            None => {
+                nulls += 1;
+                data.push(T::default());
+            }
+        }
+    }
+    array(length, nulls, vec![(nulls > 0).then_some(valid), Some(as_bytes(data))], Vec::new())
+}
+
+/// `length` rows, null but at `entries` (a row given twice: the last value).
+fn sparse_array<T: Copy + Default>(length: usize, entries: &[(usize, T)]) -> ArrowArray {
+    let mut data = vec![T::default(); length];
+    let mut valid = vec![0u8; length.div_ceil(8).max(1)];
+    let mut nulls = length;
+    for &(row, value) in entries {
+        data[row] = value;
+        if valid[row / 8] & (1 << (row % 8)) == 0 {
+            valid[row / 8] |= 1 << (row % 8);
+            nulls -= 1;
+        }
+    }
+    array(length, nulls, vec![(nulls > 0).then_some(valid), Some(as_bytes(data))], Vec::new())
+}
+
 fn as_bytes<T: Copy>(values: Vec<T>) -> Vec<u8> {
     let size = std::mem::size_of::<T>() * values.len();
     let mut out = vec![0u8; size.max(8)];
@@ -223,6 +276,27 @@ fn column_array(column: Column) -> ArrowArray {
             text_array(length, valid, nulls, codes.iter().map(|code| code.map(|code| names[code as usize])))
         }
         Column::Shared(values) => text_array(length, None, 0, values.iter().map(|value| Some(&**value))),
+        Column::Dense(values) => array(length, 0, vec![None, Some(as_bytes(values))], Vec::new()),
+        Column::Unsigned(values) => optional_array(length, values.into_iter().map(|v| v.map(|v| v as i64))),
+        Column::SparseInt(_, entries) => {
+            let entries: Vec<(usize, i64)> = entries.into_iter().map(|(row, value)| (row, value as i64)).collect();
+            sparse_array(length, &entries)
+        }
+        Column::SparseFloat(_, entries) => sparse_array(length, &entries),
+        Column::Ranges(ends, valid, pairs) => {
+            let nulls = valid.iter().filter(|valid| !**valid).count();
+            let validity = (nulls > 0).then(|| bits(valid.iter().copied(), length));
+            let mut offsets = Vec::with_capacity(length + 1);
+            offsets.push(0i32);
+            offsets.extend(ends);
+            let (lows, highs): (Vec<i64>, Vec<i64>) = pairs.into_iter().unzip();
+            let count = lows.len();
+            let low = Box::into_raw(Box::new(column_array(Column::Dense(lows))));
+            let high = Box::into_raw(Box::new(column_array(Column::Dense(highs))));
+            let item = Box::into_raw(Box::new(array(count, 0, vec![None], vec![low, high])));
+            array(length, nulls, vec![validity, Some(as_bytes(offsets))], vec![item])
+        }
+        Column::Codes(names, codes) => text_array(length, None, 0, codes.iter().map(|code| Some(names[*code as usize]))),
         Column::TextList(values) => {
             let (valid, nulls) = validity(&values);
             let mut offsets: Vec<i32> = Vec::with_capacity(length + 1);
@@ -271,6 +345,10 @@ impl ArrowTable {
         for (name, column) in columns {
             let grandchildren = match column {
                 Column::TextList(_) => vec![Box::into_raw(Box::new(schema("u", "item", Vec::new())))],
+                Column::Ranges(..) => {
+                    let fields = ["low", "high"].map(|name| Box::into_raw(Box::new(schema("l", name, Vec::new()))));
+                    vec![Box::into_raw(Box::new(schema("+s", "item", fields.to_vec())))]
+                }
                 _ => Vec::new(),
             };
             child_schemas.push(Box::into_raw(Box::new(schema(column.format(), &name, grandchildren))));

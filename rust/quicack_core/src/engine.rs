@@ -2,6 +2,9 @@
 //! the datagrams that are one short header packet of a flow the Python decoder has registered (1-RTT keys,
 //! connection ID length and the sender's transport parameters known). Everything else goes back to the
 //! Python decoder as it would have come from `reader.read_udp`, in file order, so both write the same rows.
+//! A datagram that starts with long header packets (Initial, Handshake; a 1-RTT packet may follow) is decoded
+//! here too when the flow's Initial and Handshake keys are registered and nothing in it would change what the
+//! Python decoder knows but its CRYPTO frames: see `decode_long`.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek};
@@ -13,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::keys::PacketKeys;
-use crate::rows::{code_of, PacketRow, RowBuffers, DIRECTIONS, PACKET_1RTT, SPACE_APPDATA};
+use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
 
 const CHUNK_BYTES: usize = 1 << 20;
@@ -29,6 +32,13 @@ const LINKTYPE_LINUX_SLL: u32 = 113;
 const LINKTYPE_LINUX_SLL2: u32 = 276;
 const LINKTYPE_PPP: u32 = 9;
 const LINKTYPE_PPP_HDLC: u32 = 50;
+const VERSION_1: u32 = 0x0000_0001;
+const VERSION_2: u32 = 0x6B33_43CF;
+const MAX_CID_BYTES: usize = 20;
+// PACKET_TYPES codes of the long header packets the lane decodes, and of the zeros after a datagram's last packet
+const PACKET_INITIAL: u8 = 0;
+const PACKET_HANDSHAKE: u8 = 2;
+const PACKET_PADDING: u8 = 7;
 
 type FlowKey = ([u8; 16], u16, [u8; 16], u16);
 
@@ -41,6 +51,16 @@ struct FastFlow {
     keys: Py<PacketKeys>,
     numbers: Py<PacketNumbers>,
     sender: Py<PyAny>,
+    long: Option<LongHeaders>,
+}
+
+/// What the lane needs to decode a flow's long header packets as the Python decoder would
+/// (`decode._add_long_header_packet`) without changing its state beyond packet numbers and rows.
+struct LongHeaders {
+    version: u32,              // the connection's version (v1 or v2): a packet of another one goes to Python
+    initial: Py<PacketKeys>,   // this direction's Initial keys
+    handshake: Option<Py<PacketKeys>>,
+    scid: Vec<u8>,             // the sender's Source Connection ID, one the decoder already knows
 }
 
 struct Udp<'a> {
@@ -268,6 +288,9 @@ fn decode_fast(
     udp: &Udp,
 ) -> Option<Fast> {
     let payload = udp.payload;
+    if !payload.is_empty() && payload[0] & 0x80 != 0 && payload.len() == udp.udp_payload_bytes {
+        return decode_long(py, flow, flow.long.as_ref()?, rows, counts, record, time_abs_ns, udp);
+    }
     if payload.is_empty()
         || payload[0] & 0x80 != 0
         || payload.len() != udp.udp_payload_bytes
@@ -290,6 +313,7 @@ fn decode_fast(
     }
     let datagram_row = rows.datagrams_len() as i64;
     let walk = rows.walk_frames(&packet.payload);
+    crate::keys::recycle(packet.payload);
     let (complete, ack_eliciting, count) = (walk.unknown.is_none(), walk.ack_eliciting, walk.count);
     let event = if walk.unknown.is_some() || !walk.crypto.is_empty() || !walk.new_cids.is_empty() {
         Some(RowBuffers::walk_result(py, walk))
@@ -336,6 +360,186 @@ fn decode_fast(
     })
 }
 
+/// One long header packet of a flow's datagram: (PACKET_TYPES code, pn_offset, packet bytes), or None where
+/// `quic.parse_long_header` would fail or give what the lane leaves to Python (another version or Source
+/// Connection ID — new connection IDs, a reused client port —, 0-RTT, Retry, Version Negotiation).
+fn long_packet(payload: &[u8], start: usize, long: &LongHeaders) -> Option<(u8, usize, usize)> {
+    let end = payload.len();
+    if start + 7 > end {
+        return None;
+    }
+    let first = payload[start];
+    let version = u32::from_be_bytes([payload[start + 1], payload[start + 2], payload[start + 3], payload[start + 4]]);
+    if version != long.version {
+        return None;
+    }
+    let dcid_length = usize::from(payload[start + 5]);
+    if dcid_length > MAX_CID_BYTES {
+        return None;
+    }
+    let mut position = start + 6 + dcid_length;
+    if position >= end {
+        return None;
+    }
+    let scid_length = usize::from(payload[position]);
+    position += 1;
+    if position + scid_length > end || payload[position..position + scid_length] != long.scid[..] {
+        return None;
+    }
+    position += scid_length;
+    let bits = (first >> 4) & 0x03;
+    let packet_type = match (version == VERSION_2, bits) {
+        (false, 0) | (true, 1) => PACKET_INITIAL,
+        (false, 2) | (true, 3) => PACKET_HANDSHAKE,
+        _ => return None,
+    };
+    if packet_type == PACKET_INITIAL {
+        let (token_length, next) = varint(payload, position)?;
+        position = next.checked_add(usize::try_from(token_length).ok()?)?;
+    }
+    let (length, next) = varint(payload, position)?;
+    let packet_end = next.checked_add(usize::try_from(length).ok()?)?;
+    if packet_end > end {
+        return None;
+    }
+    Some((packet_type, next - start, packet_end - start))
+}
+
+fn varint(data: &[u8], position: usize) -> Option<(u64, usize)> {
+    let first = *data.get(position)?;
+    let length = 1usize << (first >> 6);
+    if position + length > data.len() {
+        return None;
+    }
+    let mut value = u64::from(first & 0x3F);
+    for byte in &data[position + 1..position + length] {
+        value = (value << 8) | u64::from(*byte);
+    }
+    Some((value, position + length))
+}
+
+/// A datagram of a registered flow that starts with a long header: its packets (Initial, Handshake, then
+/// possibly a 1-RTT packet or zeros) decoded as `decode._add_packets` would, or None — nothing changed but the
+/// keys' `used` — when any of them needs the Python decoder: a header it would read differently or learn from,
+/// keys it does not have yet, a packet that does not decrypt, two packets of one space.
+/// Everything is decrypted before anything is added, so a failure leaves no rows and no packet numbers behind.
+#[allow(clippy::too_many_arguments)]
+fn decode_long(
+    py: Python<'_>,
+    flow: &FastFlow,
+    long: &LongHeaders,
+    rows: &mut RowBuffers,
+    counts: &mut [i64; 2],
+    record: i64,
+    time_abs_ns: i64,
+    udp: &Udp,
+) -> Option<Fast> {
+    let payload = udp.payload;
+    let direction = flow.direction;
+    // (PACKET_TYPES code, space, start, pn_offset, packet end, short)
+    let mut packets: Vec<(u8, u8, usize, usize, usize, bool)> = Vec::with_capacity(3);
+    let mut padding = 0;
+    let mut position = 0;
+    while position < payload.len() {
+        if payload[position] & 0x80 != 0 {
+            let (packet_type, pn_offset, packet_bytes) = long_packet(payload, position, long)?;
+            let space = if packet_type == PACKET_INITIAL { 0 } else { 1 };
+            packets.push((packet_type, space, position, pn_offset, position + packet_bytes, false));
+            position += packet_bytes;
+        } else if payload[position..].iter().all(|byte| *byte == 0) {
+            padding = payload.len() - position; // `position` > 0: the first byte has the long header bit
+            break;
+        } else {
+            packets.push((PACKET_1RTT, SPACE_APPDATA, position, 1 + flow.cid_length, payload.len(), true));
+            break;
+        }
+    }
+    for (index, packet) in packets.iter().enumerate() {
+        if packets[..index].iter().any(|other| other.1 == packet.1) {
+            return None;
+        }
+    }
+    let numbers = flow.numbers.bind(py);
+    let mut decrypted = Vec::with_capacity(packets.len());
+    for &(packet_type, space, start, pn_offset, end, short) in &packets {
+        let keys = match packet_type {
+            PACKET_INITIAL => &long.initial,
+            PACKET_HANDSHAKE => long.handshake.as_ref()?,
+            _ => &flow.keys,
+        };
+        let expected = numbers.borrow().get(direction, space) + 1;
+        let mut keys = keys.bind(py).try_borrow_mut().ok()?;
+        decrypted.push(keys.decrypt_packet(payload, start, pn_offset, end, expected, short).ok()?);
+    }
+    counts[direction as usize] += 1;
+    let datagram_index = counts[direction as usize];
+    let datagram_row = rows.datagrams_len() as i64;
+    let mut events: Vec<(u8, i64, Walk)> = Vec::new();
+    for (&(packet_type, space, start, _, end, _), packet) in packets.iter().zip(decrypted) {
+        let packet_number = packet.packet_number;
+        if packet_number > numbers.borrow().get(direction, space) {
+            numbers.borrow_mut().set(direction, space, packet_number);
+        }
+        let walk = rows.walk_frames(&packet.payload);
+        crate::keys::recycle(packet.payload);
+        rows.push_packet(PacketRow {
+            datagram_row,
+            packet_type,
+            packet_bytes: (end - start) as i64,
+            pn_space: Some(space),
+            packet_number: Some(packet_number),
+            header_bytes: Some(packet.header_bytes as i64),
+            aead_tag_bytes: Some(AEAD_TAG_BYTES),
+            ack_eliciting: Some(walk.ack_eliciting),
+            decrypted: Some(true),
+            frames_complete: Some(walk.unknown.is_none()),
+            frame_count: walk.count,
+            sender: Some(flow.sender.clone_ref(py)),
+        });
+        if walk.unknown.is_some() || !walk.crypto.is_empty() || !walk.new_cids.is_empty() {
+            events.push((packet_type, packet_number, walk));
+        }
+    }
+    if padding > 0 {
+        rows.push_packet(PacketRow {
+            datagram_row,
+            packet_type: PACKET_PADDING,
+            packet_bytes: padding as i64,
+            pn_space: None,
+            packet_number: None,
+            header_bytes: None,
+            aead_tag_bytes: None,
+            ack_eliciting: None,
+            decrypted: None,
+            frames_complete: None,
+            frame_count: 0,
+            sender: None,
+        });
+    }
+    rows.push_datagram(
+        flow.odcid.clone(),
+        direction,
+        datagram_index,
+        (time_abs_ns - flow.time_origin_ns) as f64 / 1e6,
+        time_abs_ns,
+        udp.ip_header_bytes as i64,
+        udp.udp_payload_bytes as i64,
+        packets.len() as i64,
+    );
+    if events.is_empty() {
+        return Some(Fast::Done);
+    }
+    let walks: Vec<PyObject> = events
+        .into_iter()
+        .map(|(packet_type, packet_number, walk)| {
+            (PACKET_TYPES[packet_type as usize], packet_number, RowBuffers::walk_result(py, walk)).into_py(py)
+        })
+        .collect();
+    Some(Fast::Event(
+        ("events", flow.connection.clone_ref(py), DIRECTIONS[direction as usize], record, walks).into_py(py),
+    ))
+}
+
 #[pymethods]
 impl PcapLane {
     /// `head`: the 24-byte pcap file header already read from `stream` (the caller checked the magic). `path`:
@@ -376,6 +580,10 @@ impl PcapLane {
             datagram_counts: [0, 0],
         })
     }
+
+    /// `register` takes the long header arguments (a decoder checks this before passing them).
+    #[classattr]
+    const LONG_HEADERS: bool = true;
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
     fn next_datagram_index(&mut self, direction: &str) -> PyResult<i64> {
@@ -457,8 +665,11 @@ impl PcapLane {
         }
     }
 
-    /// Let the fast lane decode the short header packets sent from (src, src_port) to (dst, dst_port).
+    /// Let the fast lane decode the short header packets sent from (src, src_port) to (dst, dst_port), and with
+    /// `version`, `initial` keys and the sender's `scid` (`handshake` keys if known) its long header packets too.
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (src, src_port, dst, dst_port, connection, odcid, direction, time_origin_ns, cid_length, keys,
+        numbers, sender, version=None, initial=None, handshake=None, scid=None))]
     fn register(
         &mut self,
         src: &str,
@@ -473,12 +684,32 @@ impl PcapLane {
         keys: Py<PacketKeys>,
         numbers: Py<PacketNumbers>,
         sender: Py<PyAny>,
+        version: Option<u32>,
+        initial: Option<Py<PacketKeys>>,
+        handshake: Option<Py<PacketKeys>>,
+        scid: Option<Vec<u8>>,
     ) -> PyResult<()> {
         let key = (parse_address(src)?, src_port, parse_address(dst)?, dst_port);
         let direction = code_of(&DIRECTIONS, direction)?;
+        let long = match (version, initial, scid) {
+            (Some(version), Some(initial), Some(scid)) if version == VERSION_1 || version == VERSION_2 => {
+                Some(LongHeaders { version, initial, handshake, scid })
+            }
+            _ => None,
+        };
         self.flows.insert(
             key,
-            FastFlow { connection, odcid: Arc::from(odcid), direction, time_origin_ns, cid_length, keys, numbers, sender },
+            FastFlow {
+                connection,
+                odcid: Arc::from(odcid),
+                direction,
+                time_origin_ns,
+                cid_length,
+                keys,
+                numbers,
+                sender,
+                long,
+            },
         );
         Ok(())
     }

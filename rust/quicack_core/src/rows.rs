@@ -147,7 +147,11 @@ pub struct FrameRows {
     ack_delay_raw: Vec<Option<u64>>,
     largest_acked: Vec<Option<u64>>,
     first_ack_range: Vec<Option<u64>>,
-    ack_ranges: Vec<Option<String>>,
+    // ACK ranges as (low, high) pairs: row i has ack_range_pairs[ack_range_ends[i-1]..ack_range_ends[i]], null
+    // unless ack_range_valid[i] (wide integers: a corrupt ACK's ranges can run below zero and past i64)
+    ack_range_ends: Vec<usize>,
+    ack_range_valid: Vec<bool>,
+    ack_range_pairs: Vec<(i128, i128)>,
     stream_id: Vec<Option<u64>>,
     offset: Vec<Option<u64>>,
     length: Vec<Option<u64>>,
@@ -173,14 +177,16 @@ impl FrameRows {
         self.frame_index.len()
     }
 
-    fn add(&mut self, index: i64, name: u8, size: usize, values: FrameValues, ranges: Option<String>) {
+    /// One frame row; `has_ranges`: an ACK, whose ranges were pushed onto ack_range_pairs just before.
+    fn add(&mut self, index: i64, name: u8, size: usize, values: FrameValues, has_ranges: bool) {
         self.frame_index.push(index);
         self.frame_type.push(name);
         self.frame_bytes.push(size as i64);
         self.ack_delay_raw.push(values.ack_delay_raw);
         self.largest_acked.push(values.largest_acked);
         self.first_ack_range.push(values.first_ack_range);
-        self.ack_ranges.push(ranges);
+        self.ack_range_ends.push(if has_ranges { self.ack_range_pairs.len() } else { self.ranges_end() });
+        self.ack_range_valid.push(has_ranges);
         self.stream_id.push(values.stream_id);
         self.offset.push(values.offset);
         self.length.push(values.length);
@@ -188,10 +194,40 @@ impl FrameRows {
         self.tls_messages.push(None);
     }
 
+    /// The ACK ranges as the contract's list of {low, high} structs, or, when a corrupt ACK's values do not fit
+    /// 64 bits, as the JSON text `[[low, high], ...]` the pure-Python engine writes (the decoder parses it).
+    fn ack_ranges_column(&self, as_lists: bool) -> Column {
+        let pairs = &self.ack_range_pairs[..self.ranges_end()];
+        let fits = |value: i128| i64::try_from(value).is_ok();
+        if as_lists && pairs.iter().all(|(low, high)| fits(*low) && fits(*high)) {
+            return Column::Ranges(
+                self.ack_range_ends.iter().map(|end| *end as i32).collect(),
+                self.ack_range_valid.clone(),
+                pairs.iter().map(|(low, high)| (*low as i64, *high as i64)).collect(),
+            );
+        }
+        let mut start = 0;
+        let mut texts = Vec::with_capacity(self.len());
+        for (end, valid) in self.ack_range_ends.iter().zip(&self.ack_range_valid) {
+            texts.push(valid.then(|| {
+                let items: Vec<String> = pairs[start..*end].iter().map(|(low, high)| format!("[{low},{high}]")).collect();
+                format!("[{}]", items.join(","))
+            }));
+            start = *end;
+        }
+        Column::Text(texts)
+    }
+
+    /// Where the ranges of the last row end (those pushed after it belong to no row yet).
+    fn ranges_end(&self) -> usize {
+        self.ack_range_ends.last().copied().unwrap_or(0)
+    }
+
     fn truncate(&mut self, length: usize) {
         truncate_columns!(length; self.frame_index, self.frame_type, self.frame_bytes, self.ack_delay_raw,
-            self.largest_acked, self.first_ack_range, self.ack_ranges, self.stream_id, self.offset, self.length,
+            self.largest_acked, self.first_ack_range, self.ack_range_ends, self.ack_range_valid, self.stream_id, self.offset, self.length,
             self.fin, self.tls_messages);
+        self.ack_range_pairs.truncate(self.ranges_end());
         self.ecn.retain(|(row, _)| *row < length);
         self.ack_frequency.retain(|(row, _)| *row < length);
     }
@@ -213,7 +249,7 @@ impl FrameRows {
                 let stop = payload[position..].iter().position(|byte| *byte != 0).map_or(end, |at| position + at);
                 // A PADDING type in a longer varint encoding would not move: count its bytes (Python would loop).
                 let stop = stop.max(cursor.position);
-                self.add(index, F_PADDING, stop - position, values, None);
+                self.add(index, F_PADDING, stop - position, values, false);
                 cursor.position = stop;
                 return Ok(true);
             }
@@ -235,7 +271,7 @@ impl FrameRows {
                 values.offset = Some(offset);
                 values.length = Some(length);
                 values.fin = Some(frame_type & 0x01 != 0);
-                self.add(index, F_STREAM, data_end - position, values, None);
+                self.add(index, F_STREAM, data_end - position, values, false);
             }
             0x02 | 0x03 => {
                 let largest = cursor.varint().ok_or(())?;
@@ -244,15 +280,16 @@ impl FrameRows {
                 let first_range = cursor.varint().ok_or(())?;
                 let mut high = i128::from(largest);
                 let mut low = high - i128::from(first_range);
-                let mut text = format!("[[{low},{high}]");
+                let ranges_start = self.ranges_end(); // drops the ranges of an ACK that ran past the end
+                self.ack_range_pairs.truncate(ranges_start);
+                self.ack_range_pairs.push((low, high));
                 for _ in 0..range_count {
                     let gap = cursor.varint().ok_or(())?;
                     let range_length = cursor.varint().ok_or(())?;
                     high = low - i128::from(gap) - 2;
                     low = high - i128::from(range_length);
-                    text.push_str(&format!(",[{low},{high}]"));
+                    self.ack_range_pairs.push((low, high));
                 }
-                text.push(']');
                 if frame_type == 0x03 {
                     let counts = [cursor.varint().ok_or(())?, cursor.varint().ok_or(())?, cursor.varint().ok_or(())?];
                     self.ecn.push((self.len(), counts));
@@ -260,7 +297,7 @@ impl FrameRows {
                 values.ack_delay_raw = Some(delay);
                 values.largest_acked = Some(largest);
                 values.first_ack_range = Some(first_range);
-                self.add(index, F_ACK, cursor.position - position, values, Some(text));
+                self.add(index, F_ACK, cursor.position - position, values, true);
                 walk.has_ack = true;
             }
             0x06 => {
@@ -270,11 +307,11 @@ impl FrameRows {
                 walk.crypto.push((self.len(), offset, data.to_vec()));
                 values.offset = Some(offset);
                 values.length = Some(length);
-                self.add(index, F_CRYPTO, cursor.position - position, values, None);
+                self.add(index, F_CRYPTO, cursor.position - position, values, false);
                 walk.ack_eliciting = true;
             }
             0x01 | 0x1E | 0x1F | 0xAC => {
-                self.add(index, frame_name(frame_type).expect("known"), cursor.position - position, values, None);
+                self.add(index, frame_name(frame_type).expect("known"), cursor.position - position, values, false);
                 walk.ack_eliciting = true;
             }
             0xAF => {
@@ -285,7 +322,7 @@ impl FrameRows {
                     cursor.varint().ok_or(())?,
                 ];
                 self.ack_frequency.push((self.len(), fields));
-                self.add(index, F_ACK_FREQUENCY, cursor.position - position, values, None);
+                self.add(index, F_ACK_FREQUENCY, cursor.position - position, values, false);
                 walk.ack_eliciting = true;
             }
             0x30 | 0x31 => {
@@ -300,7 +337,7 @@ impl FrameRows {
                 };
                 cursor.position += length as usize;
                 values.length = Some(length);
-                self.add(index, F_DATAGRAM, cursor.position - position, values, None);
+                self.add(index, F_DATAGRAM, cursor.position - position, values, false);
                 walk.ack_eliciting = true;
             }
             _ => {
@@ -349,7 +386,7 @@ impl FrameRows {
                     }
                 }
                 values.stream_id = stream_id;
-                self.add(index, name, cursor.position - position, values, None);
+                self.add(index, name, cursor.position - position, values, false);
                 if !matches!(frame_type, 0x00 | 0x02 | 0x03 | 0x1C | 0x1D) {
                     walk.ack_eliciting = true;
                 }
@@ -377,13 +414,13 @@ impl FrameRows {
                 Ok(true) => {}
                 Ok(false) => {
                     walk.unknown = Some(format!("unknown frame type 0x{:x}", frame_type_at(payload, position)));
-                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), None);
+                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), false);
                     index += 1;
                     break;
                 }
                 Err(()) => {
                     walk.unknown = Some("frame runs past the end of the packet (malformed)".to_string());
-                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), None);
+                    self.add(index, F_UNKNOWN, end - position, FrameValues::default(), false);
                     index += 1;
                     break;
                 }
@@ -671,6 +708,7 @@ impl RowBuffers {
             numbers.borrow_mut().set(direction, space, packet.packet_number);
         }
         let walk = self.walk_frames(&packet.payload);
+        crate::keys::recycle(packet.payload);
         self.push_packet(PacketRow {
             datagram_row,
             packet_type,
@@ -698,14 +736,18 @@ impl RowBuffers {
         self.frames.tls_messages[row] = names;
     }
 
-    /// The rows as three Arrow tables and the tls_messages list, as `columns.RowBuffers.columns`.
-    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// `columns` takes `ack_ranges_as_lists` (a decoder checks this before passing it).
+    #[classattr]
+    const ACK_RANGES_AS_LISTS: bool = true;
+
+    /// The rows as three Arrow tables and the tls_messages list, as `columns.RowBuffers.columns`; the ACK ranges
+    /// as JSON text like the twin's, or with `ack_ranges_as_lists` as the contract's lists of structs (mostly).
+    #[pyo3(signature = (ack_ranges_as_lists=false))]
+    fn columns<'py>(&self, py: Python<'py>, ack_ranges_as_lists: bool) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new_bound(py);
-        let ints = |values: &[i64]| Column::Int(values.iter().map(|v| Some(*v)).collect());
-        let unsigned = |values: &[Option<u64>]| Column::Int(values.iter().map(|v| v.map(|v| v as i64)).collect());
-        let names = |table: &'static [&'static str], codes: &[u8]| {
-            Column::Names(table, codes.iter().map(|code| Some(*code)).collect())
-        };
+        let ints = |values: &[i64]| Column::Dense(values.to_vec());
+        let unsigned = |values: &[Option<u64>]| Column::Unsigned(values.to_vec());
+        let names = |table: &'static [&'static str], codes: &[u8]| Column::Codes(table, codes.to_vec());
         let rows = &self.datagrams;
         let count = rows.odcid.len();
         let datagrams = vec![
@@ -725,7 +767,7 @@ impl RowBuffers {
         let mut exponents: HashMap<usize, i64> = HashMap::new();
         let mut exponent = Vec::with_capacity(count);
         for sender in &rows.sender {
-            exponent.push(Some(match sender {
+            exponent.push(match sender {
                 None => 3,
                 Some(sender) => match exponents.get(&(sender.as_ptr() as usize)) {
                     Some(value) => *value,
@@ -735,7 +777,7 @@ impl RowBuffers {
                         value
                     }
                 },
-            }));
+            });
         }
         let packets = vec![
             ("datagram_row".to_string(), ints(&rows.datagram_row)),
@@ -748,54 +790,45 @@ impl RowBuffers {
             ("ack_eliciting".to_string(), Column::Bool(rows.ack_eliciting.clone())),
             ("decrypted".to_string(), Column::Bool(rows.decrypted.clone())),
             ("frames_complete".to_string(), Column::Bool(rows.frames_complete.clone())),
-            ("exponent".to_string(), Column::Int(exponent)),
+            ("exponent".to_string(), Column::Dense(exponent)),
         ];
         out.set_item("packets", ArrowTable::new(packets, count).into_py(py))?;
-        let packet_row: Vec<Option<i64>> = rows
+        let packet_row: Vec<i64> = rows
             .frame_count
             .iter()
             .enumerate()
-            .flat_map(|(row, count)| std::iter::repeat(Some(row as i64)).take(*count as usize))
+            .flat_map(|(row, count)| std::iter::repeat_n(row as i64, *count as usize))
             .collect();
         let rows = &self.frames;
         let count = rows.len();
-        let mut ecn: [Vec<Option<u64>>; 3] = [vec![None; count], vec![None; count], vec![None; count]];
-        for (row, counts) in &rows.ecn {
-            for which in 0..3 {
-                ecn[which][*row] = Some(counts[which]);
-            }
-        }
-        let mut sequence: Vec<Option<u64>> = vec![None; count];
-        let mut threshold: Vec<Option<u64>> = vec![None; count];
-        let mut max_delay: Vec<Option<f64>> = vec![None; count];
-        let mut reordering: Vec<Option<u64>> = vec![None; count];
-        for (row, fields) in &rows.ack_frequency {
-            sequence[*row] = Some(fields[0]);
-            threshold[*row] = Some(fields[1]);
-            max_delay[*row] = Some(fields[2] as f64 / 1000.0);
-            reordering[*row] = Some(fields[3]);
-        }
-        let [ect0, ect1, ce] = ecn;
+        let ecn = |which: usize| {
+            Column::SparseInt(count, rows.ecn.iter().map(|(row, counts)| (*row, counts[which])).collect())
+        };
+        let ack_frequency = |which: usize| {
+            Column::SparseInt(count, rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[which])).collect())
+        };
+        let max_delay =
+            rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[2] as f64 / 1000.0)).collect();
         let mut frames = vec![
-            ("packet_row".to_string(), Column::Int(packet_row)),
+            ("packet_row".to_string(), Column::Dense(packet_row)),
             ("frame_index".to_string(), ints(&rows.frame_index)),
             ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
             ("frame_bytes".to_string(), ints(&rows.frame_bytes)),
             ("ack_delay_raw".to_string(), unsigned(&rows.ack_delay_raw)),
             ("largest_acked".to_string(), unsigned(&rows.largest_acked)),
             ("first_ack_range".to_string(), unsigned(&rows.first_ack_range)),
-            ("ack_ranges".to_string(), Column::Text(rows.ack_ranges.clone())),
+            ("ack_ranges".to_string(), rows.ack_ranges_column(ack_ranges_as_lists)),
             ("stream_id".to_string(), unsigned(&rows.stream_id)),
             ("offset".to_string(), unsigned(&rows.offset)),
             ("length".to_string(), unsigned(&rows.length)),
             ("fin".to_string(), Column::Bool(rows.fin.clone())),
-            ("ecn_ect0".to_string(), unsigned(&ect0)),
-            ("ecn_ect1".to_string(), unsigned(&ect1)),
-            ("ecn_ce".to_string(), unsigned(&ce)),
-            ("ack_frequency_sequence".to_string(), unsigned(&sequence)),
-            ("ack_eliciting_threshold".to_string(), unsigned(&threshold)),
-            ("request_max_ack_delay_ms".to_string(), Column::Float(max_delay)),
-            ("reordering_threshold".to_string(), unsigned(&reordering)),
+            ("ecn_ect0".to_string(), ecn(0)),
+            ("ecn_ect1".to_string(), ecn(1)),
+            ("ecn_ce".to_string(), ecn(2)),
+            ("ack_frequency_sequence".to_string(), ack_frequency(0)),
+            ("ack_eliciting_threshold".to_string(), ack_frequency(1)),
+            ("request_max_ack_delay_ms".to_string(), Column::SparseFloat(count, max_delay)),
+            ("reordering_threshold".to_string(), ack_frequency(3)),
         ];
         let mut tls_messages: Vec<Option<Vec<String>>> = Vec::with_capacity(count);
         for names in &rows.tls_messages {

@@ -13,29 +13,29 @@ Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rul
 these rules from here, so that the analysis never depends on the recorder.
 """
 
-from quicack.layout.naming import (
-    RunLocation,
-    ack_policy_label,
-    file_size_bytes,
-    parse_imc24_folder_name,
-    parse_run_folder,
-    sender_label,
-    testcase_name,
-)
-from quicack.layout.runs import (
-    RUN_JSON,
-    RunFolder,
-    capture_files,
-    discover_runs,
-    group_from_key,
-    group_key,
-    is_qlog_name,
-    keylog_files,
-    qlog_files,
-    run_groups,
-)
-from quicack.layout.scan import MeasurementFolder, MeasurementTime, find_measurements, parse_measurement_time
-from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_point, endpoint_from_path
+from importlib import import_module
+
+# Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
+# importing every module (naming, runs, scan: datetime, urllib) cost a small capture's decoding a few ms.
+_MODULES = {
+    "naming": ("RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
+               "sender_label", "testcase_name"),
+    "runs": ("RUN_JSON", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key", "is_qlog_name",
+             "keylog_files", "qlog_files", "run_groups"),
+    "scan": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
+    "vantage": ("CLIENT", "SERVER", "SIM_LEFT", "SIM_RIGHT", "capture_point", "endpoint_from_path"),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ack_policy_label",

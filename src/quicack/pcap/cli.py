@@ -108,9 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if "polars" not in sys.modules:
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    import polars as pl
-
-    from .decode import decode_capture
+    from .decode import decode_capture  # and polars
 
     # The decoder keeps the state of every open connection (tens of thousands of long-lived objects in a large
     # capture) and the cyclic collector's passes over them took ~5 % of the CPU time: leave the objects that exist
@@ -125,16 +123,23 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.print_packets:
             batches = _print_batches(batches, sys.stdout)
-        counts = write_capture_parquet(batches, args.out)
+        issues: list[tuple[str, str]] = []  # (severity, message) as written, for the summary below
+        counts = write_capture_parquet(_remember_issues(batches, issues), args.out)
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    issues = pl.read_parquet(args.out / "ingest_issues.parquet")
     summary = ", ".join(f"{count} {name}" for name, count in counts.items())
     print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)
-    for severity, message in issues.select("severity", "message").iter_rows():
+    for severity, message in issues:
         print(f"  {severity}: {message}", file=sys.stderr)
-    return 1 if counts["packets"] == 0 and (issues["severity"] == "error").any() else 0
+    return 1 if counts["packets"] == 0 and any(severity == "error" for severity, _ in issues) else 0
+
+
+def _remember_issues(batches: Iterable[CaptureBatch], issues: list[tuple[str, str]]) -> Iterator[CaptureBatch]:
+    """The batches, noting their ingest_issues rows (reading them back from the Parquet file cost more)."""
+    for batch in batches:
+        issues.extend(batch.ingest_issues.select("severity", "message").iter_rows())
+        yield batch
 
 
 def pcap_command(argv: list[str]) -> int:
@@ -143,5 +148,16 @@ def pcap_command(argv: list[str]) -> int:
     return run(parser.parse_args(argv))
 
 
+def exit_at_once(code: int) -> None:
+    """Leave the process without tearing the interpreter down: the Parquet files are closed and renamed by then,
+    and the teardown (polars' modules, the decoder's objects) took ~35 ms of CPU, more than decoding and writing a
+    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.cli`)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(pcap_command(sys.argv[1:]))
+    exit_at_once(pcap_command(sys.argv[1:]))

@@ -9,6 +9,7 @@ the ServerHello) has been read from the Initial CRYPTO streams.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .keylog import (
     CLIENT_APPLICATION,
@@ -19,7 +20,9 @@ from .keylog import (
     Keylog,
 )
 from .quic import CIPHER_SUITES_TO_TRY, CryptoError, DecryptedPacket, PacketKeys, initial_keys
-from .tls import CryptoStream, TransportParameters
+
+if TYPE_CHECKING:  # the Python TLS twin is imported when used: the compiled engine has its own
+    from .tls import CryptoStream, TransportParameters
 
 C2S, S2C = "c2s", "s2c"
 SECRET_LABELS = {
@@ -29,6 +32,8 @@ SECRET_LABELS = {
     ("1rtt", S2C): SERVER_APPLICATION,
     ("0rtt", C2S): CLIENT_EARLY,
 }
+# the keys make_keys_early makes ahead of their first packet
+EARLY_KEYS = (("handshake", C2S), ("handshake", S2C), ("1rtt", C2S), ("1rtt", S2C))
 MAX_CLIENT_RANDOM_GUESSES = 32
 MAX_FAILED_KEY_SEARCHES = 8
 
@@ -39,6 +44,7 @@ class Endpoint:
 
     address: tuple[str, int]
     cid_length: int | None = None  # length of the connection IDs this endpoint chose (DCIDs of packets to it)
+    scid: bytes | None = None  # the Source Connection ID of its latest long header packet
     transport_parameters: TransportParameters | None = None
 
     @property
@@ -80,7 +86,7 @@ class Connection:
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
     keys_class: type = PacketKeys
-    crypto_stream_class: type = CryptoStream  # tls.CryptoStream or quicack_core's
+    crypto_stream_class: type | None = None  # tls.CryptoStream (None: that one) or quicack_core's
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
     lane_state: tuple | None = None  # what the compiled engine's lane was last told about it (decode._offer_to_lane)
@@ -88,8 +94,8 @@ class Connection:
     client_random: bytes | None = None
     cipher_suite: int | None = None
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
-    # 1-RTT keys made ahead of their first packet (make_1rtt_keys_early), by direction, with what made them.
-    early_keys: dict[str, tuple[tuple, PacketKeys]] = field(default_factory=dict)
+    # Keys made ahead of their first packet (make_keys_early), by (space, direction), with what made them.
+    early_keys: dict[tuple[str, str], tuple[tuple, PacketKeys]] = field(default_factory=dict)
 
     def sender(self, direction: str) -> Endpoint:
         return self.client if direction == C2S else self.server
@@ -101,6 +107,10 @@ class Connection:
         key = (direction, pn_space)
         stream = self.crypto_streams.get(key)
         if stream is None:
+            if self.crypto_stream_class is None:
+                from .tls import CryptoStream
+
+                self.crypto_stream_class = CryptoStream
             stream = self.crypto_streams[key] = self.crypto_stream_class()
         return stream
 
@@ -191,10 +201,11 @@ class Connection:
         self.failed_key_searches[(key_type, direction)] = failures + 1
         return None
 
-    def make_1rtt_keys_early(self) -> None:
-        """Make the 1-RTT keys of each direction before its first 1-RTT packet, when `decrypt_with_keylog` would take
-        them at that packet without guessing (client random and cipher suite known, the secret in the keylog): the
-        compiled engine's lane can then decode that packet's datagram too, instead of the Python decoder.
+    def make_keys_early(self) -> None:
+        """Make the Handshake and 1-RTT keys of each direction before the first packet of their space, when
+        `decrypt_with_keylog` would take them at that packet without guessing (client random and cipher suite
+        known, the secret in the keylog): the compiled engine's lane can then decode that packet's datagram too,
+        instead of the Python decoder (the client's datagram with its Handshake Finished and first 1-RTT packet).
 
         The keys are exactly those `decrypt_with_keylog` would make at the first packet: made from the same inputs
         (client random, cipher suite, secret, version), remade whenever one of them changes before that packet
@@ -202,17 +213,16 @@ class Connection:
         the keys tell themselves (`used`, set by any decryption attempt, by the decoder or the lane). Only for
         keys with `used` (quicack_core's); the pure-Python engine has no lane and keeps making them at the packet.
         """
-        for direction in (C2S, S2C):
-            key = ("1rtt", direction)
-            early = self.early_keys.get(direction)
+        for key in EARLY_KEYS:
+            early = self.early_keys.get(key)
             if early is not None:
                 inputs, keys = early
                 if keys.used:  # its first packet came: these are now the keys decrypt_with_keylog would have made
-                    del self.early_keys[direction]
+                    del self.early_keys[key]
                     continue
                 if inputs == self._early_key_inputs(key):
                     continue
-                del self.early_keys[direction]
+                del self.early_keys[key]
                 del self.keys[key]
             elif key in self.keys:
                 continue
@@ -224,7 +234,7 @@ class Connection:
             except ValueError:
                 continue  # a suite without keys here: decrypt_with_keylog reports it at the first packet
             self.keys[key] = keys
-            self.early_keys[direction] = (inputs, keys)
+            self.early_keys[key] = (inputs, keys)
 
     def _early_key_inputs(self, key: tuple[str, str]) -> tuple[bytes, int, bytes, int] | None:
         """(client random, cipher suite, secret, version) when decrypt_with_keylog's no-guess branch would apply."""

@@ -16,7 +16,6 @@ from typing import BinaryIO
 from quicack.compressed import CorruptCompressedData, open_input
 from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
-from .pcapng import read_pcapng
 from .records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
 from .tcp import TcpSegment, tcp_segment
 
@@ -76,6 +75,8 @@ def read_link_records(
     (magic_le,) = struct.unpack("<I", head)
     (magic_be,) = struct.unpack(">I", head)
     if magic_le == PCAPNG_SHB:
+        from .pcapng import read_pcapng  # here: most captures are classic pcap
+
         yield from read_pcapng(stream, head, limits)
     elif PCAP_MAGIC_US_LE in (magic_le, magic_be) or PCAP_MAGIC_NS_LE in (magic_le, magic_be):
         yield from _read_pcap(stream, head, limits)
