@@ -10,6 +10,7 @@ are described from their names. Every input file ends either as rows or as a row
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -132,9 +133,21 @@ def _rel(path: Path, raw_root: Path) -> str:
 
 def ingest_group(raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, pl.DataFrame]:
     """All ingest tables of one run group; ``limits`` bound what each input file may cost."""
+    parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
+    for name, frame in ingest_group_frames(raw_root, group, dataset, limits):
+        parts[name].append(frame)
+    return {name: _concat(name, frames) for name, frames in parts.items()}
+
+
+def ingest_group_frames(
+    raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[str, pl.DataFrame]]:
+    """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
+    so that a writer can stream them (`quicack.store.TableWriter`): what is held at a time is one run's qlogs or one
+    capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
+    status from its data); concatenated per table, the frames are `ingest_group`'s tables."""
     from quicack.qlog import discover_qlogs, read_qlog
 
-    parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
     issues: list[dict] = []
     runs: list[dict] = []
     group_root = raw_root / group
@@ -146,24 +159,23 @@ def ingest_group(raw_root: Path, group: str, dataset: str, limits: Limits = DEFA
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
         qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
-        parts["ingest_issues"].append(_relative_paths(missing, raw_root))
+        yield "ingest_issues", _relative_paths(missing, raw_root)
         evidence = Evidence()
         for path, vantage in qlogs:
             result = read_qlog(path, run.run_id, vantage, limits)
             for name in ("packets", "frames", "metrics_logged"):
-                parts[name].append(getattr(result, name))
+                yield name, getattr(result, name)
             # Relative to the raw folder, so that outputs do not depend on where the data sits.
-            parts["endpoints"].append(_relative_paths(result.endpoints, raw_root))
-            parts["ingest_issues"].append(_relative_paths(result.ingest_issues, raw_root))
+            yield "endpoints", _relative_paths(result.endpoints, raw_root)
+            yield "ingest_issues", _relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
-        _ingest_captures(run, raw_root, parts, evidence, limits)
+        yield from _ingest_captures(run, raw_root, evidence, limits)
         if row["status"] is None and not (run.path / RUN_JSON).is_file():
             row.update(evidence.status())
     if not found_any:
         issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
-    parts["runs"].append(pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty())
-    parts["ingest_issues"].append(pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty())
-    return {name: _concat(name, frames) for name, frames in parts.items()}
+    yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
+    yield "ingest_issues", pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
 
 
 class Evidence:
@@ -190,16 +202,16 @@ class Evidence:
 
 
 def _ingest_captures(
-    run: RunFolder, raw_root: Path, parts: dict[str, list[pl.DataFrame]], evidence: Evidence, limits: Limits
-) -> None:
+    run: RunFolder, raw_root: Path, evidence: Evidence, limits: Limits
+) -> Iterator[tuple[str, pl.DataFrame]]:
     from quicack.pcap.decode import decode_capture
 
     keylogs = keylog_files(run)
     for path in capture_files(run):
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
             for name in ("datagrams", "packets", "frames", "tcp_segments"):
-                parts[name].append(getattr(batch, name))
-            parts["ingest_issues"].append(_relative_paths(batch.ingest_issues, raw_root))
+                yield name, getattr(batch, name)
+            yield "ingest_issues", _relative_paths(batch.ingest_issues, raw_root)
             evidence.add(batch.frames, batch.datagrams.height)
 
 

@@ -29,9 +29,11 @@ class StrictModeError(RuntimeError):
 def ingest_group_stage(
     raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS
 ) -> dict[str, int]:
-    tables = ingest.ingest_group(raw_root, group, dataset, limits)
-    store.write_tables(tables, parquet_root, group_key(group))
-    return {name: frame.height for name, frame in tables.items()}
+    # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
+    with store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
+        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits):
+            writer.write(name, frame)
+    return dict(writer.rows)
 
 
 def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
@@ -40,10 +42,27 @@ def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
     return frame.height
 
 
+# Runs derived at a time: every derived table is per run (keyed by run_id, and vantage), so a group is derived in
+# batches of runs and the memory is a batch's, not the group's.
+DERIVE_BATCH_RUNS = 64
+DERIVE_INPUTS = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams", "tcp_segments")
+
+
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
-    names = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams", "tcp_segments")
     part = group_key(group)
-    read = {name: store.read_table(parquet_root, name, [part]) for name in names}
+    run_ids = store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
+    with store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
+        # At least one batch, so that a group without runs still derives (empty) tables as before.
+        for start in range(0, max(len(run_ids), 1), DERIVE_BATCH_RUNS):
+            batch = run_ids[start : start + DERIVE_BATCH_RUNS]
+            read = {name: store.read_table_runs(parquet_root, name, part, batch) for name in DERIVE_INPUTS}
+            for name, frame in derive_tables(read, params).items():
+                writer.write(name, frame)
+    return dict(writer.rows)
+
+
+def derive_tables(read: dict[str, pl.DataFrame], params: recovery.RecoveryParams) -> dict[str, pl.DataFrame]:
+    """The derived tables of some runs from their ingest tables (`DERIVE_INPUTS`)."""
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
     connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"])
     handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
@@ -54,7 +73,7 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
         quic_ack_runs(read["runs"], read["datagrams"], read["packets"], read["frames"]),
         tcp_ack_runs(read["runs"], read["tcp_segments"]),
     )
-    tables = {
+    return {
         "rtt_samples": rtt,
         "connections": connections,
         "handshake_runs": handshakes,
@@ -62,8 +81,6 @@ def derive_group_stage(parquet_root: Path, group: str, params: recovery.Recovery
         "ack_breakdown": breakdown,
         "ack_runs": per_download,
     }
-    store.write_tables(tables, parquet_root, part)
-    return {name: frame.height for name, frame in tables.items()}
 
 
 def with_capture_retransmissions(connections: pl.DataFrame, handshakes: pl.DataFrame) -> pl.DataFrame:

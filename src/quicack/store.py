@@ -182,6 +182,16 @@ def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
     return mapping[dtype if isinstance(dtype, type) else type(dtype)]
 
 
+def read_table_runs(parquet_root: Path, name: str, part: str, run_ids: list[str]) -> pl.DataFrame:
+    """The rows of these runs from one part of a table, conformed; only they are read into memory (a lazy scan
+    filtered by run_id: row groups whose run_id range misses the runs are skipped)."""
+    table = TABLES[name]
+    path = parquet_root / name / f"{part}.parquet"
+    if not path.exists():
+        return table.empty()
+    return table.conform(pl.scan_parquet(path).filter(pl.col("run_id").is_in(run_ids)).collect())
+
+
 def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path) -> dict[str, int]:
     """Create the DuckDB file ``db_path`` (replaced if it exists) with one commented view per table over
     exactly ``files`` (table name → its Parquet files; `quicack.publish` gives a snapshot's); return row counts.

@@ -34,6 +34,9 @@ if not RAW.is_dir() and Path(f"{RAW}.tar.xz").is_file():
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 LOGS = RESULTS / "logs"
+# Snakemake's benchmark files: per job its wall time, peak RSS (max_rss, MB) and I/O, in a folder per rule named by
+# the wildcards; bench/pipeline_scale.py tabulates them.
+BENCHMARKS = RESULTS / "benchmarks"
 FIGURE_FORMATS = config["figures"]["formats"]
 # The input limits as ingest-group options (only those that differ from the defaults); a change reruns ingest.
 LIMIT_OPTIONS = " ".join(shlex.quote(option) for option in limit_arguments(limits_from_mapping(config.get("limits"))))

@@ -17,6 +17,8 @@ rule database:
         ),
     log:
         LOGS / "database.log",
+    benchmark:
+        BENCHMARKS / "database.tsv"
     params:
         parquet=PARQUET,
         strict="--strict" if config["strict"] else "",

@@ -9,6 +9,8 @@ rule derive_group:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=DERIVED_TABLES),
     log:
         LOGS / "derive" / "{group}.log",
+    benchmark:
+        BENCHMARKS / "derive_group" / "{group}.tsv"
     params:
         parquet=PARQUET,
         initial_rtt_ms=config["recovery"]["initial_rtt_ms"],

@@ -10,6 +10,8 @@ rule ingest_group:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
     log:
         LOGS / "ingest" / "{group}.log",
+    benchmark:
+        BENCHMARKS / "ingest_group" / "{group}.tsv"
     params:
         raw=RAW,
         braced_files=group_braced_files,
@@ -28,6 +30,8 @@ rule ingest_dataset_issues:
         PARQUET / "ingest_issues" / "_dataset.parquet",
     log:
         LOGS / "ingest" / "_dataset.log",
+    benchmark:
+        BENCHMARKS / "ingest_dataset_issues.tsv"
     params:
         raw=RAW,
         parquet=PARQUET,

@@ -18,6 +18,8 @@ for artefact_id in RENDERED:
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
         log:
             LOGS / "render" / f"{artefact_id}.log",
+        benchmark:
+            BENCHMARKS / "render" / f"{artefact_id}.tsv"
         # A Jupyter kernel that dies while starting ("Kernel died before replying to kernel_info": two kernels
         # racing for the same ZeroMQ ports when many notebooks start at once, seen under SLURM) is not the
         # notebook's fault: the job is tried again.
@@ -47,6 +49,8 @@ rule claims:
         ),
     log:
         LOGS / "render" / "claims.log",
+    benchmark:
+        BENCHMARKS / "claims.tsv"
     conda:
         CONDA_ENV
     shell:
@@ -64,6 +68,8 @@ rule render_summary:
         ),
     log:
         LOGS / "render" / "rendering.log",
+    benchmark:
+        BENCHMARKS / "render_summary.tsv"
     params:
         strict="--strict" if config["strict"] else "",
     conda:

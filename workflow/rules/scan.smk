@@ -11,6 +11,8 @@ rule scan_part:
         expand(PARQUET / "{table}" / "{{part}}.parquet", table=SCAN_TABLES),
     log:
         LOGS / "scan" / "{part}.log",
+    benchmark:
+        BENCHMARKS / "scan_part" / "{part}.tsv"
     params:
         root=SCAN_ROOT,
         parquet=PARQUET,

@@ -1,0 +1,122 @@
+"""Peak RSS and wall time of every pipeline rule on a raw folder and on one N times as large.
+
+    PYTHONPATH=src python bench/pipeline_scale.py RAW_1X RAW_NX [--label-n 10x] [--cores 2] [--out DIR] [--rounds 1]
+
+Runs the whole default pipeline (`snakemake all`) cold on each raw folder into DIR/<round>/ (a temporary folder,
+never results/), alternating 1x, Nx per round, and tabulates per rule, from Snakemake's `benchmark:` files
+(results/<dataset>/benchmarks/<rule>/<wildcards>.tsv): the jobs, the largest peak RSS of one job (max_rss: the
+job's whole process tree, sampled every 0.5 s for its first 15 s and every 30 s after that), the longest job and
+the sum of the jobs' wall times; then the whole run's wall time and the 1-minute load average while it ran.
+RAW_NX is made by bench/scale_dataset.py. The render rules (one per notebook) are shown per notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# This checkout's quicack, whatever else the environment has installed (the rules call the `quicack` command).
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+
+
+def run_pipeline(raw: Path, dataset: str, results: Path, cores: int) -> tuple[float, float]:
+    """(wall seconds, mean 1-minute load average) of one cold run of the default pipeline."""
+    loads: list[float] = []
+    done = threading.Event()
+
+    def sample_load() -> None:
+        while not done.wait(5):
+            loads.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample_load, daemon=True)
+    sampler.start()
+    log = results / f"{dataset}.snakemake.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        "snakemake", "all", "--cores", str(cores), "--quiet",
+        "--config", f"dataset={dataset}", f"raw_dir={raw}", f"results_dir={results}",
+    ]  # fmt: skip
+    started = time.monotonic()
+    with log.open("w") as out:
+        status = subprocess.run(command, cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT).returncode
+    wall = time.monotonic() - started
+    done.set()
+    sampler.join()
+    if status:
+        sys.exit(f"snakemake failed on {raw}: see {log}")
+    return wall, sum(loads) / len(loads) if loads else os.getloadavg()[0]
+
+
+def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float]]]:
+    """rule (render: render/<notebook>) -> [(wall s, max_rss MiB)] per job."""
+    jobs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for path in sorted(folder.rglob("*.tsv")):
+        relative = path.relative_to(folder)
+        rule = relative.with_suffix("").as_posix() if relative.parts[0] == "render" else relative.parts[0]
+        rule = rule.removesuffix(".tsv")
+        with path.open() as stream:
+            for row in csv.DictReader(stream, delimiter="\t"):
+                rss = float(row["max_rss"]) if row["max_rss"] not in ("", "NA", "-") else float("nan")
+                jobs[rule].append((float(row["s"]), rss))
+    return jobs
+
+
+def summarise(jobs: list[tuple[float, float]]) -> tuple[int, float, float, float]:
+    return len(jobs), max(r for _, r in jobs), max(s for s, _ in jobs), sum(s for s, _ in jobs)
+
+
+def table(one: dict, many: dict, label: str) -> list[str]:
+    lines = [
+        f"| rule | jobs 1x / {label} | peak RSS of a job, MiB: 1x | {label} | ratio "
+        f"| longest job, s: 1x | {label} | all jobs, s: 1x | {label} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for rule in sorted(set(one) | set(many), key=lambda r: (r.startswith("render/"), r)):
+        a, b = summarise(one.get(rule, [(0, 0)])), summarise(many.get(rule, [(0, 0)]))
+        ratio = b[1] / a[1] if a[1] else float("nan")
+        lines.append(
+            f"| {rule} | {a[0]} / {b[0]} | {a[1]:,.0f} | {b[1]:,.0f} | {ratio:.2f} "
+            f"| {a[2]:,.1f} | {b[2]:,.1f} | {a[3]:,.1f} | {b[3]:,.1f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("raw_1x", type=Path)
+    parser.add_argument("raw_nx", type=Path)
+    parser.add_argument("--label-n", default="10x")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="results folder (default: a temporary one, removed afterwards)")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="quicack-scale-"))
+    for round_number in range(1, args.rounds + 1):
+        results = out / str(round_number)
+        timings = {}
+        for label, raw, dataset in (("1x", args.raw_1x, "sample"), (args.label_n, args.raw_nx, "scaled")):
+            timings[label] = run_pipeline(raw.resolve(), dataset, results, args.cores)
+            print(
+                f"round {round_number}, {label}: {timings[label][0]:.0f} s wall, load {timings[label][1]:.2f}",
+                flush=True,
+            )
+        one = read_benchmarks(results / "sample" / "benchmarks")
+        many = read_benchmarks(results / "scaled" / "benchmarks")
+        print("\n".join(table(one, many, args.label_n)))
+        for label, (wall, load) in timings.items():
+            print(f"whole pipeline {label}: {wall:.0f} s wall, mean 1-min load average {load:.2f}")
+    if args.out is None:
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+
+
+if __name__ == "__main__":
+    main()
