@@ -24,7 +24,7 @@ from quicack.limits import Limits
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
 from .normalize import TraceConnection
-from .reader import QlogBatch, Trace, _FileReader
+from .reader import QlogBatch, Trace, _FileReader, is_header_record
 from .records import CHUNK, STREAM_ERRORS, Damage, parse_record, separator, too_long, unreadable
 
 # What QlogLane.step stops for (its STOP_* codes).
@@ -227,8 +227,7 @@ class LaneFileReader(_FileReader):
             if value.__class__ is Damage:
                 self._damaged_record(value)
                 continue
-            if "name" not in value and ("trace" in value or "qlog_version" in value or "file_schema" in value
-                                        or "traces" in value):
+            if is_header_record(value):
                 trace = self._header_trace(traces, value)
                 traces += 1
                 self._share_trace(trace)

@@ -48,6 +48,13 @@ MAX_TIME_MS = 4.6e12
 _BEYOND_NS = int(MAX_TIME_MS * 1_000_000)
 
 
+
+def is_header_record(value: dict[str, Any]) -> bool:
+    """A JSON-SEQ / NDJSON record that starts a trace (qlog's header: trace, qlog_version, file_schema, traces), not an
+    event."""
+    return "name" not in value and ("trace" in value or "qlog_version" in value or "file_schema" in value
+                                    or "traces" in value)
+
 @dataclass
 class QlogBatch:
     """Rows read from a part of one qlog file; each frame conforms to the data contract (maybe empty)."""
@@ -205,8 +212,7 @@ class _FileReader:
             if value.__class__ is Damage:
                 self._damaged_record(value)
                 continue
-            if "name" not in value and ("trace" in value or "qlog_version" in value or "file_schema" in value
-                                        or "traces" in value):
+            if is_header_record(value):
                 trace = self._header_trace(traces, value)
                 traces += 1
                 continue
