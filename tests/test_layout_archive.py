@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quicack.layout.archive import MARKER, ArchiveError, pack, unpack
+from quicack.layout.archive import MARKER, PART_BYTES, ArchiveError, pack, parts, unpack
 
 RUNS = Path(__file__).parent / "data" / "tcp" / "raw"  # four recorded Linux TCP runs: run.json, .pcap.gz captures
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +54,21 @@ def test_a_damaged_archive_says_so_handmade(tmp_path: Path) -> None:
 
 
 def test_the_embedded_dataset_is_unpacked_from_its_archive() -> None:
-    archive = REPO / "data" / "sample" / "raw.tar.xz"
-    assert archive.is_file() and archive.stat().st_size < 40e6
+    stored = parts(REPO / "data" / "sample" / "raw.tar.xz")
+    assert stored and all(part.stat().st_size <= PART_BYTES for part in stored)
+    assert sum(part.stat().st_size for part in stored) < 40e6
     assert (REPO / "data" / "sample" / "raw" / MARKER).is_file(), "install.sh unpacks data/sample/raw.tar.xz"
+
+
+def test_a_large_archive_is_stored_in_parts_that_unpack_alike(tmp_path: Path) -> None:
+    whole, split = tmp_path / "whole" / "raw.tar.xz", tmp_path / "split" / "raw.tar.xz"
+    whole.parent.mkdir()
+    split.parent.mkdir()
+    pack(RUNS, whole)
+    size = whole.stat().st_size
+    pack(RUNS, split, part_bytes=size // 3)
+    stored = parts(split)
+    assert not split.exists() and len(stored) == 4 and b"".join(p.read_bytes() for p in stored) == whole.read_bytes()
+    unpack(split, tmp_path / "raw")
+    assert sorted(p.relative_to(tmp_path / "raw") for p in (tmp_path / "raw").rglob("*") if p.is_file() and p.name != MARKER) == \
+        sorted(p.relative_to(RUNS) for p in RUNS.rglob("*") if p.is_file())

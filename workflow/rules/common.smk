@@ -10,6 +10,7 @@ from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
 from quicack.pipeline import DERIVED_TABLES
@@ -26,7 +27,7 @@ CONDA_ENV = "../../environment.yml"
 
 DATASET = config["dataset"]
 RAW = Path(config["raw_dir"])
-if not RAW.is_dir() and Path(f"{RAW}.tar.xz").is_file():
+if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
     raise WorkflowError(
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
         f"python -m quicack.layout.archive unpack {RAW}.tar.xz {RAW}"

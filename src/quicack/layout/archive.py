@@ -1,4 +1,5 @@
-"""A raw folder as one archive, the way the embedded dataset is kept in git (``data/sample/raw.tar.xz``).
+"""A raw folder as one archive, the way the embedded dataset is kept in git (``data/sample/raw.tar.xz``, stored as
+parts ``raw.tar.xz.00``, ``.01``, ... of at most 9 MB each).
 
 Thousands of small run files cost a file-system block and a folder entry each, and every gzip stream is compressed
 on its own; one xz stream over the whole folder, with each ``.gz`` file stored decompressed, shares what runs have
@@ -29,23 +30,80 @@ GZIP_SUFFIX = ".gz"
 GZIPPED_HEADER = "QUICACK.gzipped"
 MARKER = ".unpacked-from"  # in the raw folder: the sha256 of the archive it was unpacked from
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
+# An archive larger than this is stored as numbered parts, <archive>.00, .01, ...: git hosts and reviewers balk at
+# single files over 10 MB. The parts concatenated are the archive, byte for byte.
+PART_BYTES = 9_000_000
 
 
 class ArchiveError(ValueError):
     """The archive cannot be read or would write outside the raw folder."""
 
 
-def _sha256(path: Path) -> str:
+def parts(archive: Path) -> list[Path]:
+    """The files that hold ``archive``: itself, or its numbered parts in order (none if neither exists)."""
+    if archive.is_file():
+        return [archive]
+    return sorted(archive.parent.glob(archive.name + ".[0-9][0-9]"))
+
+
+class _Concatenated(io.RawIOBase):
+    """The parts of an archive read as one stream."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = list(paths)
+        self.current: io.BufferedReader | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while True:
+            if self.current is None:
+                if not self.paths:
+                    return 0
+                self.current = self.paths.pop(0).open("rb")
+            count = self.current.readinto(buffer)
+            if count:
+                return count
+            self.current.close()
+            self.current = None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+        super().close()
+
+
+def _open_parts(archive: Path) -> io.BufferedReader:
+    found = parts(archive)
+    if not found:
+        raise FileNotFoundError(f"{archive}: no such archive (nor its parts {archive.name}.00, ...)")
+    return io.BufferedReader(_Concatenated(found), 1 << 20)
+
+
+def _sha256(archive: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as stream:
+    with _open_parts(archive) as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def pack(raw: Path, archive: Path, preset: int = XZ_PRESET) -> int:
+def _split(archive: Path, part_bytes: int) -> None:
+    """Store a finished ``archive`` as numbered parts if it is larger than ``part_bytes``."""
+    for old in archive.parent.glob(archive.name + ".[0-9][0-9]"):  # the parts of an earlier pack
+        old.unlink()
+    if archive.stat().st_size <= part_bytes:
+        return
+    with archive.open("rb") as whole:
+        for number, block in enumerate(iter(lambda: whole.read(part_bytes), b"")):
+            archive.with_name(f"{archive.name}.{number:02d}").write_bytes(block)
+    archive.unlink()
+
+
+def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PART_BYTES) -> int:
     """Write every file below ``raw`` into ``archive`` (sorted, no owners or times: the same folder gives the same
-    bytes), ``.gz`` files decompressed; returns the number of files."""
+    bytes), ``.gz`` files decompressed, in parts of ``part_bytes`` if larger; returns the number of files."""
     files = sorted(p for p in raw.rglob("*") if p.is_file() and p.name != MARKER)
     partial = archive.with_name(archive.name + ".partial")
     with lzma.open(partial, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -60,6 +118,7 @@ def pack(raw: Path, archive: Path, preset: int = XZ_PRESET) -> int:
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     partial.replace(archive)
+    _split(archive, part_bytes)
     return len(files)
 
 
@@ -73,7 +132,8 @@ def unpack(archive: Path, raw: Path) -> str:
         return f"{raw} has runs not unpacked from {archive.name}: left as it is"
     count = 0
     try:
-        with lzma.open(archive, "rb") as xz, tarfile.open(fileobj=xz, mode="r|") as tar:
+        with _open_parts(archive) as stored, lzma.open(stored, "rb") as xz, \
+                tarfile.open(fileobj=xz, mode="r|") as tar:
             for member in tar:
                 path = PurePosixPath(member.name)
                 if not member.isfile() or path.is_absolute() or ".." in path.parts:
