@@ -82,11 +82,8 @@ def _open_parts(archive: Path) -> io.BufferedReader:
 
 
 def _sha256(archive: Path) -> str:
-    digest = hashlib.sha256()
     with _open_parts(archive) as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def _split(archive: Path, part_bytes: int) -> None:
