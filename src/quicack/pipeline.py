@@ -18,6 +18,7 @@ from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.metrics.tcp_ack_runs import tcp_ack_runs
+from quicack.run_batches import batches_by_rows, parquet_rows_per_run
 
 DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown", "ack_runs")
 
@@ -42,19 +43,20 @@ def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
     return frame.height
 
 
-# Runs derived at a time: every derived table is per run (keyed by run_id, and vantage), so a group is derived in
-# batches of runs and the memory is a batch's, not the group's.
-DERIVE_BATCH_RUNS = 64
+# Every derived table is per run (keyed by run_id, and vantage), so a group is derived in batches of runs of at
+# most this many input rows (quicack.run_batches: by each run's own row count, so a batch of 10 MB downloads is as
+# heavy as one of handshakes) and the memory is a batch's, not the group's.
+DERIVE_BATCH_ROWS = 400_000
 DERIVE_INPUTS = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams", "tcp_segments")
 
 
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
     part = group_key(group)
     run_ids = store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
+    rows_per_run = parquet_rows_per_run(parquet_root, DERIVE_INPUTS, part, run_ids)
     with store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
         # At least one batch, so that a group without runs still derives (empty) tables as before.
-        for start in range(0, max(len(run_ids), 1), DERIVE_BATCH_RUNS):
-            batch = run_ids[start : start + DERIVE_BATCH_RUNS]
+        for batch in batches_by_rows(rows_per_run, DERIVE_BATCH_ROWS):
             read = {name: store.read_table_runs(parquet_root, name, part, batch) for name in DERIVE_INPUTS}
             for name, frame in derive_tables(read, params).items():
                 writer.write(name, frame)

@@ -158,7 +158,8 @@ def read_table(parquet_root: Path, name: str, parts: Iterable[str] | None = None
     return pl.concat([table.conform(pl.read_parquet(f)) for f in files], how="vertical")
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """A SQL string literal of ``text`` (quotes doubled)."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -167,9 +168,9 @@ def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: p
     comments on it and its columns: the small tables build-db adds beside the Parquet views."""
     arrow = table.conform(frame).to_arrow()  # noqa: F841 - read by DuckDB's replacement scan below
     con.execute(f"CREATE OR REPLACE TABLE {table.name} AS SELECT * FROM arrow")
-    con.execute(f"COMMENT ON TABLE {table.name} IS {_sql_string(table.comment)}")
+    con.execute(f"COMMENT ON TABLE {table.name} IS {sql_string(table.comment)}")
     for column in table.columns:
-        con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {_sql_string(column.comment)}")
+        con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
 
 
 def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
@@ -207,21 +208,21 @@ def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path)
     root = Path(repo_root).resolve()
     counts: dict[str, int] = {}
     with duckdb.connect(str(db_path)) as con:
-        con.execute(f"SET file_search_path = {_sql_string(str(root))}")
+        con.execute(f"SET file_search_path = {sql_string(str(root))}")
         for table in TABLES.values():
             columns = ", ".join(
                 f"CAST({_quote(c.name)} AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns
             )
             paths = [_view_path(path, root) for path in files.get(table.name, [])]
             if paths:
-                listed = ", ".join(_sql_string(path) for path in paths)
+                listed = ", ".join(sql_string(path) for path in paths)
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)")
             else:
                 nulls = ", ".join(f"CAST(NULL AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns)
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {nulls} WHERE false")
-            con.execute(f"COMMENT ON VIEW {table.name} IS {_sql_string(table.comment)}")
+            con.execute(f"COMMENT ON VIEW {table.name} IS {sql_string(table.comment)}")
             for column in table.columns:
-                con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {_sql_string(column.comment)}")
+                con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
             counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
     return counts
 
@@ -256,7 +257,7 @@ def connect(db_path: Path, repo_root: Path | None = None, read_only: bool = True
     db_path = Path(db_path).resolve()
     root = repo_root if repo_root is not None else _guess_repo_root(db_path)
     con = duckdb.connect(str(db_path), read_only=read_only)
-    con.execute(f"SET file_search_path = {_sql_string(str(Path(root).resolve()))}")
+    con.execute(f"SET file_search_path = {sql_string(str(Path(root).resolve()))}")
     return con
 
 

@@ -5,16 +5,16 @@ the dataset has the runs, the ACK policies measured from the receivers' qlogs (`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
-from quicack.metrics.ack_policy import ack_policy_per_run
-from quicack.metrics.rethink_volume import volume_per_configuration
-from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume, wire_packets
+from quicack.metrics.ack_policy import ack_policy_of_runs
+from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
+from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
     RETHINK_RETURN100K_PROFILE,
@@ -26,8 +26,10 @@ from quicack.models import ack_overhead as model
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 from quicack.rendered import Rendered
+from quicack.run_batches import RunRows
 
-Tables = Mapping[str, pl.DataFrame]
+# Per table name: a polars frame, or a packet-sized view read a batch of runs at a time (quicack.run_batches).
+Tables = Mapping[str, RunRows]
 
 
 def formula(value: float, unit: str) -> ClaimFunction:
@@ -38,9 +40,7 @@ def formula(value: float, unit: str) -> ClaimFunction:
 def _policies(tables: Tables) -> pl.DataFrame:
     """Per ok default-policy transfer run: its client and its measured ACK policy."""
     selected = default_ack_policy_runs(tables["runs"]).filter(pl.col("status") == "ok").select("run_id", "client_impl")
-    packets = tables["packets"].join(selected, on="run_id", how="semi")
-    frames = tables["frames"].join(selected, on="run_id", how="semi")
-    return selected.join(ack_policy_per_run(packets, frames), on="run_id")
+    return selected.join(ack_policy_of_runs(selected, tables["packets"], tables["frames"]), on="run_id")
 
 
 def client_ack_sizes(tables: Tables) -> Measured:
@@ -82,21 +82,21 @@ def anatomy_share(tables: Tables, case: str) -> Measured:
     return Measured(low, high, f"{low:.2f}–{high:.2f} % (formula)", 0)
 
 
-def _rethink_wire(tables: Tables, profile: str, protocol: str, ack_ratio: int, client: str | None = None) -> tuple[pl.DataFrame, int]:
-    """Wire packets of the ok rethink runs of one path profile, protocol, receiver AR (and client), and how many runs."""
+def _rethink_wire(
+    tables: Tables, profile: str, protocol: str, ack_ratio: int, reduce: Callable[[pl.DataFrame], pl.DataFrame], client: str | None = None
+) -> tuple[pl.DataFrame, int]:
+    """``reduce`` (per run) over the wire packets of the ok rethink runs of one path profile, protocol, receiver AR
+    (and client), and how many runs; (empty, 0) without any of their packets."""
     ok = rethink_runs(tables["runs"], (profile,), (ack_ratio,)).filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
     if client is not None:
         ok = ok.filter(pl.col("client_impl") == client)
-    ok = ok.select("run_id")
-    datagrams = tables["datagrams"].join(ok, on="run_id", how="semi") if "datagrams" in tables else None
-    segments = tables.get("tcp_segments")
-    segments = None if segments is None else segments.join(ok, on="run_id", how="semi")
-    if datagrams is None or ok.is_empty():
+    if "datagrams" not in tables or ok.is_empty():
         return pl.DataFrame(), 0
-    wire = wire_packets(datagrams, segments)
-    if wire.is_empty():
-        return wire, 0
-    return wire, ok.height
+    try:
+        reduced = reduced_wire(ok, tables["datagrams"], tables.get("tcp_segments"), reduce, _setup(profile, protocol, ack_ratio))
+    except MissingData:
+        return pl.DataFrame(), 0
+    return reduced, ok.height
 
 
 def _rethink_clients(tables: Tables, profile: str, protocol: str, ack_ratio: int) -> list[str]:
@@ -124,9 +124,9 @@ def return_size_median(tables: Tables, protocol: str) -> Measured:
     """rethink Fig. 1: median return-path IP packet size after the first RTT, 10 MB, no loss, AR 1:2 — per receiver."""
     values = {}
     for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
-        wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, client)
+        sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, return_packet_sizes, client)
         if runs:
-            values[client] = (float(return_packet_sizes(wire)["ip_bytes"].median()), runs)
+            values[client] = (float(sizes["ip_bytes"].median()), runs)
     return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 
@@ -138,8 +138,8 @@ def ack_bytes_reduction(tables: Tables) -> Measured:
     for client in sorted(both):
         medians, runs = {}, 0
         for ratio in (2, 10):
-            wire, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio, client)
-            medians[ratio] = float(return_volume(wire)["return_ip_bytes"].median()) if n else float("nan")
+            volumes, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio, return_volume, client)
+            medians[ratio] = float(volumes["return_ip_bytes"].median()) if n else float("nan")
             runs += n
         values[client] = (medians[2] / medians[10], runs)
     return _per_client(values, "×", "QUIC AR 1:2 over AR 1:10 return bytes, rethink-satellite", "{:.1f}")
@@ -152,29 +152,32 @@ FIG5_RECEIVER = "aioquic"
 def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measured:
     """rethink Fig. 5: median over runs of the forward data packets per second in the transfer's busiest 1 s bin
     after slow start — the median of each run's upper half of bins (the rate it settles at); aioquic receiver."""
-    wire, runs = _rethink_wire(tables, profile, "quic", ack_ratio, FIG5_RECEIVER)
+    rates, runs = _rethink_wire(tables, profile, "quic", ack_ratio, lambda wire: packets_per_second(wire, "s2c", data_only=True), FIG5_RECEIVER)
     if runs == 0:
         return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run of the {FIG5_RECEIVER} receiver")
-    rates = packets_per_second(wire, "s2c", data_only=True)
     settled = rates.filter(pl.col("packets") >= pl.col("packets").median().over("run_id")).group_by("run_id").agg(pl.col("packets").median())
     value = float(settled["packets"].median())
     return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, {FIG5_RECEIVER}, measured)", runs)
 
 
-def tcp_quick_acks(tables: Tables) -> Measured:
-    """rethink §VI: Linux acknowledges the first data segments one by one (quick ACKs): the return packets before
-    the first ACK that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
-    wire, runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2)
-    if runs == 0:
-        return Measured.unmeasured("no Linux TCP run over rethink-satellite (tcp_segments)")
+def _quick_acks_per_run(wire: pl.DataFrame) -> pl.DataFrame:
+    """Per TCP run: its return packets before the first ACK that covers two data segments (``acks_so_far``)."""
     ordered = wire.filter(pl.col("after_first_rtt")).sort("run_id", "time_ms").with_columns(
         pl.col("carries_data").cum_sum().over("run_id").alias("data_so_far"),
         (pl.col("direction") == "c2s").cum_sum().over("run_id").alias("acks_so_far"),
     )
     # quick-ACK phase: as many ACKs as data segments; it ends at the first ACK sent after two unacknowledged segments
-    per_run = ordered.filter((pl.col("direction") == "c2s") & (pl.col("data_so_far") >= pl.col("acks_so_far") + 1)).group_by("run_id").agg(
+    return ordered.filter((pl.col("direction") == "c2s") & (pl.col("data_so_far") >= pl.col("acks_so_far") + 1)).group_by("run_id").agg(
         pl.col("acks_so_far").min() - 1
     )
+
+
+def tcp_quick_acks(tables: Tables) -> Measured:
+    """rethink §VI: Linux acknowledges the first data segments one by one (quick ACKs): the return packets before
+    the first ACK that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
+    per_run, runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2, _quick_acks_per_run)
+    if runs == 0:
+        return Measured.unmeasured("no Linux TCP run over rethink-satellite (tcp_segments)")
     value = float(per_run["acks_so_far"].median())
     return Measured(value, value, f"{value:.0f} quick ACKs (median over runs, measured)", runs)
 
@@ -183,9 +186,9 @@ def anatomy_measured(tables: Tables, protocol: str) -> Measured:
     """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2, per receiver."""
     values = {}
     for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
-        wire, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, client)
+        volumes, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, return_volume, client)
         if runs:
-            values[client] = (float(return_volume(wire)["return_percent_of_forward"].median()), runs)
+            values[client] = (float(volumes["return_percent_of_forward"].median()), runs)
     return _per_client(values, "%", _setup(RETHINK_PROFILE, protocol, 2), "{:.2f}")
 
 

@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack.metrics.ack_policy import ack_policy_per_run
+from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.selection import default_ack_policy_runs, require_runs
 from quicack.reference import paper_table
 from quicack.rendered import Rendered, placeholder_when_missing
+from quicack.run_batches import RunRows
 
 NOT_SURVEYED = "not in the paper's survey"
 
 
 @placeholder_when_missing
-def ackfreq22_tab02_ack_policies(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> Rendered:
+def ackfreq22_tab02_ack_policies(runs: pl.DataFrame, packets: RunRows, frames: RunRows) -> Rendered:
     """ackfreq22 Table 2 with measured columns: per implementation the paper's default CC, ACK_FREQUENCY support,
     default AR and median ACK size, and ours as a client downloading ≥ 1 MB with its default policy: the median
     over runs of each run's median ACK ratio (p10–p90 of the ACKs), the median ACK-only packet on the wire."""
     selected = require_runs(default_ack_policy_runs(runs), "transferring at least 1 MB with the client's default ACK policy")
-    in_runs = selected.select("run_id")
-    per_run = ack_policy_per_run(
-        packets.join(in_runs, on="run_id", how="semi"), frames.join(in_runs, on="run_id", how="semi")
-    )
+    per_run = ack_policy_of_runs(selected, packets, frames)
     drawn = selected.join(per_run, on="run_id", how="left")
     measured = (
         drawn.filter((pl.col("status") == "ok") & pl.col("ack_ratio_median").is_not_null())

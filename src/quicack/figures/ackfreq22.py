@@ -15,7 +15,7 @@ import polars as pl
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
-from quicack.metrics.cwnd import cwnd_over_time
+from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.return_path import one_vantage_per_run
 from quicack.metrics.selection import (
     ACKFREQ22_ACK_RATIOS,
@@ -31,6 +31,7 @@ from quicack.metrics.selection import (
 )
 from quicack.reference import paper_table, path_profiles
 from quicack.rendered import Rendered, placeholder_when_missing
+from quicack.run_batches import RunRows, per_run_batches
 
 STAND_INS = (
     "The paper's quicly client and server (NewReno) are stood in for by the aioquic client with a set ACK policy "
@@ -61,18 +62,9 @@ def _condition() -> pl.Expr:
 # -- Table 1 ---------------------------------------------------------------------------------------------------------
 
 
-@placeholder_when_missing
-def ackfreq22_tab01_paths(
-    runs: pl.DataFrame, datagrams: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None = None
-) -> Rendered:
-    """Table 1's paths as configured (data/reference/path_profiles.csv) with what the emulated paths delivered in our
-    runs: the first round trip at the client (its first datagram after the server's first; the server acknowledges at
-    once), the forward packets the client never received (gaps in its ACK ranges; per forward data packet) and the
-    fastest forward second (IP bytes in any 1 s of a download); and, where the dataset has them (table path_checks),
-    what quicack.testbed.path_check's UDP probes measured of each path: RTT, rate and random loss per direction."""
-    selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
-    ok = _ok(selected).select("run_id", "path_profile")
-    rows = one_vantage_per_run(datagrams.join(ok, on="run_id", how="semi"))
+def _delivered(datagrams: pl.DataFrame) -> pl.DataFrame:
+    """Per run at its chosen capture point: the first round trip at the client and the fastest forward second."""
+    rows = one_vantage_per_run(datagrams)
     round_trip = first_rtt_end(rows).select("run_id", pl.col("first_rtt_end_ms").alias("first_round_trip_ms"))
     peak = (
         rows.filter(pl.col("direction") == "s2c")
@@ -82,7 +74,22 @@ def ackfreq22_tab01_paths(
         .group_by("run_id")
         .agg((pl.col("bytes").max() * 8 / 1e6).alias("peak_forward_mbit"))
     )
-    per_run = ok.join(round_trip, on="run_id", how="left").join(peak, on="run_id", how="left").join(
+    return round_trip.join(peak, on="run_id", how="full", coalesce=True)
+
+
+@placeholder_when_missing
+def ackfreq22_tab01_paths(
+    runs: pl.DataFrame, datagrams: RunRows, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None = None
+) -> Rendered:
+    """Table 1's paths as configured (data/reference/path_profiles.csv) with what the emulated paths delivered in our
+    runs: the first round trip at the client (its first datagram after the server's first; the server acknowledges at
+    once), the forward packets the client never received (gaps in its ACK ranges; per forward data packet) and the
+    fastest forward second (IP bytes in any 1 s of a download); and, where the dataset has them (table path_checks),
+    what quicack.testbed.path_check's UDP probes measured of each path: RTT, rate and random loss per direction."""
+    selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
+    ok = _ok(selected).select("run_id", "path_profile")
+    delivered = per_run_batches(lambda datagrams: _delivered(datagrams.join(ok, on="run_id", how="semi")), ok["run_id"], datagrams)
+    per_run = ok.join(delivered, on="run_id", how="left").join(
         ack_runs.select("run_id", "loss_clusters", "forward_data_packets"), on="run_id", how="left"
     )
     measured = per_run.group_by(pl.col("path_profile").alias("profile")).agg(
@@ -199,7 +206,7 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
 # -- Fig. 4 and the Eq. (1)–(5) table ---------------------------------------------------------------------------------
 
 @placeholder_when_missing
-def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> Rendered:
+def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> Rendered:
     """Fig. 4: the client's bytes as % of the server's per ACK policy on the satellite path (1 MB, no added loss):
     measured per run (boxes) and Eq. (3)'s median estimate (bars; α fitted per policy from the receiver's timer ACKs)."""
     what = f"{WHERE}: satellite, no added loss"
@@ -229,7 +236,7 @@ def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, dat
 
 
 @placeholder_when_missing
-def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> Rendered:
+def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> Rendered:
     """Eq. (1)–(5) against the measurement: per path, loss, policy and reordering policy the measured A_total and A_del,
     α fitted, Eq. (3) / Eq. (4) ACKs, Eq. (5)'s loss ACKs and the client traffic each gives beside the measured one."""
     selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
@@ -357,7 +364,7 @@ FIG5_ACK_RATIOS = (2, 10)
 
 
 @placeholder_when_missing
-def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Rendered:
+def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendered:
     """Fig. 5: the server's congestion window over time, AR 2 vs AR 10, satellite, no loss, server pacing off (the
     paper's quicly without pacing shows one step per round trip)."""
     what = f"{WHERE}: satellite, no loss, AR 2 or 10, server pacing off (runs.pacing = false)"
@@ -368,7 +375,7 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Re
     )
     selected = require_runs(candidates, f"of the {what}")
     ok = _ok(selected).with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("configuration"))
-    cwnd = cwnd_over_time(metrics_logged.join(ok.select("run_id"), on="run_id", how="semi"))
+    cwnd = cwnd_of_runs(ok, metrics_logged)
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
     fig = cwnd_figure(cwnd, ok)

@@ -12,6 +12,7 @@ from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
+from quicack.run_batches import RunRows, per_run_batches, rows_of_runs
 
 CLIENT_SIDE, SERVER_SIDE = SIM_LEFT, SIM_RIGHT
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}
@@ -322,7 +323,7 @@ def _parse_content(content: str) -> list[tuple[str, str]]:
 
 
 @placeholder_when_missing
-def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, scenario: str = "noloss") -> Rendered:
+def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss") -> Rendered:
     """Per client (rows) and mode (IACK left, WFC right): the handshake datagrams of the usual
     pattern over the ``scenario`` runs, client→server on the upper lane and server→client on the
     lower, each datagram a box split into its QUIC packets (colour = packet type, text = frame
@@ -378,12 +379,23 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: pl.DataFrame, frames: p
     return Rendered(fig, selected, note=f"Scenario '{scenario}'.")
 
 
+def _captured_at_both_ends(packets: pl.DataFrame) -> pl.DataFrame:
+    """The runs with packets captured at both the client-side and the server-side capture point."""
+    return (
+        packets.filter((pl.col("source") == "pcap") & pl.col("vantage").is_in([CLIENT_SIDE, SERVER_SIDE]))
+        .group_by("run_id")
+        .agg(pl.col("vantage").n_unique().alias("ends"))
+        .filter(pl.col("ends") == 2)
+        .select("run_id")
+    )
+
+
 @placeholder_when_missing
 def imc24_fig01_handshake_timeline(
     handshakes: pl.DataFrame,
     runs: pl.DataFrame,
-    packets: pl.DataFrame,
-    frames: pl.DataFrame,
+    packets: RunRows,
+    frames: RunRows,
     client: str = "aioquic",
     scenario: str = "amplification",
     rtt_ms: float = 9.0,
@@ -392,18 +404,14 @@ def imc24_fig01_handshake_timeline(
     configuration's median TTFB among the runs captured at both ends of the link (a sequence diagram
     needs both; repetitions kept client side only are left out), as sequence diagrams
     (``handshake_timeline_figure``); the footnote names them and counts the configuration's runs."""
-    both_ends = (
-        packets.filter((pl.col("source") == "pcap") & pl.col("vantage").is_in([CLIENT_SIDE, SERVER_SIDE]))
-        .group_by("run_id")
-        .agg(pl.col("vantage").n_unique().alias("ends"))
-        .filter(pl.col("ends") == 2)
-        .select("run_id")
-    )
+    candidates = configuration_runs(handshakes, client, scenario, rtt_ms).select("run_id")
+    both_ends = per_run_batches(_captured_at_both_ends, candidates["run_id"], packets)
     drawable = handshakes.join(both_ends, on="run_id", how="semi")
     iack_run = representative_run(drawable, client, scenario, "iack", rtt_ms)
     wfc_run = representative_run(drawable, client, scenario, "wfc", rtt_ms)
+    drawn = [iack_run, wfc_run]
     return Rendered(
-        handshake_timeline_figure(runs, packets, frames, iack_run, wfc_run),
+        handshake_timeline_figure(runs, rows_of_runs(packets, drawn), rows_of_runs(frames, drawn), iack_run, wfc_run),
         configuration_runs(handshakes, client, scenario, rtt_ms),
         note=f"Drawn: {iack_run} and {wfc_run} (median TTFB of their configuration's runs captured at both ends).",
     )

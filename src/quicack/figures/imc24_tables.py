@@ -10,14 +10,15 @@ from quicack.figures.common import Rendered
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
 from quicack.metrics.selection import guideline_runs, second_flight_runs, table3_accounted_runs, table3_runs
-from quicack.metrics.server_ack_delay import SPACES, first_server_acks
+from quicack.metrics.server_ack_delay import SPACES, first_server_acks_of_runs
 from quicack.reference import paper_table
+from quicack.run_batches import RunRows
 
 # ------------------------------------------------------------------------------------------------
 # Table 2: deployment guidelines
 
 
-def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> Rendered:
+def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None) -> Rendered:
     """Table 2's eight cells (certificate below/above the anti-amplification limit × the four
     loss / Δt columns), each with the paper's preference, ours (computed from the measured TTFB
     margins; see ``quicack.metrics.guidelines.guidelines_beside_paper``) and whether they agree."""
@@ -49,7 +50,7 @@ def _paper_table3() -> dict[str, dict[str, str]]:
     return cells
 
 
-def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repetitions: int | None = None) -> Rendered:
+def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetitions: int | None = None) -> Rendered:
     """imc24 Table 3: per server implementation (and mode, for our IACK/WFC aioquic server) the
     ACK Delay of the server's first ACK in the Initial and the Handshake space, per repetition
     ("-" = no ACK in that space, "no run" = no ok run with that repetition), the median over the
@@ -57,7 +58,7 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: pl.DataFrame, repet
     ours for the servers both have. Works on any dataset in QIR layout (a QIR folder without
     repetitions is repetition 1)."""
     selected = table3_runs(runs).with_columns(pl.col("repetition").fill_null(1))
-    acks = first_server_acks(frames).join(selected.select("run_id"), on="run_id", how="semi")
+    acks = first_server_acks_of_runs(selected, frames)
     keys = ["server_impl", "mode", "repetition"]
     per_repetition = (
         selected.select("run_id", *keys)

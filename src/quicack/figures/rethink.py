@@ -10,14 +10,13 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from quicack.figures.common import cwnd_figure, setup_style
-from quicack.metrics.cwnd import cwnd_over_time
+from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.rethink_volume import (
     LOSS_LABELS,
     WHERE,
     ok_with_labels,
-    require_wire,
+    reduced_wire,
     volume_per_configuration,
-    wire_of,
 )
 from quicack.metrics.return_path import (
     packets_per_second,
@@ -34,6 +33,7 @@ from quicack.metrics.selection import (
     rethink_runs,
 )
 from quicack.reference import paper_table
+from quicack.run_batches import RunRows
 from quicack.rendered import Rendered, placeholder_when_missing
 
 STAND_INS = (
@@ -48,12 +48,12 @@ STAND_INS = (
 SIZE_AXIS_MAX_BYTES = 250
 
 
-def labelled_return_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def labelled_return_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, return-path IP packet sizes after the first RTT with each run's configuration), no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs), what)
     ok = ok_with_labels(selected)
-    sizes = return_packet_sizes(require_wire(wire_of(ok, datagrams, tcp_segments), what))
+    sizes = reduced_wire(ok, datagrams, tcp_segments, return_packet_sizes, what)
     return selected, sizes.join(ok.select("run_id", "configuration"), on="run_id")
 
 
@@ -76,7 +76,7 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
 
 
 @placeholder_when_missing
-def rethink_fig1_return_packet_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def rethink_fig1_return_packet_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """rethink Fig. 1: CDF of the return-path IP packet sizes after the first RTT, 10 MB, no loss."""
     selected, sizes = labelled_return_sizes(runs, datagrams, tcp_segments)
     fig = return_size_cdf(sizes, "Return-path packet sizes after the first RTT, 10 MB, no loss")
@@ -103,7 +103,7 @@ def _paper_volumes() -> pl.DataFrame:
 
 
 @placeholder_when_missing
-def rethink_tab3_return_volume(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def rethink_tab3_return_volume(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """rethink Table III: return-path volume at AR 1:2 and 1:10, without and with 1 % loss, QUIC and TCP."""
     selected, table = volume_per_configuration(runs, datagrams, tcp_segments)
     paper = _paper_volumes()
@@ -200,12 +200,12 @@ def _rate_lines(ax: plt.Axes, lines: pl.DataFrame) -> None:
 
 
 @placeholder_when_missing
-def rethink_fig3_return_packet_rate(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def rethink_fig3_return_packet_rate(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """rethink Fig. 3: return-path packets per second (1 s bins), TCP and QUIC at AR 1:2 and 1:10, no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs), what)
     ok = ok_with_labels(selected)
-    rates = packets_per_second(require_wire(wire_of(ok, datagrams, tcp_segments), what), "c2s")
+    rates = reduced_wire(ok, datagrams, tcp_segments, lambda wire: packets_per_second(wire, "c2s"), what)
     lines = _median_per_second(rates, ok)
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
@@ -218,12 +218,12 @@ def rethink_fig3_return_packet_rate(runs: pl.DataFrame, datagrams: pl.DataFrame,
 
 
 @placeholder_when_missing
-def rethink_fig4_cwnd(runs: pl.DataFrame, metrics_logged: pl.DataFrame) -> Rendered:
+def rethink_fig4_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendered:
     """rethink Fig. 4: the server's congestion window over time, AR 1:2 vs 1:10 (QUIC, from the server's qlog)."""
     what = f"QUIC {WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs).filter(pl.col("protocol") == "quic"), what)
     ok = ok_with_labels(selected)
-    cwnd = cwnd_over_time(metrics_logged.join(ok.select("run_id"), on="run_id", how="semi"))
+    cwnd = cwnd_of_runs(ok, metrics_logged)
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
     fig = cwnd_figure(cwnd, ok)
@@ -235,12 +235,12 @@ RETURN_LABELS = {RETHINK_PROFILE: "return unconstrained (1.5 Mbit/s)", RETHINK_R
 
 
 @placeholder_when_missing
-def rethink_fig5_forward_rate(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def rethink_fig5_forward_rate(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """rethink Fig. 5: forward data packets per second, return path unconstrained vs 100 kbit/s, AR 1:2 vs 1:10."""
     what = f"{WHERE} and its 100 kbit/s-return variant at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs, tuple(RETURN_LABELS)), what)
     ok = ok_with_labels(selected)
-    rates = packets_per_second(require_wire(wire_of(ok, datagrams, tcp_segments), what), "s2c", data_only=True)
+    rates = reduced_wire(ok, datagrams, tcp_segments, lambda wire: packets_per_second(wire, "s2c", data_only=True), what)
     lines = _median_per_second(rates, ok, "path_profile")
     setup_style()
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), sharey=True)

@@ -10,10 +10,11 @@ from quicack.figures.common import setup_style
 from quicack.figures.rethink import STAND_INS, labelled_return_sizes, return_size_cdf
 from quicack.metrics.rethink_volume import LOSS_LABELS, WHERE, volume_per_configuration
 from quicack.rendered import Rendered, placeholder_when_missing
+from quicack.run_batches import RunRows
 
 
 @placeholder_when_missing
-def tcpquic_fig_cdf_ack_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def tcpquic_fig_cdf_ack_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """tcpquic "CDF of ACK sizes (no loss)": return-path IP packet sizes after the first RTT, 10 MB, 600 ms."""
     selected, sizes = labelled_return_sizes(runs, datagrams, tcp_segments)
     fig = return_size_cdf(sizes, "CDF of ACK sizes (return-path packets after the first RTT), no loss")
@@ -22,7 +23,7 @@ def tcpquic_fig_cdf_ack_sizes(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_s
 
 
 @placeholder_when_missing
-def tcpquic_fig_volume_acks(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = None) -> Rendered:
+def tcpquic_fig_volume_acks(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
     """tcpquic "Volume of ACKs": return KB per 10 MB forward per configuration, no loss and 1 % loss."""
     selected, table = volume_per_configuration(runs, datagrams, tcp_segments)
     setup_style()

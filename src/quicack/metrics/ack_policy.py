@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.run_batches import RunRows, per_run_batches
+
 IPV4_UDP_HEADER_BYTES = 28
 ACK_FRAMES = ("ack", "ack_ecn")
 # Frames that an "ACK-only" packet may carry besides ACKs: padding adds bytes, not meaning.
@@ -90,6 +92,19 @@ def ack_policy_per_run(packets: pl.DataFrame, frames: pl.DataFrame, vantage: str
         pl.col("packets_acknowledged").filter(acknowledging).quantile(0.9, "higher").alias("ack_ratio_p90"),
         pl.col("ack_wire_bytes").median().alias("ack_bytes_median"),
         pl.col("ack_wire_bytes").count().alias("ack_only_packets"),
+    )
+
+
+def ack_policy_of_runs(selected: pl.DataFrame, packets: RunRows, frames: RunRows) -> pl.DataFrame:
+    """``ack_policy_per_run`` of the ``selected`` runs, their tables read a batch of runs at a time."""
+    in_runs = selected.select("run_id")
+    return per_run_batches(
+        lambda packets, frames: ack_policy_per_run(
+            packets.join(in_runs, on="run_id", how="semi"), frames.join(in_runs, on="run_id", how="semi")
+        ),
+        in_runs["run_id"],
+        packets,
+        frames,
     )
 
 

@@ -17,6 +17,7 @@ import polars as pl
 from quicack.metrics.ack_policy import ack_reasons
 from quicack.metrics.selection import ack_policy_label
 from quicack.models import ackfreq22 as model
+from quicack.run_batches import RunRows, per_run_batches
 
 # Eq. (5)'s k: packets acknowledged at once after a reordering, by the receiver's policy (ackfreq22 §5.6).
 PACKETS_ACKED_AFTER_REORDERING = {"D": 1, "3A": 3, "NR": 0}
@@ -40,10 +41,19 @@ def handshake_bytes(datagrams: pl.DataFrame, packets: pl.DataFrame) -> pl.DataFr
     )
 
 
-def model_inputs(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame) -> pl.DataFrame:
+def model_inputs(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows) -> pl.DataFrame:
     """One row per selected ok run with an ``ack_runs`` row: its configuration columns and Eq. (2)–(5)'s inputs."""
     rows = selected.filter(pl.col("status") == "ok").join(ack_runs, on="run_id")
-    return rows.join(handshake_bytes(datagrams, packets), on=["run_id", "vantage"], how="left").with_columns(
+    in_runs = rows.select("run_id").unique()
+    handshakes = per_run_batches(
+        lambda datagrams, packets: handshake_bytes(
+            datagrams.join(in_runs, on="run_id", how="semi"), packets.join(in_runs, on="run_id", how="semi")
+        ),
+        in_runs["run_id"],
+        datagrams,
+        packets,
+    )
+    return rows.join(handshakes, on=["run_id", "vantage"], how="left").with_columns(
         pl.col("forward_data_packets").alias("server_packets"),
         pl.col("acks_by_delay_timer").alias("timer_acks"),
         (pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)).alias(
@@ -56,11 +66,17 @@ def model_inputs(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.D
     )
 
 
-def fitted_alpha(selected: pl.DataFrame, frames: pl.DataFrame, groups: Sequence[str]) -> pl.DataFrame:
+def fitted_alpha(selected: pl.DataFrame, frames: RunRows, groups: Sequence[str]) -> pl.DataFrame:
     """Per group of ``selected`` runs (``groups`` columns, which must include ack_ratio): α fitted over every timer
     ACK of its ok runs (``models.ackfreq22.fit_alpha``) and the number of timer ACKs it rests on."""
     ok = selected.filter(pl.col("status") == "ok").select("run_id", *groups)
-    timer = ack_reasons(frames.join(ok, on="run_id", how="semi")).filter(pl.col("ack_reason") == "delay_timer")
+    timer = per_run_batches(
+        lambda frames: ack_reasons(frames.join(ok, on="run_id", how="semi"))
+        .filter(pl.col("ack_reason") == "delay_timer")
+        .select("run_id", "ack_eliciting_since_previous_ack"),
+        ok["run_id"],
+        frames,
+    )
     covered = ok.join(timer, on="run_id").group_by(groups).agg(pl.col("ack_eliciting_since_previous_ack").drop_nulls().alias("covered"))
     fits = [
         {**{g: row[g] for g in groups}, "alpha": model.fit_alpha(row["covered"], row["ack_ratio"]), "timer_acks_fitted": len(row["covered"])}
@@ -100,7 +116,7 @@ def estimates(inputs: pl.DataFrame, alphas: pl.DataFrame, groups: Sequence[str])
 EQ_GROUPS = ["path", "lossy", "policy", "ack_ratio", "ack_reordering"]
 
 
-def client_traffic_estimates(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
+def client_traffic_estimates(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> pl.DataFrame:
     """Per ok run of ``selected``: Eq. (2)–(5)'s inputs and estimates, α fitted per (path, loss, policy, reordering)."""
     labelled = selected.with_columns(ack_policy_label())
     inputs = model_inputs(labelled, ack_runs, datagrams, packets)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.metrics.pto import SENDER_SIDE
+from quicack.run_batches import RunRows, per_run_batches
 
 LONG_HEADER_TYPES = ("initial", "handshake", "0rtt", "retry")
 PACKET_KEY = ["run_id", "vantage", "direction", "pn_space", "packet_number"]
@@ -53,14 +54,19 @@ def handshake_datagrams(packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataF
     )
 
 
-def coalescence_patterns(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, scenario: str = "noloss") -> pl.DataFrame:
+def coalescence_patterns(runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss") -> pl.DataFrame:
     """Per (client, mode, direction, datagram index): the most frequent content over the runs of
     ``scenario`` and how many of them showed it (``runs_with_pattern`` of ``runs``)."""
-    per_run = handshake_datagrams(packets, frames).join(
-        runs.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok")).select("run_id", "client_impl", "mode"),
-        on="run_id",
-        how="inner",
-    )
+    chosen = runs.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok")).select("run_id", "client_impl", "mode")
+    in_runs = chosen.select("run_id")
+    per_run = per_run_batches(
+        lambda packets, frames: handshake_datagrams(
+            packets.join(in_runs, on="run_id", how="semi"), frames.join(in_runs, on="run_id", how="semi")
+        ),
+        in_runs["run_id"],
+        packets,
+        frames,
+    ).join(chosen, on="run_id", how="inner")
     group = ["client_impl", "mode", "direction", "datagram_index"]
     counted = per_run.group_by(*group, "content").agg(pl.len().alias("runs_with_pattern"))
     return (

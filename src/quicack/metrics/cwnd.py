@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.run_batches import RunRows, per_run_batches
+
 
 def cwnd_over_time(metrics_logged: pl.DataFrame, vantage: str = "server") -> pl.DataFrame:
     """Per run: every logged congestion window of ``vantage`` with its time since that endpoint's first logged
@@ -15,4 +17,14 @@ def cwnd_over_time(metrics_logged: pl.DataFrame, vantage: str = "server") -> pl.
         .filter(pl.col("cwnd_bytes").is_not_null())
         .select("run_id", "time_s", "cwnd_bytes")
         .sort("run_id", "time_s")
+    )
+
+
+def cwnd_of_runs(selected: pl.DataFrame, metrics_logged: RunRows, vantage: str = "server") -> pl.DataFrame:
+    """``cwnd_over_time`` of the ``selected`` runs, their qlog metrics read a batch of runs at a time."""
+    in_runs = selected.select("run_id")
+    return per_run_batches(
+        lambda metrics_logged: cwnd_over_time(metrics_logged.join(in_runs, on="run_id", how="semi"), vantage),
+        in_runs["run_id"],
+        metrics_logged,
     )

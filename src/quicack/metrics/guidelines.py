@@ -8,6 +8,7 @@ import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT
 from quicack.metrics.summary import iack_wfc_runs, mode_difference
+from quicack.run_batches import RunRows, per_run_batches
 
 # A margin below this is within run-to-run jitter of the testbed: reported as a tie.
 TIE_MS = 1.0
@@ -84,18 +85,26 @@ CLIENT_SIDE = SIM_LEFT
 FIRST_FLIGHT_BURST_MS = 1.0
 
 
-def amplification_limits(datagrams: pl.DataFrame | None, runs: pl.DataFrame) -> pl.DataFrame:
+def first_flight_bytes(datagrams: pl.DataFrame) -> pl.DataFrame:
+    """Per run: the UDP payload bytes of the client's first flight at the client-side capture."""
+    return (
+        datagrams.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s") & (pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS))
+        .group_by("run_id")
+        .agg(pl.col("udp_payload_bytes").sum().alias("first_flight_bytes"))
+    )
+
+
+def amplification_limits(datagrams: RunRows | None, runs: pl.DataFrame) -> pl.DataFrame:
     """Per client: the server's anti-amplification budget before the client's second flight, 3×
     the UDP payload of the client's first flight at the client-side capture (median over its
     runs; a ClientHello split over two datagrams doubles it). Without captures: 3 × 1200 B."""
     clients = runs.select("client_impl").unique()
     default = clients.with_columns(pl.lit(float(AMPLIFICATION_FACTOR * MIN_INITIAL_DATAGRAM_BYTES)).alias("amplification_limit_bytes"))
-    if datagrams is None or datagrams.is_empty():
+    if datagrams is None:
         return default
+    in_runs = runs.select("run_id")
     first_flight = (
-        datagrams.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s") & (pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS))
-        .group_by("run_id")
-        .agg(pl.col("udp_payload_bytes").sum().alias("first_flight_bytes"))
+        per_run_batches(lambda datagrams: first_flight_bytes(datagrams.join(in_runs, on="run_id", how="semi")), in_runs["run_id"], datagrams)
         .join(runs.select("run_id", "client_impl"), on="run_id", how="inner")
         .group_by("client_impl")
         .agg((pl.col("first_flight_bytes").median() * AMPLIFICATION_FACTOR).alias("amplification_limit_bytes"))
@@ -105,7 +114,7 @@ def amplification_limits(datagrams: pl.DataFrame | None, runs: pl.DataFrame) -> 
     )
 
 
-def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> pl.DataFrame:
+def classify_configurations(runs: pl.DataFrame, datagrams: RunRows | None = None) -> pl.DataFrame:
     """Per (client, scenario, RTT) of the IACK/WFC runs: Table 2's row (certificate bytes vs the
     client's amplification limit) and column (what the runs dropped — server datagrams after
     the first: server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms
@@ -169,7 +178,7 @@ def classify_configurations(runs: pl.DataFrame, datagrams: pl.DataFrame | None =
 
 
 def compared_configurations(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None, ttfb_column: str = "ttfb_capture_ms"
+    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None, ttfb_column: str = "ttfb_capture_ms"
 ) -> pl.DataFrame:
     """The (client, scenario, RTT) configurations that enter a Table 2 cell: both modes measured
     (``guidelines``) and classified into a row and column (``classify_configurations``)."""
@@ -182,7 +191,7 @@ def guidelines_table(
     handshakes: pl.DataFrame,
     runs: pl.DataFrame,
     paper: pl.DataFrame,
-    datagrams: pl.DataFrame | None = None,
+    datagrams: RunRows | None = None,
     ttfb_column: str = "ttfb_capture_ms",
 ) -> pl.DataFrame:
     """imc24 Table 2's eight cells from the measured (client, scenario, RTT) configurations (see
@@ -226,7 +235,7 @@ def guidelines_table(
 
 
 def guidelines_beside_paper(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, paper: pl.DataFrame, datagrams: pl.DataFrame | None = None
+    handshakes: pl.DataFrame, runs: pl.DataFrame, paper: pl.DataFrame, datagrams: RunRows | None = None
 ) -> pl.DataFrame:
     """Table 2's eight cells as printed: the paper's preference, ours in words (winner and margin,
     or 'tie', with the configuration counts; 'not measured' where the data has no such

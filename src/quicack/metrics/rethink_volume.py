@@ -4,6 +4,8 @@ and tcpquic figures and by the claims, which set the paper's numbers beside thes
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from quicack.metrics.return_path import return_volume, wire_packets
@@ -15,6 +17,7 @@ from quicack.metrics.selection import (
     require_runs,
     rethink_runs,
 )
+from quicack.run_batches import RunRows, per_run_batches
 
 WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
 LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
@@ -31,26 +34,39 @@ def ok_with_labels(selected: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def wire_of(ok: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
+def reduced_wire(
+    ok: pl.DataFrame,
+    datagrams: RunRows,
+    tcp_segments: RunRows | None,
+    reduce: Callable[[pl.DataFrame], pl.DataFrame],
+    what: str,
+) -> pl.DataFrame:
+    """``reduce`` — a per-run function of wire packets (their sizes, volumes, rates) — over the wire packets of the
+    ``ok`` runs, read a batch of runs at a time (``quicack.run_batches``); MissingData when they have no packet."""
     ids = ok.select("run_id")
-    tcp = None if tcp_segments is None else tcp_segments.join(ids, on="run_id", how="semi")
-    return wire_packets(datagrams.join(ids, on="run_id", how="semi"), tcp)
+    wire_rows = 0
 
+    def reduce_batch(datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
+        nonlocal wire_rows
+        tcp = None if tcp_segments is None else tcp_segments.join(ids, on="run_id", how="semi")
+        wire = wire_packets(datagrams.join(ids, on="run_id", how="semi"), tcp)
+        wire_rows += wire.height
+        return reduce(wire)
 
-def require_wire(wire: pl.DataFrame, what: str) -> pl.DataFrame:
-    if wire.is_empty():
+    reduced = per_run_batches(reduce_batch, ids["run_id"], datagrams, tcp_segments)
+    if wire_rows == 0:
         raise MissingData(f"no captured packets of the {what}")
-    return wire
+    return reduced
 
 
-def volume_per_configuration(runs: pl.DataFrame, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, per loss × protocol × configuration the median return volume): forward MB and return KB as
     measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
     ``scaled_from`` says so."""
     what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE)), what)
     ok = ok_with_labels(selected)
-    per_run = return_volume(require_wire(wire_of(ok, datagrams, tcp_segments), what)).join(
+    per_run = reduced_wire(ok, datagrams, tcp_segments, return_volume, what).join(
         ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"
     )
     scale = RETHINK_FILE_BYTES / pl.col("file_bytes")

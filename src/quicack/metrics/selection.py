@@ -10,6 +10,7 @@ import polars as pl
 
 from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs
+from quicack.run_batches import RunRows
 
 
 class MissingData(LookupError):
@@ -121,7 +122,7 @@ def table3_accounted_runs(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique().to_list()))
 
 
-def guideline_runs(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: pl.DataFrame | None = None) -> pl.DataFrame:
+def guideline_runs(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None) -> pl.DataFrame:
     """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
     classified into a row and column)."""
     keys = ["client_impl", "scenario", "rtt_ms"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
+from quicack.run_batches import RunRows, per_run_batches
 
 VANTAGE_PREFERENCE = (SIM_RIGHT, SIM_LEFT)
 SPACES = ("initial", "handshake")
@@ -33,7 +34,13 @@ def first_server_acks(frames: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def server_ack_delay_table(runs: pl.DataFrame, frames: pl.DataFrame, by: tuple[str, ...] = ("server_impl",)) -> pl.DataFrame:
+def first_server_acks_of_runs(runs: pl.DataFrame, frames: RunRows) -> pl.DataFrame:
+    """``first_server_acks`` of these runs, their frames read a batch of runs at a time."""
+    in_runs = runs.select("run_id")
+    return per_run_batches(lambda frames: first_server_acks(frames.join(in_runs, on="run_id", how="semi")), in_runs["run_id"], frames)
+
+
+def server_ack_delay_table(runs: pl.DataFrame, frames: RunRows, by: tuple[str, ...] = ("server_impl",)) -> pl.DataFrame:
     """imc24 Table 3's layout: one row per server implementation (``by``; add "mode" for the
     testbed's IACK/WFC server), one column per packet number space and repetition
     (``initial_1``, ...; the median if several runs share one); null = no ACK in that space
@@ -41,7 +48,7 @@ def server_ack_delay_table(runs: pl.DataFrame, frames: pl.DataFrame, by: tuple[s
     keys = list(by)
     # A QIR log folder has no repetition level (<server>_<client>/<testcase>/): one repetition.
     per_run = runs.select("run_id", *keys, pl.col("repetition").fill_null(1)).join(
-        first_server_acks(frames), on="run_id", how="inner"
+        first_server_acks_of_runs(runs, frames), on="run_id", how="inner"
     )
     per_repetition = per_run.group_by(*keys, "pn_space", "repetition").agg(pl.col("ack_delay_ms").median())
     wide = per_repetition.with_columns(

@@ -1,0 +1,120 @@
+"""Packet-sized tables read a batch of runs at a time, never whole.
+
+Every table at packet granularity (``datagrams``, ``packets``, ``frames``, ``tcp_segments``) is keyed by run_id, and
+what the figures, claims and derived tables compute from it per run depends on that run's rows alone. So a stage
+that needs such a table cuts its runs into batches of at most ``ROWS_PER_BATCH`` rows — by each run's own row count,
+so that a batch of ten 10 MB downloads weighs no more than one of a thousand handshakes — reads one batch, computes,
+keeps the (small) result and reads the next: its memory is a batch's, whatever the dataset's size.
+
+A stage receives such a table either in memory (a ``polars.DataFrame``: tests, small datasets, the derive stage's
+own batches) or as a ``StoredView`` of ``quicack.duckdb``; ``per_run_batches`` treats both alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+import polars as pl
+
+from quicack import store
+
+# Rows (summed over the tables a computation reads) per batch: ≈ 100–250 MB of polars frames with every column.
+ROWS_PER_BATCH = 200_000
+
+
+@dataclass(frozen=True)
+class StoredView:
+    """A view of ``quicack.duckdb`` too large to read whole: ``per_run_batches`` reads it a batch of runs at a
+    time (``SELECT *`` of those runs, so each batch has exactly the columns and types a whole read would have)."""
+
+    db: Path
+    name: str
+
+
+RunRows: TypeAlias = pl.DataFrame | StoredView
+
+
+def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH) -> list[list[str]]:
+    """``rows_per_run`` (run_id, rows; in the order wanted) cut into consecutive batches of run ids: a batch holds
+    the runs that start within its ``max_rows`` (so at most ``max_rows`` plus its last run's rows; a run larger than
+    that is a batch alone). At least one (perhaps empty) batch."""
+    starts = pl.col("rows").cum_sum() - pl.col("rows")
+    batched = (
+        rows_per_run.with_columns((starts // max(max_rows, 1)).alias("batch"))
+        .group_by("batch", maintain_order=True)
+        .agg(pl.col("run_id"))
+    )
+    return batched["run_id"].to_list() or [[]]
+
+
+def _in_list(run_ids: list[str]) -> str:
+    # Literal values, not a parameter or a subquery: DuckDB then skips the Parquet row groups whose run_id range
+    # misses them (a subquery would scan every file for every batch).
+    return "(" + ", ".join(store.sql_string(run_id) for run_id in run_ids) + ")" if run_ids else "(NULL)"
+
+
+def _rows_of(con, view: StoredView, run_ids: list[str]) -> pl.DataFrame:
+    where = f"run_id IN {_in_list(run_ids)}" if run_ids else "false"
+    return con.sql(f'SELECT * FROM "{view.name}" WHERE {where}').pl()
+
+
+def _counted_runs(run_ids: list[str], counted: list[pl.DataFrame]) -> pl.DataFrame:
+    """run_id (in the order of ``run_ids``) and its rows summed over the ``counted`` (run_id, rows) tables."""
+    wanted = pl.DataFrame({"run_id": run_ids}, schema={"run_id": pl.Utf8})
+    if not counted:
+        return wanted.with_columns(pl.lit(0, pl.Int64).alias("rows"))
+    rows = pl.concat([c.cast({"rows": pl.Int64}) for c in counted], how="vertical").group_by("run_id").agg(pl.col("rows").sum())
+    return wanted.join(rows, on="run_id", how="left", maintain_order="left").with_columns(pl.col("rows").fill_null(0))
+
+
+def _rows_per_run(con, views: list[StoredView], run_ids: list[str]) -> pl.DataFrame:
+    return _counted_runs(run_ids, [con.sql(f'SELECT run_id, count(*) AS rows FROM "{view.name}" GROUP BY run_id').pl() for view in views])
+
+
+def parquet_rows_per_run(parquet_root: Path, names: Iterable[str], part: str, run_ids: list[str]) -> pl.DataFrame:
+    """run_id (in the order of ``run_ids``) and its rows summed over one part of the named tables
+    (``parquet_root/<table>/<part>.parquet``; only their run_id column is read)."""
+    paths = (parquet_root / name / f"{part}.parquet" for name in names)
+    return _counted_runs(run_ids, [pl.scan_parquet(path).group_by("run_id").agg(pl.len().alias("rows")).collect() for path in paths if path.exists()])
+
+
+def per_run_batches(
+    compute: Callable[..., pl.DataFrame],
+    run_ids: Iterable[str],
+    *tables: RunRows | None,
+    max_rows: int = ROWS_PER_BATCH,
+) -> pl.DataFrame:
+    """``compute(*tables)`` restricted to ``run_ids``, evaluated a batch of runs at a time where a table is a
+    ``StoredView`` and the results concatenated (in run_id order). ``compute`` must be per run: its rows for a run
+    depend only on that run's rows. In-memory tables alone: one call on them as given (nothing is re-read)."""
+    stored = [table for table in tables if isinstance(table, StoredView)]
+    if not stored:
+        return compute(*tables)
+    databases = {table.db for table in stored}
+    if len(databases) != 1:
+        raise ValueError(f"tables of several databases in one computation: {sorted(map(str, databases))}")
+    ids = sorted(set(run_ids))
+    parts = []
+    with store.connect(databases.pop()) as con:
+        for batch in batches_by_rows(_rows_per_run(con, stored, ids), max_rows):
+            members = pl.Series("run_id", batch, dtype=pl.Utf8)
+            read = [
+                _rows_of(con, table, batch) if isinstance(table, StoredView)
+                else table.filter(pl.col("run_id").is_in(members.implode())) if table is not None
+                else None
+                for table in tables
+            ]  # fmt: skip
+            parts.append(compute(*read))
+    return pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
+
+
+def rows_of_runs(table: RunRows, run_ids: Iterable[str]) -> pl.DataFrame:
+    """The rows of a few runs (a figure that draws them one by one), read in one go."""
+    members = pl.Series("run_id", sorted(set(run_ids)), dtype=pl.Utf8)
+    if isinstance(table, StoredView):
+        with store.connect(table.db) as con:
+            return _rows_of(con, table, members.to_list())
+    return table.filter(pl.col("run_id").is_in(members.implode()))
