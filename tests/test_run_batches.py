@@ -127,3 +127,26 @@ def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, mo
         assert batched.height == whole.height, name
         assert batched.sort(pl.all()).equals(whole.sort(pl.all())), name
     assert derived["whole"]["ack_runs"].height >= 9
+
+
+def test_a_rebuilt_database_is_read_again_not_served_from_memory(ack_policy_tables, tmp_path) -> None:
+    """Results are kept per database version: after a rebuild with fewer runs, the same call sees the new data."""
+    runs = ack_policy_tables["runs"]["run_id"].sort().to_list()
+    db = tmp_path / "quicack.duckdb"
+
+    def build(run_ids: list[str], part: str) -> None:
+        tables = {
+            name: frame.filter(pl.col("run_id").is_in(run_ids))
+            for name, frame in ack_policy_tables.items()
+            if name in ("packets", "frames")
+        }
+        paths = store.write_tables(tables, tmp_path / part, "all")
+        store.build_database(db, {name: [path] for name, path in zip(tables, paths, strict=True)}, tmp_path)
+
+    build(runs, "first")
+    before = per_run_batches(ack_policy_per_run, runs, stored(db, "packets"), stored(db, "frames"))
+    assert before.height == len(runs)
+    assert per_run_batches(ack_policy_per_run, runs, stored(db, "packets"), stored(db, "frames")) is before  # kept
+    build(runs[:2], "second")
+    after = per_run_batches(ack_policy_per_run, runs, stored(db, "packets"), stored(db, "frames"))
+    assert sorted(after["run_id"].to_list()) == runs[:2]

@@ -12,7 +12,8 @@ own batches) or as a ``StoredView`` of ``quicack.duckdb``; ``per_run_batches`` t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
@@ -70,8 +71,44 @@ def _counted_runs(run_ids: list[str], counted: list[pl.DataFrame]) -> pl.DataFra
     return wanted.join(rows, on="run_id", how="left", maintain_order="left").with_columns(pl.col("rows").fill_null(0))
 
 
+# Per-run results over stored views, by (computation, runs, views, the database file's version): a figure or a
+# claims table asks for the same per-run step several times (one claim per client, per table cell), and reading
+# the packets again each time costs far more than keeping the small result. A rebuilt database is a new version.
+_KEPT: OrderedDict[Hashable, pl.DataFrame] = OrderedDict()
+_KEPT_MOST = 32
+_KEPT_LARGEST_BYTES = 32 * 2**20  # a result larger than that (per-packet rows) is not kept: memory stays a batch's
+
+
+def _database_version(db: Path) -> tuple[str, int, int]:
+    stat = db.stat()
+    return str(db.resolve()), stat.st_mtime_ns, stat.st_size
+
+
+def _kept(key: Hashable, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    if key in _KEPT:
+        _KEPT.move_to_end(key)
+        return _KEPT[key]
+    value = make()
+    if value.estimated_size() <= _KEPT_LARGEST_BYTES:
+        _KEPT[key] = value
+        while len(_KEPT) > _KEPT_MOST:
+            _KEPT.popitem(last=False)
+    return value
+
+
+def _reusable(compute: Callable[..., pl.DataFrame]) -> bool:
+    # A lambda or a nested function is a new object at every call of its parent: keeping its result would only
+    # ever miss. Callable objects (a frozen dataclass naming its step) are compared by value.
+    qualname = getattr(compute, "__qualname__", None) or type(compute).__qualname__
+    return "<lambda>" not in qualname and "<locals>" not in qualname
+
+
 def _rows_per_run(con, views: list[StoredView], run_ids: list[str]) -> pl.DataFrame:
-    return _counted_runs(run_ids, [con.sql(f'SELECT run_id, count(*) AS rows FROM "{view.name}" GROUP BY run_id').pl() for view in views])
+    def counted(view: StoredView) -> pl.DataFrame:
+        query = f'SELECT run_id, count(*) AS rows FROM "{view.name}" GROUP BY run_id'
+        return _kept(("rows", _database_version(view.db), view.name), lambda: con.sql(query).pl())
+
+    return _counted_runs(run_ids, [counted(view) for view in views])
 
 
 def parquet_rows_per_run(parquet_root: Path, names: Iterable[str], part: str, run_ids: list[str]) -> pl.DataFrame:
@@ -87,18 +124,27 @@ def per_run_batches(
     *tables: RunRows | None,
     max_rows: int = ROWS_PER_BATCH,
 ) -> pl.DataFrame:
-    """``compute(*tables)`` restricted to ``run_ids``, evaluated a batch of runs at a time where a table is a
+    """``compute(*tables)`` on the rows of ``run_ids`` only, evaluated a batch of runs at a time where a table is a
     ``StoredView`` and the results concatenated (in run_id order). ``compute`` must be per run: its rows for a run
-    depend only on that run's rows. In-memory tables alone: one call on them as given (nothing is re-read)."""
+    depend only on that run's rows. In-memory tables alone: one call (nothing is re-read)."""
     stored = [table for table in tables if isinstance(table, StoredView)]
     if not stored:
-        return compute(*tables)
+        members = pl.Series("run_id", list(run_ids), dtype=pl.Utf8).implode()
+        return compute(*(None if table is None else table.filter(pl.col("run_id").is_in(members)) for table in tables))
     databases = {table.db for table in stored}
     if len(databases) != 1:
         raise ValueError(f"tables of several databases in one computation: {sorted(map(str, databases))}")
     ids = sorted(set(run_ids))
+    if all(table is None or isinstance(table, StoredView) for table in tables) and _reusable(compute):
+        key = (compute, tuple(ids), tables, _database_version(stored[0].db), max_rows)
+        return _kept(key, lambda: _in_batches(compute, ids, tables, stored[0].db, max_rows))
+    return _in_batches(compute, ids, tables, stored[0].db, max_rows)
+
+
+def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int) -> pl.DataFrame:
+    stored = [table for table in tables if isinstance(table, StoredView)]
     parts = []
-    with store.connect(databases.pop()) as con:
+    with store.connect(db) as con:
         for batch in batches_by_rows(_rows_per_run(con, stored, ids), max_rows):
             members = pl.Series("run_id", batch, dtype=pl.Utf8)
             read = [
@@ -109,6 +155,19 @@ def per_run_batches(
             ]  # fmt: skip
             parts.append(compute(*read))
     return pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
+
+
+def rows_in(run_ids: Iterable[str], *tables: RunRows | None) -> int:
+    """How many rows the tables hold of these runs (stored views: from their per-run counts, nothing else read)."""
+    ids = sorted(set(run_ids))
+    total = 0
+    for table in tables:
+        if isinstance(table, StoredView):
+            with store.connect(table.db) as con:
+                total += int(_rows_per_run(con, [table], ids)["rows"].sum())
+        elif table is not None:
+            total += table.filter(pl.col("run_id").is_in(pl.Series(ids, dtype=pl.Utf8).implode())).height
+    return total
 
 
 def rows_of_runs(table: RunRows, run_ids: Iterable[str]) -> pl.DataFrame:

@@ -88,7 +88,7 @@ def ackfreq22_tab01_paths(
     what quicack.testbed.path_check's UDP probes measured of each path: RTT, rate and random loss per direction."""
     selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
     ok = _ok(selected).select("run_id", "path_profile")
-    delivered = per_run_batches(lambda datagrams: _delivered(datagrams.join(ok, on="run_id", how="semi")), ok["run_id"], datagrams)
+    delivered = per_run_batches(_delivered, ok["run_id"], datagrams)
     per_run = ok.join(delivered, on="run_id", how="left").join(
         ack_runs.select("run_id", "loss_clusters", "forward_data_packets"), on="run_id", how="left"
     )

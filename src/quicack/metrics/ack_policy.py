@@ -97,15 +97,7 @@ def ack_policy_per_run(packets: pl.DataFrame, frames: pl.DataFrame, vantage: str
 
 def ack_policy_of_runs(selected: pl.DataFrame, packets: RunRows, frames: RunRows) -> pl.DataFrame:
     """``ack_policy_per_run`` of the ``selected`` runs, their tables read a batch of runs at a time."""
-    in_runs = selected.select("run_id")
-    return per_run_batches(
-        lambda packets, frames: ack_policy_per_run(
-            packets.join(in_runs, on="run_id", how="semi"), frames.join(in_runs, on="run_id", how="semi")
-        ),
-        in_runs["run_id"],
-        packets,
-        frames,
-    )
+    return per_run_batches(ack_policy_per_run, selected["run_id"], packets, frames)
 
 
 def ack_reasons(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:

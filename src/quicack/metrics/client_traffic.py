@@ -45,14 +45,7 @@ def model_inputs(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunR
     """One row per selected ok run with an ``ack_runs`` row: its configuration columns and Eq. (2)–(5)'s inputs."""
     rows = selected.filter(pl.col("status") == "ok").join(ack_runs, on="run_id")
     in_runs = rows.select("run_id").unique()
-    handshakes = per_run_batches(
-        lambda datagrams, packets: handshake_bytes(
-            datagrams.join(in_runs, on="run_id", how="semi"), packets.join(in_runs, on="run_id", how="semi")
-        ),
-        in_runs["run_id"],
-        datagrams,
-        packets,
-    )
+    handshakes = per_run_batches(handshake_bytes, in_runs["run_id"], datagrams, packets)
     return rows.join(handshakes, on=["run_id", "vantage"], how="left").with_columns(
         pl.col("forward_data_packets").alias("server_packets"),
         pl.col("acks_by_delay_timer").alias("timer_acks"),
@@ -66,17 +59,16 @@ def model_inputs(selected: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunR
     )
 
 
+def timer_ack_coverage(frames: pl.DataFrame) -> pl.DataFrame:
+    """Per ACK the receiver's delay timer sent: its run and the ack-eliciting packets it covered (its own count)."""
+    return ack_reasons(frames).filter(pl.col("ack_reason") == "delay_timer").select("run_id", "ack_eliciting_since_previous_ack")
+
+
 def fitted_alpha(selected: pl.DataFrame, frames: RunRows, groups: Sequence[str]) -> pl.DataFrame:
     """Per group of ``selected`` runs (``groups`` columns, which must include ack_ratio): α fitted over every timer
     ACK of its ok runs (``models.ackfreq22.fit_alpha``) and the number of timer ACKs it rests on."""
     ok = selected.filter(pl.col("status") == "ok").select("run_id", *groups)
-    timer = per_run_batches(
-        lambda frames: ack_reasons(frames.join(ok, on="run_id", how="semi"))
-        .filter(pl.col("ack_reason") == "delay_timer")
-        .select("run_id", "ack_eliciting_since_previous_ack"),
-        ok["run_id"],
-        frames,
-    )
+    timer = per_run_batches(timer_ack_coverage, ok["run_id"], frames)
     covered = ok.join(timer, on="run_id").group_by(groups).agg(pl.col("ack_eliciting_since_previous_ack").drop_nulls().alias("covered"))
     fits = [
         {**{g: row[g] for g in groups}, "alpha": model.fit_alpha(row["covered"], row["ack_ratio"]), "timer_acks_fitted": len(row["covered"])}

@@ -58,15 +58,7 @@ def coalescence_patterns(runs: pl.DataFrame, packets: RunRows, frames: RunRows, 
     """Per (client, mode, direction, datagram index): the most frequent content over the runs of
     ``scenario`` and how many of them showed it (``runs_with_pattern`` of ``runs``)."""
     chosen = runs.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok")).select("run_id", "client_impl", "mode")
-    in_runs = chosen.select("run_id")
-    per_run = per_run_batches(
-        lambda packets, frames: handshake_datagrams(
-            packets.join(in_runs, on="run_id", how="semi"), frames.join(in_runs, on="run_id", how="semi")
-        ),
-        in_runs["run_id"],
-        packets,
-        frames,
-    ).join(chosen, on="run_id", how="inner")
+    per_run = per_run_batches(handshake_datagrams, chosen["run_id"], packets, frames).join(chosen, on="run_id", how="inner")
     group = ["client_impl", "mode", "direction", "datagram_index"]
     counted = per_run.group_by(*group, "content").agg(pl.len().alias("runs_with_pattern"))
     return (

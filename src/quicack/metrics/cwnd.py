@@ -22,9 +22,4 @@ def cwnd_over_time(metrics_logged: pl.DataFrame, vantage: str = "server") -> pl.
 
 def cwnd_of_runs(selected: pl.DataFrame, metrics_logged: RunRows, vantage: str = "server") -> pl.DataFrame:
     """``cwnd_over_time`` of the ``selected`` runs, their qlog metrics read a batch of runs at a time."""
-    in_runs = selected.select("run_id")
-    return per_run_batches(
-        lambda metrics_logged: cwnd_over_time(metrics_logged.join(in_runs, on="run_id", how="semi"), vantage),
-        in_runs["run_id"],
-        metrics_logged,
-    )
+    return per_run_batches(lambda metrics_logged: cwnd_over_time(metrics_logged, vantage), selected["run_id"], metrics_logged)

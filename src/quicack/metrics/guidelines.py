@@ -102,9 +102,8 @@ def amplification_limits(datagrams: RunRows | None, runs: pl.DataFrame) -> pl.Da
     default = clients.with_columns(pl.lit(float(AMPLIFICATION_FACTOR * MIN_INITIAL_DATAGRAM_BYTES)).alias("amplification_limit_bytes"))
     if datagrams is None:
         return default
-    in_runs = runs.select("run_id")
     first_flight = (
-        per_run_batches(lambda datagrams: first_flight_bytes(datagrams.join(in_runs, on="run_id", how="semi")), in_runs["run_id"], datagrams)
+        per_run_batches(first_flight_bytes, runs["run_id"], datagrams)
         .join(runs.select("run_id", "client_impl"), on="run_id", how="inner")
         .group_by("client_impl")
         .agg((pl.col("first_flight_bytes").median() * AMPLIFICATION_FACTOR).alias("amplification_limit_bytes"))

@@ -5,6 +5,7 @@ and tcpquic figures and by the claims, which set the paper's numbers beside thes
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -17,7 +18,7 @@ from quicack.metrics.selection import (
     require_runs,
     rethink_runs,
 )
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.run_batches import RunRows, per_run_batches, rows_in
 
 WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
 LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
@@ -34,6 +35,16 @@ def ok_with_labels(selected: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@dataclass(frozen=True)
+class WireReduction:
+    """A per-run function of wire packets applied to the wire packets of a batch of runs."""
+
+    reduce: Callable[[pl.DataFrame], pl.DataFrame]
+
+    def __call__(self, datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
+        return self.reduce(wire_packets(datagrams, tcp_segments))
+
+
 def reduced_wire(
     ok: pl.DataFrame,
     datagrams: RunRows,
@@ -43,20 +54,10 @@ def reduced_wire(
 ) -> pl.DataFrame:
     """``reduce`` — a per-run function of wire packets (their sizes, volumes, rates) — over the wire packets of the
     ``ok`` runs, read a batch of runs at a time (``quicack.run_batches``); MissingData when they have no packet."""
-    ids = ok.select("run_id")
-    wire_rows = 0
-
-    def reduce_batch(datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.DataFrame:
-        nonlocal wire_rows
-        tcp = None if tcp_segments is None else tcp_segments.join(ids, on="run_id", how="semi")
-        wire = wire_packets(datagrams.join(ids, on="run_id", how="semi"), tcp)
-        wire_rows += wire.height
-        return reduce(wire)
-
-    reduced = per_run_batches(reduce_batch, ids["run_id"], datagrams, tcp_segments)
-    if wire_rows == 0:
+    # every run with a datagram or a TCP segment has wire packets (one capture point is chosen per run)
+    if rows_in(ok["run_id"], datagrams, tcp_segments) == 0:
         raise MissingData(f"no captured packets of the {what}")
-    return reduced
+    return per_run_batches(WireReduction(reduce), ok["run_id"], datagrams, tcp_segments)
 
 
 def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -36,8 +36,7 @@ def first_server_acks(frames: pl.DataFrame) -> pl.DataFrame:
 
 def first_server_acks_of_runs(runs: pl.DataFrame, frames: RunRows) -> pl.DataFrame:
     """``first_server_acks`` of these runs, their frames read a batch of runs at a time."""
-    in_runs = runs.select("run_id")
-    return per_run_batches(lambda frames: first_server_acks(frames.join(in_runs, on="run_id", how="semi")), in_runs["run_id"], frames)
+    return per_run_batches(first_server_acks, runs["run_id"], frames)
 
 
 def server_ack_delay_table(runs: pl.DataFrame, frames: RunRows, by: tuple[str, ...] = ("server_impl",)) -> pl.DataFrame:
