@@ -51,15 +51,14 @@ def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH) 
     return batched["run_id"].to_list() or [[]]
 
 
-def _in_list(run_ids: list[str]) -> str:
-    # Literal values, not a parameter or a subquery: DuckDB then skips the Parquet row groups whose run_id range
-    # misses them (a subquery would scan every file for every batch).
-    return "(" + ", ".join(store.sql_string(run_id) for run_id in run_ids) + ")" if run_ids else "(NULL)"
-
-
 def _rows_of(con, view: StoredView, run_ids: list[str]) -> pl.DataFrame:
-    where = f"run_id IN {_in_list(run_ids)}" if run_ids else "false"
-    return con.sql(f'SELECT * FROM "{view.name}" WHERE {where}').pl()
+    if not run_ids:
+        return con.sql(f'SELECT * FROM "{view.name}" WHERE false').pl()
+    listed = ", ".join(store.sql_string(run_id) for run_id in run_ids)
+    # The range beside the list lets DuckDB skip the Parquet row groups whose run_id statistics miss the batch (a
+    # batch is consecutive in run_id order); the list alone becomes a join over every row (5× slower at 10×).
+    low, high = store.sql_string(min(run_ids)), store.sql_string(max(run_ids))
+    return con.sql(f'SELECT * FROM "{view.name}" WHERE run_id BETWEEN {low} AND {high} AND run_id IN ({listed})').pl()
 
 
 def _counted_runs(run_ids: list[str], counted: list[pl.DataFrame]) -> pl.DataFrame:
@@ -141,6 +140,13 @@ def per_run_batches(
     return _in_batches(compute, ids, tables, stored[0].db, max_rows)
 
 
+def _detached(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in buffers of its own. A polars result can share the string buffers of the batch it was computed
+    from (a run_id column taken from the input is a view into them): kept as it is, each small per-run result would
+    keep its whole batch in memory. Through Arrow's plain strings, every column is copied out."""
+    return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]
+
+
 def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int) -> pl.DataFrame:
     stored = [table for table in tables if isinstance(table, StoredView)]
     parts = []
@@ -153,7 +159,7 @@ def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tu
                 else None
                 for table in tables
             ]  # fmt: skip
-            parts.append(compute(*read))
+            parts.append(_detached(compute(*read)))
     return pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
 
 

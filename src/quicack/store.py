@@ -258,6 +258,9 @@ def connect(db_path: Path, repo_root: Path | None = None, read_only: bool = True
     root = repo_root if repo_root is not None else _guess_repo_root(db_path)
     con = duckdb.connect(str(db_path), read_only=read_only)
     con.execute(f"SET file_search_path = {sql_string(str(Path(root).resolve()))}")
+    # DuckDB keeps the Parquet it has read in memory for the next query (up to its memory limit, 80 % of RAM): a
+    # figure reading the packets a batch of runs at a time would then hold them all by its end.
+    con.execute("SET enable_external_file_cache = false")
     return con
 
 
