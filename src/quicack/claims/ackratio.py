@@ -14,7 +14,7 @@ from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
-from quicack.metrics.return_path import packets_per_second, return_packet_sizes, return_volume
+from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
     RETHINK_RETURN100K_PROFILE,
@@ -126,7 +126,7 @@ def return_size_median(tables: Tables, protocol: str) -> Measured:
     for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
         sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, return_packet_sizes, client)
         if runs:
-            values[client] = (float(sizes["ip_bytes"].median()), runs)
+            values[client] = (counted_median(sizes, "ip_bytes"), runs)
     return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 

@@ -19,6 +19,7 @@ from quicack.metrics.rethink_volume import (
     volume_per_configuration,
 )
 from quicack.metrics.return_path import (
+    counted_median,
     packets_per_second,
     return_link_rows,
     return_packet_sizes,
@@ -58,17 +59,22 @@ def labelled_return_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: 
 
 
 def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
-    """One empirical CDF of IP packet sizes per configuration, its median in the legend."""
+    """One empirical CDF of IP packet sizes per configuration (``sizes``: configuration, ip_bytes, packets of that
+    size), its median in the legend."""
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for (configuration,), group in sizes.sort("configuration").group_by("configuration", maintain_order=True):
-        values = group["ip_bytes"].sort()
-        share = pl.int_range(1, values.len() + 1, eager=True) / values.len()
-        ax.step(values.to_list(), share.to_list(), where="post", label=f"{configuration} (median {values.median():.0f} B)")
-    beyond = int((sizes["ip_bytes"] > SIZE_AXIS_MAX_BYTES).sum())
+        steps = group.group_by("ip_bytes").agg(pl.col("packets").sum()).sort("ip_bytes")
+        total = int(steps["packets"].sum())
+        share = steps["packets"].cum_sum() / total
+        # one step per distinct size, from 1/n at the smallest: the same line as one point per packet
+        x = [steps["ip_bytes"][0], *steps["ip_bytes"].to_list()]
+        y = [1 / total, *share.to_list()]
+        ax.step(x, y, where="post", label=f"{configuration} (median {counted_median(group, 'ip_bytes'):.0f} B)")
+    beyond = int(sizes.filter(pl.col("ip_bytes") > SIZE_AXIS_MAX_BYTES)["packets"].sum())
     ax.set_xlim(0, SIZE_AXIS_MAX_BYTES)
     ax.set_xlabel("return-path IP packet size (bytes)"
-                  + (f"; {beyond} of {sizes.height} packets above {SIZE_AXIS_MAX_BYTES} B not shown" if beyond else ""))  # fmt: skip
+                  + (f"; {beyond} of {int(sizes['packets'].sum())} packets above {SIZE_AXIS_MAX_BYTES} B not shown" if beyond else ""))  # fmt: skip
     ax.set_ylabel("fraction of packets")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")

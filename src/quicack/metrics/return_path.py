@@ -128,8 +128,29 @@ def wire_packets(datagrams: pl.DataFrame, tcp_segments: pl.DataFrame | None = No
 
 
 def return_packet_sizes(wire: pl.DataFrame) -> pl.DataFrame:
-    """IP sizes of the return-path (client → server) packets after the first round trip (rethink Fig. 1)."""
-    return wire.filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt")).select("run_id", "protocol", "ip_bytes")
+    """IP sizes of the return-path (client → server) packets after the first round trip (rethink Fig. 1), counted:
+    per run and size, ``packets`` of that size — a distribution that does not grow with the packets behind it."""
+    return (
+        wire.filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt"))
+        .group_by("run_id", "protocol", "ip_bytes")
+        .agg(pl.len().cast(pl.Int64).alias("packets"))
+        .sort("run_id", "ip_bytes")
+    )
+
+
+def counted_median(counts: pl.DataFrame, value: str, count: str = "packets") -> float | None:
+    """The median of ``value`` with each row standing for ``count`` of them: what ``median()`` of the values written
+    out once per count gives (the mean of the two middle ones for an even total); None without any."""
+    ordered = counts.group_by(value).agg(pl.col(count).sum()).sort(value)
+    total = int(ordered[count].sum())
+    if total == 0:
+        return None
+    ends = ordered[count].cum_sum()
+
+    def at(position: int) -> float:  # the value at a 0-based position of the written-out, sorted values
+        return float(ordered[value][int((ends > position).arg_max())])
+
+    return (at((total - 1) // 2) + at(total // 2)) / 2
 
 
 def return_volume(wire: pl.DataFrame) -> pl.DataFrame:
