@@ -16,7 +16,13 @@ from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.cwnd import cwnd_over_time
-from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume, wire_packets
+from quicack.metrics.return_path import (
+    counted_median,
+    packets_per_second,
+    return_packet_sizes,
+    return_volume,
+    wire_packets,
+)
 from quicack.metrics.selection import rethink_runs
 
 SAMPLE_RAW = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"

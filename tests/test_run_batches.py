@@ -111,7 +111,6 @@ def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, mo
     group in one batch give the same six derived tables, row for row (sorted)."""
     from quicack import pipeline, recovery
     from quicack.layout import run_groups
-
     from tests.conftest import ACK_POLICY_RAW
 
     (group,) = run_groups(ACK_POLICY_RAW)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
-
 from quicack import store
 from quicack.run_batches import RunRows, StoredView
 
-# The views at packet granularity (and the qlogs' metric updates, as many): a figure reads them a batch of its runs at a time (quicack.run_batches), so its
-# memory does not grow with the dataset.
+# The views at packet granularity (and the qlogs' metric updates, as many): a figure reads them a batch of its runs
+# at a time (quicack.run_batches), so its memory does not grow with the dataset.
 PACKET_SIZED_VIEWS = frozenset({"datagrams", "packets", "frames", "tcp_segments", "metrics_logged"})
 
 

@@ -34,8 +34,8 @@ from quicack.metrics.selection import (
     rethink_runs,
 )
 from quicack.reference import paper_table
-from quicack.run_batches import RunRows
 from quicack.rendered import Rendered, placeholder_when_missing
+from quicack.run_batches import RunRows
 
 STAND_INS = (
     "The paper's receivers (quicly, Chromium, picoquic) are stood in for by the aioquic client with a set ACK policy "
