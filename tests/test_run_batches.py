@@ -99,6 +99,8 @@ def test_batches_follow_the_row_counts() -> None:
     counts = pl.DataFrame({"run_id": ["a", "b", "c", "d", "e", "f"], "rows": [5, 5, 20, 1, 1, 1]})
     assert batches_by_rows(counts, 10) == [["a", "b"], ["c"], ["d", "e", "f"]]
     assert batches_by_rows(counts.head(0), 10) == [[]]
+    assert batches_by_rows(counts, 10, max_runs=2) == [["a", "b"], ["c"], ["d", "e"], ["f"]]
+    assert batches_by_rows(counts, 100, max_runs=4) == [["a", "b", "c", "d"], ["e", "f"]]
 
 
 def test_tables_of_two_databases_are_refused(database, tmp_path) -> None:

@@ -38,17 +38,21 @@ class StoredView:
 RunRows: TypeAlias = pl.DataFrame | StoredView
 
 
-def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH) -> list[list[str]]:
-    """``rows_per_run`` (run_id, rows; in the order wanted) cut into consecutive batches of run ids: a batch holds
-    the runs that start within its ``max_rows`` (so at most ``max_rows`` plus its last run's rows; a run larger than
-    that is a batch alone). At least one (perhaps empty) batch."""
-    starts = pl.col("rows").cum_sum() - pl.col("rows")
-    batched = (
-        rows_per_run.with_columns((starts // max(max_rows, 1)).alias("batch"))
-        .group_by("batch", maintain_order=True)
-        .agg(pl.col("run_id"))
-    )
-    return batched["run_id"].to_list() or [[]]
+def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH, max_runs: int | None = None) -> list[list[str]]:
+    """``rows_per_run`` (run_id, rows; in the order wanted) cut into consecutive batches of run ids of at most
+    ``max_rows`` rows (a run larger than that is a batch alone) and, if given, at most ``max_runs`` runs. At least
+    one (perhaps empty) batch."""
+    batches: list[list[str]] = []
+    current: list[str] = []
+    rows_in_batch = 0
+    for run_id, rows in rows_per_run.select("run_id", "rows").iter_rows():  # one row per run, not per packet
+        if current and (rows_in_batch + rows > max_rows or len(current) == max_runs):
+            batches.append(current)
+            current, rows_in_batch = [], 0
+        current.append(run_id)
+        rows_in_batch += rows
+    batches.append(current)
+    return batches
 
 
 def _rows_of(con, view: StoredView, run_ids: list[str]) -> pl.DataFrame:
