@@ -40,8 +40,9 @@ extras=""
 # `quicack pcap` on one small capture). Compile them once here.
 "$python" -m compileall -q src/quicack >/dev/null || true
 # The embedded dataset is kept in git as one archive (quicack.layout.archive); the pipeline, the tests and the
-# testbed read the raw folder it unpacks to (a folder of one's own recordings there is left alone).
-"$python" -m quicack.layout.archive unpack data/sample/raw.tar.xz data/sample/raw
+# testbed read the raw folder it unpacks to: in the user's cache (~/.cache/quicack), linked as data/sample/raw, so
+# that data/ holds only what git tracks (a folder of one's own recordings there is left alone).
+"$python" -m quicack.layout.archive unpack --cached data/sample/raw.tar.xz data/sample/raw
 
 # The capture decoder's compiled core (rust/quicack_core: pyo3 + RustCrypto, built by maturin, pinned in its
 # pyproject.toml; crates pinned by its Cargo.lock). Like src/implementations/build.sh, it uses the cargo on PATH

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quicack.layout.archive import MARKER, PART_BYTES, ArchiveError, pack, parts, unpack
+from quicack.layout.archive import MARKER, PART_BYTES, ArchiveError, pack, parts, unpack, unpack_cached
 
 RUNS = Path(__file__).parent / "data" / "tcp" / "raw"  # four recorded Linux TCP runs: run.json, .pcap.gz captures
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +57,33 @@ def test_the_embedded_dataset_is_unpacked_from_its_archive() -> None:
     stored = parts(REPO / "data" / "sample" / "raw.tar.xz")
     assert stored and all(part.stat().st_size <= PART_BYTES for part in stored)
     assert sum(part.stat().st_size for part in stored) < 40e6
-    assert (REPO / "data" / "sample" / "raw" / MARKER).is_file(), "install.sh unpacks data/sample/raw.tar.xz"
+    raw = REPO / "data" / "sample" / "raw"
+    assert (raw / MARKER).is_file(), "install.sh unpacks data/sample/raw.tar.xz"
+    # unpacked outside the repository and linked: data/ holds only what git tracks
+    assert raw.is_symlink() and REPO not in raw.resolve().parents
+
+
+def test_a_cached_unpack_is_shared_and_linked(tmp_path: Path) -> None:
+    archive = tmp_path / "raw.tar.xz"
+    pack(RUNS, archive)
+    cache = tmp_path / "cache"
+    first, second = tmp_path / "one" / "raw", tmp_path / "two" / "raw"
+    assert "unpacked" in unpack_cached(archive, first, cache)
+    assert "already" in unpack_cached(archive, second, cache)  # a second checkout of the same archive: no copy
+    assert first.is_symlink() and first.resolve() == second.resolve() and cache in first.resolve().parents
+    assert _contents(first) == _contents(RUNS)
+    # an unpack in place from before the cache is replaced by the link; a folder of one's own runs is not
+    in_place = tmp_path / "three" / "raw"
+    unpack(archive, in_place)
+    unpack_cached(archive, in_place, cache)
+    assert in_place.is_symlink() and _contents(in_place) == _contents(RUNS)
+    own = tmp_path / "own"
+    shutil.copytree(RUNS, own)
+    assert "left as it is" in unpack_cached(archive, own, cache)
+    assert not own.is_symlink() and _contents(own) == _contents(RUNS)
+    # the cache removed: the dangling link is made good again
+    shutil.rmtree(cache)
+    assert "unpacked" in unpack_cached(archive, first, cache) and _contents(first) == _contents(RUNS)
 
 
 def test_a_large_archive_is_stored_in_parts_that_unpack_alike(tmp_path: Path) -> None:

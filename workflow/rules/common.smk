@@ -30,7 +30,7 @@ RAW = Path(config["raw_dir"])
 if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
     raise WorkflowError(
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
-        f"python -m quicack.layout.archive unpack {RAW}.tar.xz {RAW}"
+        f"python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}"
     )
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"

@@ -3,11 +3,15 @@ parts ``raw.tar.xz.00``, ``.01``, ... of at most 9 MB each).
 
 Thousands of small run files cost a file-system block and a folder entry each, and every gzip stream is compressed
 on its own; one xz stream over the whole folder, with each ``.gz`` file stored decompressed, shares what runs have
-in common (headers, handshakes, qlog keys): 52.5 MB of files become about 31 MB. ``install.sh`` unpacks it into
-``data/sample/raw`` (git ignores that folder), the ``.gz`` files compressed again (gzip level 9, no timestamp),
-so the pipeline, the tests and the testbed see the usual raw layout (quicack.layout.runs).
+in common (headers, handshakes, qlog keys): 52.5 MB of files become about 31 MB. ``install.sh`` unpacks it, the
+``.gz`` files compressed again (gzip level 9, no timestamp), into the user's cache
+(``$XDG_CACHE_HOME/quicack/<archive sha256>/raw``, default ``~/.cache``: shared by every checkout of the same
+archive, outside the repository) and links ``data/sample/raw`` to it (git ignores that link), so the pipeline, the
+tests and the testbed see the usual raw layout (quicack.layout.runs) at the usual path while ``data/`` holds only
+what git tracks.
 
-    python -m quicack.layout.archive unpack data/sample/raw.tar.xz data/sample/raw
+    python -m quicack.layout.archive unpack --cached data/sample/raw.tar.xz data/sample/raw
+    python -m quicack.layout.archive unpack data/sample/raw.tar.xz /some/folder       # a plain folder, no cache
     python -m quicack.layout.archive pack data/sample/raw data/sample/raw.tar.xz    # after recording more runs
 
 ``unpack`` leaves a raw folder alone that it did not make (a folder of one's own recordings) and one it made from
@@ -21,6 +25,8 @@ import gzip
 import hashlib
 import io
 import lzma
+import os
+import shutil
 import sys
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -149,6 +155,29 @@ def unpack(archive: Path, raw: Path) -> str:
     return f"unpacked {count} files of {archive.name} into {raw}"
 
 
+def cache_root() -> Path:
+    """Where unpacked archives are kept: ``$XDG_CACHE_HOME/quicack``, default ``~/.cache/quicack``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "quicack"
+
+
+def unpack_cached(archive: Path, link: Path, cache: Path | None = None) -> str:
+    """Unpack ``archive`` into ``<cache>/<its sha256>/raw`` (once for all checkouts) and make ``link`` a symbolic
+    link to it. ``link`` as a real folder is replaced only when it is an earlier unpack of an archive (its marker);
+    a folder of one's own runs is left alone."""
+    target = (cache or cache_root()) / _sha256(archive)[:32] / "raw"
+    if link.is_dir() and not link.is_symlink():
+        if not (link / MARKER).is_file():
+            return f"{link} has runs not unpacked from {archive.name}: left as it is"
+        shutil.rmtree(link)  # an unpack in place (before the cache): the cached copy replaces it
+    done = unpack(archive, target)
+    if link.is_symlink() and link.readlink() == target:
+        return done
+    link.unlink(missing_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+    return f"{done}; {link} -> {target}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -158,10 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     u = commands.add_parser("unpack", help="a .tar.xz -> a raw folder (left alone when it holds it or runs of its own)")
     u.add_argument("archive", type=Path)
     u.add_argument("raw", type=Path)
+    u.add_argument("--cached", action="store_true", help="unpack into the user's cache and make RAW a link to it")
     args = parser.parse_args(argv)
     try:
         if args.command == "pack":
             print(f"packed {pack(args.raw, args.archive)} files of {args.raw} into {args.archive}")
+        elif args.cached:
+            print(unpack_cached(args.archive, args.raw))
         else:
             print(unpack(args.archive, args.raw))
     except (ArchiveError, OSError) as error:
