@@ -132,8 +132,7 @@ def per_run_batches(
     depend only on that run's rows. In-memory tables alone: one call (nothing is re-read)."""
     stored = [table for table in tables if isinstance(table, StoredView)]
     if not stored:
-        members = pl.Series("run_id", list(run_ids), dtype=pl.Utf8).implode()
-        return compute(*(None if table is None else table.filter(pl.col("run_id").is_in(members)) for table in tables))
+        return compute(*(_read(None, table, list(run_ids)) for table in tables))
     databases = {table.db for table in stored}
     if len(databases) != 1:
         raise ValueError(f"tables of several databases in one computation: {sorted(map(str, databases))}")
@@ -142,6 +141,15 @@ def per_run_batches(
         key = (compute, tuple(ids), tables, _database_version(stored[0].db), max_rows)
         return _kept(key, lambda: _in_batches(compute, ids, tables, stored[0].db, max_rows))
     return _in_batches(compute, ids, tables, stored[0].db, max_rows)
+
+
+def _read(con, table: RunRows | None, run_ids: list[str]) -> pl.DataFrame | None:
+    """The rows of these runs: from the database (``con``) for a stored view, by a filter for a frame in memory."""
+    if isinstance(table, StoredView):
+        return _rows_of(con, table, run_ids)
+    if table is None:
+        return None
+    return table.filter(pl.col("run_id").is_in(pl.Series(run_ids, dtype=pl.Utf8).implode()))
 
 
 def _detached(frame: pl.DataFrame) -> pl.DataFrame:
@@ -156,14 +164,7 @@ def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tu
     parts = []
     with store.connect(db) as con:
         for batch in batches_by_rows(_rows_per_run(con, stored, ids), max_rows):
-            members = pl.Series("run_id", batch, dtype=pl.Utf8)
-            read = [
-                _rows_of(con, table, batch) if isinstance(table, StoredView)
-                else table.filter(pl.col("run_id").is_in(members.implode())) if table is not None
-                else None
-                for table in tables
-            ]  # fmt: skip
-            parts.append(_detached(compute(*read)))
+            parts.append(_detached(compute(*(_read(con, table, batch) for table in tables))))
     return pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
 
 
@@ -176,14 +177,14 @@ def rows_in(run_ids: Iterable[str], *tables: RunRows | None) -> int:
             with store.connect(table.db) as con:
                 total += int(_rows_per_run(con, [table], ids)["rows"].sum())
         elif table is not None:
-            total += table.filter(pl.col("run_id").is_in(pl.Series(ids, dtype=pl.Utf8).implode())).height
+            total += _read(None, table, ids).height
     return total
 
 
 def rows_of_runs(table: RunRows, run_ids: Iterable[str]) -> pl.DataFrame:
     """The rows of a few runs (a figure that draws them one by one), read in one go."""
-    members = pl.Series("run_id", sorted(set(run_ids)), dtype=pl.Utf8)
+    ids = sorted(set(run_ids))
     if isinstance(table, StoredView):
         with store.connect(table.db) as con:
-            return _rows_of(con, table, members.to_list())
-    return table.filter(pl.col("run_id").is_in(members.implode()))
+            return _read(con, table, ids)
+    return _read(None, table, ids)
