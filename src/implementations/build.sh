@@ -107,7 +107,9 @@ for impl in "${IMPLS[@]}"; do
         quiche)
             check_quiche_prerequisites &&
                 build_cargo quiche quicack-quiche-client quiche-client &&
-                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" ||
+                copy_cargo_bin quiche quiche-server quiche-server &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-server (h3 and hq-interop; the ACK-ratio study's sender)" ||
                 failed+=("$impl")
             ;;
         *)
@@ -125,7 +127,7 @@ if [ "$#" -eq 0 ]; then
         echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
     fi
     if [ ! -x "$CLIENTS_DIR/quiche/bin/quiche-client" ]; then
-        echo "note: quiche client not built (optional: src/implementations/build.sh quiche)"
+        echo "note: quiche client and server not built (optional for the pipeline; needed to record the ACK-ratio study: src/implementations/build.sh quiche)"
     fi
     if python3 -c 'import aioquic' 2>/dev/null; then
         echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"
