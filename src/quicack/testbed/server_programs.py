@@ -7,7 +7,14 @@ imc24 Table 3 (the ACK Delay of the server's first ACKs):
 * ``quic-go`` — ``src/implementations/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
 * ``quinn`` — ``src/implementations/quinn/bin/quinn-server`` (hq-interop only); with a receiver ACK policy it asks
   the quinn client for it with ACK_FREQUENCY frames (quicack.testbed.receiver_ack_control);
-* ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call.
+* ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call;
+* ``quiche`` — ``src/implementations/quiche/bin/quiche-server`` (h3 and hq-interop), the ACK-ratio study's sender.
+
+The senders' congestion control and pacing (``SENDER_SETTINGS``): the aioquic server takes Reno or CUBIC and its
+pacer on or off; quiche takes Reno or CUBIC and never paces them (quiche 0.30 paces only its BBR); with Reno the
+testbed switches quiche's HyStart++ off, so that quiche's Reno is RFC 9002's NewReno as in quicly, the ACK-ratio
+papers' sender (ackfreq22 §4.1, §5.5; rethink §VII); quinn takes NewReno, CUBIC or BBR and always paces (its
+token-bucket pacer has no off switch). quic-go and ngtcp2 run as they are.
 
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
 into the run's ``server/`` folder. ``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
@@ -31,7 +38,7 @@ from quicack.testbed.certs import CERT_SIZES, cert_paths
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, implementations_dir
 from quicack.testbed.receiver_ack_control import quinn_server_options
 
-KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2")
+KNOWN_SERVERS: tuple[str, ...] = ("aioquic", "quic-go", "quinn", "ngtcp2", "quiche")
 # Every server the testbed runs: the QUIC ones above and the kernel's TCP (no certificate, keylog or qlog).
 TESTBED_SERVERS: tuple[str, ...] = (*KNOWN_SERVERS, LINUX_TCP)
 _PROTOCOLS: dict[str, frozenset[str]] = {
@@ -41,14 +48,38 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     "quinn": frozenset({HQ}),
     # gtlsserver is ngtcp2's HTTP/3 example server.
     "ngtcp2": frozenset({H3}),
+    "quiche": frozenset({H3, HQ}),
     LINUX_TCP: frozenset({TCP}),
 }
-_BUILT_BINARIES = {"quic-go": "quic-go/bin/quic-go-server", "quinn": "quinn/bin/quinn-server"}
+_BUILT_BINARIES = {"quic-go": "quic-go/bin/quic-go-server", "quinn": "quinn/bin/quinn-server",
+                   "quiche": "quiche/bin/quiche-server"}
 _NGTCP2_SERVER = "gtlsserver"
 _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-server"
 # Initial RTT before the first sample, per implementation default (server_initial_rtt_ms in run.json); the
 # first PTO is 3x that (RFC 9002: srtt + 4 * srtt/2) except for aioquic 1.7 (2x, see server.py).
-_DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0}
+_DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0, "quiche": 333.0}
+
+
+@dataclass(frozen=True)
+class SenderSettings:
+    """What a server's congestion control and pacing can be set to: the congestion controllers it takes (None = no
+    setting), its default one, and which pacing values it can run with."""
+
+    congestion_controls: tuple[str, ...] | None
+    default_congestion_control: str | None
+    pacing: tuple[bool, ...]
+
+
+SENDER_SETTINGS: dict[str, SenderSettings] = {
+    "aioquic": SenderSettings(("reno", "cubic"), "reno", (True, False)),
+    # quiche 0.30 paces with BBR only (gcongestion); its Reno and CUBIC send each window as it opens.
+    "quiche": SenderSettings(("reno", "cubic"), "cubic", (False,)),
+    # quinn-proto's Pacer has no switch.
+    "quinn": SenderSettings(("newreno", "cubic", "bbr"), "cubic", (True,)),
+    "quic-go": SenderSettings(None, "cubic", (True,)),
+    # gtlsserver --cc; ngtcp2 paces every controller (cwnd / smoothed RTT, ngtcp2_conn_update_pkt_tx_time).
+    "ngtcp2": SenderSettings(("reno", "cubic", "bbr"), "cubic", (True,)),
+}
 
 
 @dataclass(frozen=True)
@@ -64,8 +95,8 @@ class ServerRequest:
     mode: str = "none"  # aioquic only: 'iack' | 'wfc' | 'none'
     cert_delay_ms: float = 0.0  # aioquic only
     initial_rtt_ms: float | None = None  # aioquic only
-    congestion_control: str | None = None  # aioquic only: 'reno' | 'cubic' (None: aioquic's default, reno)
-    pacing: bool = True  # aioquic only: False switches aioquic's packet pacer off
+    congestion_control: str | None = None  # SENDER_SETTINGS (None: the implementation's default)
+    pacing: bool = True  # the aioquic server's pacer on/off; must be what a native server does (SENDER_SETTINGS)
     ack_policy: AckPolicy | None = None  # quinn only: the ACK policy to request of the client (ACK_FREQUENCY)
 
 
@@ -82,10 +113,29 @@ def has_handshake_modes(impl: str) -> bool:
     return impl == "aioquic"
 
 
-def has_sender_knobs(impl: str) -> bool:
-    """Whether the server's congestion control and pacing can be set (``congestion_control``, ``pacing``)."""
+def check_sender_settings(impl: str, congestion_control: str | None, pacing: bool) -> None:
+    """ValueError unless the server ``impl`` can run with this congestion controller and pacing (SENDER_SETTINGS)."""
     supported_protocols(impl)
-    return impl == "aioquic"
+    settings = SENDER_SETTINGS.get(impl)
+    if settings is None:
+        if congestion_control is not None or not pacing:
+            raise ValueError(f"server_congestion_control / server_pacing: the {impl} server has no sender settings")
+        return
+    if congestion_control is not None and congestion_control not in (settings.congestion_controls or ()):
+        takes = ", ".join(settings.congestion_controls) if settings.congestion_controls else "none (it runs its own)"
+        raise ValueError(f"server_congestion_control {congestion_control!r}: the {impl} server takes {takes}")
+    if pacing not in settings.pacing:
+        raise ValueError(f"server_pacing {str(pacing).lower()}: the {impl} server {'always paces' if pacing is False else 'cannot pace with reno or cubic'}"
+                         " (quicack.testbed.server_programs.SENDER_SETTINGS)")
+
+
+def sender_of(impl: str, congestion_control: str | None, pacing: bool) -> dict[str, Any]:
+    """What run.json records about the server as a sender: its congestion controller (the configured one, else the
+    implementation's default) and whether it paced; null where not known."""
+    settings = SENDER_SETTINGS.get(impl)
+    if settings is None:
+        return {"congestion_control": None, "pacing": None}
+    return {"congestion_control": congestion_control or settings.default_congestion_control, "pacing": pacing}
 
 
 def server_executable(impl: str) -> Path | None:
@@ -126,8 +176,7 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
         if not req.pacing:
             argv.append("--no-pacing")
         return argv, {}
-    if req.congestion_control is not None or not req.pacing:
-        raise ValueError(f"the {req.impl} server's congestion control and pacing cannot be set (only aioquic's)")
+    check_sender_settings(req.impl, req.congestion_control, req.pacing)
     if req.ack_policy is not None and req.impl != "quinn":
         raise ValueError(f"the {req.impl} server cannot request an ACK policy (only quinn's, with ACK_FREQUENCY)")
     certs = cert_paths(req.cert_size)
@@ -145,12 +194,25 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
         ]  # fmt: skip
         if req.ack_policy is not None:
             argv += quinn_server_options(req.ack_policy)
+        if req.congestion_control is not None:
+            argv += ["--congestion-control", req.congestion_control]
+        return argv, {}
+    if req.impl == "quiche":
+        congestion_control = req.congestion_control or SENDER_SETTINGS["quiche"].default_congestion_control
+        argv = [
+            str(executable), "--listen", f"{req.host}:{req.port}", "--root", str(req.www),
+            "--cert", str(certs.chain), "--key", str(certs.key),
+            "--keylog", str(req.keylog_path), "--qlog-dir", str(req.qlog_dir), "--cc", str(congestion_control),
+        ]  # fmt: skip
+        if congestion_control == "reno":
+            argv.append("--no-hystart")  # RFC 9002 NewReno, as quicly's: no HyStart++
         return argv, {}
     # ngtcp2: GnuTLS logs the secrets to SSLKEYLOGFILE (no flag); qlog file named by the server's SCID.
     argv = [
         str(executable), "--quiet", "--no-quic-dump", "--no-http-dump", f"--htdocs={req.www}",
-        f"--qlog-dir={req.qlog_dir}", "--max-gso-dgrams=1", req.host, str(req.port),
-        str(certs.key), str(certs.chain),
+        f"--qlog-dir={req.qlog_dir}", "--max-gso-dgrams=1",
+        *([f"--cc={req.congestion_control}"] if req.congestion_control else []),
+        req.host, str(req.port), str(certs.key), str(certs.chain),
     ]  # fmt: skip
     return argv, {"SSLKEYLOGFILE": str(req.keylog_path)}
 
@@ -171,7 +233,8 @@ def is_ready(req: ServerRequest, ns_argv: list[str]) -> bool:
 
 
 def server_info(req: ServerRequest) -> dict[str, Any]:
-    """What run.json records about the server (aioquic reports it itself through the ready file)."""
+    """What run.json records about the server (aioquic reports it itself through the ready file; the others' sender
+    settings are what the testbed configured, ``sender_of``)."""
     if req.impl == "aioquic":
         return json.loads(req.ready_file.read_text())
     if req.impl == LINUX_TCP:
@@ -192,7 +255,9 @@ def server_info(req: ServerRequest) -> dict[str, Any]:
         "server_initial_rtt_ms": rtt,
         "server_initial_pto_ms": 3 * rtt,
         "alpn": sorted("hq-interop" if p == HQ else p for p in supported_protocols(req.impl)),
-    }
+    } | sender_of(req.impl, req.congestion_control, req.pacing) | (
+        {"hystart": (req.congestion_control or "cubic") != "reno"} if req.impl == "quiche" else {}
+    )
 
 
 def server_version(impl: str) -> str | None:
@@ -209,7 +274,7 @@ def server_version(impl: str) -> str | None:
         except (OSError, subprocess.SubprocessError):
             return "ngtcp2 (Debian ngtcp2-server) unknown"
         return f"ngtcp2 (Debian ngtcp2-server) {out.stdout.strip()}"
-    # quic-go's server is built from the client's module (same go.mod pin); quinn-server has --version.
+    # quic-go's server is built from the client's module (same go.mod pin); quinn-server and quiche-server have --version.
     probe = implementations_dir() / ("quic-go/bin/quic-go-client" if impl == "quic-go" else _BUILT_BINARIES[impl])
     try:
         out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True)
