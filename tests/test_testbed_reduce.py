@@ -15,6 +15,7 @@ from quicack.qlog import read_qlog
 from quicack.testbed.reduce import cut_frames_not_from, keep_qlog_events
 
 RUN = Path(__file__).parent / "data" / "ack_policy" / "raw" / "aioquic_aioquic" / "ack_ratio-iack-rtt40ms-1MB-h3-ar10-d25ms-NR" / "1"
+REPO_SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"
 RECEIVER_EVENTS = ["transport:packet_sent", "quicack:ack_sent", "quicack:ack_policy", "transport:parameters_set"]
 
 
@@ -60,3 +61,20 @@ def test_receiver_qlog_cut_keeps_every_ack_and_its_reason(tmp_path: Path) -> Non
     columns = ["time_ms", "pn_space", "packet_number", "largest_acked", "ack_reason", "ack_eliciting_since_previous_ack"]
     sent_acks = [f.filter((pl.col("event") == "sent") & (pl.col("frame_type") == "ack")).select(columns) for f in (full, cut)]
     assert sent_acks[1].equals(sent_acks[0]) and sent_acks[0]["ack_reason"].null_count() < sent_acks[0].height
+
+
+def test_sender_qlog_cut_drops_a_record_cut_off_by_a_stopped_writer_truncated_handmade(tmp_path: Path) -> None:
+    """quiche's server qlog (JSON-SEQ) as the embedded data keeps it, with its last record cut in half by hand (a writer
+    stopped by a signal leaves such a record): the reduction keeps the whole records it asks for and drops the cut one."""
+    import gzip
+
+    (original,) = (REPO_SAMPLE / "quiche_ngtcp2" / "ack_ratio-none-ackfreq22-satellite-1MB-h3-ccreno-unpaced-ar2-dimpl-D" / "1" / "server" / "qlog").iterdir()
+    records = gzip.decompress(original.read_bytes()).split(b"\x1e")
+    whole = [r for r in records if r.strip()]
+    cut = tmp_path / "server.sqlog"
+    cut.write_bytes(b"".join(b"\x1e" + r for r in whole) + b"\x1e" + whole[-1][: len(whole[-1]) // 2])
+    dropped = keep_qlog_events(cut, ["quic:recovery_metrics_updated"])
+    kept = [json.loads(r) for r in cut.read_bytes().split(b"\x1e") if r.strip()]
+    windows = [e for e in kept if e.get("name") == "quic:recovery_metrics_updated" and "congestion_window" in e["data"]]
+    # every record but the header and the cut one is a kept metrics update (the embedded log holds nothing else)
+    assert dropped == len(whole) + 1 - len(kept) and len(windows) > 100

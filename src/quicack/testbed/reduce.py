@@ -79,7 +79,9 @@ def cut_frames_not_from(capture: Path, source: str, snaplen: int) -> int:
 
 def keep_qlog_events(qlog: Path, names: Collection[str]) -> int:
     """Keep only the events named ``names`` in ``qlog`` (a JSON qlog with ``traces[].events`` as aioquic writes
-    it, or JSON-SEQ with one event per record; optionally .gz); returns the number of events dropped."""
+    it, or JSON-SEQ with one event per record; optionally .gz); returns the number of events dropped. A JSON-SEQ
+    record that does not parse (the last one of a log whose writer was stopped mid-record) is dropped too: no
+    event of it could be kept whole."""
     data = _read(qlog)
     wanted = set(names)
     dropped = 0
@@ -87,7 +89,11 @@ def keep_qlog_events(qlog: Path, names: Collection[str]) -> int:
         records = [r for r in data.split(_RECORD_SEPARATOR) if r.strip()]
         kept = []
         for record in records:
-            event = json.loads(record)
+            try:
+                event = json.loads(record)
+            except ValueError:  # JSONDecodeError, or UnicodeDecodeError of a cut multi-byte character
+                dropped += 1
+                continue
             if "name" in event and event["name"] not in wanted:
                 dropped += 1
                 continue

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Read};
+use std::io::{LineWriter, Read};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -201,14 +201,16 @@ fn receive(
         let mut conn = quiche::accept(&scid, None, local, from, config)?;
         if let Some(keylog) = &options.keylog {
             let file = std::fs::OpenOptions::new().create(true).append(true).open(keylog)?;
-            conn.set_keylog(Box::new(BufWriter::new(file)));
+            // Line-buffered, as the qlog: the testbed stops the server with a signal, so nothing may wait in a buffer.
+            conn.set_keylog(Box::new(LineWriter::new(file)));
         }
         if let Some(qlog_dir) = &options.qlog_dir {
             std::fs::create_dir_all(qlog_dir)?;
             // Named by the original destination connection ID, as the testbed's clients name theirs.
             let path = qlog_dir.join(format!("{}_server.sqlog", hex(header.dcid.as_ref())));
             conn.set_qlog_with_level(
-                Box::new(BufWriter::new(File::create(path)?)),
+                // One JSON-SEQ record per line: complete records on disk whenever the server is stopped.
+                Box::new(LineWriter::new(File::create(path)?)),
                 format!("{} server", env!("QUICHE_VERSION")),
                 format!("cc {} hystart {}", options.cc, options.hystart),
                 quiche::QlogLevel::Extra,
