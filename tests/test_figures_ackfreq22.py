@@ -4,7 +4,8 @@
 The core tests run on tests/data/ack_policy (nine real 1 MB aioquic downloads, 40/100 ms RTT, no path profile): the
 model's inputs and estimates, the return-path components, and that every artefact says what is missing when a dataset
 lacks the ackfreq22 path profiles. The ``test_matrix_*`` tests run the artefacts on the embedded dataset's ACK-ratio
-matrix over the ackfreq22 profiles (data/sample/raw: the aioquic receiver's 1 MB downloads).
+matrix over the ackfreq22 profiles (data/sample/raw: the quinn pair's 1 MB downloads without loss, the aioquic receiver's
+from the quinn sender with loss, quiche's unpaced NewReno to ngtcp2 for Fig. 5).
 """
 
 from __future__ import annotations
@@ -135,13 +136,19 @@ def test_without_the_ackfreq22_paths_each_artefact_says_what_is_missing(tables, 
 
 # -- on the recorded ACK-ratio matrix (optional) ---------------------------------------------------------------------
 
+MATRIX_GROUPS = ("quinn_quinn", "quinn_aioquic", "quiche_ngtcp2")
+
+
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
     raw = tmp_path_factory.mktemp("ackfreq22") / "raw"
-    group = "aioquic_aioquic"
-    for testcase in (SAMPLE_RAW / group).glob("ack_ratio*-ackfreq22-*"):
-        shutil.copytree(testcase, raw / group / testcase.name)
-    views = ingest_group(raw, group, "sample")
+    parts: dict[str, list[pl.DataFrame]] = {}
+    for group in MATRIX_GROUPS:
+        for testcase in (SAMPLE_RAW / group).glob("ack_ratio*-ackfreq22-*-1MB-*"):
+            shutil.copytree(testcase, raw / group / testcase.name)
+        for name, frame in ingest_group(raw, group, "sample").items():
+            parts.setdefault(name, []).append(frame)
+    views = {name: pl.concat(frames, how="diagonal_relaxed") for name, frames in parts.items()}
     views["ack_runs"] = quic_ack_runs(views["runs"], views["datagrams"], views["packets"], views["frames"])
     return views
 
