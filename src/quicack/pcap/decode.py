@@ -29,8 +29,6 @@ from .engine import Engine, select_engine
 from .keylog import Keylog, load_keylogs
 from .quic import (
     AEAD_TAG_BYTES,
-    VERSION_1,
-    VERSION_2,
     CryptoError,
     HeaderError,
     LongHeader,
@@ -49,6 +47,7 @@ from .reader import (
     read_udp,
 )
 from .tcp import TcpRows, TcpSegment
+from .versions import VERSION_1, VERSION_2, quic_version
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 # packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
@@ -70,7 +69,7 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
 GSO_MIN_BYTES = 1500
-VERSION_2_BYTES = VERSION_2.to_bytes(4, "big")  # no single QUIC packet of the implementations we study is larger on loopback
+# no single QUIC packet of the implementations we study is larger on loopback
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -145,6 +144,8 @@ class CaptureDecoder:
         self.connection_count = 0
         self.datagram_counts = {C2S: 0, S2C: 0}
         self.issues = _Issues()
+        # packets of versions this decoder does not read, by version: one issue each at the end (versions.py)
+        self.unsupported_packets: dict[int, int] = {}
         self.tcp = TcpRows()
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
@@ -209,12 +210,21 @@ class CaptureDecoder:
         """A client Initial on a known 4-tuple whose Source Connection ID is not the connection's: the client's port
         was reused for a new connection (a scan of a million targets from one address reuses every port)."""
         connection, direction = flow
-        if direction != C2S or connection.client_scid is None:
+        if direction != C2S:
             return False
         payload = datagram.payload
-        # Only an Initial can start one: its type bits are 0 in version 1 (and drafts), 1 in version 2. Most client
+        if connection.client_scid is None and not quic_version(connection.version).supported:
+            # after a Version Negotiation the client may try again from the same port, in a version we read
+            try:
+                return parse_long_header(payload, 0, datagram.udp_payload_bytes).packet_type == "initial"
+            except HeaderError:
+                return False
+        if connection.client_scid is None:
+            return False
+        # Only an Initial can start one (its type bits: 0 in version 1 and the drafts, 1 in version 2). Most client
         # datagrams of a handshake (Handshake packets) are not, and need no parse.
-        if (payload[0] >> 4) & 0x03 != (1 if payload[1:5] == VERSION_2_BYTES else 0):
+        types = quic_version(int.from_bytes(payload[1:5], "big")).long_types
+        if types[(payload[0] >> 4) & 0x03] != "initial":
             return False
         try:
             header = parse_long_header(datagram.payload, 0, datagram.udp_payload_bytes)
@@ -407,6 +417,10 @@ class CaptureDecoder:
             if first & 0x80:
                 try:
                     header = parse_long_header(payload, position, wire_bytes)
+                except UnknownVersionError as unsupported:
+                    # its Length field (if it has one) is unknown: the rest of the datagram is this packet
+                    self._add_unsupported_packet(seen, unsupported.version, "unknown", None, wire_bytes - position)
+                    return
                 except HeaderError as error:
                     self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", seen.record)
                     self._add_opaque_packet(seen, "unknown", None, wire_bytes - position)
@@ -438,9 +452,10 @@ class CaptureDecoder:
         if packet_type == "retry":
             connection.on_retry(header.scid)
             self.connections_by_cid[header.scid] = connection
+            tag = quic_version(header.version).retry_tag_bytes  # none up to draft-24
             packets.add_packet(
-                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - AEAD_TAG_BYTES,
-                aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=False, decrypted=True,
+                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - tag,
+                aead_tag_bytes=tag, ack_eliciting=False, decrypted=True,
             )  # fmt: skip
             return
         # Learn the connection IDs: a long header carries the sender's own ID as its Source Connection ID.
@@ -461,6 +476,9 @@ class CaptureDecoder:
     def _add_short_header_packet(
         self, connection: Connection, seen: DatagramSeen, payload: bytes, start: int, wire_bytes: int
     ) -> None:
+        if not quic_version(connection.version).supported:
+            self._add_unsupported_packet(seen, connection.version, "1rtt", "appdata", wire_bytes - start)
+            return
         cid_length = connection.receiver(seen.direction).cid_length
         if cid_length is None:
             self.issues.add(
@@ -573,7 +591,9 @@ class CaptureDecoder:
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
-            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: no keylog given", record)
+            self.issues.add(
+                "warning", f"{direction} {packet_type} packets not decrypted: {self.keylog.without_secrets()}", record
+            )
         elif (
             connection.client_random is not None
             and connection.keylog.get(connection.client_random, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") is None
@@ -589,6 +609,13 @@ class CaptureDecoder:
                 f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)",
                 record,
             )
+
+    def _add_unsupported_packet(
+        self, seen: DatagramSeen, version: int, packet_type: str, pn_space: str | None, packet_bytes: int
+    ) -> None:
+        """A packet of a version this decoder does not read: a row claiming nothing, counted for the version's issue."""
+        self.unsupported_packets[version] = self.unsupported_packets.get(version, 0) + 1
+        self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
 
     def _add_opaque_packet(self, seen: DatagramSeen, packet_type: str, pn_space: str | None, packet_bytes: int) -> None:
         """A packet whose payload could not be read (no keys, cut by the snap length, not QUIC)."""
@@ -654,7 +681,11 @@ class CaptureDecoder:
     def _final_issue_rows(self) -> list[tuple[str, str]]:
         if self.connection_count == 0 and self.tcp.total == 0:
             self.issues.add("warning", "no QUIC connection (and no TCP segment) found in the capture", None)
-        return self.issues.rows()
+        unsupported = [
+            ("warning", quic_version(version).unsupported_message(packets))
+            for version, packets in sorted(self.unsupported_packets.items())
+        ]
+        return self.issues.rows() + unsupported
 
 
 def decode_capture(
