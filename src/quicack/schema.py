@@ -255,6 +255,7 @@ FRAMES = Table(
         PACKET_NUMBER,
         Column("frame_index", I, "0-based position of the frame in its packet."),
         Column("frame_type", S, "RFC 9000 / extension frame name in lower snake case (ack, crypto, stream, padding, ping, ack_frequency, immediate_ack, ..., unknown)."),
+        Column("raw_frame_type", S, "Frames of a type the reader does not know (frame_type 'unknown'): the frame's name as the qlog wrote it (path_ack, bdp, ...) or its type number ('0x42'); null otherwise and in captures (whose issue row names an unknown type number). Each file with such frames has one ingest_issues row counting them."),
         Column("frame_bytes", I, "Encoded frame size in bytes, where known."),
         Column("ack_delay_ms", F, "ACK frames: ACK Delay field in milliseconds (already scaled by the ack_delay_exponent)."),
         Column("largest_acked", I, "ACK frames: largest acknowledged packet number."),
@@ -575,6 +576,15 @@ ENDPOINTS = Table(
         Column("peer_ack_delay_exponent", I, "ack_delay_exponent the peer advertised (default 3)."),
         Column("handshake_confirmed_ms", F, "When this endpoint considered the handshake confirmed (client: HANDSHAKE_DONE received; server: HANDSHAKE_DONE sent)."),
         Column("events", I, "Events read for this connection."),
+        Column("vantage_point_type", S, "qlog: vantage_point.type as the file wrote it ('client', 'SERVER', 'network', ...); a 'network' trace (a converted capture, pcap2qlog) takes the vantage of its 'flow'."),
+        Column(
+            "plausibility_flags",
+            pl.List(S),
+            "qlog: the plausibility checks this connection fails, one ingest_issues row each with the numbers "
+            "(rtt_sample_longer_than_trace, rtt_longer_than_trace, ack_delay_above_100x_max_ack_delay, time_backwards; "
+            "quicack.qlog.plausibility); empty when it passes them all. Leave flagged traces out with "
+            "WHERE len(plausibility_flags) = 0.",
+        ),
     ),
 )
 

@@ -454,6 +454,11 @@ impl Conn {
             _ => None,
         });
         let frame_type = type_code(f_frame_type, frame_type_code, F_UNKNOWN)?;
+        if frame_type == F_UNKNOWN {
+            // a name the lane does not know (an alias, an extension frame, qlog's "unknown" with its type number):
+            // the Python reader keeps the name as written (normalize.unknown_frame_type)
+            return Err(HandOff);
+        }
         let fraw = f_raw.and_then(Value::as_object);
         let mut frame_bytes = match fraw {
             Some(raw) => raw_int(raw.get("length"))?,

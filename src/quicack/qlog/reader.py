@@ -32,7 +32,8 @@ from .normalize import (
     TraceConnection,
     event_kind,
 )
-from .profiles import profile_for
+from .plausibility import PlausibilityChecks
+from .profiles import ACK_DELAY_ENCODED, profile_for, time_unit_to_ms
 from .records import Damage, iter_records
 from .traces import Trace, parse_rfc3339_ns, vantage_from_title
 
@@ -47,6 +48,41 @@ _MAX_RELATIVE_MS = 86_400_000.0
 MAX_TIME_MS = 4.6e12
 _BEYOND_NS = int(MAX_TIME_MS * 1_000_000)
 
+
+
+def side_of_vantage_point(vp: dict[str, Any]) -> str | None:
+    """'client' or 'server' from a trace's vantage_point, in any case ("SERVER" from quic-trace converters); a
+    'network' vantage point (a converted capture) takes its 'flow': whose packets it logs as 'sent'."""
+    kind = vp.get("type")
+    kind = kind.lower() if isinstance(kind, str) else None
+    if kind in ("client", "server"):
+        return kind
+    flow = vp.get("flow")
+    flow = flow.lower() if isinstance(flow, str) else None
+    if kind == "network" and flow in ("client", "server"):
+        return flow
+    return None
+
+
+def is_converted_capture(top: dict[str, Any], trace: dict[str, Any]) -> bool:
+    """A trace pcap2qlog made from a capture: it names the capture in configuration.original_uris, or itself."""
+    config = trace.get("configuration") if isinstance(trace.get("configuration"), dict) else {}
+    uris = config.get("original_uris")
+    if isinstance(uris, list) and any(isinstance(u, str) and u.lower().endswith((".pcap", ".pcapng")) for u in uris):
+        return True
+    text = " ".join(str(x) for x in (top.get("description"), top.get("title"), trace.get("description")) if x)
+    return "pcap2qlog" in text.lower()
+
+
+def _number(value: Any) -> float | None:
+    """A finite number from a number or numeric string (time_offset "0"), else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def is_header_record(value: dict[str, Any]) -> bool:
@@ -97,6 +133,7 @@ class _FileReader:
         self.pending = 0
         self.kind_cache: dict[str, int] = {}
         self.events_since_batch = 0
+        self.checks = PlausibilityChecks()
 
     # -- issues ----------------------------------------------------------------------------------------------
 
@@ -254,13 +291,18 @@ class _FileReader:
     def _make_trace(self, index: int, top: dict[str, Any], tr: dict[str, Any]) -> Trace:
         d = self.dialect
         vp = tr.get("vantage_point") if isinstance(tr.get("vantage_point"), dict) else {}
-        vantage = vp.get("type") if vp.get("type") in ("client", "server") else None
-        if vantage is None and vp.get("type") in (None, "unknown") and d and d.vantage:
+        vp_type = vp.get("type") if isinstance(vp.get("type"), str) else None
+        vantage = side_of_vantage_point(vp)
+        if vantage is None and (vp_type or "unknown").lower() == "unknown" and d and d.vantage:
             vantage = d.vantage
         if vantage is None:
             vantage = self.vantage_arg or vantage_from_title(tr.get("title"), top.get("title")) \
                 or endpoint_from_path(self.path)
-            if vantage is None and vp.get("type") != "network":
+            if vantage is None and (vp_type or "").lower() == "network":
+                self.issue("warning", f"{self.path}: trace {index} was seen from the network (vantage_point type "
+                                      f"{vp_type!r}) without a 'flow' saying whose packets are 'sent'; direction will "
+                                      "be null (pass vantage=)")
+            elif vantage is None:
                 self.issue("warning", f"{self.path}: trace {index} has no client/server vantage point and none was "
                                       "given; direction will be null (pass vantage= or use the .../client/qlog/ "
                                       "layout)")
@@ -274,14 +316,23 @@ class _FileReader:
             group = tr["description"]  # picoquic puts the initial CID in the trace description
         config = tr.get("configuration") if isinstance(tr.get("configuration"), dict) else {}
         time_units = config.get("time_units") or common.get("time_units")
+        if time_units is not None and time_unit_to_ms(time_units) is None:
+            self.issue("warning", f"{self.path}: trace {index} has time_units {str(time_units)[:40]!r}, which no qlog "
+                                  "draft defines ('ms', 'us'); read as milliseconds")
         impl = d.implementation if d else None
         if impl is None and isinstance(vp.get("name"), str):
             # aioquic writes vantage_point (name "aioquic") after the events, beyond the first KiB
             impl = implementation_from_text(vp["name"].encode())
         if impl is None and isinstance(top.get("title"), str):
             impl = implementation_from_text(top["title"].encode())
+        if impl is None and is_converted_capture(top, tr):
+            impl = "pcap2qlog"
         version = top.get("qlog_version") or top.get("file_schema") or (d.qlog_version if d else None)
         fields = tr.get("event_fields")
+        event_fields = [str(x).lower() for x in fields] if isinstance(fields, list) else None
+        time_format = common.get("time_format")
+        if event_fields and "delta_time" in event_fields and "relative_time" not in event_fields:
+            time_format = "delta"  # qlog draft-00/01: each event's time is relative to the previous one
         return Trace(
             index=index,
             vantage=vantage,
@@ -290,9 +341,11 @@ class _FileReader:
             qlog_version=version,
             time_units=time_units,
             reference=common.get("reference_time", tr.get("reference_time")),
-            time_format=common.get("time_format"),
-            event_fields=[str(x).lower() for x in fields] if isinstance(fields, list) else None,
+            time_format=time_format,
+            event_fields=event_fields,
             group_is_connection=profile_for(impl, time_units).group_id_per_event_is_connection,
+            vantage_point_type=vp_type,
+            time_offset=_number(config.get("time_offset")),
         )
 
     def _connection(self, trace: Trace, group: str | None) -> TraceConnection:
@@ -324,6 +377,7 @@ class _FileReader:
             qlog_version=trace.qlog_version,
             profile=profile_for(trace.implementation, trace.time_units),
             ref_abs_ns=None,
+            vantage_point_type=trace.vantage_point_type,
         )
         self.conns[key] = conn
         return conn
@@ -360,6 +414,12 @@ class _FileReader:
                 trace.ref_abs_ns = ref_ns
             elif first_t > _EPOCH_MS_THRESHOLD:
                 trace.ref_abs_ns = 0  # event times are themselves Unix-epoch ms (aioquic)
+            if trace.ref_abs_ns is not None and trace.time_offset:
+                # configuration.time_offset (qlog draft-00 … -02, in time_units): the trace's shift against the
+                # clock, for aligning vantage points; it moves absolute times only (time_ms is relative)
+                offset_ns = round(trace.time_offset * scale * 1e6)
+                if -_BEYOND_NS < trace.ref_abs_ns + offset_ns < _BEYOND_NS:
+                    trace.ref_abs_ns += offset_ns
         conn.ref_abs_ns = trace.ref_abs_ns
 
     # -- events ----------------------------------------------------------------------------------------------------
@@ -378,7 +438,8 @@ class _FileReader:
         elif ev.__class__ is list and trace.event_fields:
             f = trace.event_fields
             try:
-                t = ev[f.index("relative_time")] if "relative_time" in f else ev[f.index("time")]
+                t = ev[f.index("relative_time")] if "relative_time" in f else \
+                    ev[f.index("delta_time")] if "delta_time" in f else ev[f.index("time")]
                 cat = ev[f.index("category")] if "category" in f else ""
                 evn = ev[f.index("event_type")] if "event_type" in f else ev[f.index("event")]
                 data = ev[f.index("data")]
@@ -459,10 +520,13 @@ class _FileReader:
                 m.add(conn, cols)
             del self.dirty[key]
         self.pending = sum(self.conns[k].pending_events for k in self.dirty)
-        endpoints = self._endpoints() if final else ENDPOINTS.empty()
         n, self.events_since_batch = self.events_since_batch, 0
         self.events_before_batch += n
         tables = (merged[0].frame(PACKETS), merged[1].frame(FRAMES), merged[2].frame(METRICS_LOGGED))
+        self.checks.add_batch(*tables)
+        endpoints = self._endpoints() if final else ENDPOINTS.empty()  # after the checks saw the last rows
+        if final:
+            self._report_checks()
         for m, name in zip(merged, ("packets", "frames", "metrics_logged"), strict=True):
             if m.sanitized:
                 self.issue("warning", f"{self.path}: some {name} fields held non-numeric values where numbers "
@@ -495,6 +559,23 @@ class _FileReader:
         self.issue("warning", f"{self.path}: connection {conn.group_id or conn.run_id}: no {what} logged; "
                               f"time_ms is relative to the {conn.origin_fallback} instead", conn.run_id)
 
+    def _report_checks(self) -> None:
+        """The file's issues from the plausibility checks (one per failed check and connection), the frames it
+        did not know, and a converter's raw ACK Delay field read as such."""
+        for conn in self.conns.values():
+            for _, message in self.checks.failed(conn.run_id, conn.local_max_ack_delay_ms, conn.peer_max_ack_delay_ms):
+                self.issue("warning", f"{self.path}: connection {conn.group_id or conn.run_id}: {message}", conn.run_id)
+        unknown = self.checks.unknown_frames_message()
+        if unknown:
+            self.issue("warning", f"{self.path}: {unknown}")
+        raw_delays = [c for c in self.conns.values() if c.implementation == "pcap2qlog"
+                      and c.profile.ack_delay == ACK_DELAY_ENCODED and c.run_id in self.checks.observed
+                      and self.checks.observed[c.run_id].max_ack_delay_ms]
+        if raw_delays:
+            self.issue("warning", f"{self.path}: a capture converted by pcap2qlog: its ACK frames' ack_delay is the raw "
+                                  "ACK Delay field (tshark's quic.ack.ack_delay), read as units of 2^ack_delay_exponent "
+                                  "microseconds (the exponent of the transport parameters logged, else 3)")
+
     def _endpoints(self) -> pl.DataFrame:
         rows = []
         for conn in self.conns.values():
@@ -514,6 +595,7 @@ class _FileReader:
             local_mad = conn.local_max_ack_delay_ms
             if local_mad is None and conn.local_params_seen:
                 local_mad = 25.0
+            failed = self.checks.failed(conn.run_id, conn.local_max_ack_delay_ms, conn.peer_max_ack_delay_ms)
             rows.append({
                 "run_id": conn.run_id, "source": "qlog", "vantage": conn.vantage, "path": str(self.path),
                 "implementation": conn.implementation, "dialect": conn.dialect, "qlog_version": conn.qlog_version,
@@ -521,6 +603,7 @@ class _FileReader:
                 "local_max_ack_delay_ms": local_mad,
                 "peer_max_ack_delay_ms": peer_mad, "peer_ack_delay_exponent": peer_ade,
                 "handshake_confirmed_ms": hs, "events": conn.events,
+                "vantage_point_type": conn.vantage_point_type, "plausibility_flags": [check for check, _ in failed],
             })
         if not rows:
             return ENDPOINTS.empty()

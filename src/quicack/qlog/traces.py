@@ -28,6 +28,8 @@ class Trace:
     last_t: float = 0.0
     conn: TraceConnection | None = None  # the connection of events without their own group_id
     group_is_connection: bool = True  # False: per-event group_id values do not split connections (quinn)
+    vantage_point_type: str | None = None  # as the file wrote it ('SERVER', 'network', ...)
+    time_offset: float | None = None  # configuration.time_offset (draft-00 … -02), in time_units
 
 
 def parse_rfc3339_ns(value: str) -> int | None:
