@@ -339,6 +339,7 @@ CONNECTIONS = Table(
         Column("first_pto_delta_ms", F, "first_pto_logged_ms - first_pto_ms: how far the implementation deviates from RFC 9002 on its first sample."),
         Column("rtt_samples", I, "RTT samples recomputed per RFC 9002 (newly acknowledging ACKs of ack-eliciting packets)."),
         Column("rtt_samples_logged", I, "Distinct logged (smoothed_rtt, rtt_variance) updates after removing consecutive duplicates."),
+        Column("no_rtt_sample_reason", S, "When the endpoint received ACK frames but rtt_samples is 0: why, from what its log holds (no sent packet logged, no packet numbers, ACKs without ranges, sent packets with empty frames lists so none is known to be ack-eliciting, no ACK whose largest is a logged sent packet, ...); null otherwise."),
         Column("iack", B, "True if the first server Initial carries an ACK but no CRYPTO (an instant ACK)."),
         Column("iack_to_sh_ms", F, "Time from the instant ACK to the ServerHello at this vantage point."),
         Column("handshake_ms", F, "Time from the first client Initial to HANDSHAKE_DONE (client) / handshake confirmation."),

@@ -403,6 +403,10 @@ impl Conn {
             _ => d_packet_type,
         };
         let packet_type = type_code(pt, packet_type_code, P_UNKNOWN)?;
+        if packet_type == P_UNKNOWN {
+            // no type the lane knows (another field name, e.g. pcap2qlog's data.type): the Python reader decides
+            return Err(HandOff);
+        }
         let pn = match h_packet_number {
             Some(v) => Some(v),
             None => d_packet_number,

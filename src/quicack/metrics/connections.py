@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.metrics.rtt import no_rtt_sample_reasons
 from quicack.metrics.ttfb import ttfb_by_source
 from quicack.recovery import K_GRANULARITY_MS
 from quicack.schema import CONNECTIONS
@@ -83,6 +84,7 @@ def connections_table(
         .join(logged, on=KEY, how="left", nulls_equal=True)
         .join(ttfb, on=KEY, how="left", nulls_equal=True)
         .join(handshake, on=KEY, how="left", nulls_equal=True)
+        .join(no_rtt_sample_reasons(packets, frames, rtt_samples), on=KEY, how="left", nulls_equal=True)
         .with_columns((pl.col("first_pto_logged_ms") - pl.col("first_pto_ms")).alias("first_pto_delta_ms"))
         .sort(KEY)
     )

@@ -65,3 +65,53 @@ def recompute_rtt_samples(
             for sample in samples
         )
     return RTT_SAMPLES.conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else RTT_SAMPLES.empty()
+
+
+def no_rtt_sample_reasons(packets: pl.DataFrame, frames: pl.DataFrame, rtt_samples: pl.DataFrame) -> pl.DataFrame:
+    """(run_id, vantage, no_rtt_sample_reason) of each qlog endpoint that received ACK frames but yields no RTT
+    sample: why, from what its log holds (the reasons RFC 9002 §5.1's sampling needs, in the order checked)."""
+    key = ["run_id", "vantage"]
+    qlog_packets = packets.filter(pl.col("source") == "qlog")
+    own = pl.when(pl.col("vantage").is_in([CLIENT, SIM_LEFT])).then(pl.lit("c2s")).otherwise(pl.lit("s2c"))
+    acks = (
+        frames.filter((pl.col("source") == "qlog") & (pl.col("event") == "received")
+                      & pl.col("frame_type").is_in(ACK_FRAME_TYPES) & (pl.col("direction") != own))
+        .group_by(key)
+        .agg(pl.len().alias("acks"), pl.col("ack_ranges").list.len().fill_null(0).gt(0).sum().alias("with_ranges"),
+             pl.col("largest_acked").drop_nulls().unique().alias("largest"))
+    )
+    if acks.is_empty():
+        return pl.DataFrame(schema={"run_id": pl.Utf8, "vantage": pl.Utf8, "no_rtt_sample_reason": pl.Utf8})
+    sent = qlog_packets.filter((pl.col("event") == "sent") & (pl.col("direction") == own))
+    sent_summary = sent.group_by(key).agg(
+        pl.len().alias("sent"),
+        pl.col("packet_number").is_not_null().sum().alias("numbered"),
+        pl.col("ack_eliciting").fill_null(True).sum().alias("eliciting"),
+        (pl.col("frames_logged") & ~pl.col("ack_eliciting").fill_null(False)).sum().alias("empty_or_not_eliciting"),
+        pl.col("packet_number").drop_nulls().alias("numbers"),
+    )
+    sampled = rtt_samples.filter(pl.col("source") == "qlog").group_by(key).agg(pl.len().alias("samples"))
+    rows = acks.join(sent_summary, on=key, how="left").join(sampled, on=key, how="left").filter(
+        pl.col("samples").fill_null(0) == 0)
+    out = []
+    for row in rows.iter_rows(named=True):
+        sent_count, numbers = row["sent"] or 0, set(row["numbers"] or ())
+        if not sent_count:
+            reason = f"{row['acks']} ACK frames received, but the log holds no packet this endpoint sent"
+        elif not row["numbered"]:
+            reason = f"{row['acks']} ACK frames received, but its sent packets are logged without packet numbers"
+        elif not row["with_ranges"]:
+            reason = f"{row['acks']} ACK frames received, none with acknowledged ranges logged"
+        elif not row["eliciting"]:
+            reason = (f"{row['acks']} ACK frames received, but none of its {sent_count} sent packets is known to be "
+                      "ack-eliciting (their frames lists are empty)" if row["empty_or_not_eliciting"] == sent_count
+                      else f"{row['acks']} ACK frames received, but none of its {sent_count} sent packets is "
+                      "ack-eliciting")
+        elif not numbers & set(row["largest"] or ()):
+            reason = (f"{row['acks']} ACK frames received, but none acknowledges a logged sent packet as its largest "
+                      "(packets sent before the log started, or numbered otherwise)")
+        else:
+            reason = (f"{row['acks']} ACK frames received, but none newly acknowledges an ack-eliciting logged packet "
+                      "as its largest (RFC 9002 §5.1)")
+        out.append({"run_id": row["run_id"], "vantage": row["vantage"], "no_rtt_sample_reason": reason})
+    return pl.DataFrame(out, schema={"run_id": pl.Utf8, "vantage": pl.Utf8, "no_rtt_sample_reason": pl.Utf8})

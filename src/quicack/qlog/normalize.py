@@ -326,7 +326,7 @@ class TraceConnection:
         header = data.get("header")
         if header.__class__ is not dict:
             header = _EMPTY
-        pt = header.get("packet_type") or data.get("packet_type")
+        pt = header.get("packet_type") or data.get("packet_type") or data.get("type")  # pcap2qlog: data.type
         ptype = _PACKET_TYPES.get(pt) if pt.__class__ is str else None
         if ptype is None:
             ptype = packet_type(pt)

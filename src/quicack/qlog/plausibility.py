@@ -187,7 +187,8 @@ class PlausibilityChecks:
         if not self.unknown_frames:
             return None
         total = sum(self.unknown_frames.values())
-        names = ", ".join(f"{name} ({count})" for name, count in self.unknown_frames.most_common(8))
+        ordered = sorted(self.unknown_frames.items(), key=lambda item: (-item[1], item[0]))
+        names = ", ".join(f"{name} ({count})" for name, count in ordered[:8])
         more = f", and {len(self.unknown_frames) - 8} more names" if len(self.unknown_frames) > 8 else ""
         return (f"{total} frame{'s' if total != 1 else ''} of types the reader does not know, kept as frame_type "
                 f"'unknown' with the logged name or number in raw_frame_type: {names}{more}")

@@ -239,6 +239,8 @@ _HEADER_STRINGS = {
     "qlog_version": re.compile(r'"qlog_version"\s*:\s*"([^"]*)"'),
     "title": re.compile(r'"title"\s*:\s*"([^"]*)"'),
     "vantage": re.compile(r'"vantage_point"\s*:\s*\{[^}]*"type"\s*:\s*"([^"]*)"'),
+    "flow": re.compile(r'"vantage_point"\s*:\s*\{[^}]*"flow"\s*:\s*"([^"]*)"'),
+    "original_uris": re.compile(r'"original_uris"\s*:\s*(\[[^\]]*\])'),
     "odcid": re.compile(r'"(?:ODCID|odcid|group_id|dcid)"\s*:\s*"([^"]*)"'),
     "time_units": re.compile(r'"time_units"\s*:\s*"([^"]*)"'),
     "reference_time": re.compile(r'"reference_time"\s*:\s*"?([0-9.]+)"?'),
@@ -252,6 +254,8 @@ def _salvage_header(fragment: str) -> dict[str, Any]:
     found = {k: rx.search(fragment) for k, rx in _HEADER_STRINGS.items()}
     if found["vantage"]:
         out["vantage_point"] = {"type": found["vantage"].group(1)}
+        if found["flow"]:
+            out["vantage_point"]["flow"] = found["flow"].group(1)
     common: dict[str, Any] = {}
     if found["odcid"]:
         common["group_id"] = found["odcid"].group(1)
@@ -259,8 +263,16 @@ def _salvage_header(fragment: str) -> dict[str, Any]:
         common["reference_time"] = found["reference_time"].group(1)
     if common:
         out["common_fields"] = common
+    configuration: dict[str, Any] = {}
     if found["time_units"]:
-        out["configuration"] = {"time_units": found["time_units"].group(1)}
+        configuration["time_units"] = found["time_units"].group(1)
+    if found["original_uris"]:
+        try:
+            configuration["original_uris"] = json.loads(found["original_uris"].group(1))
+        except ValueError:
+            pass
+    if configuration:
+        out["configuration"] = configuration
     if found["event_fields"]:
         try:
             out["event_fields"] = json.loads(found["event_fields"].group(1))
