@@ -11,17 +11,20 @@ import polars as pl
 import pytest
 from test_pcap_support import DATA, Capture, decode, find_captures
 
+from quicack.pcap.decode import decode_capture
 from quicack.pcap.engine import compiled_engine
 from quicack.pcap.versions import quic_version, supported_numbers
 
 FOREIGN = DATA / "foreign"
 DRAFT_CAPTURES = [c for c in find_captures(root=DATA) if c.path.parent == FOREIGN]
-# draft -> the capture of it (aioquic 0.7.0 … 0.9.14 from PyPI, recorded by tests/data/foreign/record_aioquic_draft.py)
+# draft -> the capture of it (aioquic 0.6.0 … 0.9.14 from PyPI, recorded by tests/data/foreign/record_aioquic_draft.py)
 DRAFTS = {int(c.path.name.split("draft")[1].split("_")[0].split(".")[0]): c for c in DRAFT_CAPTURES}
+MISLABELLED = FOREIGN / "aioquic060_labelled_draft20.pcap"  # draft-22 packets under draft-20's number
 
 
 def test_the_drafts_of_the_table_have_real_captures() -> None:
-    assert set(DRAFTS) == set(range(22, 33))  # every draft -22 … -32 (-33 and -34: no implementation spoke them)
+    # every draft -22 … -32 (-33 and -34: no implementation spoke them), and a draft-20 number
+    assert set(DRAFTS) == {20, *range(22, 33)}
 
 
 @pytest.mark.parametrize("capture", DRAFT_CAPTURES, ids=lambda c: c.path.name)
@@ -32,7 +35,8 @@ def test_draft_capture_decrypts_completely(capture: Capture) -> None:
     protected = packets.filter(pl.col("pn_space").is_not_null())
     assert protected.height > 10 and protected["decrypted"].all()
     assert not decoded.frames["frame_type"].eq("unknown").any()
-    assert decoded.ingest_issues.height == 0, decoded.ingest_issues["message"].to_list()
+    expected = [quic_version(0xFF000014).tentative_message()] if capture.path == MISLABELLED else []
+    assert decoded.ingest_issues["message"].to_list() == expected
     # the request and the whole response arrived: stream frames up to the response's FIN
     stream = decoded.frames.filter(pl.col("frame_type") == "stream")
     assert stream["fin"].any()
@@ -72,16 +76,44 @@ def test_reserved_version_is_named_and_claims_nothing() -> None:
     assert decoded.frames.filter(pl.col("datagram_index") == 1).filter(pl.col("direction") == "c2s").height == 0
 
 
+def test_mislabelled_draft_is_read_as_tshark_reads_it() -> None:
+    """aioquic 0.6.0 sends draft-22 packets under the number of draft-20 (its DRAFT_17 … DRAFT_21 are labels only):
+    tshark 4.0 reads drafts before -22 with draft-22's layout and keys, and so do we, because the AEAD authenticates
+    them; one issue says how they were read."""
+    decoded = decode(Capture(MISLABELLED, (MISLABELLED.with_suffix(".keys.log"),)))
+    assert decoded.packets.filter(pl.col("pn_space").is_not_null())["decrypted"].all()
+    assert decoded.packets.filter(pl.col("packet_type") == "initial").height >= 2
+
+
+def test_draft_before_22_that_does_not_authenticate_is_named_handmade(tmp_path: Path) -> None:
+    """Hand-made from the real mislabelled capture (a real pre-draft-22 capture cannot be recorded here): its version
+    field rewritten to draft-19's number, which the AEAD covers, so nothing authenticates: every packet is counted
+    under draft-19 in one issue and none claims decryption (no 'failed to decrypt', no frames)."""
+    data = bytearray(MISLABELLED.read_bytes())
+    data = data.replace(bytes.fromhex("ff000014"), bytes.fromhex("ff000013"))
+    path = tmp_path / "draft19.pcap"
+    path.write_bytes(bytes(data))
+    for engine in ("python", "compiled") if compiled_engine() else ("python",):
+        batches = list(decode_capture(path, MISLABELLED.with_suffix(".keys.log"), engine=engine))
+        packets = pl.concat([b.packets for b in batches]).filter(pl.col("packet_type") != "datagram_padding")
+        messages = pl.concat([b.ingest_issues for b in batches])["message"].to_list()
+        assert messages == [quic_version(0xFF000013).unsupported_message(packets.height)]
+        assert messages[0].startswith("QUIC draft-19 (0xff000013): not supported (its long header and keys predate")
+        assert not packets["decrypted"].fill_null(False).any()
+        assert sum(b.frames.height for b in batches) == 0
+
+
 def test_table_names_and_reasons() -> None:
     assert quic_version(0xFF00000F).label == "QUIC draft-15 (0xff00000f)"
-    assert "predates draft-22" in quic_version(0xFF00000F).unsupported_message(12)
     assert quic_version(0xFF00000F).unsupported_message(12).startswith(
-        "QUIC draft-15 (0xff00000f): not supported (its long header predates draft-22")
+        "QUIC draft-15 (0xff00000f): not supported (its long header and keys predate draft-22")
     assert ", 12 packets skipped" in quic_version(0xFF00000F).unsupported_message(12)
+    assert quic_version(0xFF00000F).tentative and not quic_version(0xFF000016).tentative
     assert quic_version(0x51303436).name == "Google Q046" and not quic_version(0x51303436).supported
     assert quic_version(0x00000001).label == "QUIC version 1"
     for draft in range(22, 35):
         assert quic_version(0xFF000000 + draft).supported
+    assert not quic_version(0xFF000023).supported  # no draft-35
     assert quic_version(0xFF000017).key_update_label == b"traffic upd"
     assert quic_version(0xFF000018).key_update_label == b"quic ku"
     assert quic_version(0xFF00001A).legacy_transport_parameters and not quic_version(0xFF00001B).legacy_transport_parameters

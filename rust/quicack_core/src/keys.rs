@@ -37,8 +37,8 @@ const INITIAL_SALT_DRAFT_29: [u8; 20] = [
 
 /// The key schedule of a QUIC version: its Initial salt, the prefix of the "key" / "iv" / "hp" labels and the key
 /// update label. The twin of `quicack.pcap.versions` (tests/test_pcap_versions.py compares every number of that
-/// table): drafts -22 … -34 and mvfst's draft-based numbers as tshark 4.0 reads them, version 1, version 2 and its
-/// provisional number; None for any other version (not decrypted).
+/// table): the drafts up to -34 (before -22 as tshark 4.0 tries them) and mvfst's draft-based numbers as tshark 4.0
+/// reads them, version 1, version 2 and its provisional number; None for any other version (not decrypted).
 #[derive(Clone, Copy)]
 struct Schedule {
     salt: &'static [u8; 20],
@@ -59,10 +59,11 @@ fn schedule(version: u32) -> Option<Schedule> {
         }
         0xFACE_B001 => draft(22, &INITIAL_SALT_DRAFT_22),
         0xFACE_B002 | 0xFACE_B00E => draft(27, &INITIAL_SALT_DRAFT_23),
-        0xFF00_0016..=0xFF00_0022 => {
+        // before draft-22: tried with draft-22's keys, as tshark 4.0 does (versions.QuicVersion.tentative)
+        0xFF00_0000..=0xFF00_0022 => {
             let number = version & 0xFF;
             let salt = match number {
-                22 => &INITIAL_SALT_DRAFT_22,
+                0..=22 => &INITIAL_SALT_DRAFT_22,
                 23..=28 => &INITIAL_SALT_DRAFT_23,
                 29..=32 => &INITIAL_SALT_DRAFT_29,
                 _ => &INITIAL_SALT_V1,

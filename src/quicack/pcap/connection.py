@@ -97,6 +97,9 @@ class Connection:
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
     # Keys made ahead of their first packet (make_keys_early), by (space, direction), with what made them.
     early_keys: dict[tuple[str, str], tuple[tuple, PacketKeys]] = field(default_factory=dict)
+    # A draft before -22 is read with draft-22's keys only once a packet authenticated (versions.QuicVersion.tentative)
+    version_confirmed: bool = False
+    version_refuted: bool = False
 
     def sender(self, direction: str) -> Endpoint:
         return self.client if direction == C2S else self.server

@@ -146,6 +146,7 @@ class CaptureDecoder:
         self.issues = _Issues()
         # packets of versions this decoder does not read, by version: one issue each at the end (versions.py)
         self.unsupported_packets: dict[int, int] = {}
+        self.tentative_versions: set[int] = set()  # drafts before -22 whose packets authenticated as draft-22's
         self.tcp = TcpRows()
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
         self.lane = None
@@ -476,7 +477,7 @@ class CaptureDecoder:
     def _add_short_header_packet(
         self, connection: Connection, seen: DatagramSeen, payload: bytes, start: int, wire_bytes: int
     ) -> None:
-        if not quic_version(connection.version).supported:
+        if not quic_version(connection.version).supported or connection.version_refuted:
             self._add_unsupported_packet(seen, connection.version, "1rtt", "appdata", wire_bytes - start)
             return
         cid_length = connection.receiver(seen.direction).cid_length
@@ -511,6 +512,9 @@ class CaptureDecoder:
             # decrypt, and trying would blame the keys for what the capture left out.
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
+        if connection.version_refuted:
+            self._add_unsupported_packet(seen, connection.version, packet_type, pn_space, packet_bytes)
+            return
         direction = seen.direction
         if self.decrypt_and_add is not None:
             keys = connection.packet_keys(packet_type, direction)
@@ -522,12 +526,9 @@ class CaptureDecoder:
                         end, short, seen.row, packet_bytes, connection.sender(direction),
                     )  # fmt: skip
                 except ValueError:
-                    self.issues.add(
-                        "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)",
-                        seen.record,
-                    )  # fmt: skip
-                    self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+                    self._decryption_failed(connection, seen, packet_type, pn_space, packet_bytes)
                     return
+                self._decrypted(connection)
                 self.after_walk(connection, direction, packet_type, packet_number, seen.record, walk)
                 return
         expected = connection.packet_numbers.largest(direction, pn_space) + 1
@@ -543,12 +544,12 @@ class CaptureDecoder:
                 if packet is None:
                     self._report_missing_keys(connection, packet_type, direction, seen.record)
         except (CryptoError, ValueError):
-            self.issues.add(
-                "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", seen.record
-            )
+            self._decryption_failed(connection, seen, packet_type, pn_space, packet_bytes)
+            return
         if packet is None:
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
+        self._decrypted(connection)
         packet_number = packet.packet_number
         if packet_number >= expected:
             connection.packet_numbers.update(direction, pn_space, packet_number)
@@ -561,6 +562,25 @@ class CaptureDecoder:
             header_bytes=packet.header_bytes, aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=ack_eliciting,
             decrypted=True, frames_complete=unknown is None, frame_count=count, sender=sender,
         )  # fmt: skip
+
+    def _decryption_failed(
+        self, connection: Connection, seen: DatagramSeen, packet_type: str, pn_space: str, packet_bytes: int
+    ) -> None:
+        """A packet whose keys did not open it: corrupt or wrong keys, or (a draft before -22 read tentatively, before
+        any of its packets authenticated) a version not read after all."""
+        if quic_version(connection.version).tentative and not connection.version_confirmed:
+            connection.version_refuted = True
+            self._add_unsupported_packet(seen, connection.version, packet_type, pn_space, packet_bytes)
+            return
+        self.issues.add(
+            "warning", f"{seen.direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", seen.record
+        )
+        self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+
+    def _decrypted(self, connection: Connection) -> None:
+        if not connection.version_confirmed and quic_version(connection.version).tentative:
+            connection.version_confirmed = True
+            self.tentative_versions.add(connection.version)
 
     def after_walk(
         self, connection: Connection, direction: str, packet_type: str, packet_number: int, record: int, walk: tuple
@@ -685,7 +705,8 @@ class CaptureDecoder:
             ("warning", quic_version(version).unsupported_message(packets))
             for version, packets in sorted(self.unsupported_packets.items())
         ]
-        return self.issues.rows() + unsupported
+        tentative = [("warning", quic_version(version).tentative_message()) for version in sorted(self.tentative_versions)]
+        return self.issues.rows() + unsupported + tentative
 
 
 def decode_capture(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .versions import NIBBLE_LENGTHS, VERSION_1, VERSION_2, VERSION_NEGOTIATION, quic_version
+from .versions import VERSION_1, VERSION_2, VERSION_NEGOTIATION, QuicVersion, quic_version
 
 # `cryptography` is imported where keys are made, not here: with the compiled engine (quicack_core) only the
 # header parsing and the key schedule of this module run, and a decoder's start-up should not pay for it.
@@ -93,16 +93,36 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     """Parse the long header at `start` of a datagram (RFC 9000 §17.2).
 
     `wire_end` is the datagram's size on the wire when the capture cut it (snap length): the Length
-    field is checked against it, so a cut packet keeps its true size.
+    field is checked against it, so a cut packet keeps its true size. A draft before -22 is read with draft-22's
+    layout (`QuicVersion.tentative`); where that layout does not fit, it is a version not read (UnknownVersionError,
+    with the connection IDs of the drafts' own layout when those fit).
     """
     end = len(data)
     if start + 7 > end:
         raise HeaderError("long header shorter than its fixed fields")
-    first = data[start]
     version = int.from_bytes(data[start + 1 : start + 5], "big")
     known = quic_version(version) if version else None
-    if known is not None and known.cid_layout == NIBBLE_LENGTHS:
-        raise UnknownVersionError(version, *_nibble_cids(data, start, end))
+    if known is None or not known.tentative:
+        return _parse_long_header(data, start, end, wire_end, version, known)
+    try:
+        header = _parse_long_header(data, start, end, wire_end, version, known)
+    except UnknownVersionError:
+        raise
+    except HeaderError:
+        header = None
+    if header is None or len(header.dcid) > MAX_CID_BYTES or len(header.scid) > MAX_CID_BYTES:
+        try:
+            cids = _nibble_cids(data, start, end)
+        except HeaderError:
+            cids = (b"", b"")
+        raise UnknownVersionError(version, *cids)
+    return header
+
+
+def _parse_long_header(
+    data: bytes, start: int, end: int, wire_end: int | None, version: int, known: QuicVersion | None
+) -> LongHeader:
+    first = data[start]
     dcid_length = data[start + 5]
     position = start + 6
     if dcid_length > MAX_CID_BYTES and known is not None and known.supported:

@@ -8,7 +8,9 @@ packet_type 'unknown' and the capture gets one ingest issue naming the version a
 (`QuicVersion.unsupported_message`).
 
 What is decrypted is what tshark 4.0 decrypts (its `quic_draft_version`): the drafts from -22 on (the long header
-of RFC 8999's invariants), mvfst's draft-based numbers, version 1 and version 2 with its provisional number. Where
+of RFC 8999's invariants), mvfst's draft-based numbers, version 1 and version 2 with its provisional number; the
+drafts before -22 as tshark tries them (draft-22's layout and keys), kept only where the AEAD authenticates them
+(`QuicVersion.tentative`). Where
 the drafts changed (draft-ietf-quic-tls and -transport change logs; tshark and aioquic agree):
 
     Initial salt     -22: 7fbcdb0e…, -23 … -28: c3eef712…, -29 … -32: afbfec28…, -33, -34 and v1: 38762cf7…
@@ -23,7 +25,7 @@ engine; tests/test_pcap_versions.py checks that both give the same for every num
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 VERSION_NEGOTIATION = 0x00000000
@@ -40,12 +42,6 @@ SALT_DRAFT_29 = bytes.fromhex("afbfec289993d24c9e9786f19c6111e04390a899")
 SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")  # RFC 9001 §5.2 (and drafts -33, -34)
 SALT_V2_PROVISIONAL = bytes.fromhex("a707c203a59b47184a1d62ca570406ea7ae3e5d3")
 SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")  # RFC 9369 §3.3.1
-
-# Long header layouts: RFC 8999's (one length byte per connection ID), or that of the drafts before -22 (both
-# lengths in one byte, a nibble each, 3 added to a non-zero one), whose connection IDs are still read to name the
-# connection.
-INVARIANT = "rfc8999"
-NIBBLE_LENGTHS = "draft-nibbles"
 
 FIRST_INVARIANT_DRAFT = 22
 LAST_DRAFT = 34
@@ -65,7 +61,12 @@ class QuicVersion:
     retry_has_odcid: bool = False  # up to draft-24: Original DCID Length and Original DCID in the Retry
     retry_tag_bytes: int = 16  # Retry Integrity Tag (from draft-25)
     legacy_transport_parameters: bool = False  # up to draft-26: 16-bit ids and lengths
-    cid_layout: str = INVARIANT
+    # Read only if the keys prove it: tshark 4.0 reads every draft before -22 with draft-22's layout and salt. A
+    # real draft-21 packet does not decrypt that way (its long header differs), but aioquic before 0.7 sent draft-22
+    # packets under the numbers of drafts -17 … -21, and those do. The AEAD decides: a first Initial that
+    # authenticates confirms the version (one issue says how it was read); one that does not makes every packet of
+    # the connection unsupported (`reason`).
+    tentative: bool = False
 
     @property
     def supported(self) -> bool:
@@ -77,6 +78,14 @@ class QuicVersion:
         if self.number in (VERSION_1, VERSION_2):
             return f"QUIC version {self.name}"
         return f"QUIC {self.name} (0x{self.number:08x})"
+
+    def tentative_message(self) -> str:
+        """The one issue of a capture whose packets of a draft before -22 were read as draft-22's."""
+        return (
+            f"{self.label}: read with draft-22's long header, salt and labels, as tshark 4.0 reads it, and the AEAD "
+            "authenticated its packets: the sender labels draft-22 packets with this number (aioquic before 0.7 "
+            "does); a real packet of this draft would not decrypt"
+        )
 
     def unsupported_message(self, packets: int) -> str:
         """The one ingest issue of a capture holding packets of this (unsupported) version."""
@@ -91,9 +100,10 @@ def _draft(number: int) -> QuicVersion:
     draft = number & 0xFF
     name = f"draft-{draft:02d}"
     if draft < FIRST_INVARIANT_DRAFT:
-        return QuicVersion(
-            number, name, reason="its long header predates draft-22 and RFC 8999's invariants; tshark 4.0 does not "
-            "read it either", cid_layout=NIBBLE_LENGTHS if draft >= 11 else INVARIANT,
+        return replace(
+            _like_draft(number, name, 22, SALT_DRAFT_22), tentative=True,
+            reason="its long header and keys predate draft-22 and RFC 8999's invariants, and its first Initial does "
+            "not decrypt with draft-22's (as tshark 4.0 tries)",
         )  # fmt: skip
     if draft > LAST_DRAFT:
         return QuicVersion(number, name, reason="no such draft of QUIC was published (the last is draft-34)")
@@ -173,8 +183,6 @@ def supported_numbers() -> tuple[int, ...]:
 
 
 __all__ = [
-    "INVARIANT",
-    "NIBBLE_LENGTHS",
     "QuicVersion",
     "VERSION_1",
     "VERSION_2",
