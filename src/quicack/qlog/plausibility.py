@@ -10,7 +10,7 @@ makes any issue fatal) and its name in ``endpoints.plausibility_flags``, so SQL 
 The checks read the rows the reader made (both engines make the same), batch by batch, so a file is never held whole:
 
 - ``rtt_sample_longer_than_trace``: a logged RTT sample (latest_rtt) longer than the whole trace (RTT metrics count
-  from the endpoint's first received packet on: before it they are the initial RTT);
+  from the first packet the endpoint received after sending one: before, they are the initial RTT);
 - ``rtt_longer_than_trace``: a logged min_rtt, or a smoothed_rtt logged with a sample (latest_rtt or min_rtt above
   0), longer than the trace (a smoothed_rtt logged before any sample is the initial RTT of RFC 9002, 333 ms);
 - ``ack_delay_above_100x_max_ack_delay``: an ACK Delay above 100 times the max_ack_delay of the endpoint that sent it
@@ -46,7 +46,8 @@ class Observed:
     max_sample_ms: float | None = None  # latest_rtt
     max_rtt_ms: float | None = None  # min_rtt, or smoothed_rtt logged with a sample
     rtt_name: str = ""
-    first_received_ms: float | None = None  # RTT metrics count from the first packet received on
+    first_sent_ms: float | None = None
+    first_received_ms: float | None = None  # RTT metrics count from the first packet received after one was sent
     max_ack_delay_ms: dict[str, float] = field(default_factory=dict)  # by event: 'sent' (own ACKs), 'received'
     last_sent_ms: float | None = None
     last_metric_ms: float | None = None
@@ -86,11 +87,19 @@ class PlausibilityChecks:
                         seen.first_ms = first if seen.first_ms is None else min(seen.first_ms, first)
                         seen.last_ms = last if seen.last_ms is None else max(seen.last_ms, last)
         if packets.height:
-            received = packets.filter(pl.col("event") == "received").group_by("run_id").agg(pl.col("time_ms").min())
-            for run_id, first in received.iter_rows():
+            # an RTT sample needs a packet sent and then one received from the peer (its ACK)
+            for run_id, first_sent in packets.filter(pl.col("event") == "sent").group_by("run_id").agg(
+                    pl.col("time_ms").min()).iter_rows():
                 seen = self._get(run_id)
-                if first is not None and seen.first_received_ms is None:
-                    seen.first_received_ms = first
+                if first_sent is not None and seen.first_sent_ms is None:
+                    seen.first_sent_ms = first_sent
+            for run_id, times in packets.filter(pl.col("event") == "received").group_by("run_id").agg(
+                    pl.col("time_ms")).iter_rows():
+                seen = self._get(run_id)
+                if seen.first_received_ms is None and seen.first_sent_ms is not None:
+                    after = [t for t in times if t is not None and t >= seen.first_sent_ms]
+                    if after:
+                        seen.first_received_ms = min(after)
         if metrics.height:
             self._add_metrics(metrics)
         if frames.height:
@@ -102,8 +111,8 @@ class PlausibilityChecks:
     def _add_metrics(self, metrics: pl.DataFrame) -> None:
         # an update carrying a sample: ngtcp2 logs the initial smoothed_rtt (333 ms) with latest_rtt 0 before any
         with_sample = (pl.col("latest_rtt_ms").fill_null(0) > 0) | (pl.col("min_rtt_ms").fill_null(0) > 0)
-        # an RTT sample needs a packet from the peer: before the first one, RTT metrics are the initial RTT of RFC
-        # 9002 (quinn logs min_rtt = latest_rtt = 0.333 s at the start)
+        # an RTT sample needs a packet from the peer after one of ours: before, RTT metrics are the initial RTT of
+        # RFC 9002 (quinn logs min_rtt = latest_rtt = 0.333 s at the start, a quinn server after the client's Initial)
         gates = pl.DataFrame({"run_id": list(self.observed), "gate": [o.first_received_ms for o in self.observed.values()]},
                              schema={"run_id": pl.Utf8, "gate": pl.Float64})
         after = metrics.join(gates, on="run_id", how="left").filter(pl.col("time_ms") >= pl.col("gate"))
