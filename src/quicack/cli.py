@@ -20,6 +20,7 @@ from quicack import pipeline, recovery, store
 from quicack.layout import group_from_key
 from quicack.limits import add_limit_arguments, limits_from_args
 from quicack.pcap import cli as pcap_cli
+from quicack.qlog import qlog_command
 from quicack.scan import cli as scan_cli
 from quicack.schema import TABLES
 
@@ -30,11 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
-    qlog.add_argument("paths", nargs="+", type=Path)
-    qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
-    add_limit_arguments(qlog)
-    qlog.set_defaults(handler=_qlog)
+    qlog_command.add_subparser(commands)
 
     sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
     sql.add_argument("query", nargs="?")
@@ -111,30 +108,6 @@ def main(argv: list[str] | None = None) -> int:
     return args.handler(args)
 
 
-def _qlog(args: argparse.Namespace) -> int:
-    from quicack.metrics.rtt import recompute_rtt_samples
-    from quicack.qlog import FileSummary, write_qlog_parquet
-
-    readable = 0
-
-    def report(file: FileSummary) -> None:
-        nonlocal readable
-        rows = file.rows
-        readable += rows["packets"] > 0 or rows["metrics_logged"] > 0
-        print(
-            f"{file.path}: {file.dialect or '?'}, {file.connections} connection(s), {rows['packets']} packets, "
-            f"{rows['frames']} frames, {rows['metrics_logged']} metrics updates, "
-            f"{rows['rtt_samples']} RTT samples recomputed, {rows['ingest_issues']} issue(s) ({file.errors} errors)"
-        )
-
-    files = _expand_qlog_paths(args.paths)
-    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report,
-                       limits=limits_from_args(args))
-    if not files:
-        print("no qlog files found", file=sys.stderr)
-    return 0 if readable else 1
-
-
 def _fuzz(args: argparse.Namespace) -> int:
     from quicack.fuzz import run_fuzz
     from quicack.fuzz.runner import DEFAULT_CORPUS
@@ -149,23 +122,6 @@ def _fuzz(args: argparse.Namespace) -> int:
                   + (f" -> {finding.saved_as}" if finding.saved_as else ""))
         failed += report.crashes + report.hangs
     return 1 if failed else 0
-
-
-def _run_id_for(path: Path) -> str:
-    """The file's path without its suffixes: unique per file, readable in query results."""
-    return path.with_name(path.name.split(".")[0]).as_posix()
-
-
-def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
-    from quicack.layout import is_qlog_name
-
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_qlog_name(p)))
-        else:
-            files.append(path)
-    return files
 
 
 def _sql(args: argparse.Namespace) -> int:

@@ -12,7 +12,8 @@ from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
 from quicack.store import ROW_GROUP_ROWS, TableWriter
 
-from .reader import STAGE, iter_qlog
+from .python_reader import STAGE
+from .qlog_file import iter_qlog
 
 TABLES: tuple[Table, ...] = (PACKETS, FRAMES, METRICS_LOGGED, ENDPOINTS, INGEST_ISSUES)
 
