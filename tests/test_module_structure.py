@@ -11,6 +11,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "src"
 PACKAGE = SOURCE / "quicack"
+MAX_LINES = 600
+# Modules allowed over MAX_LINES for now, each with its reason. To be emptied, not extended.
+OVER_LENGTH = {
+    # The testbed's run orchestration is being changed by other work (issue 23 leaves it to it); split it there.
+    "testbed/run.py",
+}
 
 
 def module_name(path: Path) -> str:
@@ -98,3 +104,12 @@ def test_no_import_cycles():
 
 def test_a_cycle_is_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_is_longer_than_it_should_be():
+    long = {
+        str(path.relative_to(PACKAGE)): length
+        for path in MODULES.values()
+        if (length := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert set(long) <= OVER_LENGTH, {k: v for k, v in long.items() if k not in OVER_LENGTH}
