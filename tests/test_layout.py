@@ -26,7 +26,7 @@ from quicack.layout import (
 from tests.conftest import REPO
 
 PACKAGE = REPO / "src" / "quicack"
-ANALYSIS_PACKAGES = ("ingest.py", "qlog", "pcap", "metrics", "claims", "figures", "layout", "store.py", "pipeline.py")
+ANALYSIS_PACKAGES = ("ingest.py", "qlog", "pcap", "metrics", "claims", "figures", "layout", "parquet_store.py", "database.py", "stages.py")
 SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 
 

@@ -6,6 +6,7 @@ Read from the source with `ast`; nothing is imported."""
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,3 +114,10 @@ def test_no_module_is_longer_than_it_should_be():
         if (length := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert set(long) <= OVER_LENGTH, {k: v for k, v in long.items() if k not in OVER_LENGTH}
+
+
+def test_no_two_modules_share_a_name():
+    """A name says what a module holds; the same file name in two packages (cli.py, reader.py, ...) would say it of
+    two different things."""
+    names = Counter(path.name for path in MODULES.values() if path.name != "__init__.py")
+    assert [name for name, count in names.items() if count > 1] == []

@@ -1,4 +1,4 @@
-"""The two engines of the capture decoder (quicack.pcap.engine) write the same tables on every real capture.
+"""The two engines of the capture decoder (quicack.pcap.decoder_engine) write the same tables on every real capture.
 
 The compiled one (quicack_core, built from rust/quicack_core by install.sh) is what the other test_pcap_* modules
 decode with when it is installed; here every capture of the test data and of the embedded dataset is decoded
@@ -15,7 +15,7 @@ import pytest
 from test_pcap_support import DATA, Capture, find_captures
 
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine, select_engine
+from quicack.pcap.decoder_engine import compiled_engine, select_engine
 
 pytestmark = pytest.mark.skipif(compiled_engine() is None, reason="quicack_core is not built (install.sh builds it)")
 SAMPLE = Path(__file__).parent.parent / "data" / "sample" / "raw"

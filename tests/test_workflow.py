@@ -13,8 +13,8 @@ import duckdb
 import polars as pl
 import pytest
 
+from quicack.database import connect
 from quicack.schema import TABLES
-from quicack.store import connect
 from tests.conftest import QLOG_FIXTURES, REPO, make_run, snakemake
 
 LOOPBACK = REPO / "tests" / "data" / "loopback"

@@ -1,5 +1,5 @@
 """imc24's Internet-scan artefacts (§4.3, Appendices D and G): Fig. 8, 9, 10, 14, 15 and Tables 1 and 5, drawn from
-``scan_connections`` (any scan in the authors' layout) with the quantities of ``quicack.metrics.scan``. On an
+``scan_connections`` (any scan in the authors' layout) with the quantities of ``quicack.metrics.scan_quantities``. On an
 emulated scan (``scan_truth`` not empty) each artefact also shows what the emulation configured."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from quicack.figures.common import Rendered, setup_style
-from quicack.metrics import scan as metric
+from quicack.metrics import scan_quantities as metric
 from quicack.reference import REFERENCE_DIR, paper_table
 
 # The paper's Fig. 8: Sao Paulo, the first scan day, without the CDNs that send no instant ACK.

@@ -215,7 +215,7 @@ def run_command(reader: str, path: Path, keylog: Path | None, out: Path) -> int:
     import polars as pl
 
     if reader == "pcap":
-        from quicack.pcap.cli import pcap_command
+        from quicack.pcap.pcap_command import pcap_command
 
         pcap_command([str(path), "--out", str(out)] + (["--keylog", str(keylog)] if keylog else []))
     else:

@@ -15,8 +15,8 @@ import polars as pl
 
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
 
+from .capture_file import UDP_HEADER_BYTES
 from .connection import Endpoint
-from .reader import UDP_HEADER_BYTES
 
 SOURCE = "pcap"
 EVENT = "captured"

@@ -21,9 +21,15 @@ from pathlib import Path
 from quicack.layout import capture_point
 from quicack.limits import DEFAULT_LIMITS, Limits
 
+from .capture_file import (
+    ReadIssue,
+    TlsKeylogSecrets,
+    UdpDatagram,
+    read_udp,
+)
 from .columns import CaptureBatch, DatagramSeen, assemble_batch
 from .connection import C2S, S2C, Connection
-from .engine import Engine, select_engine
+from .decoder_engine import Engine, select_engine
 from .flows import FlowTracking
 from .keylog import Keylog, load_keylogs
 from .lane_bridge import LaneBridge, open_lane
@@ -35,12 +41,6 @@ from .quic import (
     HeaderError,
     LongHeader,
     parse_long_header,
-)
-from .reader import (
-    ReadIssue,
-    TlsKeylogSecrets,
-    UdpDatagram,
-    read_udp,
 )
 from .tcp import TcpRows, TcpSegment
 
@@ -488,7 +488,7 @@ def decode_capture(
 
     `keylog` is one or more NSS keylog files; secrets in a pcapng Decryption Secrets Block are used too.
     `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
-    `engine` is "compiled" or "python" (see `quicack.pcap.engine`; default: compiled when installed).
+    `engine` is "compiled" or "python" (see `quicack.pcap.decoder_engine`; default: compiled when installed).
     `closed_linger_ns`: capture time a connection's state outlives its CONNECTION_CLOSE (memory of long captures).
     """
     path = Path(path)

@@ -13,8 +13,8 @@ from .connection import C2S, S2C, Connection, Endpoint
 from .quic import VERSION_2, HeaderError, LongHeader, UnknownVersionError, parse_long_header
 
 if TYPE_CHECKING:
+    from .capture_file import UdpDatagram
     from .columns import CaptureBatch
-    from .reader import UdpDatagram
 
 VERSION_2_BYTES = VERSION_2.to_bytes(4, "big")
 Flow = tuple[str, int, str, int]  # source address and port, destination address and port

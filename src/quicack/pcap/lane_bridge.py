@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from quicack.compressed import CorruptCompressedData
 from quicack.limits import InputLimitExceeded, Limits
 
+from .capture_file import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
 from .connection import C2S, S2C, Connection, Endpoint
-from .reader import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
 from .tcp import TcpSegment
 
 if TYPE_CHECKING:
     from .columns import CaptureBatch
-    from .engine import Engine
+    from .decoder_engine import Engine
 
 ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.keys
 INITIAL_C2S, INITIAL_S2C, HANDSHAKE_C2S, HANDSHAKE_S2C = (

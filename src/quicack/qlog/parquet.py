@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.parquet_store import ROW_GROUP_ROWS, TableWriter
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
-from quicack.store import ROW_GROUP_ROWS, TableWriter
 
 from .python_reader import STAGE
 from .qlog_file import iter_qlog

@@ -19,7 +19,7 @@ import polars as pl
 
 from quicack.reference import REFERENCE_DIR
 
-from .files import Issues, read_text_bytes
+from .qscanner_files import Issues, read_text_bytes
 
 CDN_ASN_FILE = REFERENCE_DIR / "cdn_asn.csv"
 OTHERS = "Others"

@@ -1,6 +1,6 @@
 """Our values of imc24's scan claims (§4.3, Appendices D and G; ``data/reference/imc24_scan_claims.csv``) from
 ``scan_connections`` (and, for an emulated scan, ``scan_truth``): the paper's quantity, with the authors' code's
-version in the text where it differs (``quicack.metrics.scan``).
+version in the text where it differs (``quicack.metrics.scan_quantities``).
 
 On an emulated scan the numbers are what the emulation was configured to produce, not the Internet's, so
 agreement is not decided (``agrees`` null) and the explanation says so; on a real scan (kind ``scan``) it is.
@@ -14,7 +14,7 @@ from functools import partial
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
-from quicack.metrics import scan as metric
+from quicack.metrics import scan_quantities as metric
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 from quicack.rendered import Rendered

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.pcap.reader import open_capture
+from quicack.pcap.capture_file import open_capture
 from quicack.schema import INGEST_ISSUES
 
 STAGE = "scan"

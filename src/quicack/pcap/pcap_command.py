@@ -23,9 +23,9 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
-    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.store.TableWriter`);
+    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.parquet_store.TableWriter`);
     return the rows written per table."""
-    from quicack.store import TableWriter
+    from quicack.parquet_store import TableWriter
 
     with TableWriter.in_folder(out_dir, OUTPUT_TABLES) as writer:
         for batch in batches:
@@ -151,7 +151,7 @@ def pcap_command(argv: list[str]) -> int:
 def exit_at_once(code: int) -> None:
     """Leave the process without tearing the interpreter down: the Parquet files are closed and renamed by then,
     and the teardown (polars' modules, the decoder's objects) took ~35 ms of CPU, more than decoding and writing a
-    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.cli`)."""
+    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.pcap_command`)."""
     import os
 
     sys.stdout.flush()
