@@ -6,6 +6,7 @@ Read from the source with `ast`; nothing is imported."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -121,3 +122,25 @@ def test_no_two_modules_share_a_name():
     two different things."""
     names = Counter(path.name for path in MODULES.values() if path.name != "__init__.py")
     assert [name for name, count in names.items() if count > 1] == []
+
+
+def _modules_mentioning(pattern: str) -> set[str]:
+    found = re.compile(pattern)
+    return {
+        str(path.relative_to(PACKAGE))
+        for path in MODULES.values()
+        if not str(path.relative_to(PACKAGE)).startswith("testbed/") and found.search(path.read_text())
+    }
+
+
+def test_one_home_per_concept():
+    """Each of these is written in one module and read from there by the rest (the testbed, which records and does
+    not analyse, is left out): the row of an input problem and its counting (quicack.issues), the CDN -> AS map
+    (quicack.reference), and which stage writes which table (quicack.schema: the rules and the stages ask it)."""
+    assert _modules_mentioning(r"[\"']severity[\"']\s*:") == {"issues.py"}
+    assert _modules_mentioning(r"cdn_asn\.csv[\"']") == {"reference.py"}
+    assert _modules_mentioning(r"\bwritten_by=") <= {
+        f"schema/{name}.py" for name in ("ingest_tables", "derived_tables", "scan_tables", "database_tables")
+    }
+    smk = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert "tables_written_by(INGEST)" in smk and "tables_written_by(DERIVE)" in smk and "tables_written_by(SCAN)" in smk

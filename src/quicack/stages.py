@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack import ingest, parquet_store, recovery
+from quicack.issues import count_errors
 from quicack.layout import group_key
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
@@ -19,8 +20,10 @@ from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.metrics.tcp_ack_runs import tcp_ack_runs
 from quicack.run_batches import batches_by_rows, parquet_rows_per_run
+from quicack.schema import DERIVE, tables_written_by
 
-DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown", "ack_runs")
+# The tables the derive stage writes (the schema says which); `derive_tables` returns them.
+DERIVED_TABLES = tables_written_by(DERIVE)
 
 
 class StrictModeError(RuntimeError):
@@ -129,7 +132,7 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
     ok = runs.filter(pl.col("status") == "ok").height
     failed = runs.filter(pl.col("status") == "failed").height
     lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
-    errors = issues.filter(pl.col("severity") == "error").height
+    errors = count_errors(issues)
     warnings = issues.height - errors
     lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
     for row in issues.sort("severity", "path").head(50).iter_rows(named=True):

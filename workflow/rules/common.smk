@@ -8,12 +8,11 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan_folders import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
-from quicack.stages import DERIVED_TABLES
+from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 
 min_version("9.0")
 
@@ -202,7 +201,10 @@ def table_parts(tables, groups):
     return [str(PARQUET / table / f"{group}.parquet") for table in tables for group in groups]
 
 
-SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+# Which stage writes which table: the data contract says it (quicack.schema), the rules' outputs follow it.
+INGEST_TABLES = tables_written_by(INGEST)
+DERIVED_TABLES = tables_written_by(DERIVE)
+SCAN_TABLES = tables_written_by(SCAN)
 
 
 # Run-group keys never start with '@' (quicack.layout.group_key escapes it); scan part keys always do: both

@@ -16,11 +16,10 @@ import polars as pl
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.metrics import scan_quantities as metric
 from quicack.provenance import DatasetDescription
-from quicack.reference import paper_claims
+from quicack.reference import cdn_names, paper_claims
 from quicack.rendered import Rendered
 
 Tables = Mapping[str, pl.DataFrame]
-CDNS = ("Akamai", "Amazon", "Cloudflare", "Fastly", "Google", "Meta", "Microsoft", "Others")
 EMULATED = (
     "Emulated scan: this value is what the emulated frontends were configured to produce (scan_truth), not the Internet's, "
     "so agreement is not decided."
@@ -164,7 +163,7 @@ def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) 
 
 
 CLAIMS: dict[str, ClaimFunction] = {
-    **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in CDNS},
+    **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in cdn_names()},
     "imc24-4.3-tab01-variation-Amazon": partial(tab01_variation, cdn="Amazon"),
     "imc24-4.3-amazon-one-vp": partial(variation_at_one_vantage_point, cdn="Amazon"),
     **{f"imc24-4.3-median-iack-{cdn}": partial(median_iack_ahead, cdn=cdn) for cdn in ("Cloudflare", "Amazon", "Google", "Akamai")},

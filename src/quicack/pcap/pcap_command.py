@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if "polars" not in sys.modules:
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from quicack.issues import ERROR
+
     from .decode import decode_capture  # and polars
 
     # The decoder keeps the state of every open connection (tens of thousands of long-lived objects in a large
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)
     for severity, message in issues:
         print(f"  {severity}: {message}", file=sys.stderr)
-    return 1 if counts["packets"] == 0 and any(severity == "error" for severity, _ in issues) else 0
+    return 1 if counts["packets"] == 0 and any(severity == ERROR for severity, _ in issues) else 0
 
 
 def _remember_issues(batches: Iterable[CaptureBatch], issues: list[tuple[str, str]]) -> Iterator[CaptureBatch]:

@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from quicack.compressed import CorruptCompressedData
+from quicack.issues import issue_row
 from quicack.layout import endpoint_from_path
 from quicack.limits import InputLimitExceeded, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
@@ -93,8 +94,7 @@ class FileReader:
     # -- issues ----------------------------------------------------------------------------------------------
 
     def issue(self, severity: str, message: str, run_id: str | None = None) -> None:
-        self.issues.append({"path": str(self.path), "run_id": run_id or self.run_id, "stage": STAGE,
-                            "severity": severity, "message": message})
+        self.issues.append(issue_row(str(self.path), run_id or self.run_id, STAGE, severity, message))
 
     # -- main loop -------------------------------------------------------------------------------------------
 

@@ -25,10 +25,11 @@ from quicack.layout.scan_folders import (
     MeasurementFolder,
 )
 from quicack.pcap import CaptureBatch
+from quicack.reference import OTHERS, cdn_asn
 from quicack.schema import INGEST_ISSUES, SCAN_CONNECTIONS, SCAN_TRUTH
 
 from . import qscanner_files
-from .asn import OTHERS, PrefixTable, cdn_of_asn
+from .asn import PrefixTable
 from .classify import classify_connections, decoder_exponents
 from .pcap_csv import read_pcap_csv_facts
 from .scan_capture import CaptureFacts, read_capture_facts
@@ -170,7 +171,7 @@ def _with_origin(attempted: pl.DataFrame, prefixes: PrefixTable | None) -> pl.Da
     if prefixes is None:
         return attempted.with_columns(origin_asn=pl.lit(None, pl.Int64), cdn=pl.lit(None, pl.Utf8))
     origins = prefixes.origin_asns(attempted["server_address"])
-    cdn = cdn_of_asn().rename({"asn": "origin_asn"})
+    cdn = cdn_asn().select("asn", "cdn").rename({"asn": "origin_asn"})
     return (
         attempted.join(origins, left_on="server_address", right_on="address", how="left")
         .join(cdn, on="origin_asn", how="left")

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from quicack.schema import SCAN, tables_written_by
+
 CAPTURE_TABLES = ("datagrams", "packets", "frames")
-SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+# The scan stage's tables (the schema says which).
+SCAN_TABLES = tables_written_by(SCAN)
 
 
 def add_subparser(commands) -> argparse.ArgumentParser:
