@@ -94,9 +94,9 @@ def scan_part_inputs(wildcards):
     )
 
 
-# The repository, relative to the working directory: "." from the repository root, and still right when
-# Snakemake runs from elsewhere (-s <repo>/workflow/Snakefile), where cwd-relative paths would find nothing.
-REPO = Path(os.path.relpath(Path(workflow.basedir).parent))
+# The repository (where the main Snakefile is), relative to the working directory: "." from the repository root,
+# and still right when Snakemake runs from elsewhere (-s <repo>/Snakefile), where cwd-relative paths would find nothing.
+REPO = Path(os.path.relpath(workflow.basedir))
 SOURCE = REPO / "src" / "quicack"
 
 
