@@ -34,7 +34,7 @@ from quicack.metrics.connections import connections_table
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.frames import FRAME_NAMES
-from quicack.qlog.reader import read_qlog
+from quicack.qlog.qlog_file import read_qlog
 from quicack.schema import RUNS
 
 TABLES = ("datagrams", "packets", "frames", "ingest_issues")

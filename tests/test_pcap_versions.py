@@ -12,7 +12,7 @@ import pytest
 from test_pcap_support import DATA, Capture, decode, find_captures
 
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine
+from quicack.pcap.decoder_engine import compiled_engine
 from quicack.pcap.versions import quic_version, supported_numbers
 
 FOREIGN = DATA / "foreign"

@@ -15,7 +15,7 @@ import pytest
 from quicack.metrics.connections import connections_table
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.pcap.decode import decode_capture
-from quicack.qlog.reader import read_qlog
+from quicack.qlog.qlog_file import read_qlog
 from quicack.schema import RUNS
 
 FOREIGN = Path(__file__).parent / "data" / "foreign"

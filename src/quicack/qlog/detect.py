@@ -162,7 +162,7 @@ def detect_dialect(path: Path) -> Dialect:
         vp_type = t.group(1).decode(errors="replace").lower() if t else None
         vp_name = n.group(1).decode(errors="replace") if n else None
         vp_flow = f.group(1).decode(errors="replace").lower() if f else None
-    if vp_type == "network":  # a converted capture: its flow is whose packets are 'sent' (reader.side_of_vantage_point)
+    if vp_type == "network":  # a converted capture: its flow is whose packets are 'sent' (traces.side_of_vantage_point)
         vp_type = vp_flow
     known = (version in KNOWN_VERSIONS) or (file_schema in KNOWN_FILE_SCHEMAS)
     return Dialect(
