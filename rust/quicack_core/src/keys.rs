@@ -382,3 +382,7 @@ impl PacketKeys {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/keys.rs"]
+pub mod tests;

@@ -14,6 +14,15 @@ mod qlog;
 mod rows;
 mod tls;
 
+#[cfg(test)]
+mod tests_support {
+    /// Bytes from hex digits (whitespace between them ignored).
+    pub fn hex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+        digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap()).collect()
+    }
+}
+
 use pyo3::prelude::*;
 
 /// Largest packet number seen per direction (c2s, s2c) and packet number space (initial, handshake, appdata).

@@ -412,3 +412,7 @@ fn frame_type_at(payload: &[u8], position: usize) -> u64 {
     cursor.varint().unwrap_or(0)
 }
 
+
+#[cfg(test)]
+#[path = "../tests/frames.rs"]
+mod tests;
