@@ -501,3 +501,7 @@ impl Parser<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "tests/json.rs"]
+mod tests;

@@ -403,3 +403,7 @@ fn strict_opt_num(value: &Bound<'_, PyAny>) -> Result<Option<Num>, ()> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "../tests/qlog_columns.rs"]
+mod tests;

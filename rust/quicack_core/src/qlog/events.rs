@@ -578,3 +578,7 @@ impl Conn {
         r.frames_logged.push(logged);
     }
 }
+
+#[cfg(test)]
+#[path = "../tests/qlog_events.rs"]
+mod tests;

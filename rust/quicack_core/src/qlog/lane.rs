@@ -167,17 +167,7 @@ impl QlogLane {
     #[new]
     fn new(dirty: Py<PyDict>, max_record_bytes: u64, max_nesting_depth: usize, batch_events: i64) -> Self {
         QlogLane {
-            split: Splitter {
-                buf: Vec::new(),
-                start: 0,
-                scan: 0,
-                offset: 0,
-                dropped: 0,
-                eof: false,
-                separator: 0x1e,
-                max_record: max_record_bytes,
-                next_offset: 0,
-            },
+            split: Splitter::new(0x1e, max_record_bytes),
             tape: Tape::default(),
             lines: false,
             max_depth: max_nesting_depth,

@@ -9,18 +9,22 @@ pub enum Split {
 }
 
 pub struct Splitter {
-    pub buf: Vec<u8>,
-    pub start: usize,  // of the open record in buf
-    pub scan: usize,   // buf is searched for the separator from here
-    pub offset: u64,   // stream offset of the open record
-    pub dropped: u64,  // bytes of the open record already dropped (it is too long)
-    pub eof: bool,
+    pub buf: Vec<u8>, // the unsplit stream from the open record on; records are spans of it
+    start: usize,  // of the open record in buf
+    scan: usize,   // buf is searched for the separator from here
+    offset: u64,   // stream offset of the open record
+    dropped: u64,  // bytes of the open record already dropped (it is too long)
+    eof: bool,
     pub separator: u8,
-    pub max_record: u64,
+    max_record: u64,
     pub next_offset: u64,
 }
 
 impl Splitter {
+    pub fn new(separator: u8, max_record: u64) -> Self {
+        Splitter { buf: Vec::new(), start: 0, scan: 0, offset: 0, dropped: 0, eof: false, separator, max_record, next_offset: 0 }
+    }
+
     pub fn feed(&mut self, chunk: &[u8]) {
         if chunk.is_empty() {
             self.eof = true;
@@ -34,7 +38,7 @@ impl Splitter {
         self.buf.extend_from_slice(chunk);
     }
 
-    pub fn finish(&mut self, end: usize, last: bool) -> Split {
+    fn finish(&mut self, end: usize, last: bool) -> Split {
         let length = self.dropped + (end - self.start) as u64;
         let offset = self.offset;
         let out = if self.dropped > 0 || length > self.max_record {
@@ -86,3 +90,7 @@ impl Splitter {
 pub fn blank(part: &[u8]) -> bool {
     part.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
 }
+
+#[cfg(test)]
+#[path = "../tests/qlog_split.rs"]
+mod tests;
