@@ -12,6 +12,7 @@
 
 mod arrow;
 mod engine;
+mod frame_types;
 mod json;
 mod keys;
 mod qlog;
@@ -78,5 +79,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tls::CryptoStream>()?;
     module.add_class::<tls::HandshakeFacts>()?;
     module.add_class::<tls::TransportParameters>()?;
+    // The frame-type table compiled in (from src/quicack/frame_types.csv): [(name, wire types, qlog names)]
+    module.add("FRAME_TYPES", frame_types::FRAME_TYPES.iter().map(|(n, w, q)| (*n, w.to_vec(), q.to_vec())).collect::<Vec<_>>())?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyList, PyLong, PyString};
 
-use super::values::{Num, EVENTS, EXACT_FLOAT_INT, FRAME_TYPES, PACKET_TYPES, PN_SPACES};
+use super::values::{Num, EVENTS, EXACT_FLOAT_INT, FRAME_NAMES, PACKET_TYPES, PN_SPACES};
 use crate::arrow::Column;
 
 /// A struct of column vectors, with the rows of another buffer of its kind put after or before its own.
@@ -51,7 +51,7 @@ row_columns!(
 );
 
 row_columns!(
-    /// Frame rows; `frame_type` as a code of FRAME_TYPES.
+    /// Frame rows; `frame_type` as a code of FRAME_NAMES.
     FrameRows {
         event: u8,
         t: f64,
@@ -160,7 +160,7 @@ impl Rows {
                     out.append(r.pn_space[i].map(|c| name(&PN_SPACES, c)))?;
                     out.append(r.packet_number[i])?;
                     out.append(r.frame_index[i])?;
-                    out.append(name(&FRAME_TYPES, r.frame_type[i]))?;
+                    out.append(name(&FRAME_NAMES, r.frame_type[i]))?;
                     out.append(r.frame_bytes[i])?;
                     out.append(r.ack_delay_ms[i])?;
                     out.append(r.largest_acked[i])?;
@@ -224,7 +224,7 @@ impl Rows {
                     f.pn_space.push(opt_code_in(&PN_SPACES, &row[2])?);
                     f.packet_number.push(strict_opt_int(&row[3])?);
                     f.frame_index.push(strict_opt_int(&row[4])?.ok_or(())?);
-                    f.frame_type.push(code_in(&FRAME_TYPES, &row[5])?);
+                    f.frame_type.push(code_in(&FRAME_NAMES, &row[5])?);
                     f.frame_bytes.push(strict_opt_int(&row[6])?);
                     f.ack_delay_ms.push(strict_opt_float(&row[7])?);
                     f.largest_acked.push(strict_opt_int(&row[8])?);
@@ -286,7 +286,7 @@ pub fn arrow_columns(table: usize, parts: Vec<Rows>) -> Vec<(String, Column)> {
                 (name("pn_space"), Column::Names(&PN_SPACES, c.pn_space)),
                 (name("packet_number"), Column::Int(c.packet_number)),
                 (name("frame_index"), Column::Int(all(c.frame_index))),
-                (name("frame_type"), Column::Names(&FRAME_TYPES, all(c.frame_type))),
+                (name("frame_type"), Column::Names(&FRAME_NAMES, all(c.frame_type))),
                 (name("frame_bytes"), Column::Int(c.frame_bytes)),
                 (name("ack_delay_ms"), Column::Float(c.ack_delay_ms)),
                 (name("largest_acked"), Column::Int(c.largest_acked)),

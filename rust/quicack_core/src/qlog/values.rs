@@ -15,20 +15,10 @@ pub const PACKET_TYPES: [&str; 8] =
 pub const P_INITIAL: u8 = 0;
 pub const P_UNKNOWN: u8 = 7;
 pub const PN_SPACES: [&str; 3] = ["initial", "handshake", "appdata"];
-pub const FRAME_TYPES: [&str; 26] = [
-    "padding", "ping", "ack", "reset_stream", "stop_sending", "crypto", "new_token", "stream", "max_data",
-    "max_stream_data", "max_streams", "data_blocked", "stream_data_blocked", "streams_blocked",
-    "new_connection_id", "retire_connection_id", "path_challenge", "path_response", "connection_close",
-    "handshake_done", "datagram", "ack_frequency", "immediate_ack", "time_stamp", "reset_stream_at", "unknown",
-];
-pub const F_PADDING: u8 = 0;
-pub const F_ACK: u8 = 2;
-pub const F_CRYPTO: u8 = 5;
-pub const F_STREAM: u8 = 7;
-pub const F_CONNECTION_CLOSE: u8 = 18;
-pub const F_HANDSHAKE_DONE: u8 = 19;
-pub const F_DATAGRAM: u8 = 20;
-pub const F_UNKNOWN: u8 = 25;
+pub use crate::frame_types::{
+    FRAME_NAMES, F_ACK, F_CONNECTION_CLOSE, F_CRYPTO, F_DATAGRAM, F_HANDSHAKE_DONE, F_PADDING, F_STREAM,
+    F_UNKNOWN,
+};
 
 // normalize._PACKET_TYPES (its keys lowercased)
 pub fn packet_type_code(lower: &str) -> u8 {
@@ -54,23 +44,9 @@ pub fn pn_space_of(packet_type: u8) -> Option<u8> {
     }
 }
 
-// normalize._FRAME_TYPES
+// normalize._FRAME_TYPES (frame_types.csv: names and qlog spellings)
 pub fn frame_type_code(lower: &str) -> u8 {
-    if let Some(code) = FRAME_TYPES[..25].iter().position(|name| *name == lower) {
-        return code as u8;
-    }
-    match lower {
-        "ack_ecn" => F_ACK,
-        "rst_stream" => 3,
-        "crypto_frame" => F_CRYPTO,
-        "max_streams_bidi" | "max_streams_uni" | "max_streams_bidir" | "max_streams_unidir" => 10,
-        "blocked" => 11,
-        "stream_blocked" => 12,
-        "streams_blocked_bidi" | "streams_blocked_uni" => 13,
-        "application_close" | "connection_close_app_err" => F_CONNECTION_CLOSE,
-        "datagram_len" | "datagram_l" => F_DATAGRAM,
-        _ => F_UNKNOWN,
-    }
+    crate::frame_types::qlog_frame_code(lower).unwrap_or(F_UNKNOWN)
 }
 
 /// Why the lane hands a record back: it leaves the decision to the Python reader.

@@ -5,71 +5,9 @@
 use pyo3::prelude::*;
 
 use crate::arrow::Column;
+pub use crate::frame_types::FRAME_NAMES;
+use crate::frame_types::{wire_frame_code, F_ACK, F_ACK_FREQUENCY, F_CRYPTO, F_DATAGRAM, F_PADDING, F_STREAM, F_UNKNOWN};
 
-// Frame names by code; `frame_name` maps a frame type to its code (as frames.FRAME_NAMES).
-pub const FRAME_NAMES: [&str; 25] = [
-    "padding",
-    "ping",
-    "ack",
-    "reset_stream",
-    "stop_sending",
-    "crypto",
-    "new_token",
-    "stream",
-    "max_data",
-    "max_stream_data",
-    "max_streams",
-    "data_blocked",
-    "stream_data_blocked",
-    "streams_blocked",
-    "new_connection_id",
-    "retire_connection_id",
-    "path_challenge",
-    "path_response",
-    "connection_close",
-    "handshake_done",
-    "immediate_ack",
-    "datagram",
-    "ack_frequency",
-    "unknown",
-    "",
-];
-const F_PADDING: u8 = 0;
-const F_ACK: u8 = 2;
-const F_CRYPTO: u8 = 5;
-const F_STREAM: u8 = 7;
-const F_DATAGRAM: u8 = 21;
-const F_ACK_FREQUENCY: u8 = 22;
-const F_UNKNOWN: u8 = 23;
-
-pub fn frame_name(frame_type: u64) -> Option<u8> {
-    Some(match frame_type {
-        0x00 => 0,
-        0x01 => 1,
-        0x02 | 0x03 => 2,
-        0x04 => 3,
-        0x05 => 4,
-        0x06 => 5,
-        0x07 => 6,
-        0x08..=0x0F => 7,
-        0x10 => 8,
-        0x11 => 9,
-        0x12 | 0x13 => 10,
-        0x14 => 11,
-        0x15 => 12,
-        0x16 | 0x17 => 13,
-        0x18 => 14,
-        0x19 => 15,
-        0x1A => 16,
-        0x1B => 17,
-        0x1C | 0x1D => 18,
-        0x1E => 19,
-        0x1F | 0xAC => 20,
-        0x30 | 0x31 => 21,
-        0xAF => 22,
-        _ => return None,
-    })
-}
 
 
 /// A cursor over a payload that fails (like aioquic's Buffer) when a read runs past the end.
@@ -286,7 +224,7 @@ impl FrameRows {
                 walk.ack_eliciting = true;
             }
             0x01 | 0x1E | 0x1F | 0xAC => {
-                self.add(index, frame_name(frame_type).expect("known"), cursor.position - position, values, false);
+                self.add(index, wire_frame_code(frame_type).expect("known"), cursor.position - position, values, false);
                 walk.ack_eliciting = true;
             }
             0xAF => {
@@ -316,7 +254,7 @@ impl FrameRows {
                 walk.ack_eliciting = true;
             }
             _ => {
-                let Some(name) = frame_name(frame_type) else {
+                let Some(name) = wire_frame_code(frame_type) else {
                     return Ok(false);
                 };
                 let mut stream_id = None;
