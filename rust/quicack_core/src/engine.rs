@@ -11,6 +11,8 @@ use std::io::{Read, Seek};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use pcap_parser::nom;
+use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
@@ -187,6 +189,8 @@ pub struct PcapLane {
 enum Next {
     Record(i64, i64, usize, usize, i64),
     Issue(i64, &'static str),
+    /// a record length beyond max_record_bytes: (record, its length)
+    Implausible(i64, u32),
     End,
 }
 
@@ -207,12 +211,16 @@ impl PcapLane {
         Ok(())
     }
 
-    fn read_u32(&self, at: usize) -> u32 {
-        let bytes = [self.buffer[at], self.buffer[at + 1], self.buffer[at + 2], self.buffer[at + 3]];
-        if self.big_endian {
-            u32::from_be_bytes(bytes)
-        } else {
-            u32::from_le_bytes(bytes)
+    /// The record at `position` as pcap-parser reads it (byte order of the file): Ok when it is whole in the
+    /// buffer, else Err(its caplen) (the 16-byte header is there).
+    fn frame(&self) -> Result<(u32, u32, u32, u32), u32> {
+        let rest = &self.buffer[self.position..];
+        let parsed = if self.big_endian { parse_pcap_frame_be(rest) } else { parse_pcap_frame(rest) };
+        match parsed {
+            Ok((_, block)) => Ok((block.ts_sec, block.ts_usec, block.caplen, block.origlen)),
+            // `take(caplen)` after the header: the bytes missing, so caplen is what is there plus those
+            Err(nom::Err::Incomplete(nom::Needed::Size(missing))) => Err((rest.len() - 16 + missing.get()) as u32),
+            Err(_) => unreachable!("a legacy pcap record with its 16-byte header cannot fail otherwise"),
         }
     }
 
@@ -232,28 +240,28 @@ impl PcapLane {
                 return Ok(Next::Issue(self.number + 1, "capture ends inside a record header (truncated file)"));
             }
         }
-        let at = self.position;
-        let seconds = i64::from(self.read_u32(at));
-        let fraction = i64::from(self.read_u32(at + 4));
-        let caplen = self.read_u32(at + 8);
-        let wire_length = i64::from(self.read_u32(at + 12));
         self.number += 1;
-        if caplen > self.max_record_bytes {
-            self.finished = true;
-            return Ok(Next::Issue(self.number, "implausible"));
-        }
-        let caplen = caplen as usize;
-        if self.position + 16 + caplen > self.buffer.len() {
-            self.refill(py, CHUNK_BYTES.max(caplen + 16))?;
-            if 16 + caplen > self.buffer.len() {
-                self.finished = true;
-                return Ok(Next::Issue(self.number, "capture ends inside a record (truncated file)"));
+        let (seconds, fraction, caplen, wire_length) = match self.frame() {
+            Ok(frame) if frame.2 <= self.max_record_bytes => frame,
+            Err(caplen) if caplen <= self.max_record_bytes => {
+                self.refill(py, CHUNK_BYTES.max(caplen as usize + 16))?;
+                match self.frame() {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        self.finished = true;
+                        return Ok(Next::Issue(self.number, "capture ends inside a record (truncated file)"));
+                    }
+                }
             }
-        }
+            Ok((.., caplen, _)) | Err(caplen) => {
+                self.finished = true;
+                return Ok(Next::Implausible(self.number, caplen));
+            }
+        };
         let start = self.position + 16;
-        self.position = start + caplen;
-        let time = seconds * 1_000_000_000 + fraction * if self.nanoseconds { 1 } else { 1000 };
-        Ok(Next::Record(self.number, time, start, start + caplen, wire_length))
+        self.position = start + caplen as usize;
+        let time = i64::from(seconds) * 1_000_000_000 + i64::from(fraction) * if self.nanoseconds { 1 } else { 1000 };
+        Ok(Next::Record(self.number, time, start, start + caplen as usize, i64::from(wire_length)))
     }
 
     fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
@@ -617,8 +625,7 @@ impl PcapLane {
             let (record, time, data, wire_length) = match next {
                 Next::Record(record, time, start, end, wire_length) => (record, time, (start, end), wire_length),
                 Next::End => return Ok((decoded, py.None())),
-                Next::Issue(record, "implausible") => {
-                    let caplen = self.read_u32(self.position + 8);
+                Next::Implausible(record, caplen) => {
                     let message = format!(
                         "record length {caplen} exceeds {} bytes (limits.max_record_bytes): file corrupt at byte {}, reading stops",
                         self.max_record_bytes,
@@ -720,3 +727,7 @@ impl PcapLane {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "tests/engine.rs"]
+mod tests;
