@@ -16,6 +16,7 @@ mod frame_types;
 #[doc(hidden)]
 pub mod json; // public for benches/json_parse.rs
 mod keys;
+mod link;
 mod qlog;
 mod rows;
 mod tls;

@@ -5,6 +5,7 @@
 use pyo3::Python;
 
 use super::*;
+use crate::link::LINKTYPE_RAW;
 
 fn file_header(big_endian: bool, nanoseconds: bool) -> Vec<u8> {
     let magic: u32 = if nanoseconds { 0xA1B2_3C4D } else { 0xA1B2_C3D4 };
