@@ -33,7 +33,7 @@ def child_qlog(path: Path) -> float:
     import polars as pl
 
     from quicack.qlog import lane as lane_module
-    from quicack.qlog.reader import iter_qlog
+    from quicack.qlog.qlog_file import iter_qlog
 
     spent = [0.0]
     original = lane_module.LaneMerged.frame
