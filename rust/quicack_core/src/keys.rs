@@ -431,6 +431,7 @@ impl PacketKeys {
 
     /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.
     #[pyo3(signature = (data, start, pn_offset, packet_end, expected_pn, short))]
+    #[allow(clippy::too_many_arguments)]
     fn decrypt(
         &mut self,
         py: Python<'_>,
@@ -452,3 +453,7 @@ impl PacketKeys {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/keys.rs"]
+pub mod tests;

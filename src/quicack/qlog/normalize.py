@@ -25,6 +25,8 @@ except ImportError:  # pragma: no cover
         return json.dumps(value, separators=(",", ":"))
 
 
+from quicack.frame_types import QLOG_NAMES, WIRE_NAMES
+
 from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_US, Profile
 
 # Event kinds, from the event name without its category (transport:, quic:, recovery:, ...).
@@ -93,58 +95,11 @@ def packet_type(value: Any) -> str:
     return _PACKET_TYPES.get(value.lower(), "unknown")
 
 
-_FRAME_TYPES = {
-    name: name
-    for name in (
-        "padding", "ping", "ack", "reset_stream", "stop_sending", "crypto", "new_token", "stream", "max_data",
-        "max_stream_data", "max_streams", "data_blocked", "stream_data_blocked", "streams_blocked",
-        "new_connection_id", "retire_connection_id", "path_challenge", "path_response", "connection_close",
-        "handshake_done", "datagram", "ack_frequency", "immediate_ack", "time_stamp", "reset_stream_at",
-    )
-}
-_FRAME_TYPES.update(
-    {
-        "ack_ecn": "ack",
-        "rst_stream": "reset_stream",
-        "crypto_frame": "crypto",
-        "max_streams_bidi": "max_streams",
-        "max_streams_uni": "max_streams",
-        "max_streams_bidir": "max_streams",
-        "max_streams_unidir": "max_streams",
-        "blocked": "data_blocked",
-        "stream_blocked": "stream_data_blocked",
-        "streams_blocked_bidi": "streams_blocked",
-        "streams_blocked_uni": "streams_blocked",
-        "application_close": "connection_close",
-        "connection_close_app_err": "connection_close",
-        "datagram_len": "datagram",
-        "datagram_l": "datagram",
-        # draft-ietf-quic-ack-frequency -00 … -11 and the spellings implementations logged it under (the qlog
-        # definitions of the draft, picoquic, quinn, mvfst's ACK_FREQUENCY / IMMEDIATE_ACK, tshark exports)
-        "ackfrequency": "ack_frequency",
-        "ack_freq": "ack_frequency",
-        "ack_frequency_frame": "ack_frequency",
-        "immediateack": "immediate_ack",
-        "immediate_ack_frame": "immediate_ack",
-        "timestamp": "time_stamp",
-    }
-)
-# Frame type numbers of the frames above that are not RFC 9000's, for logs that give a number instead of a name
-# (qlog's UnknownFrame: raw_frame_type in 0.3, frame_type_value in 0.4, frame_type_bytes later): the
-# ack-frequency drafts' ACK_FREQUENCY (0xaf), IMMEDIATE_ACK (0xac in -01 … -04, 0x1f from -05), DATAGRAM (0x30,
-# 0x31), TIME_STAMP (0x2f5), RESET_STREAM_AT (0x24).
-# TODO(core): move these names and numbers to the shared table of QUIC frame types once it exists.
-_FRAME_NUMBERS = {0xAF: "ack_frequency", 0xAC: "immediate_ack", 0x1F: "immediate_ack", 0x30: "datagram",
-                  0x31: "datagram", 0x2F5: "time_stamp", 0x24: "reset_stream_at"}
-_FRAME_NUMBERS.update({number: "stream" for number in range(0x08, 0x10)})
-for _number, _name in ((0x00, "padding"), (0x01, "ping"), (0x02, "ack"), (0x03, "ack"), (0x04, "reset_stream"),
-                       (0x05, "stop_sending"), (0x06, "crypto"), (0x07, "new_token"), (0x10, "max_data"),
-                       (0x11, "max_stream_data"), (0x12, "max_streams"), (0x13, "max_streams"),
-                       (0x14, "data_blocked"), (0x15, "stream_data_blocked"), (0x16, "streams_blocked"),
-                       (0x17, "streams_blocked"), (0x18, "new_connection_id"), (0x19, "retire_connection_id"),
-                       (0x1A, "path_challenge"), (0x1B, "path_response"), (0x1C, "connection_close"),
-                       (0x1D, "connection_close"), (0x1E, "handshake_done")):
-    _FRAME_NUMBERS[_number] = _name
+_FRAME_TYPES = QLOG_NAMES  # lower-case qlog spelling -> name, from quicack/frame_types.csv
+# Frame type numbers, for logs that give a number instead of a name (qlog's UnknownFrame: raw_frame_type in 0.3,
+# frame_type_value in 0.4, frame_type_bytes later): those of frame_types.csv (ACK_FREQUENCY 0xaf, IMMEDIATE_ACK 0x1f
+# and 0xac of the ack-frequency drafts, DATAGRAM, RFC 9000's)
+_FRAME_NUMBERS = WIRE_NAMES
 # Where a log gives an unknown frame's type number (qlog's UnknownFrame, by qlog version).
 _RAW_TYPE_FIELDS = ("raw_frame_type", "frame_type_value", "frame_type_bytes")
 # A frame the reader does not know travels as "unknown:<its name or number>" in the frame_type of its row until the
@@ -372,8 +327,8 @@ class TraceConnection:
             name = _FRAME_TYPES.get(ft) if ft.__class__ is str else None
             if name is None:
                 name = frame_type(ft)
-                if name == "unknown":
-                    name = unknown_frame_type(fr, ft)
+            if name == "unknown":  # qlog's own "unknown" (with a type number) too
+                name = unknown_frame_type(fr, ft)
             fraw = fr.get("raw")
             nbytes = fraw.get("length") if fraw.__class__ is dict else None
             # Branches in order of frequency: STREAM frames are most of all frames in a transfer.
