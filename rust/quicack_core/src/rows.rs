@@ -272,6 +272,7 @@ impl FrameRows {
                 values.length = Some(length);
                 values.fin = Some(frame_type & 0x01 != 0);
                 self.add(index, F_STREAM, data_end - position, values, false);
+                walk.ack_eliciting = true;
             }
             0x02 | 0x03 => {
                 let largest = cursor.varint().ok_or(())?;

@@ -202,6 +202,7 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                     length=length,
                     fin=bool(frame_type & 0x01),
                 )
+                ack_eliciting = True
             elif frame_type == 0x02 or frame_type == 0x03:
                 largest = pull()
                 delay = pull()
