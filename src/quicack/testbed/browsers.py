@@ -316,6 +316,13 @@ def stop_browser(popen: subprocess.Popen[bytes], browser: str, work: Path) -> st
     return how
 
 
+def _default_quit_signals() -> None:
+    """In the browser's process before it starts: SIGINT and SIGTERM as the system defines them. A shell's background
+    job (and what it starts) inherits them ignored, and Chromium then ignores the SIGINT that asks it to quit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _signal(pid: int, sig: int) -> bool:
     try:
         os.kill(pid, sig)
@@ -346,7 +353,9 @@ def _collect_logs(dl: Download, work: Path) -> list[str]:
         dl.netlog.parent.mkdir(parents=True, exist_ok=True)
         with netlog.open("rb") as src, dl.netlog.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as dst:
             shutil.copyfileobj(src, dst)
-        kept.append(dl.netlog.name)
+        # Chromium closes its NetLog's JSON only when it quits cleanly; a killed one leaves it open (or empty).
+        complete = netlog.read_bytes()[-64:].rstrip().endswith(b"}")
+        kept.append(dl.netlog.name + ("" if complete else " (incomplete: the browser did not quit cleanly)"))
     return kept
 
 
@@ -372,7 +381,7 @@ def run_download(dl: Download, log: Callable[[str], None] = print) -> int:
         output = work / "browser.log"
         with output.open("wb") as sink:
             popen = subprocess.Popen(argv, env=os.environ | browser_environment(dl, work), stdout=sink, stderr=sink,
-                                     start_new_session=True)  # fmt: skip
+                                     start_new_session=True, preexec_fn=_default_quit_signals)  # fmt: skip
         started = time.monotonic()
         got = None
         while time.monotonic() - started < dl.timeout_s:
