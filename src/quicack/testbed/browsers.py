@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import gzip
 import hashlib
 import json
@@ -73,8 +74,10 @@ def executable(browser: str) -> Path | None:
     return None
 
 
+@functools.cache
 def version(browser: str) -> str | None:
-    """'Chromium 156.0.8078.108 (Debian chromium 156.0.8078.108-1~deb12u1; Google QUIC)' or None if not installed."""
+    """'Chromium 156.0.8078.108 (Debian chromium 156.0.8078.108-1~deb12u1; QUIC: Google QUIC)' or None if not
+    installed; asked once per process (every run's run.json lists every client's version)."""
     program = executable(browser)
     if program is None:
         return None
