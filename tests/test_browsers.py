@@ -182,7 +182,7 @@ def test_a_stream_frame_makes_a_captured_packet_ack_eliciting(whole) -> None:
 
 def test_chromiums_netlog_is_complete_and_logs_every_ack_the_capture_shows(whole) -> None:
     run_id = _run_of(whole, "chromium")
-    netlog = WHOLE.joinpath(run_id.split("/", 1)[1] if run_id.startswith(WHOLE.parent.name) else run_id) / "client" / CHROMIUM_NETLOG
+    netlog = WHOLE / run_id / "client" / CHROMIUM_NETLOG  # run_id: the run's folder below the raw folder
     log = json.loads(gzip.decompress(netlog.read_bytes()))  # a NetLog cut by a kill would not parse
     names = {value: name for name, value in log["constants"]["logEventTypes"].items()}
     sessions = [e for e in log["events"] if names[e["type"]] == "QUIC_SESSION" and e.get("params", {}).get("host") == SERVER_NAME]
