@@ -23,6 +23,9 @@ from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_policy import ACK_FRAMES, captured_acks
 from quicack.metrics.ack_runs import quic_ack_runs
+from quicack.metrics.connections import connections_table
+from quicack.metrics.rtt import recompute_rtt_samples
+from quicack.recovery import RecoveryParams
 from quicack.testbed import browsers
 from quicack.testbed.certs import SERVER_NAME, cert_paths
 from quicack.testbed.clients import CHROMIUM_NETLOG, ClientRequest, client_command, confined_to_its_flow
@@ -178,6 +181,19 @@ def test_a_stream_frame_makes_a_captured_packet_ack_eliciting(whole) -> None:
     stream_only = stream_only.filter(pl.col("only")).select("pn_space", "packet_number")
     packets = whole["packets"].filter((pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left")).join(stream_only, on=["pn_space", "packet_number"])
     assert packets.height >= 1 and packets["ack_eliciting"].all()
+
+
+def test_chromium_without_a_qlog_still_has_its_capture_ttfb(whole) -> None:
+    """connections has a client row per qlog; Chromium writes none, so its client row comes from the client-side
+    capture alone: the TTFB the imc24 figures read (handshake_runs), the qlog-only columns null."""
+    connections = connections_table(whole["packets"], whole["frames"], whole["metrics_logged"], whole["endpoints"],
+                                    recompute_rtt_samples(whole["packets"], whole["frames"], whole["endpoints"],
+                                                          RecoveryParams()), whole["runs"])  # fmt: skip
+    client = {row["run_id"]: row for row in connections.filter(pl.col("vantage") == "client").to_dicts()}
+    chromium, firefox = client[_run_of(whole, "chromium")], client[_run_of(whole, "firefox")]
+    assert chromium["ttfb_capture_ms"] > 9 and chromium["ttfb_ms"] is None and chromium["rtt_samples"] is None
+    # Firefox's row is its qlog's, with the same TTFB at both vantage points (its receive path in between).
+    assert firefox["ttfb_ms"] >= firefox["ttfb_capture_ms"] > 9
 
 
 def test_chromiums_netlog_is_complete_and_logs_every_ack_the_capture_shows(whole) -> None:
