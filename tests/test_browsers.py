@@ -24,6 +24,7 @@ from quicack.layout import run_groups
 from quicack.metrics.ack_policy import ACK_FRAMES, captured_acks
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.metrics.connections import connections_table
+from quicack.metrics.handshake import default_pto_probe, first_flight_end
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.recovery import RecoveryParams
 from quicack.testbed import browsers
@@ -33,6 +34,7 @@ from quicack.testbed.clients import CHROMIUM_NETLOG, ClientRequest, client_comma
 DATA = Path(__file__).resolve().parent / "data"
 WHOLE = DATA / "browsers" / "raw"
 ACKS = DATA / "browser_acks" / "raw"
+LATE_HELLO = DATA / "browser_imc24" / "raw"
 
 
 def _tables(raw: Path) -> dict[str, pl.DataFrame]:
@@ -194,6 +196,21 @@ def test_chromium_without_a_qlog_still_has_its_capture_ttfb(whole) -> None:
     assert chromium["ttfb_capture_ms"] > 9 and chromium["ttfb_ms"] is None and chromium["rtt_samples"] is None
     # Firefox's row is its qlog's, with the same TTFB at both vantage points (its receive path in between).
     assert firefox["ttfb_ms"] >= firefox["ttfb_capture_ms"] > 9
+
+
+def test_a_clienthello_datagram_sent_late_still_belongs_to_the_first_flight() -> None:
+    """tests/data/browser_imc24: Chromium's second ClientHello datagram left 70 ms after the first (a busy machine).
+    The first flight ends with it — it carries ClientHello bytes for the first time — so the default PTO is measured
+    from there to the probe (which re-sends CRYPTO offsets), not from the first datagram to the second."""
+    tables = _tables(LATE_HELLO)
+    c2s = tables["datagrams"].filter((pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s")).sort("datagram_index")
+    second_hello_ms, probe_ms = c2s["time_ms"][1], c2s["time_ms"][2]
+    assert second_hello_ms > 50 and probe_ms - second_hello_ms > 200
+    (end,) = first_flight_end(tables["datagrams"], tables["frames"])["first_flight_end_ms"].to_list()
+    assert end == second_hello_ms
+    (probe,) = default_pto_probe(tables["datagrams"], tables["frames"]).to_dicts()
+    assert probe["default_pto_ms"] == pytest.approx(probe_ms - second_hello_ms)
+    assert probe["first_server_datagram_ms"] > probe_ms
 
 
 def test_chromiums_netlog_is_complete_and_logs_every_ack_the_capture_shows(whole) -> None:
