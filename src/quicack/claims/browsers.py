@@ -79,8 +79,9 @@ def chrome_two_phases(tables: Tables) -> Measured:
 
 def client_share_of_total(tables: Tables, browser: str) -> Measured:
     """ackfreq22 Fig. 3's 'percentage of the total traffic': the client's IP bytes over both directions' of each
-    download (``ack_runs``, client-side capture, whole connection), range over the browser's downloads."""
-    runs = _browser_runs(tables, browser)
+    download (``ack_runs``, client-side capture, whole connection), range over the browser's downloads over paths
+    without added loss."""
+    runs = _browser_runs(tables, browser).filter(~pl.col("path_profile").cast(pl.Utf8).fill_null("").str.contains("loss"))
     if runs.is_empty() or "ack_runs" not in tables:
         return Measured.unmeasured(f"no {browser} download of at least 1 MB")
     shares = (
