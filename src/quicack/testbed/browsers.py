@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import ctypes
 import functools
 import gzip
 import hashlib
@@ -319,11 +320,17 @@ def stop_browser(popen: subprocess.Popen[bytes], browser: str, work: Path) -> st
     return how
 
 
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
 def _default_quit_signals() -> None:
-    """In the browser's process before it starts: SIGINT and SIGTERM as the system defines them. A shell's background
-    job (and what it starts) inherits them ignored, and Chromium then ignores the SIGINT that asks it to quit."""
+    """In the browser's process before it starts: SIGINT and SIGTERM as the system defines them (a shell's background
+    job, and what it starts, inherits them ignored, and Chromium then ignores the SIGINT that asks it to quit); and
+    SIGKILL when this driver dies, so that a driver killed by its caller's timeout leaves no browser behind (inside
+    the testbed the namespace's deletion would, outside it nothing would)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _signal(pid: int, sig: int) -> bool:
