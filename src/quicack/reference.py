@@ -87,6 +87,12 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     return float(row["paper_low"][0]), float(row["paper_high"][0])
 
 
+def papers(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/papers.csv``: each paper's short name (the ``paper`` of claims.csv), title, authors, venue,
+    year and DOI as the papers' texts give them (empty where they give none)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "papers.csv", infer_schema=False)
+
+
 def path_profiles(directory: Path | None = None) -> pl.DataFrame:
     """``data/reference/path_profiles.csv``: the network paths of ackfreq22 (Table 1, and §5.6's 1 % loss) and
     rethink (8.5/1.5 Mbit/s, 600 ms, and the 100 kbit/s return), per direction: rate, one-way delay, loss, and the
