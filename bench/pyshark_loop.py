@@ -2,13 +2,13 @@
 tshark and parses its PDML or JSON per packet) reading the same ten fields `bench/pcap_decode.py` asks tshark for,
 on the same captures with the same keylog.
 
-    python bench/pyshark_loop.py [--repeat 3] [--captures 40]
+    python bench/pyshark_loop.py [--repeat 3] [--captures 300]
 
 Inputs (the embedded dataset's client-side captures, data/sample/raw; nothing is committed):
     small       one capture (quinn → aioquic, 10 KB hq: 31 packets): start-up
-    sample      the first N client-side captures of the embedded dataset's no-loss handshakes (10 KB downloads by
-                every client, IACK and WFC, 9 and 100 ms; whole packets, all decryptable), merged with mergecap
-                (default 40), with all their keylogs
+    sample      the first N client-side captures of the embedded dataset's handshake runs (10 KB downloads by every
+                client, IACK and WFC, the imc24 scenarios; whole packets, all decryptable: the ACK-ratio runs, whose
+                captures are cut to headers, are left out), merged with mergecap (default 300), with all their keylogs
 Each repetition runs the tools one after the other, each a separate process under /usr/bin/time -v: quicack
 (`python -m quicack.pcap.cli C --keylog K --out DIR`: decode and write the Parquet tables), the pyshark loop
 (`python bench/pyshark_loop.py --worker C K`: every QUIC packet of every frame, its fields read), and
@@ -86,7 +86,8 @@ def inputs(work: Path, captures: int) -> dict[str, tuple[Path, Path]]:
     small.write_bytes(gzip.decompress((SMALL_RUN / "sim" / "trace_node_left.pcap.gz").read_bytes()))
     small_keys = work / "small.keys.log"
     small_keys.write_text("".join(p.read_text() for p in sorted(SMALL_RUN.glob("*/keys.log"))))
-    chosen = sorted(SAMPLE.glob("*/noloss-*/*/sim/trace_node_left.pcap.gz"))[:captures]
+    every = sorted(SAMPLE.glob("*/*/*/sim/trace_node_left.pcap.gz"))
+    chosen = [c for c in every if not c.parents[2].name.startswith("ack_ratio")][:captures]
     merged, merged_keys = work / "sample.pcap", work / "sample.keys.log"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(merged), *map(str, chosen)], check=True)
     merged_keys.write_text("".join(p.read_text() for c in chosen for p in sorted(c.parents[1].glob("*/keys.log"))))
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--captures", type=int, default=40, help="client-side captures merged into the sample input")
+    parser.add_argument("--captures", type=int, default=300, help="client-side captures merged into the sample input")
     parser.add_argument("--worker", nargs=2, type=Path, metavar=("CAPTURE", "KEYLOG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

@@ -24,7 +24,7 @@ from quicack.artifact.overview import (
     replace_generated,
     status_counts,
 )
-from quicack.claims.ackratio import CLAIMS, ackratio_claims
+from quicack.claims.ackratio_claims import CLAIMS, ackratio_claims
 from tests.test_claims_ackratio import DESCRIPTION, loopback_tables
 
 REPO = Path(__file__).resolve().parent.parent

@@ -27,8 +27,8 @@ USED_OTHERWISE = {
     "pytest": ("pytest", "tests/run_all.sh"),
     "duckdb-cli": ("duckdb", "src/quicack/cli.py"),  # `quicack sql` without a query opens its shell
     "maturin": ("maturin", "rust/quicack_core/pyproject.toml"),
-    "snakemake-executor-plugin-slurm": ("executor: slurm", "workflow/profiles/slurm/config.yaml"),
-    "snakemake-executor-plugin-slurm-jobstep": ("slurm", "workflow/profiles/slurm/config.yaml"),
+    "snakemake-executor-plugin-slurm": ("executor: slurm", "profiles/slurm/config.yaml"),
+    "snakemake-executor-plugin-slurm-jobstep": ("slurm", "profiles/slurm/config.yaml"),
 }
 
 

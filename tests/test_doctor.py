@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from quicack.pcap.engine import select_engine
-from quicack.qlog.engine import lane_class
+from quicack.pcap.decoder_engine import select_engine
+from quicack.qlog.reader_engine import lane_class
 from quicack.testbed.clients import TESTBED_CLIENTS, client_executable
 
 

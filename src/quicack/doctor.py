@@ -49,10 +49,10 @@ def core_identity() -> tuple[str, str] | None:
 
 def engines() -> list[Item]:
     """The capture decoder's and the qlog reader's engines as the readers will select them (environment included)."""
-    from quicack.pcap.engine import ENVIRONMENT_VARIABLE as PCAP_VARIABLE
-    from quicack.pcap.engine import select_engine
-    from quicack.qlog.engine import ENVIRONMENT_VARIABLE as QLOG_VARIABLE
-    from quicack.qlog.engine import lane_class
+    from quicack.pcap.decoder_engine import ENVIRONMENT_VARIABLE as PCAP_VARIABLE
+    from quicack.pcap.decoder_engine import select_engine
+    from quicack.qlog.reader_engine import ENVIRONMENT_VARIABLE as QLOG_VARIABLE
+    from quicack.qlog.reader_engine import lane_class
 
     core = core_identity()
     core_text = "quicack_core not installed (install.sh builds it when Rust is there)"

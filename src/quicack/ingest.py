@@ -15,20 +15,17 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.issues import issue_row, issues_frame
 from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, keylog_files, parse_run_folder, run_groups
 from quicack.layout.naming import describe_run_id
 from quicack.limits import DEFAULT_LIMITS, Limits
-from quicack.schema import INGEST_ISSUES, RUNS, TABLES
+from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
 QUIC, TCP = "quic", "tcp"  # runs.transport
-# Tables one run group writes, in this order.
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "tcp_segments", "endpoints", "ingest_issues")
-
-
-def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
-    return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
+# Tables one run group writes (the schema says which).
+INGEST_TABLES = tables_written_by(INGEST)
 
 
 def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[dict]]:
@@ -45,7 +42,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
             if not isinstance(meta, dict):
                 raise ValueError("top level is not an object")
         except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-            issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
+            issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
@@ -71,7 +68,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = row["status_source"] = None
     return row, issues
 
@@ -100,7 +97,7 @@ def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list
     wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
     if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
         return value
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
     return None
 
 
@@ -111,7 +108,7 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
         return indices
     if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         return "_".join(str(i) for i in indices)
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
     return None
 
 
@@ -120,7 +117,7 @@ def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> d
     try:
         return dict(parse_run_folder(run.path))
     except (ValueError, KeyError) as error:
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
         return {}
 
 
@@ -143,7 +140,7 @@ def ingest_group_frames(
     raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.store.TableWriter`): what is held at a time is one run's qlogs or one
+    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
     status from its data); concatenated per table, the frames are `ingest_group`'s tables."""
     from quicack.qlog import discover_qlogs, read_qlog
@@ -173,9 +170,9 @@ def ingest_group_frames(
         if row["status"] is None and not (run.path / RUN_JSON).is_file():
             row.update(evidence.status())
     if not found_any:
-        issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+        issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
-    yield "ingest_issues", pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+    yield "ingest_issues", issues_frame(issues)
 
 
 class Evidence:
@@ -234,10 +231,10 @@ def dataset_issues(raw_root: Path) -> pl.DataFrame:
     """Problems of the dataset as a whole (missing or empty raw folder, stray files)."""
     issues = []
     if not raw_root.is_dir():
-        issues.append(issue(str(raw_root), None, "discover", "error", "raw folder does not exist"))
+        issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder does not exist"))
     else:
         if not run_groups(raw_root):
-            issues.append(issue(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
+            issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
         for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
-            issues.append(issue(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
-    return pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+            issues.append(issue_row(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+    return issues_frame(issues)

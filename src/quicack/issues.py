@@ -1,15 +1,40 @@
-"""The ingest issues in few lines: grouped by cause (the message without what varies from row to row — the file it
-names, counts, frame numbers, connection IDs, numbers), each cause with its count and one example; the full list
-goes to a file (``results/<dataset>/ingest_issues.csv``) the summary points to."""
+"""Ingest issues, one home: the row every reader writes for a problem with its input (the ``ingest_issues`` contract),
+how they are counted, and how the summary tells them in few lines: grouped by cause (the message without what varies
+from row to row — the file it names, counts, frame numbers, connection IDs, numbers), each cause with its count and
+one example, the full list in a file (``results/<dataset>/ingest_issues.csv``) the summary points to. An ``error``
+means the input was skipped, a ``warning`` that it was used in part."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
 
+from quicack.schema import INGEST_ISSUES
+
+ERROR, WARNING = "error", "warning"
+IssueRow = dict[str, str | None]
+
+
+def issue_row(path: str, run_id: str | None, stage: str, severity: str, message: str) -> IssueRow:
+    """One ``ingest_issues`` row: where (``path``, ``run_id``), which reader (``stage``), how bad, what."""
+    return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
+
+
+def issues_frame(rows: Iterable[IssueRow]) -> pl.DataFrame:
+    """Issue rows as the contract's table (empty, with its columns, when there are none)."""
+    rows = list(rows)
+    return pl.DataFrame(rows, schema=INGEST_ISSUES.schema) if rows else INGEST_ISSUES.empty()
+
+
+def count_errors(issues: pl.DataFrame) -> int:
+    """How many of the ``ingest_issues`` rows are errors; the rest are warnings."""
+    return issues.filter(pl.col("severity") == ERROR).height
+
+
 # Error rows (input skipped) before warnings (input used in part).
-SEVERITY_ORDER = {"error": 0, "warning": 1}
+SEVERITY_ORDER = {ERROR: 0, WARNING: 1}
 CSV_COLUMNS = ("severity", "stage", "cause", "path", "run_id", "message")
 
 
