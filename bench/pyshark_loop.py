@@ -10,7 +10,7 @@ Inputs (the embedded dataset's client-side captures, data/sample/raw; nothing is
                 client, IACK and WFC, the imc24 scenarios; whole packets, all decryptable: the ACK-ratio runs, whose
                 captures are cut to headers, are left out), merged with mergecap (default 300), with all their keylogs
 Each repetition runs the tools one after the other, each a separate process under /usr/bin/time -v: quicack
-(`python -m quicack.pcap.cli C --keylog K --out DIR`: decode and write the Parquet tables), the pyshark loop
+(`python -m quicack.pcap.pcap_command C --keylog K --out DIR`: decode and write the Parquet tables), the pyshark loop
 (`python bench/pyshark_loop.py --worker C K`: every QUIC packet of every frame, its fields read), and
 `tshark -T fields` with the same fields; CPU = user + system of the process and its children (pyshark's tshark
 included). Printed: best / median wall and CPU, QUIC packets each tool saw, peak RSS, and the ratios pyshark /
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             out = work / f"out-{name}"
             fields = [arg for field_name in TSHARK_FIELDS for arg in ("-e", field_name)]
             tools = {
-                "quicack": [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--keylog", str(keylog), "--out", str(out)],
+                "quicack": [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(out)],
                 "pyshark loop": [sys.executable, __file__, "--worker", str(capture), str(keylog)],
                 "tshark -T fields": ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-T", "fields", *fields],
             }  # fmt: skip
