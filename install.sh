@@ -10,7 +10,9 @@ cd "$(dirname "$0")"
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-python=${PYTHON:-python3}
+# Resolved once: the Rust toolchain's folder goes first on PATH for the core's build below, and /usr/bin/python3 must
+# not replace the Python of an active virtualenv or pyenv then.
+python=$(command -v "${PYTHON:-python3}")
 "$python" -c 'import sys; assert sys.version_info >= (3, 11), "quicack needs Python >= 3.11"'
 
 apt_packages=(tshark tcpdump)
