@@ -332,6 +332,7 @@ def ackfreq22_fig06_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
         ax.set_xlabel("")
         ax.set_title(f"satellite, {LOSS_LABELS[lossy]}" + (" (D)" if lossy else ""), fontsize=8)
         ax.set_ylabel("time to download 1 MB (s)")
+    fig.tight_layout()  # the right panel's axis label clear of the left panel
     note = "Download time as in Table 4; 1 % loss with the default reordering policy D (an ACK at once on reordering). " + STAND_INS
     return Rendered(fig, runs=selected, note=note)
 
