@@ -19,6 +19,9 @@ apt_packages=(tshark tcpdump)
 if [ $dev = 1 ]; then
   # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
   apt_packages+=(iproute2 iptables nftables ethtool procps libnetfilter-queue-dev python3-dev build-essential ngtcp2-client ngtcp2-server hyperfine time)
+  # Debian's browsers as HTTP/3 clients of the testbed (quicack.testbed.browsers): Chromium (Google QUIC), Firefox ESR
+  # (neqo), and certutil for Firefox's profile trusting the testbed's CA.
+  apt_packages+=(chromium firefox-esr libnss3-tools)
   # SLURM for tests/test_slurm.py, which starts its own munged, slurmctld and slurmd on a generated configuration
   # (the packages' own services are not used).
   apt_packages+=(slurm-wlm munge)

@@ -196,10 +196,12 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars: below them is the footnote
     note = (
         "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. The paper "
-        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here 1 MB downloads. The browsers are "
-        "stood in for by the aioquic client with a set ACK policy (aioquic server) and the quinn client asked for AR 2 / "
-        "10 by the quinn server's ACK_FREQUENCY frames (hq-interop), both over the emulated ackfreq22 paths, and by "
-        "other clients with their own default policy where the dataset has them (downloads of at least 1 MB with a client-side capture)."
+        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of 1 MB (the set ACK ratios) or "
+        "10 MB (the browsers). Where the dataset has them, 'chromium (default)' and 'firefox (default)' are the browsers "
+        "themselves (Debian's Chromium and Firefox ESR, whose QUIC is neqo; quicack.testbed.browsers) with their own ACK "
+        "policies, over the emulated ackfreq22 paths; beside them the aioquic client with a set ACK policy (aioquic server), the "
+        "quinn client asked for AR 2 / 10 by the quinn server's ACK_FREQUENCY frames (hq-interop), and other clients with "
+        "their own default policy (downloads of at least 1 MB with a client-side capture)."
     )
     return Rendered(fig, runs=selected, note=note)
 

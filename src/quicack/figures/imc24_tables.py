@@ -9,7 +9,13 @@ import polars as pl
 from quicack.figures.common import Rendered
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
-from quicack.metrics.selection import guideline_runs, second_flight_runs, table3_accounted_runs, table3_runs
+from quicack.metrics.selection import (
+    PAPER_IMPLEMENTATION,
+    guideline_runs,
+    second_flight_runs,
+    table3_accounted_runs,
+    table3_runs,
+)
 from quicack.metrics.server_ack_delay import SPACES, first_server_acks_of_runs
 from quicack.reference import paper_table
 from quicack.run_batches import RunRows
@@ -159,7 +165,7 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
             how = "lower bound only: in every run the server answered before the client probed"
         else:
             ours_pto, how = "not measured", "no ok run"
-        paper = papers.get(client)
+        paper = papers.get(PAPER_IMPLEMENTATION.get(client, client))
         second, second_rtts, others = flights(client)
         rows.append(
             {

@@ -26,6 +26,8 @@ from quicack.metrics.return_path import (
     return_packet_sizes,
 )
 from quicack.metrics.selection import (
+    BROWSER_RECEIVERS,
+    BROWSERS_NOTE,
     RETHINK_FILE_BYTES,
     RETHINK_LOSS_PROFILE,
     RETHINK_PROFILE,
@@ -43,7 +45,7 @@ STAND_INS = (
     "(AR 1:2 or 1:10, 25 ms ACK delay; aioquic server), the quinn client asked for it by the quinn server "
     "(ACK_FREQUENCY) and ngtcp2 (--ack-thresh, its own delay; aioquic server); TCP is Linux TCP (AR 1:2 = the kernel's "
     "defaults, which on this path acknowledge nearly every segment; 1:10 = those ACKs thinned 1:5 in the emulated "
-    "router, which the paper only projected)."
+    "router, which the paper only projected). " + BROWSERS_NOTE
 )
 # Return packets above this size (path MTU probes, the handshake's padded Initials) leave the size axes readable;
 # the figure says how many there were.
@@ -52,8 +54,8 @@ SIZE_AXIS_MAX_BYTES = 250
 
 def labelled_return_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, return-path IP packet sizes after the first RTT with each run's configuration), no loss."""
-    what = f"{WHERE} at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs), what)
+    what = f"{WHERE} at AR 1:2 or 1:10, or by a browser with its own policy"
+    selected = require_runs(rethink_runs(runs, default_policy_receivers=BROWSER_RECEIVERS), what)
     ok = ok_with_labels(selected)
     sizes = reduced_wire(ok, datagrams, tcp_segments, return_packet_sizes, what)
     return selected, sizes.join(ok.select("run_id", "configuration"), on="run_id")
