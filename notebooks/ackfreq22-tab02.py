@@ -26,8 +26,8 @@ from quicack.figures.views import read_views
 from quicack.provenance import read_description
 
 # %%
-views = read_views(db, "runs", "packets", "frames")
+views = read_views(db, "runs", "packets", "frames", "ack_runs")
 description = read_description(db)
-rendered = ackfreq22_tab02_ack_policies(views["runs"], views["packets"], views["frames"])
+rendered = ackfreq22_tab02_ack_policies(views["runs"], views["packets"], views["frames"], views["ack_runs"])
 save(rendered, out_dir, "ackfreq22-tab02", formats, description)
 rendered.artefact

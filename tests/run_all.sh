@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: workflow lint, code lint, the compiled core's own tests and lint (when Rust is installed),
-# and pytest (testbed tests need root).
+# The whole test suite: workflow lint, code lint, CITATION.cff, the compiled core's own tests and lint (when Rust is
+# installed), and pytest (testbed tests need root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== snakemake --lint"
 snakemake --lint
 echo "== ruff"
 ruff check src tests bench
+echo "== cffconvert --validate"
+bash tests/tools/validate_citation.sh
 CARGO=$(command -v cargo || true)
 [ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO="$HOME/.cargo/bin/cargo"
 if [ -n "$CARGO" ]; then

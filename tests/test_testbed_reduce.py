@@ -60,3 +60,18 @@ def test_receiver_qlog_cut_keeps_every_ack_and_its_reason(tmp_path: Path) -> Non
     columns = ["time_ms", "pn_space", "packet_number", "largest_acked", "ack_reason", "ack_eliciting_since_previous_ack"]
     sent_acks = [f.filter((pl.col("event") == "sent") & (pl.col("frame_type") == "ack")).select(columns) for f in (full, cut)]
     assert sent_acks[1].equals(sent_acks[0]) and sent_acks[0]["ack_reason"].null_count() < sent_acks[0].height
+
+
+def test_a_json_seq_qlog_cut_mid_record_keeps_the_cut_record_for_the_reader_hand_made_cut(tmp_path: Path) -> None:
+    """A quic-go server stopped with a connection open (Firefox quits without CONNECTION_CLOSE) leaves its last
+    record cut; hand-made here by cutting a real JSON-SEQ qlog inside its last record. The reduction keeps the cut
+    record, so the reader still reports it (and keeps the events before it), as it would without the reduction."""
+    original = Path(__file__).parent / "data" / "qlog" / "ngtcp2" / "client.sqlog"
+    data = original.read_bytes()
+    cut = tmp_path / "cut.sqlog"
+    cut.write_bytes(data[: data.rindex(b"\x1e") + 40])
+    keep_qlog_events(cut, ["transport:packet_received"])
+    result = read_qlog(cut, run_id="run", vantage="client")
+    assert result.packets.filter(pl.col("event") == "received").height > 10
+    assert result.packets.filter(pl.col("event") == "sent").is_empty()
+    assert result.ingest_issues["message"].str.contains("cut").any()

@@ -12,6 +12,7 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
+from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
 from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume
@@ -217,6 +218,7 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-client-ack-sizes": client_ack_sizes,
     **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
     **ACKFREQ22_MEASURED,
+    **ACKFREQ22_BROWSERS,
 }
 RETHINK: dict[str, ClaimFunction] = {
     "rethink-V-simple-quic-ack": formula(model.quic_ack().size, "B"),
@@ -233,6 +235,7 @@ RETHINK: dict[str, ClaimFunction] = {
         f"rethink-tab3-{protocol}-ar{ratio}-{'loss' if lossy else 'noloss'}": partial(table3_volume, protocol=protocol, ack_ratio=ratio, lossy=lossy)
         for protocol in ("quic", "tcp") for ratio in (2, 10) for lossy in (False, True)
     },
+    **RETHINK_BROWSERS,
 }
 TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp": partial(anatomy_share, case="tcp_cumulative"),

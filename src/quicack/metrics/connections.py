@@ -1,4 +1,5 @@
-"""The first ``connections`` table: one row per (run, qlog vantage), polars only."""
+"""The first ``connections`` table: one row per (run, qlog vantage), and a client row from the client-side capture
+alone for a client that writes no qlog (Chromium); polars only."""
 
 from __future__ import annotations
 
@@ -79,8 +80,11 @@ def connections_table(
     # TTFB is a client metric: it goes on the client row only.
     ttfb = ttfb_by_source(runs, frames, packets).with_columns(pl.lit("client").alias("vantage"))
     handshake = instant_ack_timing(qlog_frames)
+    # A client without a qlog (Chromium writes none) still has its capture's TTFB: its row comes from that alone.
+    capture_only = ttfb.filter(pl.col("ttfb_capture_ms").is_not_null()).select(KEY).join(qlog_endpoints, on=KEY, how="anti")
     return CONNECTIONS.conform(
-        qlog_endpoints.join(recomputed, on=KEY, how="left", nulls_equal=True)
+        pl.concat([qlog_endpoints, capture_only], how="diagonal_relaxed")
+        .join(recomputed, on=KEY, how="left", nulls_equal=True)
         .join(logged, on=KEY, how="left", nulls_equal=True)
         .join(ttfb, on=KEY, how="left", nulls_equal=True)
         .join(handshake, on=KEY, how="left", nulls_equal=True)

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover
 
 from quicack.frame_types import QLOG_NAMES, WIRE_NAMES
 
-from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_US, Profile
+from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_ENCODED_MS, ACK_DELAY_US, Profile
 
 # Event kinds, from the event name without its category (transport:, quic:, recovery:, ...).
 PACKET_SENT = 1
@@ -391,10 +391,11 @@ class TraceConnection:
         mode = self.profile.ack_delay
         if mode == ACK_DELAY_US:
             return v / 1000.0
-        if mode == ACK_DELAY_ENCODED:
+        if mode == ACK_DELAY_ENCODED or mode == ACK_DELAY_ENCODED_MS:
             # The exponent is the ACK sender's: ours for ACKs we send, the peer's for ACKs we receive.
             exp = self.local_ack_delay_exponent if sent else self.peer_ack_delay_exponent
-            return v * (1 << (3 if exp is None else exp)) / 1000.0
+            scaled = v * (1 << (3 if exp is None else exp))
+            return scaled if mode == ACK_DELAY_ENCODED_MS else scaled / 1000.0
         return v
 
     def on_metrics(self, t: float, data: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 ACK_DELAY_MS = "ms"  # milliseconds, already scaled (qlog 0.3 and later; aioquic, quic-go, ngtcp2, ...)
 ACK_DELAY_US = "us"  # microseconds (mvfst: std::chrono::microseconds::count())
 ACK_DELAY_ENCODED = "encoded"  # the raw wire field, in units of 2^ack_delay_exponent microseconds (picoquic)
+ACK_DELAY_ENCODED_MS = "encoded_ms"  # the raw wire field divided by 1000, not scaled by the exponent (neqo)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,12 @@ def profile_for(implementation: str | None, time_units: str | None) -> Profile:
         # although qlog says milliseconds: the initial RTT shows as 0.333.
         return Profile(time_to_ms=1.0 if unit is None else unit, rtt_to_ms=1000.0, ack_delay=ACK_DELAY_MS,
                        header_length_is_packet_size=True, group_id_per_event_is_connection=False)
+    if implementation == "neqo":
+        # neqo (Firefox 153's QUIC) logs an ACK frame's ack_delay as the undecoded wire field / 1000
+        # (neqo-transport qlog.rs: `ack_delay as f32 / 1000.0`), so a 19.3 ms delay at exponent 3 reads 2.4: a capture
+        # of the same packets shows 8x the logged value.
+        return Profile(time_to_ms=1.0 if unit is None else unit, rtt_to_ms=1.0 if unit is None else unit,
+                       ack_delay=ACK_DELAY_ENCODED_MS)
     scale = 1.0 if unit is None else unit
     ack_delay = ACK_DELAY_US if scale == 0.001 else ACK_DELAY_MS
     if implementation == "quic-go":

@@ -30,7 +30,8 @@ RTT_SAMPLES = Table(
 
 CONNECTIONS = Table(
     "connections",
-    "One row per connection and vantage: derived handshake and recovery metrics.",
+    "One row per connection and vantage: derived handshake and recovery metrics (an endpoint's row needs its qlog, except a "
+    "client without one, e.g. Chromium: its row holds what the client-side capture shows, the TTFB).",
     (
         RUN_ID,
         Column("vantage", S, "Endpoint: 'client' or 'server'."),

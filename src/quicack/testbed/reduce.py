@@ -87,7 +87,13 @@ def keep_qlog_events(qlog: Path, names: Collection[str]) -> int:
         records = [r for r in data.split(_RECORD_SEPARATOR) if r.strip()]
         kept = []
         for record in records:
-            event = json.loads(record)
+            try:
+                event = json.loads(record)
+            except ValueError:
+                # A record cut off when the endpoint was stopped (quic-go's server with a connection still open) stays
+                # as it was written: the reader reports it, as it would without the reduction.
+                kept.append(record)
+                continue
             if "name" in event and event["name"] not in wanted:
                 dropped += 1
                 continue

@@ -33,7 +33,16 @@ from quicack.layout.runs import keylog_path, qlog_folder, sim_folder
 from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
 from quicack.testbed import capture, netns, reduce, router, tidy
 from quicack.testbed.calibrate import calibrate
-from quicack.testbed.clients import TCP, ClientRequest, client_command, client_versions, url_scheme
+from quicack.testbed.certs import cert_paths
+from quicack.testbed.clients import (
+    TCP,
+    ClientRequest,
+    client_command,
+    client_versions,
+    confined_to_its_flow,
+    exit_grace_s,
+    url_scheme,
+)
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
@@ -122,6 +131,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         netns.create(topo)
         if tcp and policy and policy.ack_ratio == 1:
             netns.quickack_route(topo)
+        if confined_to_its_flow(group.client):
+            netns.confine_client(topo, SERVER_PORT)
         router.configure(topo, imp)
         impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
         caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen) if group.captures else None
@@ -148,12 +159,13 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             qlog_dir=qlog_folder(run_dir, CLIENT),
             timeout_s=group.timeout_s,
             ack_policy=None if _sender_sets_policy(group) else group.receiver_ack_policy,
+            server_chain=None if tcp else cert_paths(group.cert_size).chain,
         )
         argv, env = client_command(req)
         timing.mark("client_start")
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
         try:
-            client_exit = client.popen.wait(timeout=group.timeout_s + 10)
+            client_exit = client.popen.wait(timeout=group.timeout_s + exit_grace_s(group.client))
         except subprocess.TimeoutExpired:
             client.stop(signal.SIGKILL, grace_s=2)
             client_exit = None
@@ -172,7 +184,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         if got.exists():
             downloaded = {"bytes": got.stat().st_size, "sha256": sha256_file(got)}
         if client_exit is None:
-            reason = f"timeout: client did not finish within {group.timeout_s + 10:g} s"
+            reason = f"timeout: client did not finish within {group.timeout_s + exit_grace_s(group.client):g} s"
         elif not got.exists():
             reason = f"no download (client exit {client_exit}): {_tail(logs / 'client.stderr', 300)}"
         elif downloaded["sha256"] != served.sha256:
@@ -345,6 +357,7 @@ def _run_json(
             "server_side_capture": group.captures and group.server_side_capture,
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
+            "client_confined_to_its_flow": confined_to_its_flow(group.client),
             "cleanup_problems": cleanup_problems,
         },
     }  # fmt: skip

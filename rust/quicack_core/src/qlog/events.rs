@@ -13,6 +13,7 @@ use crate::json::{Obj, Value};
 pub const ACK_DELAY_MS: u8 = 0;
 pub const ACK_DELAY_US: u8 = 1;
 pub const ACK_DELAY_ENCODED: u8 = 2;
+pub const ACK_DELAY_ENCODED_MS: u8 = 3; // neqo: the wire field / 1000, not scaled by the exponent
 
 pub type AckKey = (Option<u8>, Option<i64>);
 pub type AckReason = (Option<String>, Option<i64>);
@@ -176,13 +177,14 @@ impl Conn {
         };
         Ok(Some(match self.ack_delay {
             ACK_DELAY_US => v / 1000.0,
-            ACK_DELAY_ENCODED => {
+            ACK_DELAY_ENCODED | ACK_DELAY_ENCODED_MS => {
                 let exponent = if sent { self.local_ack_delay_exponent } else { self.peer_ack_delay_exponent };
                 let exponent = exponent.unwrap_or(3);
                 if !(0..=62).contains(&exponent) {
                     return Err(HandOff); // Python raises or computes with a big int
                 }
-                v * ((1u64 << exponent) as f64) / 1000.0
+                let scaled = v * ((1u64 << exponent) as f64);
+                if self.ack_delay == ACK_DELAY_ENCODED_MS { scaled } else { scaled / 1000.0 }
             }
             _ => v,
         }))

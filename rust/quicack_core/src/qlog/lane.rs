@@ -292,6 +292,7 @@ impl QlogLane {
             "ms" => ACK_DELAY_MS,
             "us" => ACK_DELAY_US,
             "encoded" => ACK_DELAY_ENCODED,
+            "encoded_ms" => ACK_DELAY_ENCODED_MS,
             other => return Err(PyValueError::new_err(format!("unknown ack_delay unit {other:?}"))),
         };
         let cid = self.conns.len();

@@ -116,6 +116,15 @@ fn ack_delays_in_each_unit() {
 }
 
 #[test]
+fn neqo_ack_delay_is_the_wire_field_over_1000() {
+    // neqo (Firefox 153) logs ack_delay as the undecoded field / 1000: 2.408 with exponent 3 is 19.264 ms on the wire.
+    let ack = r#"{"header": {"packet_type": "1RTT"}, "frames": [{"frame_type": "ack", "ack_delay": 2.408}]}"#;
+    let mut neqo = conn("client", ACK_DELAY_ENCODED_MS);
+    assert!(apply(&mut neqo, "packet_sent", 1.0, ack));
+    assert_eq!(*neqo.rows.frames.ack_delay_ms.last().unwrap(), Some(19.264));
+}
+
+#[test]
 fn handshake_done_sent_by_the_server_confirms_the_handshake() {
     let mut c = conn("server", ACK_DELAY_MS);
     let done = r#"{"header": {"packet_type": "1RTT", "packet_number": 3}, "frames": [{"frame_type": "handshake_done"}]}"#;
