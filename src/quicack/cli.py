@@ -2,8 +2,10 @@
 
 User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``scan`` (scanner
 output in the imc24 authors' layout to scan_connections), ``sql`` (query the database), ``fuzz`` (mutated
-inputs through the readers). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
-``dataset-issues``, ``scan-part``, ``derive-group``, ``build-db``, ``render-summary``, ``merge-claims``.
+inputs through the readers), ``doctor`` (what this installation runs with; ``quicack --version`` in one line),
+``artifact-claims`` (ARTIFACT.md's claims section). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+``dataset-issues``, ``scan-part``, ``derive-group``, ``build-db``, ``render-summary``, ``merge-claims``,
+``report-pages``, ``artifact-zip``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scan": ("quicack.scan.scan_command:add_scan_arguments",
              "scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet"),
     "sql": ("quicack.sql_command:add_arguments", "run a query on the database, or open a shell without one"),
+    "doctor": ("quicack.doctor:add_arguments",
+               "the engines, the compiled core, tshark, Rust and the testbed's programs found"),
     "fuzz": ("quicack.fuzz.fuzz_command:add_arguments",
              "mutated copies of real captures and qlogs through pcap and qlog; counts crashes and hangs"),
     "ingest-group": ("quicack.stages.ingest_stage:add_ingest_group_arguments", "(pipeline) ingest one run group"),
@@ -40,12 +44,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "(pipeline) which artefacts could not be drawn, and why"),
     "merge-claims": ("quicack.stages.render_stage:add_merge_claims_arguments",
                      "(pipeline) every paper's claims table in one claims.csv"),
+    "report-pages": ("quicack.artifact.artifact_command:add_report_pages_arguments",
+                     "(pipeline) the report's landing page (claims overview) and captions"),
+    "artifact-zip": ("quicack.artifact.artifact_command:add_artifact_zip_arguments",
+                     "(pipeline) the report, claims, figures, tables and docs in one zip"),
+    "artifact-claims": ("quicack.artifact.artifact_command:add_artifact_claims_arguments",
+                        "ARTIFACT.md's claims section from a run's claims.csv"),
 }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        # The doctor's one line (it imports the engines): only that subcommand's module is imported for it.
+        argv = ["doctor", "--version"]
     parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="store_true", help="the version and the engines in use, then exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     called = next((arg for arg in argv if not arg.startswith("-")), None)
     for name, (entry, help_text) in COMMANDS.items():

@@ -19,7 +19,7 @@ REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"
 # Which file of REFERENCE_DIR each reader reads, from its arguments: quicack.reference_use reads this table to give
 # each job (a notebook, the scan) the reference files its functions read, so that editing one re-runs exactly those
 # jobs. A reader whose file depends on its arguments must be called with them as literals
-# (`paper_table("imc24", "tab02")`); tests/test_dependencies.py checks every reader is listed here.
+# (`paper_table("imc24", "tab02")`); tests/test_results_follow_code.py checks every reader is listed here.
 READS = {
     "reference_path": "{paper}_{name}.csv",
     "paper_table": "{paper}_{name}.csv",
@@ -29,6 +29,7 @@ READS = {
     "cdn_names": "cdn_asn.csv",
     "path_profiles": "path_profiles.csv",
     "path_profile": "path_profiles.csv",
+    "papers": "papers.csv",
 }
 
 CLAIM_COLUMNS = {
@@ -100,6 +101,12 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     if row.height != 1 or row["paper_low"][0] is None or row["paper_high"][0] is None:
         raise KeyError(f"{reference_path(paper, 'claims', directory)}: no numeric range for claim '{claim_id}'")
     return float(row["paper_low"][0]), float(row["paper_high"][0])
+
+
+def papers(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/papers.csv``: each paper's short name (the ``paper`` of claims.csv), title, authors, venue,
+    year and DOI as the papers' texts give them (empty where they give none)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "papers.csv", infer_schema=False)
 
 
 # Any AS not in data/reference/cdn_asn.csv, and an unrouted address (imc24 Table 5's "Others").

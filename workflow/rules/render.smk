@@ -47,7 +47,7 @@ rule claims:
     output:
         report(
             RESULTS / "claims.csv",
-            caption="../report/claims.rst",
+            caption=caption_page("claims"),
             category="claims",
         ),
     log:
@@ -68,7 +68,7 @@ rule render_summary:
     output:
         report(
             RESULTS / "rendering.txt",
-            caption="../report/rendering.rst",
+            caption=caption_page("rendering"),
             category="Data",
         ),
     log:

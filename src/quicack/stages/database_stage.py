@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack import database, parquet_store
-from quicack.issues import count_errors
+from quicack.issues import count_errors, issue_lines, write_issue_list
 from quicack.schema import TABLES
 
 
@@ -23,9 +23,10 @@ class Summary:
     warnings: int
 
 
-def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
+def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
     """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
-    the Parquet files the database was built on."""
+    the Parquet files the database was built on. The issues are grouped by cause (``quicack.issues.issue_lines``);
+    with ``issue_list`` every row is written there (CSV) and the summary points to it."""
     issues = parquet_store.read_files("ingest_issues", files.get("ingest_issues", []))
     runs = parquet_store.read_files("runs", files.get("runs", []))
     lines = ["quicack ingest summary", ""]
@@ -36,10 +37,10 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
     errors = count_errors(issues)
     warnings = issues.height - errors
     lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
-    for row in issues.sort("severity", "path").head(50).iter_rows(named=True):
-        lines.append(f"    [{row['severity']}] {row['stage']}: {row['path']}: {row['message']}")
-    if issues.height > 50:
-        lines.append(f"    ... {issues.height - 50} more: SELECT * FROM ingest_issues")
+    where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
+    lines += issue_lines(issues, where)
+    if issue_list is not None:
+        write_issue_list(issues, issue_list)
     return Summary("\n".join(lines) + "\n", errors, warnings)
 
 
@@ -47,6 +48,7 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parquet", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--summary", type=Path, required=True)
+    parser.add_argument("--issues", type=Path, help="write every ingest issue here (CSV, with its cause); the summary groups them")
     parser.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     parser.add_argument(
         "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
@@ -95,7 +97,7 @@ def build_db(args: argparse.Namespace) -> int:
             building.unlink(missing_ok=True)
             print(f"path checks: {error}", file=sys.stderr)
             return 2
-    summary = summarize(snapshot, counts)
+    summary = summarize(snapshot, counts, args.issues)
     if args.strict and (summary.errors or summary.warnings):
         print(summary.text)
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
