@@ -7,11 +7,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery, stages
+from quicack import parquet_store, recovery
 from quicack.claims import Measured, agreement, claims_table
 from quicack.claims.imc24_claims import CLAIMS, imc24_claims
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
+from quicack.stages import derive_stage, ingest_stage
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = REPO / "data" / "sample" / "raw"
@@ -23,8 +24,8 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("claims") / "parquet"
     for group in GROUPS:
-        stages.ingest_group_stage(RAW, group, "sample", parquet)
-        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
     return {name: parquet_store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams")}
 
 

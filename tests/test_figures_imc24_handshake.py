@@ -10,9 +10,10 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery, stages
+from quicack import parquet_store, recovery
 from quicack.figures import imc24_handshake, imc24_tables
 from quicack.metrics import guidelines, selection
+from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
@@ -22,8 +23,8 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("imc24_handshake") / "parquet"
     for group in GROUPS:
-        stages.ingest_group_stage(RAW, group, "sample", parquet)
-        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
     names = ("runs", "packets", "frames", "datagrams", "handshake_runs")
     return {name: parquet_store.read_table(parquet, name) for name in names}
 
@@ -148,8 +149,8 @@ def test_tab04_paper_beside_ours_and_lower_bounds(tables):
 def test_tab04_lists_only_the_clients_of_the_iack_wfc_runs(tables, tmp_path):
     """Linux TCP's downloads (the ACK-ratio study) have handshake_runs rows too, without a mode: no client row."""
     parquet = tmp_path / "parquet"
-    stages.ingest_group_stage(RAW, "linux-tcp_linux-tcp", "sample", parquet)
-    stages.derive_group_stage(parquet, "linux-tcp_linux-tcp", recovery.RecoveryParams())
+    ingest_stage.ingest_group_stage(RAW, "linux-tcp_linux-tcp", "sample", parquet)
+    derive_stage.derive_group_stage(parquet, "linux-tcp_linux-tcp", recovery.RecoveryParams())
     tcp = parquet_store.read_table(parquet, "handshake_runs")
     assert set(tcp["client_impl"]) == {"linux-tcp"}
     both = pl.concat([tables["handshake_runs"], tcp], how="diagonal_relaxed")

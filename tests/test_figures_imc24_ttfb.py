@@ -13,11 +13,12 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery, stages
+from quicack import parquet_store, recovery
 from quicack.figures import imc24_pto, imc24_ttfb
 from quicack.figures.common import run_accounting, save
 from quicack.metrics import selection, summary
 from quicack.provenance import DatasetDescription
+from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 EMULATED = DatasetDescription("sample", "emulated", "real QUIC implementations over emulated paths")
@@ -29,8 +30,8 @@ CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 def handshakes(tmp_path_factory) -> pl.DataFrame:
     parquet = tmp_path_factory.mktemp("imc24_figures") / "parquet"
     for group in GROUPS:
-        stages.ingest_group_stage(RAW, group, "sample", parquet)
-        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
     return parquet_store.read_table(parquet, "handshake_runs")
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery, stages
+from quicack import parquet_store, recovery
 from quicack.claims.imc24_claims import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
 from quicack.metrics import guidelines, sweet_spot
 from quicack.metrics.selection import delay_sweep_runs
 from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
 from quicack.reference import paper_table
+from quicack.stages import derive_stage, ingest_stage
 from quicack.testbed.impair import carries_short_header
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
@@ -33,8 +34,8 @@ def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("full_matrix") / "parquet"
     for client in CLIENTS:
         group = f"aioquic_{client}"
-        stages.ingest_group_stage(RAW, group, "sample", parquet)
-        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
     return {name: parquet_store.read_table(parquet, name) for name in ("runs", "frames", "datagrams", "handshake_runs")}
 
 

@@ -1,14 +1,16 @@
 """The shape of the package: no import cycles among quicack's modules (lazy imports inside functions included: a
 cycle hidden in a function is still two modules that cannot be understood, tested or changed one without the
 other), modules small enough to have one job, and no two modules of the same name doing different things.
-Read from the source with `ast`; nothing is imported."""
+Read from the source with `ast` (quicack.code_graph); nothing is imported."""
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter
 from pathlib import Path
+
+from quicack.code_graph import CodeGraph
+from quicack.code_graph import module_name as code_graph_module_name
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "src"
@@ -21,38 +23,25 @@ OVER_LENGTH = {
 }
 
 
+# The package's import graph (quicack.code_graph: top-level and lazy imports, names a package imports on first use),
+# the one the workflow follows to each job's code inputs.
+GRAPH = CodeGraph(SOURCE)
+MODULES = GRAPH.paths
+
+
 def module_name(path: Path) -> str:
-    parts = path.relative_to(SOURCE).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    return code_graph_module_name(path, SOURCE)
 
 
 def imports_of(name: str) -> set[str]:
     """The quicack modules `name` imports anywhere in its body (top level and inside functions): for `from a import
     b` the submodule a.b when there is one, else a. Importing a.b runs a's __init__ too, but that is the package's
     own business: an edge to the parent package would make every package that re-exports a submodule a cycle."""
-    path = MODULES[name]
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            submodules = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
-            found.update(submodules or {base})
-            if len(submodules) < len(node.names):
-                found.add(base)
-    return {module for module in found if module in MODULES and module != name}
+    return GRAPH.imports(name)
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {name: imports_of(name) for name in MODULES}
+    return GRAPH.graph()
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -91,13 +80,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_import_graph_is_read_right():
-    """The graph this file checks sees both kinds of import it must: a top-level relative one and one inside a
-    function (quicack.cli imports each subcommand's module when the subcommand runs)."""
+    """The graph this file checks sees every kind of import it must: a top-level relative one, one inside a function
+    (the ingest imports the capture decoder when it reads a capture), and a name a package imports on first use
+    (quicack.layout's group_from_key is quicack.layout.runs', not the package's other modules)."""
     graph = import_graph()
     assert "quicack.qlog.records" in graph["quicack.qlog.detect"] | graph["quicack.qlog.batch"] | graph[
         "quicack.qlog.lane"
     ]
-    assert "quicack.fuzz" in graph["quicack.cli"]
+    assert "quicack.pcap.decode" in graph["quicack.ingest"]
+    assert graph["quicack.stages.group_arguments"] == {"quicack.layout.runs"}
 
 
 def test_no_import_cycles():

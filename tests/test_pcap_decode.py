@@ -181,10 +181,10 @@ def test_parquet_writer_one_many_or_no_batches(tmp_path: Path) -> None:
 
 
 def test_help_and_registration_do_not_import_the_decoder() -> None:
-    # Start-up time: `quicack pcap --help` and the `quicack` command that registers the subcommand stay light.
+    # Start-up time: `quicack pcap --help` and the `quicack` command that adds the subcommand's arguments stay light.
     code = (
         "import sys, argparse; import quicack.pcap as p; from quicack.pcap import pcap_command; "
-        "pcap_command.add_subparser(argparse.ArgumentParser().add_subparsers()); "
+        "pcap_command.add_arguments(argparse.ArgumentParser()); "
         "heavy = {'polars', 'pyarrow', 'numpy', 'quicack.pcap.decode', 'aioquic.tls'} & set(sys.modules); "
         "assert not heavy, heavy"
     )

@@ -9,9 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery, stages
+from quicack import parquet_store, recovery
 from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
 from quicack.layout import group_key, run_groups
+from quicack.stages import derive_stage, ingest_stage
 from tests.conftest import REPO
 
 QIR_AS_FOUND = REPO / "tests/data/qir_as_found/all-interop-servers"
@@ -28,8 +29,8 @@ EMBEDDED_INITIAL_ACK_DELAY_MS = {
 def parquet(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("qir") / "parquet"
     for group in run_groups(QIR_AS_FOUND):
-        stages.ingest_group_stage(QIR_AS_FOUND, group, "qir", root)
-        stages.derive_group_stage(root, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(QIR_AS_FOUND, group, "qir", root)
+        derive_stage.derive_group_stage(root, group, recovery.RecoveryParams())
     return root
 
 

@@ -17,6 +17,7 @@ from quicack.metrics.rethink_volume import reduced_wire
 from quicack.metrics.return_path import packets_per_second, return_volume, wire_packets
 from quicack.metrics.selection import MissingData
 from quicack.run_batches import StoredView, batches_by_rows, per_run_batches, rows_of_runs
+from quicack.stages import derive_stage, ingest_stage
 
 PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 
@@ -110,9 +111,9 @@ def test_tables_of_two_databases_are_refused(database, tmp_path) -> None:
 
 
 def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, monkeypatch) -> None:
-    """The derive stage cuts a group by input rows (stages.DERIVE_BATCH_ROWS): one run per batch and the whole
+    """The derive stage cuts a group by input rows (derive_stage.DERIVE_BATCH_ROWS): one run per batch and the whole
     group in one batch give the same six derived tables, row for row (sorted)."""
-    from quicack import recovery, stages
+    from quicack import recovery
     from quicack.layout import run_groups
     from tests.conftest import ACK_POLICY_RAW
 
@@ -120,11 +121,11 @@ def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, mo
     derived = {}
     for label, rows in (("one_run_each", 1), ("whole", 10**12)):
         parquet = tmp_path / label
-        stages.ingest_group_stage(ACK_POLICY_RAW, group, "ack_policy_fixture", parquet)
-        monkeypatch.setattr(stages, "DERIVE_BATCH_ROWS", rows)
-        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
-        derived[label] = {name: parquet_store.read_table(parquet, name) for name in stages.DERIVED_TABLES}
-    for name in stages.DERIVED_TABLES:
+        ingest_stage.ingest_group_stage(ACK_POLICY_RAW, group, "ack_policy_fixture", parquet)
+        monkeypatch.setattr(derive_stage, "DERIVE_BATCH_ROWS", rows)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        derived[label] = {name: parquet_store.read_table(parquet, name) for name in derive_stage.DERIVED_TABLES}
+    for name in derive_stage.DERIVED_TABLES:
         batched, whole = derived["one_run_each"][name], derived["whole"][name]
         assert batched.height == whole.height, name
         assert batched.sort(pl.all()).equals(whole.sort(pl.all())), name

@@ -1,10 +1,15 @@
 //! Compiles the QUIC frame-type table, src/quicack/frame_types.csv (the one home of frame names and numbers,
-//! which the Python package reads too), into $OUT_DIR/frame_types.rs for `src/frame_types.rs`. Nothing else.
+//! which the Python package reads too), into $OUT_DIR/frame_types.rs for `src/frame_types.rs`, and records the
+//! core's build identity (build_identity.rs). Nothing else.
+
+#[path = "build_identity.rs"]
+mod build_identity;
 
 use std::fmt::Write;
 use std::path::Path;
 
 fn main() {
+    build_identity::record();
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo");
     let csv = Path::new(&manifest).join("../../src/quicack/frame_types.csv");
     println!("cargo:rerun-if-changed={}", csv.display());

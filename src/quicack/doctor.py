@@ -5,6 +5,7 @@ Debian's ngtcp2, the browsers). Every line is read from the system as it is, not
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -15,8 +16,6 @@ from pathlib import Path
 
 import quicack
 
-# The names a build identity of quicack_core may carry (the first one present is printed).
-_CORE_IDENTITY_ATTRIBUTES = ("BUILD_IDENTITY", "BUILD", "build_identity", "__build__")
 # Browsers the testbed can drive where they are installed (Debian: chromium, firefox-esr).
 BROWSERS = ("chromium", "firefox-esr")
 
@@ -34,16 +33,20 @@ class Item:
 
 def core_identity() -> tuple[str, str] | None:
     """(version, build identity) of the installed quicack_core, None when it is not installed. The version is the
-    installed distribution's; the identity what the module says of its build, '' when it says nothing."""
-    try:
-        import quicack_core
-    except ImportError:
+    installed distribution's; the identity what its build recorded (quicack.compiled_core), with a note when the
+    checkout's sources would build another."""
+    from quicack.compiled_core import installed_identity, source_identity
+
+    identity = installed_identity()
+    if identity is None:
         return None
     try:
         version = metadata.version("quicack-core")
     except metadata.PackageNotFoundError:
         version = "unknown version"
-    identity = next((str(getattr(quicack_core, name)) for name in _CORE_IDENTITY_ATTRIBUTES if hasattr(quicack_core, name)), "")
+    sources = source_identity()
+    if sources not in (None, identity):
+        identity += f"; not built from the sources as they are ({sources}): bash install.sh rebuilds it"
     return version, identity
 
 
@@ -152,6 +155,16 @@ def version_line() -> str:
     core_text = f"quicack_core {core.state}" + (f" build {core.detail}" if core.detail else "") if core.found else "no quicack_core"
     return (f"quicack {quicack.__version__} (capture decoder: {by_name['capture decoder'].state}, "
             f"qlog reader: {by_name['qlog reader'].state}; {core_text})")  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="store_true", help="only the one line of `quicack --version`")
+    parser.set_defaults(handler=lambda args: _version() if args.version else main())
+
+
+def _version() -> int:
+    print(version_line())
+    return 0
 
 
 def main() -> int:

@@ -16,6 +16,22 @@ import polars as pl
 # is used from its checkout (pip install -e), as the pipeline is.
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"
 
+# Which file of REFERENCE_DIR each reader reads, from its arguments: quicack.reference_use reads this table to give
+# each job (a notebook, the scan) the reference files its functions read, so that editing one re-runs exactly those
+# jobs. A reader whose file depends on its arguments must be called with them as literals
+# (`paper_table("imc24", "tab02")`); tests/test_results_follow_code.py checks every reader is listed here.
+READS = {
+    "reference_path": "{paper}_{name}.csv",
+    "paper_table": "{paper}_{name}.csv",
+    "paper_claims": "{paper}_claims.csv",
+    "paper_claim_range": "{paper}_claims.csv",
+    "cdn_asn": "cdn_asn.csv",
+    "cdn_names": "cdn_asn.csv",
+    "path_profiles": "path_profiles.csv",
+    "path_profile": "path_profiles.csv",
+    "papers": "papers.csv",
+}
+
 CLAIM_COLUMNS = {
     "claim_id": pl.Utf8,
     "section": pl.Utf8,

@@ -14,8 +14,8 @@ rule report_pages:
         db=RESULTS / "quicack.duckdb",
         captions=CAPTION_SOURCES,
         rendered=[render_status(artefact_id) for artefact_id in RENDERED],
-        code=ARTIFACT_CODE,
-        reference=REFERENCE_DATA,
+        code=command_code("report-pages"),
+        reference=command_reference("report-pages"),
     output:
         landing=REPORT_PAGES / "landing.rst",
         captions=[REPORT_PAGES / f"{Path(c).stem}.rst" for c in CAPTION_SOURCES],
@@ -40,7 +40,8 @@ rule artifact:
         rules.all.input,
         rules.report_pages.output,
         docs=[REPO / name for name in ("README.md", "ARTIFACT.md", "LICENSE", "THIRD_PARTY.md", "CITATION.cff")],
-        code=ARTIFACT_CODE,
+        code=command_code("artifact-zip"),
+        reference=command_reference("artifact-zip"),
     output:
         report=RESULTS / "artifact" / "report.html",
         bundle=RESULTS / "artifact" / f"quicack-{DATASET}.zip",

@@ -1,18 +1,21 @@
 # Shared configuration, paths and input functions of the quicack workflow.
 
-import ast
 import json
 import os
 import shlex
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
+from quicack.code_graph import CodeGraph
+from quicack.compiled_core import engine_identity, stale_core_warning
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan_folders import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
+from quicack.reference_use import ReferenceUse
 from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 
 min_version("9.0")
@@ -98,78 +101,57 @@ def scan_part_inputs(wildcards):
 # The repository (where the main Snakefile is), relative to the working directory: "." from the repository root,
 # and still right when Snakemake runs from elsewhere (-s <repo>/Snakefile), where cwd-relative paths would find nothing.
 REPO = Path(os.path.relpath(workflow.basedir))
-SOURCE = REPO / "src" / "quicack"
+
+# What each job runs and reads, computed when the DAG is built (quicack.code_graph, quicack.reference_use): a job
+# calling `quicack <command>` depends on the modules that subcommand's module reaches through every import, a
+# notebook on those its imports reach, each on the package data those modules name and the data/reference files its
+# functions read; a job that may use the compiled core (rust/quicack_core) on the core's build identity (a params
+# value). So editing a module or a reference file re-runs exactly the jobs that run or read it.
+CODE = CodeGraph(REPO / "src")
+REFERENCE_READS = ReferenceUse(CODE, REPO / "data" / "reference")
+# What the capture decoder and the qlog reader run here: a rebuilt core (or another engine) re-runs their jobs.
+ENGINE_IDENTITY = engine_identity()
+_stale_core = stale_core_warning(REPO / "rust" / "quicack_core")
+if _stale_core:
+    logger.warning(f"quicack: {_stale_core}")
 
 
-def module_file(dotted):
-    """src/quicack/a/b.py or src/quicack/a/b/__init__.py for 'quicack.a.b'; None outside the package."""
-    path = SOURCE.parent.joinpath(*dotted.split("."))
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def _paths(files):
+    return sorted(str(path) for path in files)
 
 
-def imported_modules(path, dotted):
-    """quicack modules that `path` (the module named `dotted`) imports anywhere in its body, lazy imports included."""
-    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            found.add(base)
-            # `from quicack.x import y` may name a submodule y.
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.split(".")[0] == "quicack"}
+def command_code(command):
+    """The source files `quicack <command>` runs, and the package data they name."""
+    return _paths(CODE.files(CODE.command_modules(command)))
 
 
-def stage_code(*roots, files=()):
-    """The package's source files a stage runs: the modules named in `roots` and everything they import
-    from the package, followed through every import; plus `files` as they are. Snakemake re-runs a stage
-    when the code that made its outputs changed (imported modules are otherwise invisible to it), and only
-    then: the ingest rules do not depend on the figures."""
-    todo = []
-    for root in roots:
-        path = module_file(root)
-        # A package as a root stands for all of its modules.
-        if path is not None and path.name == "__init__.py":
-            todo.extend(f"{root}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
-        todo.append(root)
-    seen = set()
-    while todo:
-        dotted = todo.pop()
-        path = module_file(dotted)
-        if path is None or dotted in seen:
-            continue
-        seen.add(dotted)
-        parent = dotted.rpartition(".")[0]
-        todo.extend(imported_modules(path, dotted) | ({parent} if parent else set()))
-    return sorted({str(module_file(m)) for m in seen} | {str(SOURCE / f) for f in files})
+def command_reference(command):
+    """The data/reference files `quicack <command>` reads."""
+    return _paths(REFERENCE_READS.command_reads(command))
 
 
-# The command line dispatches to every stage; its own file counts for each, not everything it imports.
-ENTRY_FILES = ("cli.py", "stages.py")
-INGEST_CODE = stage_code("quicack.ingest", "quicack.parquet_store", files=ENTRY_FILES)
-DERIVE_CODE = stage_code(
-    "quicack.metrics.rtt",
-    "quicack.metrics.connections",
-    "quicack.metrics.handshake",
-    "quicack.metrics.agreement",
-    "quicack.parquet_store",
-    files=ENTRY_FILES,
-)
-DATABASE_CODE = stage_code("quicack.database", "quicack.parquet_store", "quicack.provenance", files=ENTRY_FILES)
-SCAN_CODE = stage_code("quicack.scan", "quicack.parquet_store", files=ENTRY_FILES)
-# The notebooks call the figures and claims packages.
-RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
-# Curated paper values (claims, reference tables) that the figures and tables print beside ours.
-REFERENCE_DATA = sorted(str(p) for p in (REPO / "data" / "reference").rglob("*.csv"))
+def _engine(modules):
+    return ENGINE_IDENTITY if "quicack_core" in CODE.external_imports(modules) else "not used"
+
+
+def command_engine(command):
+    """The compiled core's identity for a command whose modules may use it, else a constant."""
+    return _engine(CODE.command_modules(command))
+
+
+def notebook_code(notebook):
+    """The source files a notebook runs (its imports, followed through), and the package data they name."""
+    return _paths(CODE.files(CODE.script_modules(notebook)))
+
+
+def notebook_reference(notebook):
+    """The data/reference files a notebook's code and the functions it calls read."""
+    return _paths(REFERENCE_READS.script_reads(notebook))
+
+
+def notebook_engine(notebook):
+    return _engine(CODE.script_modules(notebook))
+
 
 # Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
 GROUPS = [group_key(group) for group in run_groups(RAW)]
@@ -232,7 +214,6 @@ TABLES = RESULTS / "tables"
 REPORT_PAGES = RESULTS / "report"
 REPORT_PAGES_ABSOLUTE = Path(os.path.abspath(REPORT_PAGES))
 CAPTION_SOURCES = sorted(str(p) for p in (REPO / "workflow" / "report").glob("*.rst"))
-ARTIFACT_CODE = stage_code("quicack.artifact", files=ENTRY_FILES)
 NOTEBOOKS_OUT = RESULTS / "notebooks"
 NOTEBOOKS = REPO / "notebooks"
 

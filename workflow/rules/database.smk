@@ -4,7 +4,8 @@
 rule database:
     input:
         all_parquet(),
-        code=DATABASE_CODE,
+        code=command_code("build-db"),
+        reference=command_reference("build-db"),
         description=DESCRIPTION,
         scan_description=SCAN_DESCRIPTION,
         path_checks=PATH_CHECKS,
@@ -22,6 +23,7 @@ rule database:
         BENCHMARKS / "database.tsv"
     params:
         parquet=PARQUET,
+        engine=command_engine("build-db"),
         strict="--strict" if config["strict"] else "",
         # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
         parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),

@@ -5,7 +5,8 @@
 rule ingest_group:
     input:
         raw=group_inputs,
-        code=INGEST_CODE,
+        code=command_code("ingest-group"),
+        reference=command_reference("ingest-group"),
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
     log:
@@ -18,6 +19,7 @@ rule ingest_group:
         dataset=DATASET,
         parquet=PARQUET,
         limits=LIMIT_OPTIONS,
+        engine=command_engine("ingest-group"),
     conda:
         CONDA_ENV
     shell:
@@ -26,6 +28,9 @@ rule ingest_group:
 
 
 rule ingest_dataset_issues:
+    input:
+        code=command_code("dataset-issues"),
+        reference=command_reference("dataset-issues"),
     output:
         PARQUET / "ingest_issues" / "_dataset.parquet",
     log:
@@ -37,6 +42,7 @@ rule ingest_dataset_issues:
         parquet=PARQUET,
         # Re-checked whenever the set of run groups changes (params are a rerun trigger).
         groups=GROUPS,
+        engine=command_engine("dataset-issues"),
     conda:
         CONDA_ENV
     shell:

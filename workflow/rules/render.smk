@@ -11,8 +11,8 @@ for artefact_id in RENDERED:
         input:
             notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
             db=RESULTS / "quicack.duckdb",
-            code=RENDER_CODE,
-            reference=REFERENCE_DATA,
+            code=notebook_code(NOTEBOOKS / f"{artefact_id}.py"),
+            reference=notebook_reference(NOTEBOOKS / f"{artefact_id}.py"),
         output:
             rendered_outputs(artefact_id),
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
@@ -28,6 +28,7 @@ for artefact_id in RENDERED:
             out_dir=FIGURES if is_figure(artefact_id) else TABLES,
             formats=",".join(FIGURE_FORMATS),
             dataset=DATASET,
+            engine=notebook_engine(NOTEBOOKS / f"{artefact_id}.py"),
         conda:
             CONDA_ENV
         shell:
@@ -40,7 +41,9 @@ for artefact_id in RENDERED:
 
 rule claims:
     input:
-        [TABLES / f"{artefact_id}.csv" for artefact_id in RENDERED if artefact_id.endswith("-claims")],
+        tables=[TABLES / f"{artefact_id}.csv" for artefact_id in RENDERED if artefact_id.endswith("-claims")],
+        code=command_code("merge-claims"),
+        reference=command_reference("merge-claims"),
     output:
         report(
             RESULTS / "claims.csv",
@@ -54,12 +57,14 @@ rule claims:
     conda:
         CONDA_ENV
     shell:
-        "quicack merge-claims {input:q} --out {output:q} > {log:q} 2>&1"
+        "quicack merge-claims {input.tables:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule render_summary:
     input:
-        [render_status(artefact_id) for artefact_id in RENDERED],
+        statuses=[render_status(artefact_id) for artefact_id in RENDERED],
+        code=command_code("render-summary"),
+        reference=command_reference("render-summary"),
     output:
         report(
             RESULTS / "rendering.txt",
@@ -75,4 +80,4 @@ rule render_summary:
     conda:
         CONDA_ENV
     shell:
-        "quicack render-summary {input:q} --out {output:q} {params.strict} > {log:q} 2>&1"
+        "quicack render-summary {input.statuses:q} --out {output:q} {params.strict} > {log:q} 2>&1"

@@ -69,6 +69,14 @@ impl PacketNumbers {
     }
 }
 
+/// This build: "<version>+<16 hex digits of a hash of the sources it was built from>" (build_identity.rs).
+/// `quicack.compiled_core` compares it with the checkout's sources; the workflow re-runs the jobs that use the core
+/// when it changes.
+#[pyfunction]
+fn build_identity() -> &'static str {
+    env!("QUICACK_CORE_BUILD_IDENTITY")
+}
+
 #[pymodule]
 fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::PacketKeys>()?;
@@ -83,5 +91,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tls::TransportParameters>()?;
     // The frame-type table compiled in (from src/quicack/frame_types.csv): [(name, wire types, qlog names)]
     module.add("FRAME_TYPES", frame_types::FRAME_TYPES.iter().map(|(n, w, q)| (*n, w.to_vec(), q.to_vec())).collect::<Vec<_>>())?;
+    module.add_function(wrap_pyfunction!(build_identity, module)?)?;
+    module.add("__build_identity__", build_identity())?;
     Ok(())
 }

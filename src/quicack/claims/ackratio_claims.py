@@ -247,22 +247,31 @@ TCPQUIC: dict[str, ClaimFunction] = {
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 
 
-def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription) -> Rendered:
+def _beside_ours(
+    paper: str, reference: pl.DataFrame, functions: dict[str, ClaimFunction], tables: Tables, description: DatasetDescription
+) -> Rendered:
     """One ACK-ratio paper's claims beside ours; formula claims hold for any dataset, measured ones name it."""
-    table = claims_table(paper, paper_claims(paper), CLAIMS[paper], tables)
+    table = claims_table(paper, reference, functions, tables)
     return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
 
 
+# Each artefact names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads
+# from the source which reference files and functions a notebook uses (quicack.reference_use).
 def ackfreq22_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The ackfreq22-claims artefact."""
-    return ackratio_claims("ackfreq22", tables, description)
+    return _beside_ours("ackfreq22", paper_claims("ackfreq22"), ACKFREQ22, tables, description)
 
 
 def rethink_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The rethink-claims artefact."""
-    return ackratio_claims("rethink", tables, description)
+    return _beside_ours("rethink", paper_claims("rethink"), RETHINK, tables, description)
 
 
 def tcpquic_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The tcpquic-claims artefact."""
-    return ackratio_claims("tcpquic", tables, description)
+    return _beside_ours("tcpquic", paper_claims("tcpquic"), TCPQUIC, tables, description)
+
+
+def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription) -> Rendered:
+    """One ACK-ratio paper's claims artefact by the paper's name."""
+    return {"ackfreq22": ackfreq22_claims, "rethink": rethink_claims, "tcpquic": tcpquic_claims}[paper](tables, description)

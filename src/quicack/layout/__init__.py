@@ -13,7 +13,7 @@ Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rul
 these rules from here, so that the analysis never depends on the recorder.
 """
 
-from importlib import import_module
+from quicack.lazy_names import lazy_names
 
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
 # importing every module (naming, runs, scan_folders: datetime, urllib) cost a small capture's decoding a few ms.
@@ -25,16 +25,7 @@ _MODULES = {
     "scan_folders": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
     "vantage": ("CLIENT", "SERVER", "SIM_LEFT", "SIM_RIGHT", "capture_point", "endpoint_from_path"),
 }  # fmt: skip
-_MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _MODULES)
 
 
 __all__ = [

@@ -15,23 +15,14 @@ belongs to) and `lane_bridge` (what the compiled lane decodes itself), `decoder_
 
 from __future__ import annotations
 
-# Names are imported on first use: `quicack --help` (which registers this subcommand) and
-# `python -m quicack.pcap.pcap_command --help` must not pay for polars and the decoder.
-_DECODE_NAMES = ("CaptureBatch", "decode_capture")
-# (`pcap_command` names the module here, not its function of that name.)
-_COMMAND_NAMES = ("add_subparser", "write_capture_parquet")
+from quicack.lazy_names import lazy_names
 
+# Names are imported on first use (quicack.lazy_names): `python -m quicack.pcap.pcap_command --help` must not pay
+# for polars and the decoder, and a job importing one of these reaches that module only.
+_MODULES = {
+    "decode": ("CaptureBatch", "decode_capture"),
+    "pcap_command": ("write_capture_parquet",),
+}
+__getattr__ = lazy_names(__name__, _MODULES)
 
-def __getattr__(name: str):
-    if name in _DECODE_NAMES:
-        from . import decode
-
-        return getattr(decode, name)
-    if name in _COMMAND_NAMES:
-        from . import pcap_command
-
-        return getattr(pcap_command, name)
-    raise AttributeError(name)
-
-
-__all__ = [*_DECODE_NAMES, *_COMMAND_NAMES]
+__all__ = [name for names in _MODULES.values() for name in names]

@@ -1,6 +1,6 @@
 """`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like listing.
 
-The `quicack` command wires this in through `add_subparser(subparsers)`; `pcap_command(argv)` runs it alone.
+The `quicack` command adds its arguments through `add_arguments(parser)` (quicack.cli.COMMANDS); `pcap_command(argv)` runs it alone.
 """
 
 from __future__ import annotations
@@ -78,14 +78,7 @@ def _print_batches(batches: Iterable[CaptureBatch], stream: TextIO) -> Iterator[
         yield batch
 
 
-def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("pcap", help="decode a packet capture (QUIC, with keylog) to Parquet tables")
-    _add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", type=Path, help="pcap or pcapng file, optionally .gz / .zst")
     parser.add_argument(
         "--keylog", type=Path, action="append", default=[], help="NSS keylog (SSLKEYLOGFILE); repeatable"
@@ -95,6 +88,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vantage", default=None, help="capture point (default: sim_left/sim_right/the file stem)")
     parser.add_argument("--print", dest="print_packets", action="store_true", help="print one line per QUIC packet")
     add_limit_arguments(parser)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,7 +140,7 @@ def _remember_issues(batches: Iterable[CaptureBatch], issues: list[tuple[str, st
 
 def pcap_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="quicack pcap", description=__doc__)
-    _add_arguments(parser)
+    add_arguments(parser)
     return run(parser.parse_args(argv))
 
 

@@ -1,7 +1,7 @@
 """``quicack qlog PATH... --out DIR``: qlog files (or folders of them) to DIR/<table>.parquet, with the RTT samples
 recomputed from them.
 
-The ``quicack`` command wires this in through ``add_subparser(subparsers)``; ``qlog_command(argv)`` runs it alone.
+The ``quicack`` command adds its arguments through ``add_arguments(parser)`` (quicack.cli.COMMANDS); ``qlog_command(argv)`` runs it alone.
 """
 
 from __future__ import annotations
@@ -14,17 +14,11 @@ from pathlib import Path
 from quicack.limits import add_limit_arguments, limits_from_args
 
 
-def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
-    _add_arguments(parser)
-    parser.set_defaults(handler=run)
-    return parser
-
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
     add_limit_arguments(parser)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 def qlog_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="quicack qlog", description=__doc__.splitlines()[0])
-    _add_arguments(parser)
+    add_arguments(parser)
     return run(parser.parse_args(argv))
 
 

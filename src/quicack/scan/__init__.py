@@ -15,14 +15,10 @@ layout is `quicack.layout.scan_folders`.
 
 from __future__ import annotations
 
+from quicack.lazy_names import lazy_names
 
-def __getattr__(name: str):
-    # Imported on first use: `quicack --help` registers `scan` without paying for polars and the decoder.
-    if name in ("read_measurement", "MeasurementTables"):
-        from . import measurement
+# Imported on first use (quicack.lazy_names): `quicack scan --help` does not pay for polars and the decoder.
+_MODULES = {"measurement": ("MeasurementTables", "read_measurement")}
+__getattr__ = lazy_names(__name__, _MODULES)
 
-        return getattr(measurement, name)
-    raise AttributeError(name)
-
-
-__all__ = ["MeasurementTables", "read_measurement"]
+__all__ = [name for names in _MODULES.values() for name in names]

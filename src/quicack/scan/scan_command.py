@@ -13,13 +13,10 @@ CAPTURE_TABLES = ("datagrams", "packets", "frames")
 SCAN_TABLES = tables_written_by(SCAN)
 
 
-def add_subparser(commands) -> argparse.ArgumentParser:
-    parser = commands.add_parser(
-        "scan",
-        help="scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet",
-        description="Writes DIR/scan_connections.parquet, DIR/scan_truth.parquet (emulated scans) and "
-        "DIR/ingest_issues.parquet, and the capture tables (datagrams, packets, frames; run_id = scan_id) unless "
-        "--no-capture-tables.",
+def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Writes DIR/scan_connections.parquet, DIR/scan_truth.parquet (emulated scans) and DIR/ingest_issues.parquet, "
+        "and the capture tables (datagrams, packets, frames; run_id = scan_id) unless --no-capture-tables."
     )
     parser.add_argument("paths", nargs="+", type=Path, help="measurement folders, <vantage_point> folders or roots")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
@@ -27,16 +24,13 @@ def add_subparser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--no-capture-tables", action="store_true", help="write only the scan tables and ingest_issues")
     parser.set_defaults(handler=scan_command)
 
-    part = commands.add_parser(
-        "scan-part",
-        help="(pipeline) one part of a scan (a vantage point's measurements of one UTC day) to the pipeline's Parquet parts",
-    )
-    part.add_argument("--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)")
-    part.add_argument("--part", required=True, help="part key (quicack.layout.scan_folders.scan_part_key)")
-    part.add_argument("--parquet", type=Path, required=True, help="the pipeline's Parquet folder")
-    part.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
-    part.set_defaults(handler=scan_part_command)
-    return parser
+
+def add_scan_part_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)")
+    parser.add_argument("--part", required=True, help="part key (quicack.layout.scan_folders.scan_part_key)")
+    parser.add_argument("--parquet", type=Path, required=True, help="the pipeline's Parquet folder")
+    parser.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
+    parser.set_defaults(handler=scan_part_command)
 
 
 def _write_measurements(writer, folders, prefix_file: Path | None, capture_tables: bool, issues_run_id: str = "") -> None:

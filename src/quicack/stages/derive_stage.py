@@ -1,17 +1,15 @@
-"""The stages the Snakemake rules run, as functions: ingest a group, derive a group, build the
-database, summarise. Each reads only what the stage before it wrote."""
+"""The derive stage: a run group's ingest tables -> its derived tables (`quicack derive-group`): rtt_samples
+recomputed per RFC 9002, connections, handshake_runs, estimator_agreement, ack_breakdown, ack_runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import argparse
 from pathlib import Path
 
 import polars as pl
 
-from quicack import ingest, parquet_store, recovery
-from quicack.issues import count_errors, issue_lines, write_issue_list
+from quicack import parquet_store, recovery
 from quicack.layout import group_key
-from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.ack_runs import quic_ack_runs, with_tcp_rows
 from quicack.metrics.agreement import estimator_agreement
@@ -21,29 +19,10 @@ from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.metrics.tcp_ack_runs import tcp_ack_runs
 from quicack.run_batches import batches_by_rows, parquet_rows_per_run
 from quicack.schema import DERIVE, tables_written_by
+from quicack.stages.group_arguments import add_group_arguments, group_of
 
 # The tables the derive stage writes (the schema says which); `derive_tables` returns them.
 DERIVED_TABLES = tables_written_by(DERIVE)
-
-
-class StrictModeError(RuntimeError):
-    """Raised when ``strict`` is set and the input had problems."""
-
-
-def ingest_group_stage(
-    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS
-) -> dict[str, int]:
-    # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
-    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
-        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits):
-            writer.write(name, frame)
-    return dict(writer.rows)
-
-
-def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
-    frame = ingest.dataset_issues(raw_root)
-    parquet_store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
-    return frame.height
 
 
 # Every derived table is per run (keyed by run_id, and vantage), so a group is derived in batches of runs of at
@@ -115,29 +94,17 @@ def with_capture_retransmissions(connections: pl.DataFrame, handshakes: pl.DataF
     )
 
 
-@dataclass(frozen=True)
-class Summary:
-    text: str
-    errors: int
-    warnings: int
+def add_derive_group_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--parquet", type=Path, required=True)
+    add_group_arguments(parser)
+    parser.add_argument("--initial-rtt-ms", type=float, default=recovery.K_INITIAL_RTT_MS)
+    parser.add_argument("--rttvar-order", choices=[o.value for o in recovery.RttOrder], default="appendix_a")
+    parser.set_defaults(handler=_derive_group)
 
 
-def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
-    """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
-    the Parquet files the database was built on. The issues are grouped by cause (``quicack.issues.issue_lines``);
-    with ``issue_list`` every row is written there (CSV) and the summary points to it."""
-    issues = parquet_store.read_files("ingest_issues", files.get("ingest_issues", []))
-    runs = parquet_store.read_files("runs", files.get("runs", []))
-    lines = ["quicack ingest summary", ""]
-    lines += [f"  {name:<18} {rows:>10,} rows" for name, rows in counts.items()]
-    ok = runs.filter(pl.col("status") == "ok").height
-    failed = runs.filter(pl.col("status") == "failed").height
-    lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
-    errors = count_errors(issues)
-    warnings = issues.height - errors
-    lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
-    where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
-    lines += issue_lines(issues, where)
-    if issue_list is not None:
-        write_issue_list(issues, issue_list)
-    return Summary("\n".join(lines) + "\n", errors, warnings)
+def _derive_group(args: argparse.Namespace) -> int:
+    params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
+    group = group_of(args)
+    counts = derive_group_stage(args.parquet, group, params)
+    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    return 0
