@@ -10,6 +10,7 @@ from snakemake.utils import min_version, validate
 
 from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.layout.archive import check_raw
 from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
@@ -32,6 +33,9 @@ if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
         f"python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}"
     )
+# An unpack that did not finish is never read as the dataset (quicack.layout.archive: its marker lists every file).
+if RAW.is_dir() and (unfinished := check_raw(RAW)):
+    raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}")
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 LOGS = RESULTS / "logs"
