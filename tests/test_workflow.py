@@ -84,8 +84,12 @@ def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
         rows = con.execute("SELECT path, stage FROM ingest_issues WHERE path LIKE '%broken.qlog'").fetchall()
     assert rows and rows[0][1] == "qlog"
     shutil.rmtree(results)
+    # The README's spelling: the config schema takes what users type (true/false, yes/no, on/off, 1/0), and the
+    # run fails for the ingest issue, not for the spelling.
     strict = snakemake(str(db), *config_for(real_raw, results, "strict=true"))
     assert strict.returncode != 0
+    assert "ValidationError" not in strict.stderr, strict.stderr[-2000:]
+    assert "strict mode: 1 ingest issue(s); failing" in (results / "t" / "logs" / "database.log").read_text()
     assert not db.exists()
 
 
@@ -279,3 +283,80 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True)
     assert strict.returncode != 0 and "33 artefact(s) could not be drawn" in strict.stderr
+
+
+SAMPLE_RAW = REPO / "data" / "sample" / "raw"
+# Hand-made: what an attacker would link to (a stand-in for /etc/passwd, outside the raw folder).
+SECRET = b"root:x:0:0:root:/root:/bin/bash\n"
+
+
+def _issues_by_path(db: Path) -> dict[str, list[tuple[str, str]]]:
+    with connect(db) as con:
+        rows = con.execute("SELECT path, severity, message FROM ingest_issues ORDER BY ALL").fetchall()
+    issues: dict[str, list[tuple[str, str]]] = {}
+    for path, severity, message in rows:
+        issues.setdefault(path, []).append((severity, message))
+    return issues
+
+
+def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(tmp_path):
+    """A copy of two embedded run groups with what a careless or hostile raw folder holds: a folder link inside a
+    group (`latest -> 1`), a loop (`client/loop -> ..`), a link to a group (`alias -> quinn_aioquic`), a hidden run
+    group, a .git folder, a group and files linked from outside the raw folder. Every run counts once, nothing is
+    dropped without a row, nothing outside the raw folder is read unless configured, and a rejected file's content
+    never reaches ingest_issues or summary.txt."""
+    raw = tmp_path / "raw"
+    shutil.copytree(SAMPLE_RAW / "quinn_aioquic", raw / "quinn_aioquic")
+    shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", raw / ".ngtcp2_aioquic")  # a hidden run group
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(SAMPLE_RAW / "quic-go_aioquic", elsewhere / "quic-go_aioquic")
+    (elsewhere / "secret.txt").write_bytes(SECRET)
+    (raw / ".git").mkdir()
+    (raw / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (raw / "alias").symlink_to("quinn_aioquic", target_is_directory=True)
+    (raw / "outside").symlink_to(elsewhere / "quic-go_aioquic", target_is_directory=True)
+    (testcase,) = [p for p in (raw / "quinn_aioquic").iterdir() if p.is_dir()]
+    (testcase / "latest").symlink_to("1", target_is_directory=True)
+    (testcase / "1" / "client" / "loop").symlink_to("..", target_is_directory=True)
+    (testcase / "1" / "sim" / "stolen.pcap").symlink_to(elsewhere / "secret.txt")
+    (testcase / "2" / "client" / "qlog" / "stolen.qlog").symlink_to(elsewhere / "secret.txt")
+    (testcase / "3" / "dangling.pcap").symlink_to(tmp_path / "nothing")
+    results = tmp_path / "results"
+    db = results / "t" / "quicack.duckdb"
+    done = snakemake(str(db), *config_for(raw, results))
+    assert done.returncode == 0, done.stderr[-3000:]
+    embedded_runs = sorted(p.relative_to(SAMPLE_RAW).as_posix() for g in ("quinn_aioquic", "ngtcp2_aioquic")
+                           for p in (SAMPLE_RAW / g).glob("*/*") if p.is_dir())
+    assert runs_in(db) == sorted(r.replace("ngtcp2_aioquic", ".ngtcp2_aioquic") for r in embedded_runs)
+    issues = _issues_by_path(db)
+    rel = testcase.relative_to(raw).as_posix()
+    ((severity, message),) = issues[f"{rel}/latest"]
+    assert severity == "warning" and "not followed" in message
+    assert [severity for severity, _ in issues[f"{rel}/1/client/loop"]] == ["warning"]
+    ((severity, message),) = issues["alias"]
+    assert severity == "warning" and "not a run group" in message
+    ((severity, message),) = issues[".git"]
+    assert severity == "warning" and "hidden folder" in message
+    ((severity, message),) = issues["outside"]
+    assert severity == "error" and "outside the raw folder" in message
+    ((severity, message),) = issues[f"{rel}/1/sim/stolen.pcap"]
+    assert severity == "error" and "outside the raw folder" in message
+    assert [severity for severity, _ in issues[f"{rel}/2/client/qlog/stolen.qlog"]] == ["error"]
+    assert issues[f"{rel}/3/dangling.pcap"] == [("warning", "symbolic link to nothing: ignored")]
+    summary = (results / "t" / "summary.txt").read_text()
+    assert "stolen.pcap" in summary and "outside the raw folder" in summary
+
+    # Configured to follow links out of the raw folder: the linked group is read, the linked files are read and
+    # rejected as what they are, named with the reason and without their content.
+    done = snakemake(str(db), *config_for(raw, results, "follow_external_symlinks=true"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(runs_in(db)) == len(embedded_runs) + len(list((elsewhere / "quic-go_aioquic").glob("*/*/run.json")))
+    issues = _issues_by_path(db)
+    assert "outside" not in issues
+    assert any("not a pcap or pcapng file" in message for _, message in issues[f"{rel}/1/sim/stolen.pcap"])
+    assert any("not a qlog file" in message for _, message in issues[f"{rel}/2/client/qlog/stolen.qlog"])
+    summary = (results / "t" / "summary.txt").read_text()
+    shown = [SECRET[:4].hex(), SECRET[:16].hex(" "), "root:x"]
+    for text in [summary, *(message for rows in issues.values() for _, message in rows)]:
+        assert not any(secret in text for secret in shown), text
+

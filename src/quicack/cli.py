@@ -24,6 +24,7 @@ from quicack.scan import cli as scan_cli
 from quicack.schema import TABLES
 
 DEFAULT_DB = Path("results/sample/quicack.duckdb")
+FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,12 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     _add_group_arguments(group)
     group.add_argument("--dataset", required=True)
     group.add_argument("--parquet", type=Path, required=True)
+    group.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
     add_limit_arguments(group)
     group.set_defaults(handler=_ingest_group)
 
     dataset = commands.add_parser("dataset-issues", help="(pipeline) dataset-level input problems")
     dataset.add_argument("--raw", type=Path, required=True)
     dataset.add_argument("--parquet", type=Path, required=True)
+    dataset.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
     dataset.set_defaults(handler=_dataset_issues)
 
     derive = commands.add_parser("derive-group", help="(pipeline) rtt_samples and connections of one run group")
@@ -207,13 +210,14 @@ def _group_of(args: argparse.Namespace) -> str:
 
 def _ingest_group(args: argparse.Namespace) -> int:
     group = _group_of(args)
-    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args))
+    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
+                                         args.follow_external_symlinks)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
 
 def _dataset_issues(args: argparse.Namespace) -> int:
-    pipeline.dataset_issues_stage(args.raw, args.parquet)
+    pipeline.dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
     return 0
 
 

@@ -28,17 +28,18 @@ class StrictModeError(RuntimeError):
 
 
 def ingest_group_stage(
-    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS
+    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS,
+    follow_external_symlinks: bool = False,
 ) -> dict[str, int]:
     # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
     with store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
-        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits):
+        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
             writer.write(name, frame)
     return dict(writer.rows)
 
 
-def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
-    frame = ingest.dataset_issues(raw_root)
+def dataset_issues_stage(raw_root: Path, parquet_root: Path, follow_external_symlinks: bool = False) -> int:
+    frame = ingest.dataset_issues(raw_root, follow_external_symlinks)
     store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
     return frame.height
 

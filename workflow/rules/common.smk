@@ -21,6 +21,19 @@ min_version("9.0")
 
 validate(config, "../schemas/config.schema.yaml")
 
+
+def config_flag(name):
+    """A yes/no setting as the schema accepts it (a boolean, 1/0, or true/false/yes/no/on/off as typed on the
+    command line) -> bool."""
+    value = config[name]
+    return value if isinstance(value, bool) else str(value).lower() in ("true", "yes", "on", "1")
+
+
+STRICT = config_flag("strict")
+FOLLOW_EXTERNAL_SYMLINKS = config_flag("follow_external_symlinks")
+# The option of the ingest commands that says so (a change re-runs ingest: it is a params value).
+FOLLOW_OPTION = "--follow-external-symlinks" if FOLLOW_EXTERNAL_SYMLINKS else ""
+
 # With --use-conda every job runs in the environment made from environment.yml, into which
 # environment.post-deploy.sh installs quicack itself: every rule calls the quicack command, so there is one
 # environment for all, not one per rule.
@@ -176,7 +189,7 @@ RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 REFERENCE_DATA = sorted(str(p) for p in (REPO / "data" / "reference").rglob("*.csv"))
 
 # Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
-GROUPS = [group_key(group) for group in run_groups(RAW)]
+GROUPS = [group_key(group) for group in run_groups(RAW, FOLLOW_EXTERNAL_SYMLINKS)]
 
 
 def group_files(group_key_value):
@@ -269,3 +282,4 @@ def render_status(artefact_id):
 
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
+

@@ -21,7 +21,7 @@ rule database:
         BENCHMARKS / "database.tsv"
     params:
         parquet=PARQUET,
-        strict="--strict" if config["strict"] else "",
+        strict="--strict" if STRICT else "",
         # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
         parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),
         description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",

@@ -71,8 +71,9 @@ rule render_summary:
     benchmark:
         BENCHMARKS / "render_summary.tsv"
     params:
-        strict="--strict" if config["strict"] else "",
+        strict="--strict" if STRICT else "",
     conda:
         CONDA_ENV
     shell:
         "quicack render-summary {input:q} --out {output:q} {params.strict} > {log:q} 2>&1"
+
