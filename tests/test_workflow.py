@@ -4,6 +4,7 @@ idempotence, determinism, strict mode, and the default pipeline on the embedded 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -360,3 +361,44 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     for text in [summary, *(message for rows in issues.values() for _, message in rows)]:
         assert not any(secret in text for secret in shown), text
 
+SUBSET_GROUPS = ("aioquic_quiche", "ngtcp2_aioquic", "quic-go_aioquic", "quinn_aioquic", "quinn_quinn")
+# Hand-made hostile description (a dataset.yaml is the user's text): a line break before a LaTeX command, and a
+# mathtext fragment that does not parse.
+HOSTILE_DESCRIPTION = """name: subset
+kind: other
+title: "Five groups of the embedded runs\\n\\\\input{/etc/passwd} at $\\\\frac{1}{$ each"
+"""
+
+
+def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leaves_rendering_txt(tmp_path):
+    """Five embedded run groups (the handshake test case, quiche's client-only runs, quinn's ACK-ratio runs): imc24
+    Fig. 3 finds no captured handshake there and is a placeholder saying so; the title's LaTeX and mathtext stay
+    text; and when one artefact's notebook fails, rendering.txt still says what was drawn and what failed."""
+    raw = tmp_path / "data" / "raw"
+    for group in SUBSET_GROUPS:
+        shutil.copytree(SAMPLE_RAW / group, raw / group)
+    (raw.parent / "dataset.yaml").write_text(HOSTILE_DESCRIPTION)
+    results = tmp_path / "results"
+    out = results / "t"
+    config = config_for(raw, results, "scan_dir=")
+    notebooks = [str(out / "notebooks" / f"{a}.ipynb") for a in ("imc24-fig03", "imc24-tab03")]
+    done = snakemake(str(out / "quicack.duckdb"), *notebooks, *config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    status = json.loads((out / "figures" / "imc24-fig03.status.json").read_text())
+    assert not status["rendered"] and "capture of its handshake" in status["missing"]
+    assert all((out / "figures" / f"imc24-fig03.{fmt}").stat().st_size > 1000 for fmt in ("pdf", "png"))
+    tex = (out / "tables" / "imc24-tab03.tex").read_text()
+    assert not [line for line in tex.splitlines() if "\\input" in line and not line.startswith("%")], tex
+    assert tex.splitlines()[-1].startswith("% Dataset 'subset': Five groups of the embedded runs \\input{/etc/passwd}")
+
+    # One artefact fails (its published Parquet damaged: hand-made), the others were drawn: rendering.txt says so.
+    (snapshot,) = (out / "snapshots").iterdir()
+    for part in (snapshot / "handshake_runs").glob("*.parquet"):
+        part.unlink()  # a new file, not the hard-linked working one: the workflow sees no change
+        part.write_bytes(b"not parquet")
+    failed = snakemake(str(out / "notebooks" / "imc24-tab04.ipynb"), *config)
+    assert failed.returncode != 0
+    rendering = (out / "rendering.txt").read_text()
+    assert "[not drawn] imc24-fig03: the dataset has no ok run of scenario 'noloss' with a capture" in rendering
+    assert f"[failed] imc24-tab04: its job failed or did not run in this run (log: {out / 'logs' / 'render' / 'imc24-tab04.log'})" in rendering
+    assert "imc24-tab03" not in rendering  # drawn

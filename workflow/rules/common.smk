@@ -283,3 +283,20 @@ def render_status(artefact_id):
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
 
+def rendering_after_a_failure():
+    """rendering.txt when the run failed, so that it still says what was drawn and what not: render_summary needs
+    every artefact's status and does not run once one notebook failed (a failed job's outputs are removed, its
+    status with them). Written only when some artefact's job ran; the next successful run replaces it."""
+    from quicack.figures.common import rendering_summary
+
+    logs = {artefact_id: LOGS / "render" / f"{artefact_id}.log" for artefact_id in RENDERED}
+    present = [render_status(a) for a in RENDERED if render_status(a).is_file()]
+    if not present and not any(log.is_file() for log in logs.values()):
+        return
+    failed = {a: log for a, log in logs.items() if not render_status(a).is_file()}
+    text, _ = rendering_summary(present, failed)
+    out = RESULTS / "rendering.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"{out} (written after the failure):\n{text}")
+

@@ -77,3 +77,6 @@ rule render_summary:
     shell:
         "quicack render-summary {input:q} --out {output:q} {params.strict} > {log:q} 2>&1"
 
+# A failed notebook stops render_summary: rendering.txt is then written here (rendering_after_a_failure, common.smk).
+onerror:
+    rendering_after_a_failure()

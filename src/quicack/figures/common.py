@@ -146,11 +146,16 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
     return [csv_path, md_path, tex_path]
 
 
-def rendering_summary(status_files: Sequence[Path]) -> tuple[str, int]:
+def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | None = None) -> tuple[str, int]:
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
-    why; and how many could not."""
+    why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
+    (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
     statuses = sorted((json.loads(Path(f).read_text()) for f in status_files), key=lambda s: s["artefact"])
     missing = [s for s in statuses if not s["rendered"]]
-    lines = ["quicack rendering summary", "", f"  artefacts: {len(statuses)} ({len(statuses) - len(missing)} drawn, {len(missing)} not drawn)"]
+    failed = dict(sorted((failed or {}).items()))
+    total = len(statuses) + len(failed)
+    counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
+    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")")]
     lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    return "\n".join(lines) + "\n", len(missing)
+    lines += [f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    return "\n".join(lines) + "\n", len(missing) + len(failed)
