@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     database = commands.add_parser("build-db", help="(pipeline) DuckDB views over the Parquet files + summary")
     database.add_argument("--parquet", type=Path, required=True)
     database.add_argument("--db", type=Path, required=True)
+    database.add_argument(
+        "--receipt", type=Path, help="written after the database is published: its sha256 (the workflow's declared "
+        "output, so that Snakemake never removes the database itself)"
+    )
     database.add_argument("--summary", type=Path, required=True)
     database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     database.add_argument(
@@ -266,10 +270,10 @@ def _build_db(args: argparse.Namespace) -> int:
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
         building.unlink(missing_ok=True)
         return 2
-    publish.publish(building, args.db)
+    publish.write_atomically(args.summary, summary.text)
+    # Last: nothing can fail after the new database is in place (a failure would leave it without its receipt).
+    publish.publish(building, args.db, args.receipt)
     publish.prune_snapshots(args.parquet)
-    args.summary.parent.mkdir(parents=True, exist_ok=True)
-    args.summary.write_text(summary.text)
     print(summary.text)
     return 0
 

@@ -51,6 +51,11 @@ if RAW.is_dir() and (unfinished := check_raw(RAW)):
     raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}")
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
+# The database readers open, and its receipt: the database rule declares the receipt as its output, never the
+# database, because Snakemake removes a job's outputs before running it and the old database must answer queries
+# until the new one is renamed over it (quicack.publish). Rules that read the database take the receipt as input.
+DATABASE = RESULTS / "quicack.duckdb"
+DATABASE_RECEIPT = RESULTS / "quicack.duckdb.published"
 LOGS = RESULTS / "logs"
 # Snakemake's benchmark files: per job its wall time, peak RSS (max_rss, MB) and I/O, in a folder per rule named by
 # the wildcards; bench/pipeline_scale.py tabulates them.
@@ -282,6 +287,7 @@ def render_status(artefact_id):
 
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
+
 
 def rendering_after_a_failure():
     """rendering.txt when the run failed, so that it still says what was drawn and what not: render_summary needs

@@ -1,4 +1,5 @@
-# Stage 3: Parquet -> results/<dataset>/quicack.duckdb (commented views) + the ingest summary.
+# Stage 3: Parquet -> results/<dataset>/quicack.duckdb (commented views) + the ingest summary. The declared output is
+# the database's receipt (DATABASE_RECEIPT, common.smk): the database itself is replaced by a rename, never removed.
 
 
 rule database:
@@ -9,7 +10,7 @@ rule database:
         scan_description=SCAN_DESCRIPTION,
         path_checks=PATH_CHECKS,
     output:
-        db=RESULTS / "quicack.duckdb",
+        receipt=DATABASE_RECEIPT,
         summary=report(
             RESULTS / "summary.txt",
             caption="../report/summary.rst",
@@ -21,6 +22,7 @@ rule database:
         BENCHMARKS / "database.tsv"
     params:
         parquet=PARQUET,
+        db=DATABASE,
         strict="--strict" if STRICT else "",
         # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
         parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),
@@ -30,5 +32,5 @@ rule database:
     conda:
         CONDA_ENV
     shell:
-        "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
+        "quicack build-db --parquet {params.parquet:q} --db {params.db:q} --receipt {output.receipt:q} "
         "--summary {output.summary:q} {params.strict} {params.description} {params.scan_description} {params.path_checks} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
