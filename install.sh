@@ -62,4 +62,4 @@ fi
 if [ $dev = 1 ] && [ -x src/implementations/build.sh ]; then
   bash src/implementations/build.sh
 fi
-echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'); capture decoder engine: $("$python" -c 'from quicack.pcap.engine import select_engine; print(select_engine().name)'); qlog reader: $("$python" -c 'from quicack.qlog.engine import lane_class; print("compiled" if lane_class() else "python")'))"
+echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'); capture decoder engine: $("$python" -c 'from quicack.pcap.decoder_engine import select_engine; print(select_engine().name)'); qlog reader: $("$python" -c 'from quicack.qlog.reader_engine import lane_class; print("compiled" if lane_class() else "python")'))"

@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
+from quicack import parquet_store, recovery, stages
 from quicack.claims import Measured, agreement, claims_table
-from quicack.claims.imc24 import CLAIMS, imc24_claims
+from quicack.claims.imc24_claims import CLAIMS, imc24_claims
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 
@@ -23,9 +23,9 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("claims") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams")}
+        stages.ingest_group_stage(RAW, group, "sample", parquet)
+        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return {name: parquet_store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams")}
 
 
 @pytest.fixture(scope="module")

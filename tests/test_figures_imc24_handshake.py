@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
+from quicack import parquet_store, recovery, stages
 from quicack.figures import imc24_handshake, imc24_tables
 from quicack.metrics import guidelines, selection
 
@@ -22,10 +22,10 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go")
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("imc24_handshake") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        stages.ingest_group_stage(RAW, group, "sample", parquet)
+        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
     names = ("runs", "packets", "frames", "datagrams", "handshake_runs")
-    return {name: store.read_table(parquet, name) for name in names}
+    return {name: parquet_store.read_table(parquet, name) for name in names}
 
 
 def one(frame: pl.DataFrame, **where) -> dict:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
+from quicack import parquet_store, recovery, stages
 from quicack.figures import imc24_pto, imc24_ttfb
 from quicack.figures.common import run_accounting, save
 from quicack.metrics import selection, summary
@@ -29,9 +29,9 @@ CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 def handshakes(tmp_path_factory) -> pl.DataFrame:
     parquet = tmp_path_factory.mktemp("imc24_figures") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return store.read_table(parquet, "handshake_runs")
+        stages.ingest_group_stage(RAW, group, "sample", parquet)
+        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return parquet_store.read_table(parquet, "handshake_runs")
 
 
 def by_client(frame: pl.DataFrame, column: str, **where) -> dict[str, float]:

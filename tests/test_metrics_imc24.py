@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import ingest, pipeline, recovery, store
+from quicack import ingest, parquet_store, recovery, stages
 from quicack.metrics import guidelines, summary
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import second_flight_runs
@@ -27,10 +27,10 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go", "aioquic_ngtcp2", "aioquic_quinn
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("imc24") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        stages.ingest_group_stage(RAW, group, "sample", parquet)
+        stages.derive_group_stage(parquet, group, recovery.RecoveryParams())
     names = ("runs", "packets", "frames", "datagrams", "connections", "handshake_runs")
-    return {name: store.read_table(parquet, name) for name in names}
+    return {name: parquet_store.read_table(parquet, name) for name in names}
 
 
 def captured_runs(tables: dict[str, pl.DataFrame]) -> pl.Series:

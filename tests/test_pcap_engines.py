@@ -1,4 +1,4 @@
-"""The two engines of the capture decoder (quicack.pcap.engine) write the same tables on every real capture.
+"""The two engines of the capture decoder (quicack.pcap.decoder_engine) write the same tables on every real capture.
 
 The compiled one (quicack_core, built from rust/quicack_core by install.sh) is what the other test_pcap_* modules
 decode with when it is installed; here every capture of the test data and of the embedded dataset is decoded
@@ -15,7 +15,7 @@ import pytest
 from test_pcap_support import DATA, Capture, find_captures
 
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine, select_engine
+from quicack.pcap.decoder_engine import compiled_engine, select_engine
 
 pytestmark = pytest.mark.skipif(compiled_engine() is None, reason="quicack_core is not built (install.sh builds it)")
 SAMPLE = Path(__file__).parent.parent / "data" / "sample" / "raw"
@@ -59,15 +59,16 @@ def test_engine_selection(monkeypatch: pytest.MonkeyPatch) -> None:
 def _decoded_connections(capture: Path, keylog: Path) -> list:
     """The connections of a capture after the compiled engine decoded it through its lane."""
     from quicack.limits import DEFAULT_LIMITS
-    from quicack.pcap.decode import CaptureDecoder, _decode_through_lane, _open_lane
+    from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
+    from quicack.pcap.lane_bridge import open_lane
 
     engine = compiled_engine()
     decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
-    stream, lane = _open_lane(capture, engine, DEFAULT_LIMITS)
+    stream, lane = open_lane(capture, engine, DEFAULT_LIMITS)
     with stream:
         decoder.use_lane(lane)
-        for _ in _decode_through_lane(decoder, 32_768, 64):
+        for _ in decoder.decode_through_lane(32_768, 64):
             pass
     return list(decoder.connections_by_odcid.values())
 
@@ -115,8 +116,9 @@ def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch
     # The lane takes a handshake datagram (the client's Initial ACK + Handshake Finished + first 1-RTT packet) when
     # its keys are known; the rows must be those the Python decoder writes when it is given the same datagrams.
     from quicack.limits import DEFAULT_LIMITS
-    from quicack.pcap.decode import CaptureDecoder, _decode_through_lane, _open_lane
+    from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
+    from quicack.pcap.lane_bridge import open_lane
 
     capture, keylog = DATA / "pcap" / "aioquic_v1_keyupdate.pcap.gz", DATA / "pcap" / "aioquic_v1_keyupdate.keys.log"
     original = CaptureDecoder._add_one_datagram
@@ -132,11 +134,11 @@ def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch
         monkeypatch.setattr(CaptureDecoder, "_add_one_datagram", count)
         engine = compiled_engine()
         decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
-        stream, lane = _open_lane(capture, engine, DEFAULT_LIMITS)
+        stream, lane = open_lane(capture, engine, DEFAULT_LIMITS)
         with stream:
             decoder.use_lane(lane)
             decoder.lane_long_headers = long_headers
-            batches = [*_decode_through_lane(decoder, 32_768, 64), decoder.take_batch(final=True)]
+            batches = [*decoder.decode_through_lane(32_768, 64), decoder.take_batch(final=True)]
         tables = {name: pl.concat([getattr(batch, name) for batch in batches]) for name in TABLES}
         results[long_headers] = (tables, long_header_datagrams)
     (by_python, python_count), (by_lane, lane_count) = results[False], results[True]

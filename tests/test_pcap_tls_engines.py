@@ -16,10 +16,10 @@ import pytest
 from test_pcap_support import DATA, find_captures
 
 from quicack.pcap import tls
+from quicack.pcap.capture_file import UdpDatagram, read_udp
 from quicack.pcap.decode import CaptureDecoder
-from quicack.pcap.engine import compiled_engine, python_engine
+from quicack.pcap.decoder_engine import compiled_engine, python_engine
 from quicack.pcap.keylog import load_keylogs
-from quicack.pcap.reader import UdpDatagram, read_udp
 
 ENGINE = compiled_engine()
 pytestmark = pytest.mark.skipif(ENGINE is None, reason="quicack_core is not built (install.sh builds it)")

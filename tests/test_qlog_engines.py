@@ -1,4 +1,4 @@
-"""The two readers of JSON-SEQ / NDJSON qlogs (quicack.qlog.engine) write the same tables.
+"""The two readers of JSON-SEQ / NDJSON qlogs (quicack.qlog.reader_engine) write the same tables.
 
 The compiled lane (quicack_core.QlogLane, built from rust/quicack_core by install.sh) normalizes the common events
 itself and hands everything else to the Python reader; here every JSON-SEQ / NDJSON qlog of the test data and of
@@ -21,8 +21,8 @@ import pytest
 from quicack.layout import is_qlog_name
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.qlog.detect import JSON_SEQ, NDJSON, detect_dialect
-from quicack.qlog.engine import lane_class
-from quicack.qlog.reader import iter_qlog
+from quicack.qlog.qlog_file import iter_qlog
+from quicack.qlog.reader_engine import lane_class
 
 try:
     HAS_LANE = lane_class("compiled") is not None

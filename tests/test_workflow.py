@@ -18,8 +18,8 @@ import duckdb
 import polars as pl
 import pytest
 
+from quicack.database import connect
 from quicack.schema import TABLES
-from quicack.store import connect
 from tests.conftest import QLOG_FIXTURES, REPO, make_run, snakemake
 
 LOOPBACK = REPO / "tests" / "data" / "loopback"
@@ -207,11 +207,11 @@ def test_dataset_must_be_a_name_not_a_path(tmp_path, dataset):
 
 
 def test_run_from_another_directory_keeps_every_render_job(tmp_path):
-    """-s <repo>/workflow/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
+    """-s <repo>/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
     config = tmp_path / "mine.yaml"
     config.write_text(f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n")
     done = subprocess.run(
-        ["snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--configfile", str(config), "-n", "--cores", "1"],
+        ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", str(config), "-n", "--cores", "1"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -266,7 +266,7 @@ def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw,
 QUERY_LOOP = """
 import json, sys, time
 from pathlib import Path
-from quicack.store import connect
+from quicack.database import connect
 db, stop = Path(sys.argv[1]), Path(sys.argv[2])
 answered, failures, seen = 0, [], set()
 while not stop.exists():

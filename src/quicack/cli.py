@@ -16,11 +16,12 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import pipeline, recovery, store
+from quicack import database, recovery, stages
 from quicack.layout import group_from_key
 from quicack.limits import add_limit_arguments, limits_from_args
-from quicack.pcap import cli as pcap_cli
-from quicack.scan import cli as scan_cli
+from quicack.pcap import pcap_command
+from quicack.qlog import qlog_command
+from quicack.scan import scan_command
 from quicack.schema import TABLES
 
 DEFAULT_DB = Path("results/sample/quicack.duckdb")
@@ -31,11 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
-    qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
-    qlog.add_argument("paths", nargs="+", type=Path)
-    qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
-    add_limit_arguments(qlog)
-    qlog.set_defaults(handler=_qlog)
+    qlog_command.add_subparser(commands)
 
     sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
     sql.add_argument("query", nargs="?")
@@ -43,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     sql.set_defaults(handler=_sql)
 
-    pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
-    scan_cli.add_subparser(commands)
+    pcap_command.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
+    scan_command.add_subparser(commands)
 
     fuzz = commands.add_parser("fuzz", help="mutated copies of real captures and qlogs through pcap and qlog; "
                                "counts crashes and hangs")
@@ -79,29 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     derive.add_argument("--rttvar-order", choices=[o.value for o in recovery.RttOrder], default="appendix_a")
     derive.set_defaults(handler=_derive_group)
 
-    database = commands.add_parser("build-db", help="(pipeline) DuckDB views over the Parquet files + summary")
-    database.add_argument("--parquet", type=Path, required=True)
-    database.add_argument("--db", type=Path, required=True)
-    database.add_argument(
+    build_db = commands.add_parser("build-db", help="(pipeline) DuckDB views over the Parquet files + summary")
+    build_db.add_argument("--parquet", type=Path, required=True)
+    build_db.add_argument("--db", type=Path, required=True)
+    build_db.add_argument(
         "--receipt", type=Path, help="written after the database is published: its sha256 (the workflow's declared "
         "output, so that Snakemake never removes the database itself)"
     )
-    database.add_argument("--summary", type=Path, required=True)
-    database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
-    database.add_argument(
+    build_db.add_argument("--summary", type=Path, required=True)
+    build_db.add_argument("--strict", action="store_true", help="fail when the input had any issue")
+    build_db.add_argument(
         "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
         "are deleted. Default: every part found"
     )
-    database.add_argument(
+    build_db.add_argument(
         "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
     )
-    database.add_argument(
+    build_db.add_argument(
         "--scan-description", type=Path, help="the description of the scan measurements (their dataset.yaml), when the database has any"
     )
-    database.add_argument(
+    build_db.add_argument(
         "--path-checks", type=Path, help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table path_checks"
     )
-    database.set_defaults(handler=_build_db)
+    build_db.set_defaults(handler=_build_db)
 
     rendering = commands.add_parser("render-summary", help="(pipeline) which artefacts could not be drawn, and why")
     rendering.add_argument("statuses", nargs="*", type=Path, help="<artefact>.status.json files written by the notebooks")
@@ -116,30 +113,6 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     return args.handler(args)
-
-
-def _qlog(args: argparse.Namespace) -> int:
-    from quicack.metrics.rtt import recompute_rtt_samples
-    from quicack.qlog import FileSummary, write_qlog_parquet
-
-    readable = 0
-
-    def report(file: FileSummary) -> None:
-        nonlocal readable
-        rows = file.rows
-        readable += rows["packets"] > 0 or rows["metrics_logged"] > 0
-        print(
-            f"{file.path}: {file.dialect or '?'}, {file.connections} connection(s), {rows['packets']} packets, "
-            f"{rows['frames']} frames, {rows['metrics_logged']} metrics updates, "
-            f"{rows['rtt_samples']} RTT samples recomputed, {rows['ingest_issues']} issue(s) ({file.errors} errors)"
-        )
-
-    files = _expand_qlog_paths(args.paths)
-    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report,
-                       limits=limits_from_args(args))
-    if not files:
-        print("no qlog files found", file=sys.stderr)
-    return 0 if readable else 1
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -158,23 +131,6 @@ def _fuzz(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _run_id_for(path: Path) -> str:
-    """The file's path without its suffixes: unique per file, readable in query results."""
-    return path.with_name(path.name.split(".")[0]).as_posix()
-
-
-def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
-    from quicack.layout import is_qlog_name
-
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_qlog_name(p)))
-        else:
-            files.append(path)
-    return files
-
-
 def _sql(args: argparse.Namespace) -> int:
     if not args.db.exists():
         print(f"no database at {args.db}: run `snakemake --cores all` first, or pass --db", file=sys.stderr)
@@ -187,7 +143,7 @@ def _sql(args: argparse.Namespace) -> int:
         os.execv(shell, [shell, "-readonly", str(args.db)])
     import duckdb
 
-    with store.connect(args.db) as con:
+    with database.connect(args.db) as con:
         try:
             frame = con.execute(args.query).pl()
         except duckdb.Error as error:
@@ -214,21 +170,21 @@ def _group_of(args: argparse.Namespace) -> str:
 
 def _ingest_group(args: argparse.Namespace) -> int:
     group = _group_of(args)
-    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
-                                         args.follow_external_symlinks)
+    counts = stages.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
+                                       args.follow_external_symlinks)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
 
 def _dataset_issues(args: argparse.Namespace) -> int:
-    pipeline.dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
+    stages.dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
     return 0
 
 
 def _derive_group(args: argparse.Namespace) -> int:
     params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
     group = _group_of(args)
-    counts = pipeline.derive_group_stage(args.parquet, group, params)
+    counts = stages.derive_group_stage(args.parquet, group, params)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
@@ -243,7 +199,7 @@ def _build_db(args: argparse.Namespace) -> int:
     # Built aside and renamed over the published database at the end: a reader sees the old dataset or the
     # new one, never a mix, and a failed build leaves no half-made database behind.
     building = args.db.with_name(args.db.name + ".building")
-    counts = store.build_database(building, snapshot, repo_root)
+    counts = database.build_database(building, snapshot, repo_root)
     try:
         for given in (args.description, args.scan_description):
             if given is not None and not given.is_file():
@@ -264,7 +220,7 @@ def _build_db(args: argparse.Namespace) -> int:
             building.unlink(missing_ok=True)
             print(f"path checks: {error}", file=sys.stderr)
             return 2
-    summary = pipeline.summarize(snapshot, counts)
+    summary = stages.summarize(snapshot, counts)
     if args.strict and (summary.errors or summary.warnings):
         print(summary.text)
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.issues import issue_row, issues_frame
 from quicack.layout import (
     RUN_JSON,
     RunFolder,
@@ -29,17 +30,13 @@ from quicack.layout import (
 from quicack.layout.naming import describe_run_id
 from quicack.layout.runs import EXTERNAL_REFUSED
 from quicack.limits import DEFAULT_LIMITS, Limits
-from quicack.schema import INGEST_ISSUES, RUNS, TABLES
+from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
 QUIC, TCP = "quic", "tcp"  # runs.transport
-# Tables one run group writes, in this order.
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "tcp_segments", "endpoints", "ingest_issues")
-
-
-def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
-    return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
+# Tables one run group writes (the schema says which).
+INGEST_TABLES = tables_written_by(INGEST)
 
 
 def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False) -> tuple[dict, list[dict]]:
@@ -51,7 +48,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlin
     meta: dict = {}
     run_json = run.path / RUN_JSON
     if run_json.exists() and not follow_external_symlinks and leaves_raw(run_json, raw_root):
-        issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED))
+        issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED))
         meta = _describe_from_path(run, issues, raw_root)
     elif run_json.exists():
         try:
@@ -59,7 +56,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlin
             if not isinstance(meta, dict):
                 raise ValueError("top level is not an object")
         except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-            issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
+            issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
@@ -85,7 +82,7 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlin
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = row["status_source"] = None
     return row, issues
 
@@ -114,7 +111,7 @@ def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list
     wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
     if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
         return value
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
     return None
 
 
@@ -125,7 +122,7 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
         return indices
     if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         return "_".join(str(i) for i in indices)
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
     return None
 
 
@@ -134,7 +131,7 @@ def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> d
     try:
         return dict(parse_run_folder(run.path))
     except (ValueError, KeyError) as error:
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
         return {}
 
 
@@ -159,7 +156,7 @@ def ingest_group_frames(
     raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.store.TableWriter`): what is held at a time is one run's qlogs or one
+    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
     status from its data); concatenated per table, the frames are `ingest_group`'s tables.
 
@@ -175,14 +172,14 @@ def ingest_group_frames(
     for link in tree.folder_links:
         issues.append(_folder_link_issue(link, raw_root))
     for link in tree.dangling_links:
-        issues.append(issue(_rel(link, raw_root), None, "discover", "warning", "symbolic link to nothing: ignored"))
+        issues.append(issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to nothing: ignored"))
 
     def readable(paths: list[Path], run: RunFolder) -> list[Path]:
         """``paths`` without the links leading out of the raw folder (unless followed), each refused one an issue."""
         if follow_external_symlinks:
             return paths
         refused = [p for p in paths if leaves_raw(p, raw_root)]
-        issues.extend(issue(_rel(p, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED) for p in refused)
+        issues.extend(issue_row(_rel(p, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED) for p in refused)
         return [p for p in paths if p not in refused]
 
     for run in tree.runs:
@@ -206,9 +203,9 @@ def ingest_group_frames(
         if row["status"] is None and not (run.path / RUN_JSON).is_file():
             row.update(evidence.status())
     if not tree.runs:
-        issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+        issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
-    yield "ingest_issues", pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+    yield "ingest_issues", issues_frame(issues)
 
 
 class Evidence:
@@ -250,9 +247,9 @@ def _ingest_captures(
 
 def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
     if leaves_raw(link, raw_root):
-        return issue(_rel(link, raw_root), None, "discover", "error", "symbolic link to a folder, leading outside the "
+        return issue_row(_rel(link, raw_root), None, "discover", "error", "symbolic link to a folder, leading outside the "
                      "raw folder: not followed (links to folders inside a run group never are)")
-    return issue(_rel(link, raw_root), None, "discover", "warning", "symbolic link to a folder: not followed (its runs "
+    return issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to a folder: not followed (its runs "
                  "would count twice, or loop); the folder it leads to is read where it is")
 
 
@@ -276,12 +273,12 @@ def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl
     links, hidden folders without runs)."""
     issues = []
     if not raw_root.is_dir():
-        issues.append(issue(str(raw_root), None, "discover", "error", "raw folder does not exist"))
+        issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder does not exist"))
     else:
         entries = raw_entries(raw_root, follow_external_symlinks)
         if not entries.groups:
-            issues.append(issue(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
-        issues.extend(issue(_rel(left.path, raw_root), None, "discover", left.severity, left.reason) for left in entries.left_out)
+            issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
+        issues.extend(issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason) for left in entries.left_out)
         for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
-            issues.append(issue(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
-    return pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+            issues.append(issue_row(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+    return issues_frame(issues)

@@ -87,6 +87,22 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     return float(row["paper_low"][0]), float(row["paper_high"][0])
 
 
+# Any AS not in data/reference/cdn_asn.csv, and an unrouted address (imc24 Table 5's "Others").
+OTHERS = "Others"
+
+
+def cdn_asn(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/cdn_asn.csv``: the CDN of each origin AS as imc24 Table 5 prints it (cdn, asn, source). The
+    scan reader names each connection's CDN by it, Table 5 prints it, the scan's figures and claims take their CDNs
+    from it (`cdn_names`)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "cdn_asn.csv", schema_overrides={"asn": pl.Int64})
+
+
+def cdn_names(directory: Path | None = None) -> tuple[str, ...]:
+    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN axis."""
+    return (*cdn_asn(directory)["cdn"].unique(maintain_order=True).to_list(), OTHERS)
+
+
 def path_profiles(directory: Path | None = None) -> pl.DataFrame:
     """``data/reference/path_profiles.csv``: the network paths of ackfreq22 (Table 1, and §5.6's 1 % loss) and
     rethink (8.5/1.5 Mbit/s, 600 ms, and the 100 kbit/s return), per direction: rate, one-way delay, loss, and the

@@ -8,13 +8,12 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from quicack.ingest import INGEST_TABLES
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import check_raw
 from quicack.layout.archive import parts as archive_parts
-from quicack.layout.scan import scan_parts
+from quicack.layout.scan_folders import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
-from quicack.pipeline import DERIVED_TABLES
+from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 
 min_version("9.0")
 
@@ -81,7 +80,7 @@ DESCRIPTION = dataset_description()
 # What quicack.testbed.path_check measured of the dataset's emulated paths, when it sits beside the raw folder.
 PATH_CHECKS = [str(RAW.parent / "path_check.csv")] if (RAW.parent / "path_check.csv").is_file() else []
 
-# The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan).
+# The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan_folders).
 SCAN_ROOT = Path(config["scan_dir"]) if config.get("scan_dir") else None
 SCAN_PREFIXES = [config["scan_prefix_to_asn"]] if config.get("scan_prefix_to_asn") else []
 if SCAN_ROOT is not None and not SCAN_ROOT.is_dir():
@@ -117,9 +116,9 @@ def scan_part_inputs(wildcards):
     )
 
 
-# The repository, relative to the working directory: "." from the repository root, and still right when
-# Snakemake runs from elsewhere (-s <repo>/workflow/Snakefile), where cwd-relative paths would find nothing.
-REPO = Path(os.path.relpath(Path(workflow.basedir).parent))
+# The repository (where the main Snakefile is), relative to the working directory: "." from the repository root,
+# and still right when Snakemake runs from elsewhere (-s <repo>/Snakefile), where cwd-relative paths would find nothing.
+REPO = Path(os.path.relpath(workflow.basedir))
 SOURCE = REPO / "src" / "quicack"
 
 
@@ -176,18 +175,18 @@ def stage_code(*roots, files=()):
 
 
 # The command line dispatches to every stage; its own file counts for each, not everything it imports.
-ENTRY_FILES = ("cli.py", "pipeline.py")
-INGEST_CODE = stage_code("quicack.ingest", "quicack.store", files=ENTRY_FILES)
+ENTRY_FILES = ("cli.py", "stages.py")
+INGEST_CODE = stage_code("quicack.ingest", "quicack.parquet_store", files=ENTRY_FILES)
 DERIVE_CODE = stage_code(
     "quicack.metrics.rtt",
     "quicack.metrics.connections",
     "quicack.metrics.handshake",
     "quicack.metrics.agreement",
-    "quicack.store",
+    "quicack.parquet_store",
     files=ENTRY_FILES,
 )
-DATABASE_CODE = stage_code("quicack.store", "quicack.provenance", files=ENTRY_FILES)
-SCAN_CODE = stage_code("quicack.scan", "quicack.store", files=ENTRY_FILES)
+DATABASE_CODE = stage_code("quicack.database", "quicack.parquet_store", "quicack.provenance", files=ENTRY_FILES)
+SCAN_CODE = stage_code("quicack.scan", "quicack.parquet_store", files=ENTRY_FILES)
 # The notebooks call the figures and claims packages.
 RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
 # Curated paper values (claims, reference tables) that the figures and tables print beside ours.
@@ -224,7 +223,10 @@ def table_parts(tables, groups):
     return [str(PARQUET / table / f"{group}.parquet") for table in tables for group in groups]
 
 
-SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+# Which stage writes which table: the data contract says it (quicack.schema), the rules' outputs follow it.
+INGEST_TABLES = tables_written_by(INGEST)
+DERIVED_TABLES = tables_written_by(DERIVE)
+SCAN_TABLES = tables_written_by(SCAN)
 
 
 # Run-group keys never start with '@' (quicack.layout.group_key escapes it); scan part keys always do: both

@@ -1,5 +1,5 @@
 # Stage 1b: a scan in the imc24 authors' layout (config scan_dir) -> scan_connections, scan_truth (emulated scans)
-# and ingest_issues, one Parquet part per vantage point and UTC day (quicack.layout.scan.scan_part_key).
+# and ingest_issues, one Parquet part per vantage point and UTC day (quicack.layout.scan_folders.scan_part_key).
 
 
 rule scan_part:

@@ -8,14 +8,14 @@
 #
 # One job per run group (client × mode × scenario × RTT × file, all repetitions; loss scenarios first
 # calibrate their drop lists on a no-loss baseline). Jobs hold the `testbed` resource, one at a
-# time by default (workflow/profiles/default), so that runs do not compete for the two CPU cores that the
+# time by default (profiles/default), so that runs do not compete for the two CPU cores that the
 # emulated delay depends on; raise it with
 # --resources testbed=N on bigger machines. The analysis rules never depend on these outputs.
 
 from quicack.testbed.scenarios import expand as _tb_expand
 from quicack.testbed.scenarios import group_to_json as _tb_group_json
 
-# On a cluster (workflow/profiles/slurm) the testbed still runs on the submitting host: it needs root, network
+# On a cluster (profiles/slurm) the testbed still runs on the submitting host: it needs root, network
 # namespaces and the emulated links' CPU cores to itself, none of which a batch job gets.
 localrules:
     testbed_all,

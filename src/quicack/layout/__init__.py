@@ -6,7 +6,7 @@
   run groups, run folders, and where a run keeps its keylogs, qlogs and captures;
 * ``naming`` — what folder names say about a run: quicack's test-case names
   (``<scenario>-<mode>-rtt<rtt>ms-<file>-<app>``) and the imc24 artifact's ``logs_<k=v,...>_<time>`` folders;
-* ``scan`` — the scanner layout of the imc24 authors ``<root>/<vantage_point>/data/<ISO timestamp>/…``
+* ``scan_folders`` — the scanner layout of the imc24 authors ``<root>/<vantage_point>/data/<ISO timestamp>/…``
   (QScanner's CSVs, the capture, targets): measurement folders, their times and files.
 
 Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rules and the testbed all take
@@ -16,13 +16,13 @@ these rules from here, so that the analysis never depends on the recorder.
 from importlib import import_module
 
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
-# importing every module (naming, runs, scan: datetime, urllib) cost a small capture's decoding a few ms.
+# importing every module (naming, runs, scan_folders: datetime, urllib) cost a small capture's decoding a few ms.
 _MODULES = {
     "naming": ("RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
                "sender_label", "testcase_name"),
     "runs": ("RUN_JSON", "LeftOut", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key",
              "group_tree", "is_qlog_name", "keylog_files", "leaves_raw", "qlog_files", "raw_entries", "run_groups"),
-    "scan": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
+    "scan_folders": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
     "vantage": ("CLIENT", "SERVER", "SIM_LEFT", "SIM_RIGHT", "capture_point", "endpoint_from_path"),
 }  # fmt: skip
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}

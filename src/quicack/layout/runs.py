@@ -120,7 +120,7 @@ def group_key(group: str) -> str:
     scan's part keys. Ordinary names stay as they are."""
     encoded = []
     for position, char in enumerate(group):
-        # A leading '@' is kept for the scan's part keys (quicack.layout.scan.scan_part_key).
+        # A leading '@' is kept for the scan's part keys (quicack.layout.scan_folders.scan_part_key).
         if char in _KEY_SAFE and not (position == 0 and char in "-.@"):
             encoded.append(char)
         else:

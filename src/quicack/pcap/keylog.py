@@ -56,7 +56,7 @@ class Keylog:
 def load_keylogs(paths: list[Path]) -> Keylog:
     """Merge keylog files (e.g. client/keys.log and server/keys.log), plain or gzip/zstd-compressed (scanner
     outputs keep ``key.log.zst``); unreadable files become problems."""
-    from .reader import open_capture  # decompresses by magic number, as for captures
+    from .capture_file import open_capture  # decompresses by magic number, as for captures
 
     keylog = Keylog()
     for path in paths:

@@ -1,6 +1,6 @@
 """The JSON-SEQ / NDJSON reader with the compiled lane (`quicack_core.QlogLane`) doing the common events.
 
-`LaneFileReader` is `reader._FileReader` with the record loop in the lane: the lane splits and parses the
+`LaneFileReader` is `python_reader.FileReader` with the record loop in the lane: the lane splits and parses the
 records and normalizes every event of the common form on a connection it knows (rows into its typed buffers,
 state in its connection records); everything else comes back here as before (headers, damage, the first event of
 each connection, values of unusual types) and goes through the Python reader unchanged. What both sides use is
@@ -24,7 +24,7 @@ from quicack.limits import Limits
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
 from .normalize import TraceConnection
-from .reader import QlogBatch, Trace, _FileReader, is_header_record
+from .python_reader import FileReader, QlogBatch, Trace, is_header_record
 from .records import CHUNK, STREAM_ERRORS, Damage, Joined, parse_records, separator, too_long, unreadable
 
 # What QlogLane.step stops for (its STOP_* codes).
@@ -176,8 +176,8 @@ def _counter(index: int) -> property:
     return property(lambda self: self.lane.get_counter(index), lambda self, value: self.lane.set_counter(index, value))
 
 
-class LaneFileReader(_FileReader):
-    """`_FileReader` of a JSON-SEQ / NDJSON file with the record loop in a `quicack_core.QlogLane`."""
+class LaneFileReader(FileReader):
+    """`FileReader` of a JSON-SEQ / NDJSON file with the record loop in a `quicack_core.QlogLane`."""
 
     pending = _counter(0)
     events_since_batch = _counter(1)

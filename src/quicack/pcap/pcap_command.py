@@ -23,9 +23,9 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
-    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.store.TableWriter`);
+    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.parquet_store.TableWriter`);
     return the rows written per table."""
-    from quicack.store import TableWriter
+    from quicack.parquet_store import TableWriter
 
     with TableWriter.in_folder(out_dir, OUTPUT_TABLES) as writer:
         for batch in batches:
@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if "polars" not in sys.modules:
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from quicack.issues import ERROR
+
     from .decode import decode_capture  # and polars
 
     # The decoder keeps the state of every open connection (tens of thousands of long-lived objects in a large
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)
     for severity, message in issues:
         print(f"  {severity}: {message}", file=sys.stderr)
-    return 1 if counts["packets"] == 0 and any(severity == "error" for severity, _ in issues) else 0
+    return 1 if counts["packets"] == 0 and any(severity == ERROR for severity, _ in issues) else 0
 
 
 def _remember_issues(batches: Iterable[CaptureBatch], issues: list[tuple[str, str]]) -> Iterator[CaptureBatch]:
@@ -151,7 +153,7 @@ def pcap_command(argv: list[str]) -> int:
 def exit_at_once(code: int) -> None:
     """Leave the process without tearing the interpreter down: the Parquet files are closed and renamed by then,
     and the teardown (polars' modules, the decoder's objects) took ~35 ms of CPU, more than decoding and writing a
-    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.cli`)."""
+    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.pcap_command`)."""
     import os
 
     sys.stdout.flush()

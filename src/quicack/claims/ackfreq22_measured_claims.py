@@ -2,7 +2,7 @@
 Tables 4 and 5, the reordering policies), from the ACK-ratio matrix over the emulated ackfreq22 paths (``ack_runs``,
 ``quicack.metrics.client_traffic``); and the paper's own §5.5 numbers recomputed from its Table 4. Claims without
 their tables (``ack_runs``, ``datagrams``) in the mapping say "not measured". Collected into
-``quicack.claims.ackratio.ACKFREQ22``."""
+``quicack.claims.ackratio_claims.ACKFREQ22``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Our values of imc24's scan claims (§4.3, Appendices D and G; ``data/reference/imc24_scan_claims.csv``) from
 ``scan_connections`` (and, for an emulated scan, ``scan_truth``): the paper's quantity, with the authors' code's
-version in the text where it differs (``quicack.metrics.scan``).
+version in the text where it differs (``quicack.metrics.scan_quantities``).
 
 On an emulated scan the numbers are what the emulation was configured to produce, not the Internet's, so
 agreement is not decided (``agrees`` null) and the explanation says so; on a real scan (kind ``scan``) it is.
@@ -14,13 +14,12 @@ from functools import partial
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
-from quicack.metrics import scan as metric
+from quicack.metrics import scan_quantities as metric
 from quicack.provenance import DatasetDescription
-from quicack.reference import paper_claims
+from quicack.reference import cdn_names, paper_claims
 from quicack.rendered import Rendered
 
 Tables = Mapping[str, pl.DataFrame]
-CDNS = ("Akamai", "Amazon", "Cloudflare", "Fastly", "Google", "Meta", "Microsoft", "Others")
 EMULATED = (
     "Emulated scan: this value is what the emulated frontends were configured to produce (scan_truth), not the Internet's, "
     "so agreement is not decided."
@@ -164,7 +163,7 @@ def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) 
 
 
 CLAIMS: dict[str, ClaimFunction] = {
-    **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in CDNS},
+    **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in cdn_names()},
     "imc24-4.3-tab01-variation-Amazon": partial(tab01_variation, cdn="Amazon"),
     "imc24-4.3-amazon-one-vp": partial(variation_at_one_vantage_point, cdn="Amazon"),
     **{f"imc24-4.3-median-iack-{cdn}": partial(median_iack_ahead, cdn=cdn) for cdn in ("Cloudflare", "Amazon", "Google", "Akamai")},

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.pcap.reader import open_capture
-from quicack.schema import INGEST_ISSUES
+from quicack.issues import issue_row, issues_frame
+from quicack.pcap.capture_file import open_capture
 
 STAGE = "scan"
 
@@ -44,10 +44,10 @@ class Issues:
     rows: list[dict[str, str | None]] = field(default_factory=list)
 
     def add(self, path: Path | str, severity: str, message: str) -> None:
-        self.rows.append({"path": str(path), "run_id": self.run_id, "stage": STAGE, "severity": severity, "message": message})
+        self.rows.append(issue_row(str(path), self.run_id, STAGE, severity, message))
 
     def frame(self) -> pl.DataFrame:
-        return pl.DataFrame(self.rows, schema=INGEST_ISSUES.schema) if self.rows else INGEST_ISSUES.empty()
+        return issues_frame(self.rows)
 
 
 def read_text_bytes(path: Path) -> bytes:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from quicack.schema import SCAN, tables_written_by
+
 CAPTURE_TABLES = ("datagrams", "packets", "frames")
-SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+# The scan stage's tables (the schema says which).
+SCAN_TABLES = tables_written_by(SCAN)
 
 
 def add_subparser(commands) -> argparse.ArgumentParser:
@@ -29,7 +32,7 @@ def add_subparser(commands) -> argparse.ArgumentParser:
         help="(pipeline) one part of a scan (a vantage point's measurements of one UTC day) to the pipeline's Parquet parts",
     )
     part.add_argument("--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)")
-    part.add_argument("--part", required=True, help="part key (quicack.layout.scan.scan_part_key)")
+    part.add_argument("--part", required=True, help="part key (quicack.layout.scan_folders.scan_part_key)")
     part.add_argument("--parquet", type=Path, required=True, help="the pipeline's Parquet folder")
     part.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
     part.set_defaults(handler=scan_part_command)
@@ -39,8 +42,8 @@ def add_subparser(commands) -> argparse.ArgumentParser:
 def _write_measurements(writer, folders, prefix_file: Path | None, capture_tables: bool, issues_run_id: str = "") -> None:
     """Read each measurement folder into ``writer``'s scan tables (and capture tables), printing one line each."""
     from .asn import read_prefix_table
-    from .files import Issues
     from .measurement import read_measurement
+    from .qscanner_files import Issues
 
     issues = Issues(issues_run_id)
     prefixes = read_prefix_table(prefix_file, issues) if prefix_file else None
@@ -62,7 +65,7 @@ def _write_measurements(writer, folders, prefix_file: Path | None, capture_table
 
 def scan_command(args: argparse.Namespace) -> int:
     from quicack.layout import find_measurements
-    from quicack.store import TableWriter
+    from quicack.parquet_store import TableWriter
 
     folders = find_measurements(args.paths)
     names = [*SCAN_TABLES, *([] if args.no_capture_tables else CAPTURE_TABLES)]
@@ -78,14 +81,14 @@ def scan_part_command(args: argparse.Namespace) -> int:
     """The pipeline's scan stage: the scan tables of one part. The capture tables stay out of the database: the
     scan figures need only scan_connections, and datagrams of scan connections have no runs row (use
     ``quicack scan --out`` for them)."""
-    from quicack.layout.scan import scan_parts
-    from quicack.store import TableWriter
+    from quicack.layout.scan_folders import scan_parts
+    from quicack.parquet_store import TableWriter
 
     folders = scan_parts(args.root).get(args.part, [])
     with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:
         _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part)
         if not folders:
-            from .files import Issues
+            from .qscanner_files import Issues
 
             issues = Issues(args.part)
             issues.add(args.root, "error", f"no measurement folder of part {args.part} below {args.root} (removed while the pipeline ran?)")

@@ -16,7 +16,7 @@ from typing import BinaryIO
 from quicack.compressed import CorruptCompressedData, open_input
 from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
-from .records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
+from .capture_records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
 from .tcp import TcpSegment, tcp_segment
 
 __all__ = ["LinkRecord", "ReadIssue", "TlsKeylogSecrets", "UdpDatagram", "open_capture", "read_link_records", "read_udp"]

@@ -1,6 +1,7 @@
-"""Read one qlog file of any dialect into batches of data-contract rows.
+"""The Python reader of one qlog file of any dialect: its records into batches of data-contract rows.
 
-``iter_qlog`` never raises on bad input: every problem becomes an ``ingest_issues`` row (stage ``qlog``) and
+``quicack.qlog.qlog_file`` chooses it (for JSON documents always; for JSON-SEQ / NDJSON when the compiled lane is
+not installed or not chosen); ``quicack.qlog.lane`` builds on it. It never raises on bad input: every problem becomes an ``ingest_issues`` row (stage ``qlog``) and
 every good event before the damage is kept.
 
 Connections and run ids: a file may hold several connections (several traces of a JSON document, several
@@ -22,12 +23,13 @@ from typing import Any
 import polars as pl
 
 from quicack.compressed import CorruptCompressedData
+from quicack.issues import issue_row
 from quicack.layout import endpoint_from_path
-from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
+from quicack.limits import InputLimitExceeded, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
-from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged, concat
-from .detect import JSON, JSON_SEQ, NDJSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
+from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
+from .detect import JSON, UNKNOWN, Dialect, detect_dialect, implementation_from_text, read_head
 from .normalize import (
     TraceConnection,
     event_kind,
@@ -67,18 +69,9 @@ class QlogBatch:
     events: int = 0  # events read since the previous batch
 
 
-@dataclass
-class QlogResult:
-    """All rows of one qlog file; each frame conforms to the data contract."""
+class FileReader:
+    """The Python reader of one qlog file of any dialect (JSON, JSON-SEQ, NDJSON): records to rows, batch by batch."""
 
-    packets: pl.DataFrame
-    frames: pl.DataFrame
-    metrics_logged: pl.DataFrame
-    endpoints: pl.DataFrame
-    ingest_issues: pl.DataFrame
-
-
-class _FileReader:
     def __init__(self, path: Path, run_id: str, vantage: str | None, batch_events: int, limits: Limits) -> None:
         self.path = path
         self.limits = limits
@@ -101,8 +94,7 @@ class _FileReader:
     # -- issues ----------------------------------------------------------------------------------------------
 
     def issue(self, severity: str, message: str, run_id: str | None = None) -> None:
-        self.issues.append({"path": str(self.path), "run_id": run_id or self.run_id, "stage": STAGE,
-                            "severity": severity, "message": message})
+        self.issues.append(issue_row(str(self.path), run_id or self.run_id, STAGE, severity, message))
 
     # -- main loop -------------------------------------------------------------------------------------------
 
@@ -540,48 +532,3 @@ class _FileReader:
         if not rows:
             return ENDPOINTS.empty()
         return ENDPOINTS.conform(pl.DataFrame(rows, schema=ENDPOINTS.schema))
-
-
-def iter_qlog(
-    path: Path, run_id: str, vantage: str | None = None, batch_events: int = 50_000, limits: Limits = DEFAULT_LIMITS,
-    engine: str | None = None,
-) -> Iterator[QlogBatch]:
-    """Stream the rows of one qlog file in batches of about ``batch_events`` events.
-
-    The last batch carries the file's ``endpoints`` rows. Bad input yields ``ingest_issues`` rows, never an
-    exception. Memory is bounded by one batch for JSON-SEQ / NDJSON and by one file for JSON documents.
-    ``engine`` ("compiled" or "python", default ``QUICACK_QLOG_ENGINE`` or the compiled one when installed, see
-    ``quicack.qlog.engine``) reads JSON-SEQ / NDJSON files; both give the same rows.
-    """
-    from .engine import lane_class  # the compiled lane builds on this reader
-
-    path = Path(path)
-    lane = lane_class(engine)
-    if lane is not None and _is_sequence(path):
-        from .lane import LaneFileReader
-
-        return LaneFileReader(lane, path, run_id, vantage, batch_events, limits).run()
-    return _FileReader(path, run_id, vantage, batch_events, limits).run()
-
-
-def _is_sequence(path: Path) -> bool:
-    """Whether ``path`` reads as JSON-SEQ / NDJSON; anything unreadable goes to the Python reader, which says why."""
-    try:
-        return path.stat().st_size > 0 and detect_dialect(path).container in (JSON_SEQ, NDJSON)
-    except Exception:  # noqa: BLE001 - the reader reports it
-        return False
-
-
-def read_qlog(path: Path, run_id: str, vantage: str | None = None, limits: Limits = DEFAULT_LIMITS,
-              engine: str | None = None) -> QlogResult:
-    """All rows of one qlog file (the batches of ``iter_qlog`` concatenated)."""
-    parts: dict[str, list[pl.DataFrame]] = {k: [] for k in ("packets", "frames", "metrics_logged", "endpoints",
-                                                            "ingest_issues")}
-    for batch in iter_qlog(path, run_id, vantage, limits=limits, engine=engine):
-        for k, lst in parts.items():
-            df = getattr(batch, k)
-            if df.height:
-                lst.append(df)
-    tables = {"packets": PACKETS, "frames": FRAMES, "metrics_logged": METRICS_LOGGED, "endpoints": ENDPOINTS,
-              "ingest_issues": INGEST_ISSUES}
-    return QlogResult(**{k: concat(v, tables[k]) for k, v in parts.items()})

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import ingest, recovery, store
+from quicack import ingest, parquet_store, recovery
+from quicack.issues import count_errors
 from quicack.layout import group_key
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
@@ -19,8 +20,10 @@ from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.metrics.tcp_ack_runs import tcp_ack_runs
 from quicack.run_batches import batches_by_rows, parquet_rows_per_run
+from quicack.schema import DERIVE, tables_written_by
 
-DERIVED_TABLES = ("rtt_samples", "connections", "handshake_runs", "estimator_agreement", "ack_breakdown", "ack_runs")
+# The tables the derive stage writes (the schema says which); `derive_tables` returns them.
+DERIVED_TABLES = tables_written_by(DERIVE)
 
 
 class StrictModeError(RuntimeError):
@@ -32,7 +35,7 @@ def ingest_group_stage(
     follow_external_symlinks: bool = False,
 ) -> dict[str, int]:
     # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
-    with store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
+    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
         for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
             writer.write(name, frame)
     return dict(writer.rows)
@@ -40,7 +43,7 @@ def ingest_group_stage(
 
 def dataset_issues_stage(raw_root: Path, parquet_root: Path, follow_external_symlinks: bool = False) -> int:
     frame = ingest.dataset_issues(raw_root, follow_external_symlinks)
-    store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
+    parquet_store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
     return frame.height
 
 
@@ -56,12 +59,12 @@ DERIVE_INPUTS = ("runs", "packets", "frames", "metrics_logged", "endpoints", "da
 
 def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
     part = group_key(group)
-    run_ids = store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
+    run_ids = parquet_store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
     rows_per_run = parquet_rows_per_run(parquet_root, DERIVE_INPUTS, part, run_ids)
-    with store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
+    with parquet_store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
         # At least one batch, so that a group without runs still derives (empty) tables as before.
         for batch in batches_by_rows(rows_per_run, DERIVE_BATCH_ROWS, DERIVE_BATCH_RUNS):
-            read = {name: store.read_table_runs(parquet_root, name, part, batch) for name in DERIVE_INPUTS}
+            read = {name: parquet_store.read_table_runs(parquet_root, name, part, batch) for name in DERIVE_INPUTS}
             for name, frame in derive_tables(read, params).items():
                 writer.write(name, frame)
     return dict(writer.rows)
@@ -123,14 +126,14 @@ class Summary:
 def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
     """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
     the Parquet files the database was built on."""
-    issues = store.read_files("ingest_issues", files.get("ingest_issues", []))
-    runs = store.read_files("runs", files.get("runs", []))
+    issues = parquet_store.read_files("ingest_issues", files.get("ingest_issues", []))
+    runs = parquet_store.read_files("runs", files.get("runs", []))
     lines = ["quicack ingest summary", ""]
     lines += [f"  {name:<18} {rows:>10,} rows" for name, rows in counts.items()]
     ok = runs.filter(pl.col("status") == "ok").height
     failed = runs.filter(pl.col("status") == "failed").height
     lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
-    errors = issues.filter(pl.col("severity") == "error").height
+    errors = count_errors(issues)
     warnings = issues.height - errors
     lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
     for row in issues.sort("severity", "path").head(50).iter_rows(named=True):

@@ -11,7 +11,7 @@ from functools import partial
 import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
-from quicack.claims.ackfreq22_measured import ACKFREQ22_MEASURED
+from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
 from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume

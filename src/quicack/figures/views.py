@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quicack import store
+from quicack import database
 from quicack.run_batches import RunRows, StoredView
 
 # The views at packet granularity (and the qlogs' metric updates, as many): a figure reads them a batch of its runs
@@ -16,7 +16,7 @@ def read_views(db: str | Path, *names: str) -> dict[str, RunRows]:
     """The named views of ``quicack.duckdb`` (the Parquet behind them, read through DuckDB so that ad-hoc SQL and
     the figures see exactly the same rows): polars frames, except the packet-sized views, which are
     ``StoredView`` handles the figure functions read a batch of their runs at a time."""
-    with store.connect(Path(db)) as con:
+    with database.connect(Path(db)) as con:
         return {name: _view(con, Path(db), name) for name in names}
 
 
@@ -29,7 +29,7 @@ def _view(con, db: Path, name: str) -> RunRows:
 def read_view_if_present(db: str | Path, name: str) -> RunRows | None:
     """The named view, or None when the database has none of that name (e.g. ``tcp_segments`` in a dataset
     recorded before the testbed captured TCP): the figures then draw QUIC alone."""
-    with store.connect(Path(db)) as con:
+    with database.connect(Path(db)) as con:
         present = con.sql("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", params=[name]).fetchone()
         if not present or present[0] == 0:
             return None

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.issues import issue_row, issues_frame
 from quicack.pcap import CaptureBatch, decode_capture
 from quicack.schema import INGEST_ISSUES
 
@@ -237,9 +238,7 @@ def server_datagram_facts(
 
 
 def _issue(path: Path, run_id: str, severity: str, message: str) -> pl.DataFrame:
-    return pl.DataFrame(
-        [{"path": str(path), "run_id": run_id, "stage": "scan", "severity": severity, "message": message}], schema=INGEST_ISSUES.schema
-    )
+    return issues_frame([issue_row(str(path), run_id, "scan", severity, message)])
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:
