@@ -185,7 +185,9 @@ DERIVE_CODE = stage_code(
     "quicack.parquet_store",
     files=ENTRY_FILES,
 )
-DATABASE_CODE = stage_code("quicack.database", "quicack.parquet_store", "quicack.provenance", files=ENTRY_FILES)
+DATABASE_CODE = stage_code(
+    "quicack.database", "quicack.parquet_store", "quicack.provenance", "quicack.publish", "quicack.path_checks", files=ENTRY_FILES
+)
 SCAN_CODE = stage_code("quicack.scan", "quicack.parquet_store", files=ENTRY_FILES)
 # The notebooks call the figures and claims packages.
 RENDER_CODE = stage_code("quicack.figures", "quicack.claims")

@@ -78,6 +78,9 @@ def raw_entries(raw_root: Path, follow_external_symlinks: bool = False) -> RawEn
     groups, left_out = [], []
     root = raw_root.resolve()
     for path in sorted(raw_root.iterdir()):
+        if path.is_symlink() and not path.exists():  # leads nowhere, or into a loop of links
+            left_out.append(LeftOut(path, "warning", "symbolic link to nothing: ignored"))
+            continue
         if not path.is_dir():
             continue
         if path.is_symlink():
