@@ -25,3 +25,9 @@ rule all:
         rendered_notebooks(),
         RESULTS / "claims.csv",
         RESULTS / "rendering.txt",
+        REPORT_PAGES / "landing.rst",
+        RESULTS / "claims_overview.md",
+
+
+# After `all`: the artifact target builds on its inputs.
+include: "workflow/rules/artifact.smk"

@@ -143,3 +143,16 @@ def test_tab04_paper_beside_ours_and_lower_bounds(tables):
     answered_first = handshakes.with_columns(pl.lit(None, dtype=pl.Float64).alias("default_pto_ms"))
     bounded = one(imc24_tables.imc24_tab04_client_defaults(answered_first).artefact, client="aioquic")
     assert bounded["default_pto_ms"].startswith("> ") and "lower bound" in bounded["default_pto_from"]
+
+
+def test_tab04_lists_only_the_clients_of_the_iack_wfc_runs(tables, tmp_path):
+    """Linux TCP's downloads (the ACK-ratio study) have handshake_runs rows too, without a mode: no client row."""
+    parquet = tmp_path / "parquet"
+    stages.ingest_group_stage(RAW, "linux-tcp_linux-tcp", "sample", parquet)
+    stages.derive_group_stage(parquet, "linux-tcp_linux-tcp", recovery.RecoveryParams())
+    tcp = parquet_store.read_table(parquet, "handshake_runs")
+    assert set(tcp["client_impl"]) == {"linux-tcp"}
+    both = pl.concat([tables["handshake_runs"], tcp], how="diagonal_relaxed")
+    rendered = imc24_tables.imc24_tab04_client_defaults(both)
+    assert rendered.artefact["client"].to_list() == ["aioquic", "quic-go"]
+    assert "linux-tcp" not in rendered.runs["client_impl"].to_list()

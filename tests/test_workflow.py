@@ -146,6 +146,19 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     for artefact in artefacts:
         assert artefact in html, artefact
     assert "claims.csv" in html and "EMULATED DATA" in html
+    # The landing page is the claims overview of this run; each claim is listed, each caption names its claims.
+    assert "Claims overview" in html and all(claim_id in html for claim_id in claims["claim_id"].to_list())
+    assert (out / "claims_overview.md").read_text().count("\n| `") == claims.height
+    # ARTIFACT.md's claims section is what this run's claims.csv gives (quicack artifact-claims rewrites it).
+    checked = subprocess.run([sys.executable, "-m", "quicack.cli", "artifact-claims", str(out / "claims.csv"), "--check"],
+                             cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    # The summary groups the issues by cause; every row is in ingest_issues.csv.
+    issues = pl.read_csv(out / "ingest_issues.csv")
+    with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
+        assert issues.height == con.execute("SELECT count(*) FROM ingest_issues").fetchone()[0]
+    causes = issues.select("severity", "stage", "cause").unique().height
+    assert f"{causes} cause(s); every row: ingest_issues.csv" in (out / "summary.txt").read_text()
 
 
 def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_path):

@@ -30,7 +30,11 @@ FOLLOW_HELP = "read files and run groups that are symbolic links leading outside
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_VersionAction, help="the version and the engines in use, then exit")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    doctor = commands.add_parser("doctor", help="the engines, the compiled core, tshark, Rust and the testbed's programs found")
+    doctor.set_defaults(handler=_doctor)
 
     qlog_command.add_subparser(commands)
 
@@ -84,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "output, so that Snakemake never removes the database itself)"
     )
     build_db.add_argument("--summary", type=Path, required=True)
+    build_db.add_argument("--issues", type=Path, help="write every ingest issue here (CSV, with its cause); the summary groups them")
     build_db.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     build_db.add_argument(
         "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
@@ -111,8 +116,47 @@ def main(argv: list[str] | None = None) -> int:
     claims.add_argument("--out", type=Path, required=True)
     claims.set_defaults(handler=_merge_claims)
 
+    pages = commands.add_parser("report-pages", help="(pipeline) the report's landing page (claims overview) and captions")
+    pages.add_argument("--claims", type=Path, required=True, help="claims.csv")
+    pages.add_argument("--db", type=Path, required=True, help="the database (for the dataset's description)")
+    pages.add_argument("--captions", type=Path, required=True, help="the hand-written captions (workflow/report)")
+    pages.add_argument("--results", type=Path, required=True, help="the dataset's results folder")
+    pages.add_argument("--out", type=Path, required=True, help="folder for the landing page and the captions")
+    pages.set_defaults(handler=_report_pages)
+
+    bundle = commands.add_parser("artifact-zip", help="(pipeline) the report, claims, figures, tables and docs in one zip")
+    bundle.add_argument("--report", type=Path, required=True, help="the HTML report")
+    bundle.add_argument("--results", type=Path, required=True, help="the dataset's results folder")
+    bundle.add_argument("--out", type=Path, required=True, help="the zip to write")
+    bundle.set_defaults(handler=_artifact_zip)
+
+    artifact_claims = commands.add_parser("artifact-claims", help="ARTIFACT.md's claims section from a run's claims.csv")
+    artifact_claims.add_argument("claims", type=Path, help="claims.csv of the run (results/sample/claims.csv)")
+    artifact_claims.add_argument("--document", type=Path, default=Path("ARTIFACT.md"))
+    artifact_claims.add_argument("--check", action="store_true", help="fail if the document's section differs, change nothing")
+    artifact_claims.set_defaults(handler=_artifact_claims)
+
     args = parser.parse_args(argv)
     return args.handler(args)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed when asked (it imports the engines), not when the parser is built."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        from quicack.doctor import version_line
+
+        print(version_line())
+        parser.exit()
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from quicack.doctor import main as doctor
+
+    return doctor()
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -220,7 +264,7 @@ def _build_db(args: argparse.Namespace) -> int:
             building.unlink(missing_ok=True)
             print(f"path checks: {error}", file=sys.stderr)
             return 2
-    summary = stages.summarize(snapshot, counts)
+    summary = stages.summarize(snapshot, counts, args.issues)
     if args.strict and (summary.errors or summary.warnings):
         print(summary.text)
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
@@ -244,6 +288,45 @@ def _render_summary(args: argparse.Namespace) -> int:
     if args.strict and not_drawn:
         print(f"strict mode: {not_drawn} artefact(s) could not be drawn; failing", file=sys.stderr)
         return 2
+    return 0
+
+
+def _report_pages(args: argparse.Namespace) -> int:
+    from quicack.artifact.pages import write_report_pages
+
+    written = write_report_pages(args.claims, args.db, args.captions, args.results, args.out)
+    print(f"report pages: {len(written)} files ({args.out}, {args.results / 'claims_overview.md'})")
+    return 0
+
+
+def _artifact_zip(args: argparse.Namespace) -> int:
+    from quicack.artifact.bundle import bundle_members, write_bundle
+
+    count = write_bundle(args.out, bundle_members(args.report, args.results, Path.cwd()), args.out.stem)
+    print(f"{args.out}: {count} files")
+    return 0
+
+
+def _artifact_claims(args: argparse.Namespace) -> int:
+    from quicack.artifact.overview import (
+        artefact_paths,
+        claims_markdown,
+        generated_section,
+        read_claims,
+        replace_generated,
+    )
+
+    claims = read_claims(args.claims)
+    generated = claims_markdown(claims, artefact_paths(claims))
+    document = args.document.read_text()
+    if args.check:
+        if generated_section(document) != generated:
+            print(f"{args.document}: its claims section is not what {args.claims} gives: run "
+                  f"quicack artifact-claims {args.claims}", file=sys.stderr)  # fmt: skip
+            return 1
+        return 0
+    args.document.write_text(replace_generated(document, generated))
+    print(f"{args.document}: claims section written from {args.claims}")
     return 0
 
 

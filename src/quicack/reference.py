@@ -87,6 +87,12 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     return float(row["paper_low"][0]), float(row["paper_high"][0])
 
 
+def papers(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/papers.csv``: each paper's short name (the ``paper`` of claims.csv), title, authors, venue,
+    year and DOI as the papers' texts give them (empty where they give none)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "papers.csv", infer_schema=False)
+
+
 # Any AS not in data/reference/cdn_asn.csv, and an unrouted address (imc24 Table 5's "Others").
 OTHERS = "Others"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack import ingest, parquet_store, recovery
-from quicack.issues import count_errors
+from quicack.issues import count_errors, issue_lines, write_issue_list
 from quicack.layout import group_key
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.metrics.ack_breakdown import ack_breakdown
@@ -123,9 +123,10 @@ class Summary:
     warnings: int
 
 
-def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
+def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
     """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
-    the Parquet files the database was built on."""
+    the Parquet files the database was built on. The issues are grouped by cause (``quicack.issues.issue_lines``);
+    with ``issue_list`` every row is written there (CSV) and the summary points to it."""
     issues = parquet_store.read_files("ingest_issues", files.get("ingest_issues", []))
     runs = parquet_store.read_files("runs", files.get("runs", []))
     lines = ["quicack ingest summary", ""]
@@ -136,8 +137,8 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int]) -> Summary:
     errors = count_errors(issues)
     warnings = issues.height - errors
     lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
-    for row in issues.sort("severity", "path").head(50).iter_rows(named=True):
-        lines.append(f"    [{row['severity']}] {row['stage']}: {row['path']}: {row['message']}")
-    if issues.height > 50:
-        lines.append(f"    ... {issues.height - 50} more: SELECT * FROM ingest_issues")
+    where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
+    lines += issue_lines(issues, where)
+    if issue_list is not None:
+        write_issue_list(issues, issue_list)
     return Summary("\n".join(lines) + "\n", errors, warnings)

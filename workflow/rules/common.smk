@@ -1,6 +1,7 @@
 # Shared configuration, paths and input functions of the quicack workflow.
 
 import ast
+import json
 import os
 import shlex
 from pathlib import Path
@@ -249,6 +250,13 @@ def all_parquet():
 
 FIGURES = RESULTS / "figures"
 TABLES = RESULTS / "tables"
+# The report's landing page and captions as `snakemake --report` shows them (written by report_pages): the hand-written
+# captions of workflow/report/ with each artefact's claims appended. Absolute, because Snakemake joins a caption's
+# path to the folder of the rule file that names it.
+REPORT_PAGES = RESULTS / "report"
+REPORT_PAGES_ABSOLUTE = Path(os.path.abspath(REPORT_PAGES))
+CAPTION_SOURCES = sorted(str(p) for p in (REPO / "workflow" / "report").glob("*.rst"))
+ARTIFACT_CODE = stage_code("quicack.artifact", files=ENTRY_FILES)
 NOTEBOOKS_OUT = RESULTS / "notebooks"
 NOTEBOOKS = REPO / "notebooks"
 
@@ -270,7 +278,7 @@ def rendered_outputs(artefact_id):
     """The artefact's files. Figures: one file per configured format; the PNG goes into the
     report. Tables: CSV (in the report), Markdown and LaTeX. The caption is
     workflow/report/<id>.rst."""
-    caption = f"../report/{artefact_id}.rst"
+    caption = caption_page(artefact_id)
     category = artefact_id.split("-")[0]
     if is_figure(artefact_id):
         paths = [FIGURES / f"{artefact_id}.{fmt}" for fmt in FIGURE_FORMATS]
@@ -282,6 +290,11 @@ def rendered_outputs(artefact_id):
     return [(report(p, caption=caption, category=category) if p.suffix == in_report else p) for p in paths] + [
         render_status(artefact_id)
     ]
+
+
+def caption_page(name):
+    """The caption `snakemake --report` shows for a result: workflow/report/<name>.rst with its claims (report_pages)."""
+    return str(REPORT_PAGES_ABSOLUTE / f"{name}.rst")
 
 
 def render_status(artefact_id):

@@ -13,9 +13,10 @@ rule database:
         receipt=DATABASE_RECEIPT,
         summary=report(
             RESULTS / "summary.txt",
-            caption="../report/summary.rst",
+            caption=caption_page("summary"),
             category="Data",
         ),
+        issues=RESULTS / "ingest_issues.csv",
     log:
         LOGS / "database.log",
     benchmark:
@@ -33,4 +34,4 @@ rule database:
         CONDA_ENV
     shell:
         "quicack build-db --parquet {params.parquet:q} --db {params.db:q} --receipt {output.receipt:q} "
-        "--summary {output.summary:q} {params.strict} {params.description} {params.scan_description} {params.path_checks} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"
+        "--summary {output.summary:q} --issues {output.issues:q} {params.strict} {params.description} {params.scan_description} {params.path_checks} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"

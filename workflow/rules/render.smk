@@ -45,7 +45,7 @@ rule claims:
     output:
         report(
             RESULTS / "claims.csv",
-            caption="../report/claims.rst",
+            caption=caption_page("claims"),
             category="claims",
         ),
     log:
@@ -64,7 +64,7 @@ rule render_summary:
     output:
         report(
             RESULTS / "rendering.txt",
-            caption="../report/rendering.rst",
+            caption=caption_page("rendering"),
             category="Data",
         ),
     log:

@@ -361,6 +361,7 @@ impl PacketKeys {
 
     /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.
     #[pyo3(signature = (data, start, pn_offset, packet_end, expected_pn, short))]
+    #[allow(clippy::too_many_arguments)]
     fn decrypt(
         &mut self,
         py: Python<'_>,
@@ -382,3 +383,7 @@ impl PacketKeys {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/keys.rs"]
+pub mod tests;

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # figures are files; never open a window (CI has no display)
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+import seaborn as sns  # noqa: E402
 
 from quicack.provenance import DatasetDescription  # noqa: E402
 from quicack.rendered import Rendered, run_accounting  # noqa: E402
@@ -22,6 +23,8 @@ __all__ = ["Rendered", "run_accounting", "save", "setup_style"]
 
 # At 6 pt, an average character is about 3 pt wide: 24 per inch, a little less to be safe.
 FOOTNOTE_CHARS_PER_INCH = 22
+# The footnote starts this far below the lowest thing drawn (tick labels, axis labels, legends), whatever that is.
+FOOTNOTE_GAP_IN = 0.06
 
 # Fixed so that two renders of the same data give the same PNG/PDF bytes.
 _SAVE_METADATA = {
@@ -32,6 +35,9 @@ _SAVE_METADATA = {
 
 
 def setup_style() -> None:
+    """The one style of every figure: seaborn's (its statistical plots — ECDFs, boxes — draw most figures) on
+    matplotlib's tab10 colours, which figures also name directly ("tab:blue")."""
+    sns.set_theme(context="paper", style="whitegrid", palette="tab10", font_scale=0.95)
     plt.rcParams.update(
         {
             "figure.dpi": 100,
@@ -120,9 +126,10 @@ def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Se
     figures_dir.mkdir(parents=True, exist_ok=True)
     # Wrapped to the figure's width, under the axes: the footnote must never widen a
     # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
-    width_in = fig.get_size_inches()[0]
+    width_in, height_in = fig.get_size_inches()
     wrapped = textwrap.fill(one_line(footnote), width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
-    fig.text(0.01, 0.0, wrapped, fontsize=6, color="dimgray", ha="left", va="top", parse_math=False)
+    fig.text(0.01, _footnote_top(fig) / height_in, wrapped, fontsize=6, color="dimgray", ha="left", va="top",
+             parse_math=False)
     paths = []
     for fmt in formats:
         path = figures_dir / f"{figure_id}.{fmt}"
@@ -130,6 +137,13 @@ def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Se
         paths.append(path)
     plt.close(fig)
     return paths
+
+
+def _footnote_top(fig: plt.Figure) -> float:
+    """Where the footnote's first line starts, in inches above the figure's lower edge: below everything drawn, so that
+    no rotated tick label, axis label or legend under the axes runs into it (they may reach below the edge)."""
+    bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0
+    return min(bottom, 0.0) - FOOTNOTE_GAP_IN
 
 
 def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:

@@ -8,6 +8,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.metrics import scan_quantities as metric
@@ -41,9 +42,8 @@ def _missing(scan: pl.DataFrame, needed: str) -> str:
     return needed
 
 
-def _cdf(ax: plt.Axes, values: np.ndarray, label: str, **style) -> None:
-    ordered = np.sort(np.maximum(values, CDF_FLOOR_MS))
-    ax.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post", label=label, **style)
+def _cdf(ax: plt.Axes, values: np.ndarray, label: str) -> None:
+    sns.ecdfplot(x=np.maximum(values, CDF_FLOOR_MS), ax=ax, label=label)
 
 
 def _configured_label(scan: pl.DataFrame, truth: pl.DataFrame) -> dict[str, str]:
@@ -136,21 +136,23 @@ def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
     panels = [("coalesced", "(a) coalesced ACK and ServerHello"), ("iack", "(b) instant ACK")]
     cdns = _cdns(rows)
     fig, axes = plt.subplots(1, 2, figsize=(9, 0.45 * len(cdns) + 1.4), sharey=True)
+    # One long frame per panel: ours (filled boxes) and the authors' quantity (hollow) per CDN.
+    long = pl.concat(
+        [rows.select("first_datagram_class", "cdn", pl.col(column).alias("ms"), pl.lit(label).alias("quantity"))
+         for column, label in (("authors_gap_minus_ack_delay_ms", "authors"), ("rtt_minus_ack_delay_ms", "ours"))]
+    ).drop_nulls("ms")  # fmt: skip
     for ax, (kind, title) in zip(axes, panels, strict=True):
-        part = rows.filter(pl.col("first_datagram_class") == kind)
-        for position, cdn in enumerate(cdns):
-            ours = part.filter(pl.col("cdn") == cdn)["rtt_minus_ack_delay_ms"].drop_nulls().to_numpy()
-            authors = part.filter(pl.col("cdn") == cdn)["authors_gap_minus_ack_delay_ms"].drop_nulls().to_numpy()
-            if len(ours):
-                ax.boxplot([ours], positions=[position + 0.18], orientation="horizontal", widths=0.3, patch_artist=True,
-                           boxprops={"facecolor": "tab:blue", "alpha": 0.6}, flierprops={"markersize": 2})
-            if len(authors):
-                ax.boxplot([authors], positions=[position - 0.18], orientation="horizontal", widths=0.3, flierprops={"markersize": 2})
+        part = long.filter(pl.col("first_datagram_class") == kind)
+        if not part.is_empty():
+            sns.boxplot(part.to_pandas(), x="ms", y="cdn", hue="quantity", order=cdns, hue_order=["authors", "ours"],
+                        orient="h", palette={"authors": "white", "ours": "tab:blue"}, width=0.7, linecolor="black",
+                        linewidth=0.8, fliersize=2, legend=False, ax=ax)  # fmt: skip
         ax.axvline(0, color="black", linewidth=0.6)
         ax.set_title(title, fontsize=9)
         ax.set_yticks(range(len(cdns)), cdns)
+        ax.set_ylabel("")
+        ax.set_ylim(len(cdns) - 0.5, -0.5)
         ax.set_xlabel("RTT − ACK Delay [ms]  (filled: ours; hollow: authors' ACK→SH − ACK Delay)", fontsize=7)
-    axes[0].invert_yaxis()
     fig.tight_layout()
     note = (
         _scan_note(metric.toplist(scan), "Top-list measurements")

@@ -113,6 +113,9 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
     datagram indices of the second client flight (the calibrated drop list of the
     second-client-flight loss runs that most RTTs agree on; "IACK … / WFC …" when the modes
     differ; the other RTTs' lists where they differ), beside the paper's values."""
+    # The clients of the IACK/WFC experiments, as the claims read them (Linux TCP and runs against other servers
+    # have no place in this table).
+    handshakes = summary.iack_wfc_runs(handshakes)
     defaults = summary.default_pto_by_client(handshakes)
     lost_flight = second_flight_runs(handshakes)
     calibrated = lost_flight.filter(pl.col("calibrated_second_client_flight").is_not_null())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.cwnd import cwnd_of_runs
@@ -64,13 +65,9 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for (configuration,), group in sizes.sort("configuration").group_by("configuration", maintain_order=True):
-        steps = group.group_by("ip_bytes").agg(pl.col("packets").sum()).sort("ip_bytes")
-        total = int(steps["packets"].sum())
-        share = steps["packets"].cum_sum() / total
-        # one step per distinct size, from 1/n at the smallest: the same line as one point per packet
-        x = [steps["ip_bytes"][0], *steps["ip_bytes"].to_list()]
-        y = [1 / total, *share.to_list()]
-        ax.step(x, y, where="post", label=f"{configuration} (median {counted_median(group, 'ip_bytes'):.0f} B)")
+        # Each row weighs as many packets as it counts: the same ECDF as one point per packet.
+        sns.ecdfplot(group.select("ip_bytes", "packets").to_pandas(), x="ip_bytes", weights="packets", ax=ax,
+                     label=f"{configuration} (median {counted_median(group, 'ip_bytes'):.0f} B)")  # fmt: skip
     beyond = int(sizes.filter(pl.col("ip_bytes") > SIZE_AXIS_MAX_BYTES)["packets"].sum())
     ax.set_xlim(0, SIZE_AXIS_MAX_BYTES)
     ax.set_xlabel("return-path IP packet size (bytes)"

@@ -25,6 +25,8 @@ except ImportError:  # pragma: no cover
         return json.dumps(value, separators=(",", ":"))
 
 
+from quicack.frame_types import QLOG_NAMES
+
 from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_US, Profile
 
 # Event kinds, from the event name without its category (transport:, quic:, recovery:, ...).
@@ -93,34 +95,7 @@ def packet_type(value: Any) -> str:
     return _PACKET_TYPES.get(value.lower(), "unknown")
 
 
-_FRAME_TYPES = {
-    name: name
-    for name in (
-        "padding", "ping", "ack", "reset_stream", "stop_sending", "crypto", "new_token", "stream", "max_data",
-        "max_stream_data", "max_streams", "data_blocked", "stream_data_blocked", "streams_blocked",
-        "new_connection_id", "retire_connection_id", "path_challenge", "path_response", "connection_close",
-        "handshake_done", "datagram", "ack_frequency", "immediate_ack", "time_stamp", "reset_stream_at",
-    )
-}
-_FRAME_TYPES.update(
-    {
-        "ack_ecn": "ack",
-        "rst_stream": "reset_stream",
-        "crypto_frame": "crypto",
-        "max_streams_bidi": "max_streams",
-        "max_streams_uni": "max_streams",
-        "max_streams_bidir": "max_streams",
-        "max_streams_unidir": "max_streams",
-        "blocked": "data_blocked",
-        "stream_blocked": "stream_data_blocked",
-        "streams_blocked_bidi": "streams_blocked",
-        "streams_blocked_uni": "streams_blocked",
-        "application_close": "connection_close",
-        "connection_close_app_err": "connection_close",
-        "datagram_len": "datagram",
-        "datagram_l": "datagram",
-    }
-)
+_FRAME_TYPES = QLOG_NAMES  # lower-case qlog spelling -> name, from quicack/frame_types.csv
 _NOT_ELICITING = frozenset(("ack", "padding", "connection_close"))
 
 
