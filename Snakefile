@@ -20,7 +20,7 @@ include: "workflow/rules/scan_testbed.smk"
 
 rule all:
     input:
-        RESULTS / "quicack.duckdb",
+        DATABASE_RECEIPT,
         RESULTS / "summary.txt",
         rendered_notebooks(),
         RESULTS / "claims.csv",

@@ -73,8 +73,12 @@ def test_engines_agree_on_the_embedded_dataset() -> None:
 
 def _damaged(data: bytes) -> dict[str, bytes]:
     middle = data.index(b"\x1e", len(data) // 2) if b"\x1e" in data[len(data) // 2:] else len(data) // 2
+    after = data.index(b"\x1e", middle + 1) if b"\x1e" in data[middle + 1:] else middle
     return {
         "cut": data[: len(data) * 2 // 3],
+        # a separator lost: two records in one; and a record cut with the next written after it on a new line
+        "missing_separator": data[:middle] + data[middle + 1:],
+        "cut_joined": data[:middle] + data[middle: (middle + after) // 2] + b"\n" + data[after + 1:],
         "garbage_record": data[:middle] + b"\x1e{\"time\": oops}\n" + data[middle:],
         "string_numbers": re.sub(rb'"(smoothed_rtt|packet_number|offset|time)":\s*(\d+(?:\.\d+)?)', rb'"\1":"\2"',
                                  data),

@@ -163,7 +163,20 @@ def read_table_runs(parquet_root: Path, name: str, part: str, run_ids: list[str]
     path = parquet_root / name / f"{part}.parquet"
     if not path.exists():
         return table.empty()
-    return table.conform(pl.scan_parquet(path).filter(pl.col("run_id").is_in(run_ids)).collect())
+    return contiguous(table.conform(pl.scan_parquet(path).filter(pl.col("run_id").is_in(run_ids)).collect()))
+
+
+def contiguous(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every column in one chunk, made one column at a time (in place). A filtered scan returns
+    columns chunked differently (run_id in one piece per row group read, the others not), and every eager
+    expression over such a frame first copies all of it into aligned chunks: each filter of the derive stage cost a
+    copy of the whole batch (+650 MB on a run of 2·10⁶ qlog events, bench/derive_memory.py). One column at a time,
+    the copy is one column's."""
+    if len(set(frame.n_chunks("all"))) <= 1:
+        return frame
+    for index, name in enumerate(frame.columns):
+        frame.replace_column(index, frame.get_column(name).rechunk())
+    return frame
 
 
 def read_files(name: str, files: list[Path]) -> pl.DataFrame:

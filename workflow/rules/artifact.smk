@@ -11,7 +11,7 @@ report: str(REPORT_PAGES_ABSOLUTE / "landing.rst")
 rule report_pages:
     input:
         claims=RESULTS / "claims.csv",
-        db=RESULTS / "quicack.duckdb",
+        db_receipt=DATABASE_RECEIPT,
         captions=CAPTION_SOURCES,
         rendered=[render_status(artefact_id) for artefact_id in RENDERED],
         code=command_code("report-pages"),
@@ -26,12 +26,13 @@ rule report_pages:
         BENCHMARKS / "report_pages.tsv"
     params:
         captions=REPO / "workflow" / "report",
+        db=DATABASE,
         results=RESULTS,
         out=REPORT_PAGES,
     conda:
         CONDA_ENV
     shell:
-        "quicack report-pages --claims {input.claims:q} --db {input.db:q} --captions {params.captions:q} "
+        "quicack report-pages --claims {input.claims:q} --db {params.db:q} --captions {params.captions:q} "
         "--results {params.results:q} --out {params.out:q} > {log:q} 2>&1"
 
 

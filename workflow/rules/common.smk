@@ -12,6 +12,7 @@ from snakemake.utils import min_version, validate
 from quicack.code_graph import CodeGraph
 from quicack.compiled_core import engine_identity, stale_core_warning
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.layout.archive import check_raw
 from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan_folders import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
@@ -22,6 +23,19 @@ min_version("9.0")
 
 
 validate(config, "../schemas/config.schema.yaml")
+
+
+def config_flag(name):
+    """A yes/no setting as the schema accepts it (a boolean, 1/0, or true/false/yes/no/on/off as typed on the
+    command line) -> bool."""
+    value = config[name]
+    return value if isinstance(value, bool) else str(value).lower() in ("true", "yes", "on", "1")
+
+
+STRICT = config_flag("strict")
+FOLLOW_EXTERNAL_SYMLINKS = config_flag("follow_external_symlinks")
+# The option of the ingest commands that says so (a change re-runs ingest: it is a params value).
+FOLLOW_OPTION = "--follow-external-symlinks" if FOLLOW_EXTERNAL_SYMLINKS else ""
 
 # With --use-conda every job runs in the environment made from environment.yml, into which
 # environment.post-deploy.sh installs quicack itself: every rule calls the quicack command, so there is one
@@ -35,8 +49,16 @@ if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
         f"python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}"
     )
+# An unpack that did not finish is never read as the dataset (quicack.layout.archive: its marker lists every file).
+if RAW.is_dir() and (unfinished := check_raw(RAW)):
+    raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}")
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
+# The database readers open, and its receipt: the database rule declares the receipt as its output, never the
+# database, because Snakemake removes a job's outputs before running it and the old database must answer queries
+# until the new one is renamed over it (quicack.publish). Rules that read the database take the receipt as input.
+DATABASE = RESULTS / "quicack.duckdb"
+DATABASE_RECEIPT = RESULTS / "quicack.duckdb.published"
 LOGS = RESULTS / "logs"
 # Snakemake's benchmark files: per job its wall time, peak RSS (max_rss, MB) and I/O, in a folder per rule named by
 # the wildcards; bench/pipeline_scale.py tabulates them.
@@ -154,7 +176,7 @@ def notebook_engine(notebook):
 
 
 # Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
-GROUPS = [group_key(group) for group in run_groups(RAW)]
+GROUPS = [group_key(group) for group in run_groups(RAW, FOLLOW_EXTERNAL_SYMLINKS)]
 
 
 def group_files(group_key_value):
@@ -261,3 +283,22 @@ def render_status(artefact_id):
 
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
+
+
+def rendering_after_a_failure():
+    """rendering.txt when the run failed, so that it still says what was drawn and what not: render_summary needs
+    every artefact's status and does not run once one notebook failed (a failed job's outputs are removed, its
+    status with them). Written only when some artefact's job ran; the next successful run replaces it."""
+    from quicack.figures.common import rendering_summary
+
+    logs = {artefact_id: LOGS / "render" / f"{artefact_id}.log" for artefact_id in RENDERED}
+    present = [render_status(a) for a in RENDERED if render_status(a).is_file()]
+    if not present and not any(log.is_file() for log in logs.values()):
+        return
+    failed = {a: log for a, log in logs.items() if not render_status(a).is_file()}
+    text, _ = rendering_summary(present, failed)
+    out = RESULTS / "rendering.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"{out} (written after the failure):\n{text}")
+

@@ -1,4 +1,5 @@
-# Stage 3: Parquet -> results/<dataset>/quicack.duckdb (commented views) + the ingest summary.
+# Stage 3: Parquet -> results/<dataset>/quicack.duckdb (commented views) + the ingest summary. The declared output is
+# the database's receipt (DATABASE_RECEIPT, common.smk): the database itself is replaced by a rename, never removed.
 
 
 rule database:
@@ -10,7 +11,7 @@ rule database:
         scan_description=SCAN_DESCRIPTION,
         path_checks=PATH_CHECKS,
     output:
-        db=RESULTS / "quicack.duckdb",
+        receipt=DATABASE_RECEIPT,
         summary=report(
             RESULTS / "summary.txt",
             caption=caption_page("summary"),
@@ -24,7 +25,8 @@ rule database:
     params:
         parquet=PARQUET,
         engine=command_engine("build-db"),
-        strict="--strict" if config["strict"] else "",
+        db=DATABASE,
+        strict="--strict" if STRICT else "",
         # Only the current run groups' parts: those of removed or renamed groups are deleted, not counted.
         parts=" ".join(shlex.quote(part) for part in [*GROUPS, *SCAN_PARTS, "_dataset"]),
         description=f"--description {shlex.quote(DESCRIPTION[0])}" if DESCRIPTION else "",
@@ -33,5 +35,5 @@ rule database:
     conda:
         CONDA_ENV
     shell:
-        "quicack build-db --parquet {params.parquet:q} --db {output.db:q} "
+        "quicack build-db --parquet {params.parquet:q} --db {params.db:q} --receipt {output.receipt:q} "
         "--summary {output.summary:q} --issues {output.issues:q} {params.strict} {params.description} {params.scan_description} {params.path_checks} --parts {params.parts} 2>&1 | tee {log:q}; exit ${{PIPESTATUS[0]}}"

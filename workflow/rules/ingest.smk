@@ -20,11 +20,12 @@ rule ingest_group:
         parquet=PARQUET,
         limits=LIMIT_OPTIONS,
         engine=command_engine("ingest-group"),
+        follow=FOLLOW_OPTION,
     conda:
         CONDA_ENV
     shell:
         "quicack ingest-group --raw {params.raw:q} --group-key={wildcards.group:q} "
-        "--dataset {params.dataset:q} --parquet {params.parquet:q} {params.limits} > {log:q} 2>&1"
+        "--dataset {params.dataset:q} --parquet {params.parquet:q} {params.limits} {params.follow} > {log:q} 2>&1"
 
 
 rule ingest_dataset_issues:
@@ -43,7 +44,8 @@ rule ingest_dataset_issues:
         # Re-checked whenever the set of run groups changes (params are a rerun trigger).
         groups=GROUPS,
         engine=command_engine("dataset-issues"),
+        follow=FOLLOW_OPTION,
     conda:
         CONDA_ENV
     shell:
-        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} > {log:q} 2>&1"
+        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} {params.follow} > {log:q} 2>&1"

@@ -10,7 +10,7 @@ for artefact_id in RENDERED:
             f"render_{artefact_id.replace('-', '_')}"
         input:
             notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
-            db=RESULTS / "quicack.duckdb",
+            db_receipt=DATABASE_RECEIPT,
             code=notebook_code(NOTEBOOKS / f"{artefact_id}.py"),
             reference=notebook_reference(NOTEBOOKS / f"{artefact_id}.py"),
         output:
@@ -25,6 +25,7 @@ for artefact_id in RENDERED:
         # notebook's fault: the job is tried again.
         retries: 2
         params:
+            db=DATABASE,
             out_dir=FIGURES if is_figure(artefact_id) else TABLES,
             formats=",".join(FIGURE_FORMATS),
             dataset=DATASET,
@@ -34,7 +35,7 @@ for artefact_id in RENDERED:
         shell:
             "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
             "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
-            "-p db {input.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
+            "-p db {params.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
             "-p dataset {params.dataset:q} >> {log:q} 2>&1 && "
             "rm {output.notebook:q}.in.ipynb"
 
@@ -76,8 +77,13 @@ rule render_summary:
     benchmark:
         BENCHMARKS / "render_summary.tsv"
     params:
-        strict="--strict" if config["strict"] else "",
+        strict="--strict" if STRICT else "",
     conda:
         CONDA_ENV
     shell:
         "quicack render-summary {input.statuses:q} --out {output:q} {params.strict} > {log:q} 2>&1"
+
+
+# A failed notebook stops render_summary: rendering.txt is then written here (rendering_after_a_failure, common.smk).
+onerror:
+    rendering_after_a_failure()

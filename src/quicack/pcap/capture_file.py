@@ -81,7 +81,8 @@ def read_link_records(
     elif PCAP_MAGIC_US_LE in (magic_le, magic_be) or PCAP_MAGIC_NS_LE in (magic_le, magic_be):
         yield from _read_pcap(stream, head, limits)
     else:
-        yield ReadIssue(None, "error", f"not a pcap or pcapng file (magic {head.hex()})")
+        # The bytes found are not repeated: a rejected file may be anything (a link to a secret).
+        yield ReadIssue(None, "error", "not a pcap or pcapng file (its first 4 bytes are no pcap or pcapng magic number)")
 
 
 def _read_pcap(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkRecord | ReadIssue]:

@@ -25,7 +25,7 @@ from quicack.limits import Limits
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
 from .normalize import TraceConnection
 from .python_reader import FileReader, QlogBatch, Trace, is_header_record
-from .records import CHUNK, STREAM_ERRORS, Damage, parse_record, separator, too_long, unreadable
+from .records import CHUNK, STREAM_ERRORS, Damage, Joined, parse_records, separator, too_long, unreadable
 
 # What QlogLane.step stops for (its STOP_* codes).
 _NEED, _END, _RECORD, _TOO_LONG, _FLUSH = range(5)
@@ -224,7 +224,7 @@ class LaneFileReader(FileReader):
             if value is _FLUSH_NOW:
                 yield self._flush(final=False)
                 continue
-            if value.__class__ is Damage:
+            if value.__class__ is Damage or value.__class__ is Joined:
                 self._damaged_record(value)
                 continue
             if is_header_record(value):
@@ -258,7 +258,7 @@ class LaneFileReader(FileReader):
                         lane.feed(f.read(CHUNK))
                     elif code == _RECORD:
                         _, offset, number, part, last = stop
-                        yield parse_record(part, offset, number, last, max_depth)
+                        yield from parse_records(part, offset, number, last, max_depth)
                     elif code == _FLUSH:
                         yield _FLUSH_NOW
                     elif code == _TOO_LONG:

@@ -36,7 +36,7 @@ from .normalize import (
 )
 from .plausibility import PlausibilityChecks
 from .profiles import ACK_DELAY_ENCODED, profile_for, time_unit_to_ms
-from .records import Damage, iter_records
+from .records import Damage, Joined, iter_records
 from .traces import (
     Trace,
     finite_number,
@@ -143,9 +143,10 @@ class FileReader:
             return
         self.dialect = dialect
         if dialect.container == UNKNOWN:
-            shown = head[:16].hex(" ") if head.strip() else "only whitespace"
+            # What the file holds is not repeated here: a rejected file may be anything (a link to a secret).
+            found = "only whitespace" if not head.strip() else "something else (content not shown)"
             self.issue("error", f"{path}: not a qlog file: expected JSON, NDJSON or JSON-SEQ (RS-separated) text "
-                                f"starting with '{{' or 0x1e, found {shown}")
+                                f"starting with '{{' or 0x1e, found {found}")
             yield self._flush(final=True)
             return
         if not dialect.known_version:
@@ -165,6 +166,11 @@ class FileReader:
         for rec in records:
             if rec.__class__ is Damage and rec.stops_file:
                 self.issue("error", f"{self.path}: {rec.message}")
+                continue
+            if rec.__class__ is Damage and rec.resumed_at is not None:
+                self.issue("warning", f"{self.path}: JSON document damaged at byte {rec.offset} ({rec.message}); "
+                                      f"read on from the next event, at byte {rec.resumed_at}: the events before "
+                                      "and after the damage are kept")
                 continue
             if rec.__class__ is Damage:
                 kept = sum(c.events for c in self.conns.values())
@@ -210,7 +216,7 @@ class FileReader:
         traces = 0
         event, limit = self._event, self.batch_events  # locals: read once per record
         for value in records:
-            if value.__class__ is Damage:
+            if value.__class__ is Damage or value.__class__ is Joined:
                 self._damaged_record(value)
                 continue
             if is_header_record(value):
@@ -226,7 +232,16 @@ class FileReader:
         if traces == 0:
             self.issue("error", f"{self.path}: no qlog records found")
 
-    def _damaged_record(self, rec: Damage) -> None:
+    def _damaged_record(self, rec: Damage | Joined) -> None:
+        if rec.__class__ is Joined:
+            self.issue("warning", f"{self.path}: record {rec.number} at byte {rec.offset} is not one JSON text but "
+                                  f"several (a separator missing between them): read the {rec.texts} object(s) in it "
+                                  "one by one")
+            return
+        if rec.resumed_at is not None:
+            self.issue("warning", f"{self.path}: skipped an unreadable part of record {rec.number}, bytes "
+                                  f"{rec.offset}-{rec.resumed_at} ({rec.message}); read on at the next JSON text")
+            return
         if rec.stops_file:
             self.issue("error", f"{self.path}: reading stopped at byte {rec.offset} before record "
                                 f"{rec.number}: {rec.message}; the records before are kept")

@@ -77,8 +77,17 @@ def _check_header(frame: pl.DataFrame, path: Path, expected: tuple[str, ...], is
         return True
     ok = columns == expected if exact else columns[: len(expected)] == expected
     if not ok:
-        issues.add(path, "error", f"unexpected header {','.join(columns)!r}; expected {','.join(expected)!r}; file skipped")
+        issues.add(path, "error", f"{_header_mismatch(columns, expected)}; expected {','.join(expected)!r}; file skipped")
     return ok
+
+
+def _header_mismatch(columns: tuple[str, ...], expected: tuple[str, ...]) -> str:
+    """How a first line differs from the expected header, in the expected names only: the line itself is not
+    repeated (a rejected file may be anything, a link to a secret)."""
+    missing = [name for name in expected if name not in columns]
+    if missing:
+        return f"unexpected header: no column {', '.join(missing)} (content not shown)"
+    return "unexpected header: the expected columns in another order or with others between them"
 
 
 def _cast(frame: pl.DataFrame, types: dict[str, pl.DataType | type[pl.DataType]], path: Path, issues: Issues) -> pl.DataFrame:
@@ -161,7 +170,7 @@ def read_targets(path: Path, issues: Issues) -> pl.DataFrame | None:
         return None
     columns = tuple(frame.columns)
     if columns and columns[:4] != TARGETS_COLUMNS:
-        issues.add(path, "error", f"unexpected header {','.join(columns)!r}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's input with a header row); file skipped")
+        issues.add(path, "error", f"{_header_mismatch(columns[:4], TARGETS_COLUMNS)}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's input with a header row); file skipped")
         return None
     if frame.is_empty():
         return None

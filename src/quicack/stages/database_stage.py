@@ -47,6 +47,10 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
 def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parquet", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument(
+        "--receipt", type=Path, help="written after the database is published: its sha256 (the workflow's declared "
+        "output, so that Snakemake never removes the database itself)"
+    )
     parser.add_argument("--summary", type=Path, required=True)
     parser.add_argument("--issues", type=Path, help="write every ingest issue here (CSV, with its cause); the summary groups them")
     parser.add_argument("--strict", action="store_true", help="fail when the input had any issue")
@@ -103,9 +107,9 @@ def build_db(args: argparse.Namespace) -> int:
         print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
         building.unlink(missing_ok=True)
         return 2
-    publish.publish(building, args.db)
+    publish.write_atomically(args.summary, summary.text)
+    # Last: nothing can fail after the new database is in place (a failure would leave it without its receipt).
+    publish.publish(building, args.db, args.receipt)
     publish.prune_snapshots(args.parquet)
-    args.summary.parent.mkdir(parents=True, exist_ok=True)
-    args.summary.write_text(summary.text)
     print(summary.text)
     return 0

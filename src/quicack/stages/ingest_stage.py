@@ -12,18 +12,22 @@ from quicack.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_f
 from quicack.stages.group_arguments import add_group_arguments, group_of
 
 
+FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
+
+
 def ingest_group_stage(
-    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS
+    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS,
+    follow_external_symlinks: bool = False,
 ) -> dict[str, int]:
     # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
     with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
-        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits):
+        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
             writer.write(name, frame)
     return dict(writer.rows)
 
 
-def dataset_issues_stage(raw_root: Path, parquet_root: Path) -> int:
-    frame = ingest.dataset_issues(raw_root)
+def dataset_issues_stage(raw_root: Path, parquet_root: Path, follow_external_symlinks: bool = False) -> int:
+    frame = ingest.dataset_issues(raw_root, follow_external_symlinks)
     parquet_store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
     return frame.height
 
@@ -33,6 +37,7 @@ def add_ingest_group_arguments(parser: argparse.ArgumentParser) -> None:
     add_group_arguments(parser)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--parquet", type=Path, required=True)
+    parser.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
     add_limit_arguments(parser)
     parser.set_defaults(handler=_ingest_group)
 
@@ -40,16 +45,18 @@ def add_ingest_group_arguments(parser: argparse.ArgumentParser) -> None:
 def add_dataset_issues_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw", type=Path, required=True)
     parser.add_argument("--parquet", type=Path, required=True)
+    parser.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
     parser.set_defaults(handler=_dataset_issues)
 
 
 def _ingest_group(args: argparse.Namespace) -> int:
     group = group_of(args)
-    counts = ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args))
+    counts = ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
+                                args.follow_external_symlinks)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 
 
 def _dataset_issues(args: argparse.Namespace) -> int:
-    dataset_issues_stage(args.raw, args.parquet)
+    dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
     return 0
