@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what quicack needs on a fresh Debian 12 machine with Python 3.11, as root.
 #   bash install.sh          the pipeline: Debian packages + the Python package (pinned)
-#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client programs and SLURM (the
-#                            executor plugin; slurm-wlm and munge for tests/test_slurm.py's one-node cluster)
+#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client and server programs (quiche's
+#                            BoringSSL: ~6 min the first time on 2 cores) and SLURM (the executor plugin; slurm-wlm
+#                            and munge for tests/test_slurm.py's one-node cluster)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,6 +18,9 @@ apt_packages=(tshark tcpdump)
 if [ $dev = 1 ]; then
   # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
   apt_packages+=(iproute2 iptables nftables ethtool procps libnetfilter-queue-dev python3-dev build-essential ngtcp2-client ngtcp2-server hyperfine time)
+  # src/implementations/build.sh: patch applies quic-go/iack.patch (imc24's IACK/WFC server); cmake and libclang-dev
+  # build BoringSSL for the quiche client (bindgen loads libclang.so itself).
+  apt_packages+=(patch cmake libclang-dev)
   # SLURM for tests/test_slurm.py, which starts its own munged, slurmctld and slurmd on a generated configuration
   # (the packages' own services are not used).
   apt_packages+=(slurm-wlm munge)

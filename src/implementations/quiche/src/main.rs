@@ -14,7 +14,7 @@ const ALPN_HQ: &[u8] = b"hq-interop";
 const ALPN_H3: &[u8] = b"h3";
 const MAX_DATAGRAM_SIZE: usize = 1350;
 const USAGE: &str = "usage: quiche-client [--alpn h3|hq] [--keylog FILE] [--qlog-dir DIR] \
-                     [--download-dir DIR] [--timeout SECONDS] URL | --version";
+                     [--download-dir DIR] [--timeout SECONDS] [--key-share x25519] URL | --version";
 
 struct Options {
     url: url::Url,
@@ -23,6 +23,9 @@ struct Options {
     qlog_dir: Option<PathBuf>,
     download_dir: PathBuf,
     timeout: Duration,
+    // Offer X25519 alone: BoringSSL's default also offers X25519MLKEM768, which splits the ClientHello over two
+    // Initial datagrams.
+    x25519_only: bool,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -33,6 +36,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
     let mut qlog_dir = None;
     let mut download_dir = PathBuf::from(".");
     let mut timeout = Duration::from_secs(30);
+    let mut x25519_only = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -42,12 +46,16 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--qlog-dir" => qlog_dir = Some(PathBuf::from(value()?)),
             "--download-dir" => download_dir = PathBuf::from(value()?),
             "--timeout" => timeout = Duration::from_secs_f64(value()?.parse()?),
+            "--key-share" => match value()?.as_str() {
+                "x25519" => x25519_only = true,
+                other => bail!("unknown --key-share {other} (x25519)\n{USAGE}"),
+            },
             _ if arg.starts_with("--") => bail!("unknown option {arg}\n{USAGE}"),
             _ => url = Some(url::Url::parse(&arg)?),
         }
     }
     let url = url.ok_or_else(|| anyhow!("{USAGE}"))?;
-    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout }))
+    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, x25519_only }))
 }
 
 fn main() {
@@ -102,6 +110,9 @@ fn run(options: &Options) -> anyhow::Result<()> {
     config.set_initial_max_streams_bidi(100);
     config.set_initial_max_streams_uni(100);
     config.set_disable_active_migration(true);
+    if options.x25519_only {
+        config.set_curves_list("X25519")?;
+    }
     if options.keylog.is_some() {
         config.log_keys();
     }
