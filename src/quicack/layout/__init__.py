@@ -18,7 +18,7 @@ from importlib import import_module
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
 # importing every module (naming, runs, scan: datetime, urllib) cost a small capture's decoding a few ms.
 _MODULES = {
-    "naming": ("RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
+    "naming": ("PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
                "sender_label", "testcase_name"),
     "runs": ("RUN_JSON", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key", "is_qlog_name",
              "keylog_files", "qlog_files", "run_groups"),
@@ -38,6 +38,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "PAPER_STACK_SUFFIX",
     "ack_policy_label",
     "sender_label",
     "CLIENT",

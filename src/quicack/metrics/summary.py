@@ -125,11 +125,12 @@ def pto_improvement(
     )
 
 
-def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:
-    """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over no-loss runs: the
-    server's ACK→ServerHello gap at the client-side capture in IACK, and the difference of the
-    clients' median first RTT samples between WFC and IACK (what the client reports)."""
-    noloss = handshakes.filter(pl.col("scenario") == "noloss")
+def stack_delay(handshakes: pl.DataFrame, scenario: str = "noloss") -> pl.DataFrame:
+    """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over the no-loss runs of ``scenario``
+    (``noloss_paper_stack``: the ServerHello held to the paper's server stack delay): the server's
+    ACK→ServerHello gap at the client-side capture in IACK, and the difference of the clients' median
+    first RTT samples between WFC and IACK (what the client reports)."""
+    noloss = handshakes.filter(pl.col("scenario") == scenario)
     gap = summarize(noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]).select(
         "client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms")
     )

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import ack_policy_label, sender_label, testcase_name
+from quicack.layout import PAPER_STACK_SUFFIX, ack_policy_label, sender_label, testcase_name
 from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, takes_key_share
@@ -39,7 +39,6 @@ class Scenario:
 # of them. The *_paper_stack scenarios hold the ServerHello for that long after the ClientHello arrived, this
 # machine's own processing hidden inside it: the paper's server conditions, on top of which each client adds its own.
 PAPER_STACK_DELAY_MS = 2.9
-PAPER_STACK_SUFFIX = "_paper_stack"
 
 
 # imc24 §4.1: "Unless specified otherwise, we do not add delays" (Δt = 0); amplification: 5,113 B and 200 ms.
