@@ -351,8 +351,17 @@ def _run_json(
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
             "cleanup_problems": cleanup_problems,
+            "scheduling": _scheduling(),
         },
     }  # fmt: skip
+
+
+def _scheduling() -> dict[str, Any]:
+    """How the recorder (and so the client, the server and tcpdump it starts) was scheduled: on a host shared with
+    other work, ``chrt -f`` keeps their wake-ups from waiting behind it (the impairment program is SCHED_FIFO 50)."""
+    policy = os.sched_getscheduler(0)
+    names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
+    return {"policy": names.get(policy, str(policy)), "priority": os.sched_getparam(0).sched_priority, "nice": os.nice(0)}
 
 
 def _tcp_ack_policy(ack_ratio: int) -> dict[str, Any]:
