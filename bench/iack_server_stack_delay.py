@@ -54,8 +54,8 @@ def _server_side(frames: pl.DataFrame) -> pl.DataFrame:
     first Initial (time 0 at that vantage)."""
     s2c = frames.filter((pl.col("source") == "pcap") & (pl.col("vantage") == SIM_RIGHT) & (pl.col("direction") == "s2c"))
     return s2c.group_by("run_id").agg(
-        pl.col("time_ms").filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).min().alias("server_ack_ms"),
-        pl.col("time_ms").filter(pl.col("tls_messages").list.contains("server_hello")).min().alias("server_hello_ms"),
+        pl.col("time_ms").filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).min().alias("ack_sent_ms"),
+        pl.col("time_ms").filter(pl.col("tls_messages").list.contains("server_hello")).min().alias("hello_sent_ms"),
     )
 
 
@@ -93,8 +93,8 @@ def measure(out: Path, runs: int, certs: list[str]) -> pl.DataFrame:
         rows.append({
             "server": server, "certificate": cert, "cert_bytes": int(wanted["cert_bytes"][0]), "scenario": scenario,
             "iack_runs": iack.height, "wfc_runs": wfc.height,
-            "server_ack_ms": iack["server_ack_ms"].median(), "server_hello_ms": iack["server_hello_ms"].median(),
-            "server_ack": _median_iqr(iack["server_ack_ms"]), "server_hello": _median_iqr(iack["server_hello_ms"]),
+            "ack_sent_ms": iack["ack_sent_ms"].median(), "hello_sent_ms": iack["hello_sent_ms"].median(),
+            "server_ack": _median_iqr(iack["ack_sent_ms"]), "server_hello": _median_iqr(iack["hello_sent_ms"]),
             "client_gap_ms": iack["ack_to_server_hello_ms"].median(), "client_gap": _median_iqr(iack["ack_to_server_hello_ms"]),
             "first_rtt_wfc_minus_iack_ms": None if None in first_rtt.values() else first_rtt["wfc"] - first_rtt["iack"],
         })  # fmt: skip

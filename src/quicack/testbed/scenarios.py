@@ -28,16 +28,18 @@ class Scenario:
     file_name: str = "10KB"
     calibrate: str | None = None  # None | 'server_flight' | 'client_flight' | 'client_finished_flight'
     description: str = ""
-    # The server's first flight leaves no earlier than Δt + this after the first Initial arrived: an emulated stack
-    # delay (the IACK/WFC quic-go server's ServerHelloHold). 0 = the server's own.
+    # The server's first flight leaves no earlier than this after its TLS got the ClientHello (Δt after the first
+    # Initial arrived; in IACK right after the instant ACK left): an emulated stack delay (the IACK/WFC quic-go
+    # server's ServerHelloHold). 0 = the server's own.
     server_hello_hold_ms: float = 0.0
 
 
 # imc24 §4.1: "the delay difference between IACK and WFC reported by the different QUIC clients is on median 2.9 ms
 # (neqo) to 7.8 ms (mvfst)". With one server, the spread between clients is theirs (how each takes its first RTT
 # sample from a datagram that also carries the ServerHello flight); the server's own part was at most the smallest
-# of them. The *_paper_stack scenarios hold the ServerHello for that long after the ClientHello arrived, this
-# machine's own processing hidden inside it: the paper's server conditions, on top of which each client adds its own.
+# of them. The *_paper_stack scenarios hold the ServerHello for that long after the server's TLS got the ClientHello
+# (in IACK: after the instant ACK left), this machine's own processing hidden inside it: the paper's server conditions,
+# on top of which each client adds its own.
 PAPER_STACK_DELAY_MS = 2.9
 
 
@@ -184,7 +186,7 @@ class RunGroup:
     # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
     # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
     kept_repetitions: int = 0
-    # The server's first flight no earlier than cert_delay_ms + this after the first Initial (Scenario's; quic-go).
+    # The server's first flight no earlier than this after its TLS got the ClientHello (Scenario's; quic-go).
     server_hello_hold_ms: float = 0.0
     # 'x25519': the client offers X25519 alone (quicack.testbed.clients.KEY_SHARE_CLIENTS); None = its default.
     client_key_share: str | None = None

@@ -6,7 +6,7 @@ and its certificate-store delay Δt (``cert_delay_ms``):
 * ``quic-go`` — **imc24's server**: ``src/implementations/quic-go/bin/quic-go-server``, quic-go v0.65.0 with our
   patch (``src/implementations/quic-go/iack.patch``: IACK sends an ACK-only Initial for the client's first Initial at
   once; WFC sends nothing before the ServerHello, which carries the ACK; Δt holds the ClientHello back from TLS;
-  ``server_hello_hold_ms`` holds the first flight until Δt + that after the first Initial arrived, an emulated
+  ``server_hello_hold_ms`` holds the first flight until that long after TLS got the ClientHello, an emulated
   stack delay). h3 and hq-interop, GSO off like the client. Every imc24 scenario runs on it; in mode 'none' it is
   quic-go as released (imc24 Table 3's quic-go row).
 * ``aioquic`` — ``python -m quicack.testbed.iack_wfc_server``: aioquic 1.7.2 with the same modes emulated in a
@@ -80,7 +80,7 @@ class ServerRequest:
     ready_file: Path  # aioquic writes its server info here once listening
     mode: str = "none"  # quic-go and aioquic: 'iack' | 'wfc' | 'none'
     cert_delay_ms: float = 0.0  # quic-go and aioquic: Δt
-    server_hello_hold_ms: float = 0.0  # quic-go only: the first flight no earlier than Δt + this after the first Initial
+    server_hello_hold_ms: float = 0.0  # quic-go only: the first flight no earlier than this after TLS got the ClientHello
     initial_rtt_ms: float | None = None  # aioquic only
     congestion_control: str | None = None  # aioquic only: 'reno' | 'cubic' (None: aioquic's default, reno)
     pacing: bool = True  # aioquic only: False switches aioquic's packet pacer off

@@ -9,8 +9,8 @@
 //	--mode none   quic-go as released (the patch's code paths are not taken)
 //
 // --cert-delay-ms (Δt) hands the ClientHello to TLS that long after the first Initial arrived (a certificate
-// store); --server-hello-hold-ms keeps the first flight back until Δt + that long after the arrival (an emulated
-// stack delay). Both are timers of quic-go's connection loop.
+// store); --server-hello-hold-ms keeps the first flight back until that long after TLS got the ClientHello (an
+// emulated stack delay). Both are deadlines of quic-go's connection loop.
 package main
 
 import (
@@ -66,7 +66,7 @@ func main() {
 	qlogDir := flag.String("qlog-dir", "", "write one qlog file per connection into this directory")
 	mode := flag.String("mode", "none", "handshake mode: iack, wfc or none")
 	certDelayMs := flag.Float64("cert-delay-ms", 0, "Δt: the ClientHello reaches TLS this long after the first Initial arrived")
-	holdMs := flag.Float64("server-hello-hold-ms", 0, "the first flight leaves no earlier than Δt + this after the first Initial arrived")
+	holdMs := flag.Float64("server-hello-hold-ms", 0, "the first flight leaves no earlier than this after TLS got the ClientHello")
 	readyFile := flag.String("ready-file", "", "write the server's settings (JSON) here once it listens")
 	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
 	flag.Parse()
