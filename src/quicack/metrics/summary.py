@@ -19,6 +19,15 @@ def iack_wfc_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
     return handshakes.filter(pl.col("mode").is_in(MODES))
 
 
+def own_stack_delay(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs whose server answered with its own stack delay: not those whose ServerHello was held to the paper's
+    (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper_stack scenarios), which are compared on their own.
+    Runs without the column (other datasets) all count as the server's own."""
+    if "server_hello_hold_ms" not in runs.columns:
+        return runs
+    return runs.filter(pl.col("server_hello_hold_ms").fill_null(0.0) == 0.0)
+
+
 def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:
     """Per configuration: median, quartiles, min/max and count of ``metric`` over ok runs, plus
     ``failed_runs`` (status != 'ok', excluded) and ``missing_runs`` (ok but metric null)."""

@@ -58,6 +58,22 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
     Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, x25519_only }))
 }
 
+/// Whether a datagram arrived within `wait`. ppoll(2) sleeps on a high-resolution timer; the socket's SO_RCVTIMEO,
+/// used before, rounds up to the kernel's jiffies (4 ms at HZ=250), and quiche's first PTO of 999 ms fired 5–30 ms
+/// late through it.
+fn readable_within(socket: &UdpSocket, wait: Duration) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let timeout = libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    let ready = unsafe { libc::ppoll(&mut fds, 1, &timeout, std::ptr::null()) };
+    if ready < 0 {
+        let err = std::io::Error::last_os_error();
+        return if err.kind() == std::io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
+    }
+    Ok(ready > 0)
+}
+
 fn main() {
     let options = match parse_args() {
         Ok(Some(options)) => options,
@@ -94,6 +110,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
     let peer: SocketAddr = (host.as_str(), port).to_socket_addrs()?.next().context("host did not resolve")?;
     let bind: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0".parse()? } else { "[::]:0".parse()? };
     let socket = UdpSocket::bind(bind)?;
+    socket.set_nonblocking(true)?;
     let local = socket.local_addr()?;
 
     let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
@@ -168,15 +185,16 @@ fn run(options: &Options) -> anyhow::Result<()> {
                 bail!("timed out after {:?}", options.timeout);
             }
             let wait = conn.timeout().unwrap_or(Duration::from_secs(1)).min(deadline - Instant::now());
-            socket.set_read_timeout(Some(wait.max(Duration::from_micros(100))))?;
-            match socket.recv_from(&mut buf) {
-                Ok((len, from)) => {
-                    conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local })?;
+            if readable_within(&socket, wait)? {
+                match socket.recv_from(&mut buf) {
+                    Ok((len, from)) => {
+                        conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local })?;
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(err) => return Err(err.into()),
                 }
-                Err(err) if matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                    conn.on_timeout();
-                }
-                Err(err) => return Err(err.into()),
+            } else {
+                conn.on_timeout();
             }
             if !conn.is_established() || finished {
                 continue;
