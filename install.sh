@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what quicack needs on a fresh Debian 12 machine with Python 3.11, as root.
 #   bash install.sh          the pipeline: Debian packages + the Python package (pinned)
-#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client programs and SLURM (the
-#                            executor plugin; slurm-wlm and munge for tests/test_slurm.py's one-node cluster)
+#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client and server programs (quiche's
+#                            BoringSSL: ~6 min the first time on 2 cores) and SLURM (the executor plugin; slurm-wlm
+#                            and munge for tests/test_slurm.py's one-node cluster)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,6 +23,9 @@ if [ $dev = 1 ]; then
   # Debian's browsers as HTTP/3 clients of the testbed (quicack.testbed.browsers): Chromium (Google QUIC), Firefox ESR
   # (neqo), and certutil for Firefox's profile trusting the testbed's CA.
   apt_packages+=(chromium firefox-esr libnss3-tools)
+  # src/implementations/build.sh: patch applies quic-go/iack.patch (imc24's IACK/WFC server); cmake and libclang-dev
+  # build BoringSSL for the quiche client (bindgen loads libclang.so itself).
+  apt_packages+=(patch cmake libclang-dev)
   # SLURM for tests/test_slurm.py, which starts its own munged, slurmctld and slurmd on a generated configuration
   # (the packages' own services are not used).
   apt_packages+=(slurm-wlm munge)

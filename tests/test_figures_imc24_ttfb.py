@@ -22,7 +22,7 @@ from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 EMULATED = DatasetDescription("sample", "emulated", "real QUIC implementations over emulated paths")
-GROUPS = ("aioquic_aioquic", "aioquic_go-x-net", "aioquic_ngtcp2", "aioquic_quic-go", "aioquic_quinn")
+GROUPS = ("quic-go_aioquic", "quic-go_go-x-net", "quic-go_ngtcp2", "quic-go_quic-go", "quic-go_quinn", "quic-go_quiche")
 CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 
 

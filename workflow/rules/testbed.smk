@@ -1,5 +1,6 @@
-# Emulation testbed: runs a matrix of real QUIC clients against the IACK/WFC aioquic server through
-# client/router/server network namespaces and writes the raw layout (<out>/<server>_<client>/<testcase>/<rep>/).
+# Emulation testbed: runs a matrix of real QUIC clients against real servers (imc24's IACK/WFC quic-go server, the
+# aioquic server, quinn, ngtcp2, Linux TCP) through client/router/server network namespaces and writes the raw
+# layout (<out>/<server>_<client>/<testcase>/<rep>/).
 # Needs root; `python -m quicack.testbed.run` refuses clearly otherwise. Uses only config["testbed"];
 # every rule name starts with testbed_. From the repository root:
 #

@@ -57,7 +57,7 @@ def _paper_table3() -> dict[str, dict[str, str]]:
 
 
 def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetitions: int | None = None) -> Rendered:
-    """imc24 Table 3: per server implementation (and mode, for our IACK/WFC aioquic server) the
+    """imc24 Table 3: per server implementation (and mode, for an IACK/WFC server's no-loss runs) the
     ACK Delay of the server's first ACK in the Initial and the Handshake space, per repetition
     ("-" = no ACK in that space, "no run" = no ok run with that repetition), the median over the
     runs that share a repetition index (different clients/RTTs), and the paper's values beside

@@ -1,8 +1,8 @@
 """imc24 TTFB figures (Fig. 5, 6, 7 at one RTT; Fig. 12, 13 over RTTs) and the numbers behind them.
 
 TTFB is the client-side capture's time of the first response-body byte (``ttfb_capture_ms``): it
-exists for every client, also for quinn, whose qlog has no frames. Only the aioquic server's
-IACK/WFC runs count (any server with that knob); the scenario, RTTs and clients come from the data.
+exists for every client, also for quinn, whose qlog has no frames. Only IACK/WFC runs count (the testbed's
+imc24 server, or any server with that knob); the scenario, RTTs and clients come from the data.
 """
 
 from __future__ import annotations

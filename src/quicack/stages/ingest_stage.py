@@ -11,7 +11,6 @@ from quicack.layout import group_key
 from quicack.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_from_args
 from quicack.stages.group_arguments import add_group_arguments, group_of
 
-
 FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
 
 

@@ -64,6 +64,12 @@ _BUILT_BINARIES: dict[str, str] = {
     # Optional (BoringSSL build): `src/implementations/build.sh quiche`.
     "quiche": "quiche/bin/quiche-client",
 }
+# Clients whose TLS stack offers a post-quantum key share by default (X25519MLKEM768: Go >= 1.24's crypto/tls,
+# BoringSSL in quiche 0.30), so their ClientHello spans two Initial datagrams. ``key_share='x25519'`` makes them offer
+# X25519 alone, a one-datagram ClientHello like the paper's 2024 clients (imc24 Table 4: every client's second
+# flight starts at datagram 2). The other clients' default ClientHello fits one datagram already.
+KEY_SHARE_CLIENTS = frozenset({"quic-go", "go-x-net", "quiche"})
+KEY_SHARES = ("x25519",)
 _AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
 _NGTCP2_CLIENT = "gtlsclient"
 _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
@@ -82,6 +88,7 @@ class ClientRequest:
     # The PEM chain the server presents: the browsers need it (Chromium accepts its key, Firefox trusts its CA); the
     # other clients skip certificate verification. None: the testbed's small chain.
     server_chain: Path | None = None
+    key_share: str | None = None  # 'x25519': offer X25519 alone (KEY_SHARE_CLIENTS); None = the client's default
 
 
 def implementations_dir() -> Path:
@@ -107,6 +114,12 @@ def can_set_ack_policy(impl: str) -> bool:
     server instead (quicack.testbed.receiver_ack_control)."""
     supported_protocols(impl)
     return impl in ("aioquic", "ngtcp2", LINUX_TCP)
+
+
+def takes_key_share(impl: str) -> bool:
+    """Whether the client's key shares can be set (``key_share``): those of KEY_SHARE_CLIENTS."""
+    supported_protocols(impl)
+    return impl in KEY_SHARE_CLIENTS
 
 
 def url_scheme(impl: str) -> str:
@@ -177,6 +190,9 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     if req.ack_policy is not None and not can_set_ack_policy(req.impl):
         raise ValueError(f"the {req.impl} client's ACK policy cannot be set on its command line (only aioquic's "
                          "and ngtcp2's)")
+    if req.key_share is not None and (not takes_key_share(req.impl) or req.key_share not in KEY_SHARES):
+        raise ValueError(f"the {req.impl} client cannot be set to key share {req.key_share!r} (clients "
+                         f"{', '.join(sorted(KEY_SHARE_CLIENTS))}; shares {', '.join(KEY_SHARES)})")
     executable = client_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
@@ -195,6 +211,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         "--qlog-dir", str(req.qlog_dir),
         "--download-dir", str(req.download_dir),
     ]  # fmt: skip
+    if req.key_share is not None:
+        options += ["--key-share", req.key_share]
     if req.impl == "aioquic":
         if req.ack_policy is not None:
             options += ack_policy_options(req.ack_policy)
