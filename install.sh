@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what quicack needs on a fresh Debian 12 machine with Python 3.11, as root.
 #   bash install.sh          the pipeline: Debian packages + the Python package (pinned)
-#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client programs and SLURM (the
-#                            executor plugin; slurm-wlm and munge for tests/test_slurm.py's one-node cluster)
+#   bash install.sh --dev    also test tools, the testbed's packages, the QUIC client and server programs (quiche's
+#                            BoringSSL: ~6 min the first time on 2 cores) and SLURM (the executor plugin; slurm-wlm
+#                            and munge for tests/test_slurm.py's one-node cluster)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -10,13 +11,21 @@ cd "$(dirname "$0")"
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
 
-python=${PYTHON:-python3}
+# Resolved once: the Rust toolchain's folder goes first on PATH for the core's build below, and /usr/bin/python3 must
+# not replace the Python of an active virtualenv or pyenv then.
+python=$(command -v "${PYTHON:-python3}")
 "$python" -c 'import sys; assert sys.version_info >= (3, 11), "quicack needs Python >= 3.11"'
 
 apt_packages=(tshark tcpdump)
 if [ $dev = 1 ]; then
   # The testbed: namespaces, NFQUEUE, captures, ngtcp2's example client/server; hyperfine for bench/.
   apt_packages+=(iproute2 iptables nftables ethtool procps libnetfilter-queue-dev python3-dev build-essential ngtcp2-client ngtcp2-server hyperfine time)
+  # Debian's browsers as HTTP/3 clients of the testbed (quicack.testbed.browsers): Chromium (Google QUIC), Firefox ESR
+  # (neqo), and certutil for Firefox's profile trusting the testbed's CA.
+  apt_packages+=(chromium firefox-esr libnss3-tools)
+  # src/implementations/build.sh: patch applies quic-go/iack.patch (imc24's IACK/WFC server); cmake and libclang-dev
+  # build BoringSSL for the quiche client (bindgen loads libclang.so itself).
+  apt_packages+=(patch cmake libclang-dev)
   # SLURM for tests/test_slurm.py, which starts its own munged, slurmctld and slurmd on a generated configuration
   # (the packages' own services are not used).
   apt_packages+=(slurm-wlm munge)
@@ -44,22 +53,53 @@ extras=""
 # that data/ holds only what git tracks (a folder of one's own recordings there is left alone).
 "$python" -m quicack.layout.archive unpack --cached data/sample/raw.tar.xz data/sample/raw
 
-# The capture decoder's compiled core (rust/quicack_core: pyo3 + RustCrypto, built by maturin, pinned in its
-# pyproject.toml; crates pinned by its Cargo.lock). Like src/implementations/build.sh, it uses the cargo on PATH
-# or in ~/.cargo/bin and needs Rust >= 1.85 (Debian 12's rustc 1.63 is too old; rustup is up to the user).
-# Without it quicack decodes captures in pure Python: the same tables, slower.
-if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
-  export PATH="$PATH:$HOME/.cargo/bin"
+# The compiled core of the capture decoder and the qlog reader (rust/quicack_core: pyo3 + RustCrypto, built by
+# maturin, pinned in its pyproject.toml; crates pinned by its Cargo.lock) needs Rust >= its Cargo.toml's
+# rust-version. The first toolchain that is new enough is used: cargo on PATH, ~/.cargo/bin (rustup), /usr/bin.
+# When none is, Debian's rustc-web/cargo-web are installed (Debian 12 ships them beside its rustc 1.63, which is too
+# old; they replace Debian's rustc/cargo packages if those are installed). Without any, quicack reads captures and
+# qlogs in pure Python: the same tables, slower. A core built from the same sources is not built again.
+rust_minimum=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' rust/quicack_core/Cargo.toml)
+rust_version() { "$1/rustc" --version 2>/dev/null | sed -n 's/^rustc \([0-9][0-9.]*\).*/\1/p'; }
+new_enough() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$rust_minimum" "$1" | sort -V | head -n 1)" = "$rust_minimum" ]; }
+find_rust() {
+  local dir
+  for dir in "$(dirname "$(command -v cargo 2>/dev/null || echo /nonexistent/cargo)")" "$HOME/.cargo/bin" /usr/bin; do
+    if [ -x "$dir/cargo" ] && new_enough "$(rust_version "$dir")"; then echo "$dir"; return 0; fi
+  done
+  return 0
+}
+rust_dir=$(find_rust)
+if [ -z "$rust_dir" ] && command -v apt-get >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  candidate=$(apt-cache policy rustc-web 2>/dev/null | sed -n 's/^ *Candidate: \([0-9][0-9.]*\).*/\1/p')
+  if new_enough "$candidate"; then
+    echo "install.sh: no Rust >= $rust_minimum: installing Debian's rustc-web and cargo-web $candidate" >&2
+    apt-get install -y -qq --no-install-recommends rustc-web cargo-web >/dev/null
+    rust_dir=$(find_rust)
+  fi
 fi
-rust_minor=$(rustc --version 2>/dev/null | sed -n 's/^rustc 1\.\([0-9]*\).*/\1/p')
-if [ -n "$rust_minor" ] && [ "$rust_minor" -ge 85 ]; then
-  "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore ./rust/quicack_core ||
-    echo "install.sh: building quicack_core failed: captures are decoded in pure Python (same output, slower)" >&2
+core_sources=$(find rust/quicack_core -path rust/quicack_core/target -prune -o -type f -print | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+core_stamp="${XDG_CACHE_HOME:-$HOME/.cache}/quicack/quicack_core-$("$python" -c 'import sys; print(sys.prefix)' | sha256sum | cut -c1-16)"
+if [ -n "$rust_dir" ]; then
+  if [ "$(cat "$core_stamp" 2>/dev/null)" = "$core_sources" ] && "$python" -c 'import quicack_core' 2>/dev/null; then
+    echo "install.sh: quicack_core is built from these sources already ($core_sources)"
+  else
+    echo "install.sh: building quicack_core with $("$rust_dir/rustc" --version) ($rust_dir)"
+    if PATH="$rust_dir:$PATH" "$python" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+        --force-reinstall --no-deps ./rust/quicack_core; then
+      mkdir -p "$(dirname "$core_stamp")" && echo "$core_sources" >"$core_stamp"
+    else
+      echo "install.sh: building quicack_core failed: captures and qlogs are read in pure Python (same output, slower)" >&2
+    fi
+  fi
 else
-  echo "install.sh: no Rust >= 1.85 (cargo): quicack_core not built, captures are decoded in pure Python" >&2
+  echo "install.sh: no Rust >= $rust_minimum and none from Debian: quicack_core not built, captures and qlogs are read in pure Python" >&2
 fi
 
 if [ $dev = 1 ] && [ -x src/implementations/build.sh ]; then
   bash src/implementations/build.sh
 fi
-echo "quicack installed ($("$python" -c 'import quicack; print(quicack.__version__)'); capture decoder engine: $("$python" -c 'from quicack.pcap.engine import select_engine; print(select_engine().name)'); qlog reader: $("$python" -c 'from quicack.qlog.engine import lane_class; print("compiled" if lane_class() else "python")'))"
+# What is in use now (`quicack doctor` says more: tshark, the testbed's programs found).
+echo "installed: $("$python" -m quicack.cli --version)"

@@ -37,8 +37,8 @@ def all_captures(extra: list[tuple[str, list[str]]]) -> list[tuple[str, list[str
 
 def write_all(out: Path, captures: list[tuple[str, list[str]]], batch_rows: int) -> None:
     """Worker: decode each capture with the package on sys.path into out/<n>/<table>.parquet."""
-    from quicack.pcap.cli import write_capture_parquet
     from quicack.pcap.decode import decode_capture
+    from quicack.pcap.pcap_command import write_capture_parquet
 
     started = time.process_time()
     for number, (capture, keylogs) in enumerate(captures):

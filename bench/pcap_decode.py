@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         for name in args.inputs:
             capture, keylog = inputs[name]
             out = work / f"out-{name}"
-            ours = [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--keylog", str(keylog), "--out", str(out)]
+            ours = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(out)]
             fields = [arg for field_name in TSHARK_FIELDS for arg in ("-e", field_name)]
             tshark = ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-T", "fields", *fields]
             tools = {"quicack": (ours, None), "tshark -T fields": (tshark, None)}

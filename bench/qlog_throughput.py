@@ -79,7 +79,7 @@ def reference(path: Path, loads) -> tuple[float, float, int]:  # noqa: ANN001
 def child(path: Path, out_dir: Path) -> None:
     sys.path.insert(0, str(REPO / "src"))
     from quicack.qlog import write_qlog_parquet
-    from quicack.qlog.engine import lane_class
+    from quicack.qlog.reader_engine import lane_class
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall, cpu = time.perf_counter(), time.process_time()

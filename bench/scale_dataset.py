@@ -19,7 +19,7 @@ UDP ports and addresses, payload bytes, packet sizes and timing within a run. No
 copied with the time shift only.
 
     --verify K   afterwards, for K runs with captures: the count of decrypted packets of quicack's decoder
-                 (python -m quicack.pcap.cli) and of tshark (QUIC frames it decrypted) must be equal in the original
+                 (python -m quicack.pcap.pcap_command) and of tshark (QUIC frames it decrypted) must be equal in the original
                  and in copy 1, and no connection ID of the original may appear in the copy.
 """
 
@@ -171,7 +171,7 @@ def decoder_counts(capture: Path, keylogs: list[Path]) -> tuple[int, int]:
     import polars as pl
 
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--out", out]
+        command = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--out", out]
         for keylog in keylogs:
             command += ["--keylog", str(keylog)]
         subprocess.run(command, check=True, capture_output=True)

@@ -71,7 +71,7 @@ def main() -> None:
     ap.add_argument("--tshark", type=int, default=0, help="decrypt and print this many runs per mode")
     a = ap.parse_args()
     counts: dict[str, Counter[str]] = {"iack": Counter(), "wfc": Counter()}
-    gaps: dict[tuple[str, float], list[float]] = {}
+    gaps: dict[tuple[str, float, float], list[float]] = {}
     shown: Counter[str] = Counter()
     for rj in sorted(a.raw.rglob("run.json")):
         meta = json.loads(rj.read_text())
@@ -85,16 +85,18 @@ def main() -> None:
         counts[mode][kind if side in (None, "server") else f"{kind} (client side)"] += 1
         # At the client side the gap measures Δt only when no server datagram was dropped before it.
         if gap is not None and not (side == "client" and meta.get("drop_to_client")):
-            gaps.setdefault((side, meta["cert_delay_ms"]), []).append(gap)
+            # The *_paper_stack runs hold the ServerHello on top of Δt (run.json server_hello_hold_ms).
+            gaps.setdefault((side, meta["cert_delay_ms"], meta.get("server_hello_hold_ms") or 0.0), []).append(gap)
         if shown[mode] < a.tshark:
             shown[mode] += 1
             print(f"--- {meta['raw_path']} (server datagrams: time, UDP length, packet types, frame types, TLS)")
             print(tshark_frames(rj.parent))
     for mode, c in counts.items():
         print(f"{mode}: " + ", ".join(f"{k}: {v}" for k, v in c.most_common()))
-    for (side, delta), g in sorted(gaps.items()):
+    for (side, delta, hold), g in sorted(gaps.items()):
         g.sort()
-        print(f"IACK, Δt = {delta:g} ms: ACK → ServerHello gap at the {side}, median {g[len(g) // 2]:.2f} ms, "
+        held = f", ServerHello held {hold:g} ms" if hold else ""
+        print(f"IACK, Δt = {delta:g} ms{held}: ACK → ServerHello gap at the {side}, median {g[len(g) // 2]:.2f} ms, "
               f"min {g[0]:.2f} ms, max {g[-1]:.2f} ms (n={len(g)})")  # fmt: skip
 
 

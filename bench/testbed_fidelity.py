@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from quicack.pcap.reader import UdpDatagram
-from quicack.pcap.reader import read_udp as read_capture
+from quicack.pcap.capture_file import UdpDatagram
+from quicack.pcap.capture_file import read_udp as read_capture
 from quicack.testbed import capture, netns, router
 from quicack.testbed.procs import ProcessSet
 

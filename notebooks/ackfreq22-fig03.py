@@ -22,7 +22,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.figures.ackfreq22 import ackfreq22_fig03_return_components
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.provenance import read_description
 
 # %%

@@ -22,12 +22,12 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.figures.ack_policy_tables import ackfreq22_tab02_ack_policies
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.provenance import read_description
 
 # %%
-views = read_views(db, "runs", "packets", "frames")
+views = read_views(db, "runs", "packets", "frames", "ack_runs")
 description = read_description(db)
-rendered = ackfreq22_tab02_ack_policies(views["runs"], views["packets"], views["frames"])
+rendered = ackfreq22_tab02_ack_policies(views["runs"], views["packets"], views["frames"], views["ack_runs"])
 save(rendered, out_dir, "ackfreq22-tab02", formats, description)
 rendered.artefact

@@ -13,7 +13,7 @@
 # %% [markdown]
 # # imc24 — the paper's testbed claims beside ours (§4.1–4.2, Appendices C–F)
 #
-# Paper values and explanations: `data/reference/imc24_claims.csv`; our values: `quicack.claims.imc24`.
+# Paper values and explanations: `data/reference/imc24_claims.csv`; our values: `quicack.claims.imc24_claims`.
 
 # %% tags=["parameters"]
 db = "results/sample/quicack.duckdb"
@@ -22,9 +22,9 @@ formats = "pdf,png"
 dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.claims.imc24 import imc24_claims
+from quicack.claims.imc24_claims import imc24_claims
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.provenance import read_description
 
 # %%

@@ -25,7 +25,7 @@ rtt_ms = 9.0
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_handshake import imc24_fig01_handshake_timeline
 from quicack.provenance import read_description
 

@@ -23,7 +23,7 @@ scenario = "noloss"
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_handshake import imc24_fig03_coalescence
 from quicack.provenance import read_description
 

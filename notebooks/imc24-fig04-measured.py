@@ -21,7 +21,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_sweet_spot import imc24_fig04_measured_sweet_spot
 from quicack.provenance import read_description
 

@@ -21,7 +21,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_ttfb import imc24_fig13_ttfb_client_flight_loss_rtts
 from quicack.provenance import read_description
 

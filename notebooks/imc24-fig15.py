@@ -22,7 +22,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.figures.imc24_scan import imc24_fig15_cloudflare_series_per_vantage_point
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.provenance import read_description
 
 # %%

@@ -21,7 +21,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_pto import imc24_fig16_pto_improvement
 from quicack.provenance import read_description
 

@@ -21,7 +21,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 
 # %%
 from quicack.figures.common import save
-from quicack.figures.data import read_views
+from quicack.figures.views import read_views
 from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
 from quicack.provenance import read_description
 

@@ -20,9 +20,9 @@ formats = "pdf,png"
 dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
-from quicack.claims.ackratio import rethink_claims
+from quicack.claims.ackratio_claims import rethink_claims
 from quicack.figures.common import save
-from quicack.figures.data import read_view_if_present, read_views
+from quicack.figures.views import read_view_if_present, read_views
 from quicack.provenance import read_description
 
 # %%

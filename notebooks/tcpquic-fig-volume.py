@@ -22,7 +22,7 @@ dataset = "sample"  # the pipeline's name for it; the footnote's words come from
 # %%
 from quicack.figures.tcpquic import tcpquic_fig_volume_acks
 from quicack.figures.common import save
-from quicack.figures.data import read_view_if_present, read_views
+from quicack.figures.views import read_view_if_present, read_views
 from quicack.provenance import read_description
 
 # %%

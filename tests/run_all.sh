@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
-# The whole test suite: workflow lint, code lint, and pytest (testbed tests need root).
+# The whole test suite: workflow lint, code lint, CITATION.cff, the compiled core's own tests and lint (when Rust is
+# installed), and pytest (testbed tests need root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== snakemake --lint"
 snakemake --lint
 echo "== ruff"
 ruff check src tests bench
+echo "== cffconvert --validate"
+bash tests/tools/validate_citation.sh
+CARGO=$(command -v cargo || true)
+[ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO="$HOME/.cargo/bin/cargo"
+if [ -n "$CARGO" ]; then
+    echo "== cargo test (rust/quicack_core)"
+    "$CARGO" test --locked --manifest-path rust/quicack_core/Cargo.toml
+    if "$CARGO" clippy --version >/dev/null 2>&1; then
+        echo "== cargo clippy (rust/quicack_core)"
+        "$CARGO" clippy --locked --manifest-path rust/quicack_core/Cargo.toml --all-targets -- -D warnings
+    else
+        echo "== cargo clippy: not installed, skipped"
+    fi
+else
+    echo "== cargo: not installed, the compiled core's tests skipped (quicack runs its pure-Python engines)"
+fi
 echo "== pytest"
 python3 -m pytest -ra "$@"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quicack.models import ackfreq22 as model
+from quicack.models import ackfreq22_equations as model
 from quicack.models.ack_overhead import quic_ack
 
 MEGABYTE = 1_000_000

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.claims.ackratio import CLAIMS, ackratio_claims
+from quicack.claims.ackratio_claims import CLAIMS, ackratio_claims
 from quicack.provenance import DatasetDescription
 from quicack.qlog import read_qlog
 from quicack.reference import paper_claims

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 from test_pcap_decode import tables
 
-from quicack import store
-from quicack.pcap.cli import OUTPUT_TABLES, write_capture_parquet
+from quicack import database
 from quicack.pcap.decode import decode_capture
+from quicack.pcap.pcap_command import OUTPUT_TABLES, write_capture_parquet
 
 DATA = Path(__file__).parent / "data" / "pcap"
 TWO_CONNECTIONS = (DATA / "aioquic_0rtt_resumption.pcap", DATA / "aioquic_0rtt_resumption.keys.log")
@@ -56,8 +56,8 @@ def test_list_columns_are_lists_in_the_database(tmp_path: Path) -> None:
     out = tmp_path / "capture"
     write_capture_parquet(decode_capture(*PADDED, run_id="run"), out)
     files = {name: [out / f"{name}.parquet"] for name in OUTPUT_TABLES}
-    store.build_database(tmp_path / "db.duckdb", files, tmp_path)
-    with store.connect(tmp_path / "db.duckdb", tmp_path) as con:
+    database.build_database(tmp_path / "db.duckdb", files, tmp_path)
+    with database.connect(tmp_path / "db.duckdb", tmp_path) as con:
         types = dict(
             con.execute(
                 "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'frames'"

@@ -13,15 +13,16 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
+from quicack import parquet_store, recovery
 from quicack.figures import imc24_pto, imc24_ttfb
 from quicack.figures.common import run_accounting, save
 from quicack.metrics import selection, summary
 from quicack.provenance import DatasetDescription
+from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 EMULATED = DatasetDescription("sample", "emulated", "real QUIC implementations over emulated paths")
-GROUPS = ("aioquic_aioquic", "aioquic_go-x-net", "aioquic_ngtcp2", "aioquic_quic-go", "aioquic_quinn")
+GROUPS = ("quic-go_aioquic", "quic-go_go-x-net", "quic-go_ngtcp2", "quic-go_quic-go", "quic-go_quinn", "quic-go_quiche")
 CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 
 
@@ -29,9 +30,9 @@ CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 def handshakes(tmp_path_factory) -> pl.DataFrame:
     parquet = tmp_path_factory.mktemp("imc24_figures") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return store.read_table(parquet, "handshake_runs")
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return parquet_store.read_table(parquet, "handshake_runs")
 
 
 def by_client(frame: pl.DataFrame, column: str, **where) -> dict[str, float]:

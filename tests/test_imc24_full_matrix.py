@@ -12,13 +12,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
-from quicack.claims.imc24 import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
+from quicack import parquet_store, recovery
+from quicack.claims.imc24_claims import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
 from quicack.metrics import guidelines, sweet_spot
 from quicack.metrics.selection import delay_sweep_runs
+from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
 from quicack.reference import paper_table
+from quicack.stages import derive_stage, ingest_stage
 from quicack.testbed.impair import carries_short_header
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
@@ -33,9 +34,9 @@ def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("full_matrix") / "parquet"
     for client in CLIENTS:
         group = f"aioquic_{client}"
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: store.read_table(parquet, name) for name in ("runs", "frames", "datagrams", "handshake_runs")}
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
+    return {name: parquet_store.read_table(parquet, name) for name in ("runs", "frames", "datagrams", "handshake_runs")}
 
 
 def test_every_table2_cell_is_measured_by_every_client(tables):
@@ -170,7 +171,7 @@ def test_added_repetitions_drop_what_the_kept_ones_dropped_and_keep_the_client_s
 
 
 def test_fig07_spread_is_a_bootstrap_interval_of_the_median_difference(tables):
-    from quicack.claims.imc24 import ttfb_difference
+    from quicack.claims.imc24_claims import ttfb_difference
     from quicack.metrics import summary
 
     runs = tables["handshake_runs"].filter((pl.col("scenario") == "drop_client_flight") & (pl.col("rtt_ms") == 9.0))

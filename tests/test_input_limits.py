@@ -39,7 +39,7 @@ import sys, time
 kind, path = sys.argv[1], sys.argv[2]
 started = time.perf_counter()
 if kind == "pcap":
-    from quicack.pcap.reader import ReadIssue, read_udp
+    from quicack.pcap.capture_file import ReadIssue, read_udp
     messages = [item.message for item in read_udp(path) if isinstance(item, ReadIssue)]
 else:
     from quicack.qlog import read_qlog

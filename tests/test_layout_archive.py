@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from quicack.layout.archive import MARKER, PART_BYTES, ArchiveError, pack, parts, unpack, unpack_cached
+from quicack.layout.archive import (
+    MARKER,
+    PART_BYTES,
+    ArchiveError,
+    check_raw,
+    pack,
+    parts,
+    unpack,
+    unpack_cached,
+    unpacked_state,
+)
 
 RUNS = Path(__file__).parent / "data" / "tcp" / "raw"  # four recorded Linux TCP runs: run.json, .pcap.gz captures
+LOOPBACK = Path(__file__).parent / "data" / "loopback"  # recorded runs on loopback: 79 files, 5 MB
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -98,3 +113,57 @@ def test_a_large_archive_is_stored_in_parts_that_unpack_alike(tmp_path: Path) ->
     unpack(split, tmp_path / "raw")
     assert sorted(p.relative_to(tmp_path / "raw") for p in (tmp_path / "raw").rglob("*") if p.is_file() and p.name != MARKER) == \
         sorted(p.relative_to(RUNS) for p in RUNS.rglob("*") if p.is_file())
+
+
+def _unpack_command(archive: Path, link: Path) -> list[str]:
+    return [sys.executable, "-m", "quicack.layout.archive", "unpack", "--cached", str(archive), str(link)]
+
+
+def test_a_killed_unpack_is_never_taken_for_the_dataset_and_the_rerun_repairs_it(tmp_path: Path) -> None:
+    """install.sh's unpack killed (SIGKILL) while it writes files: no raw folder and no link appear, and the next
+    run unpacks the whole archive."""
+    archive = tmp_path / "raw.tar.xz"
+    total = pack(LOOPBACK, archive)
+    link = tmp_path / "checkout" / "raw"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache_home")}
+    cache = tmp_path / "cache_home" / "quicack"
+    unpacking = subprocess.Popen(_unpack_command(archive, link), env=env, stdout=subprocess.DEVNULL)
+    written = 0
+    deadline = time.monotonic() + 120
+    while written == 0 and unpacking.poll() is None and time.monotonic() < deadline:
+        written = sum(1 for p in cache.rglob("*") if p.is_file()) if cache.is_dir() else 0
+        time.sleep(0.002)
+    unpacking.kill()
+    unpacking.wait()
+    assert 0 < written < total, f"the kill should land while files are written ({written} of {total})"
+    assert not link.exists() and not link.is_symlink()
+    (unpacked,) = cache.iterdir()
+    assert not (unpacked / "raw").exists()  # only the staging folder of the killed process
+
+    rerun = subprocess.run(_unpack_command(archive, link), env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and "unpacked" in rerun.stdout, rerun.stderr
+    assert _contents(link) == _contents(LOOPBACK)
+    assert not list(cache.glob("*/.raw.unpacking-*"))  # the killed one's staging folder removed
+    assert check_raw(link, cache) is None and unpacked_state(link) == "complete"
+
+
+def test_a_partial_unpack_in_the_cache_is_replaced_and_a_cut_one_repaired(tmp_path: Path) -> None:
+    """What an earlier version's killed unpack left in the cache (files, no marker) is not accepted, neither is an
+    unpack whose listed files were removed or cut afterwards; both are unpacked again."""
+    archive = tmp_path / "raw.tar.xz"
+    pack(RUNS, archive)
+    cache, link = tmp_path / "cache", tmp_path / "checkout" / "raw"
+    unpack_cached(archive, link, cache)
+    target = link.resolve()
+    (target / MARKER).unlink()
+    first_capture = sorted(target.rglob("*.pcap.gz"))[0]
+    first_capture.unlink()  # as an unpack killed before its last file, without the staging
+    assert unpacked_state(target) == "foreign" and "did not finish" in (check_raw(link, cache) or "")
+    assert "incomplete" in unpack_cached(archive, link, cache)
+    assert _contents(link) == _contents(RUNS) and unpacked_state(link) == "complete"
+    # a listed file cut after the unpack: the marker's sizes show it
+    capture = sorted(target.rglob("*.pcap.gz"))[0]
+    capture.write_bytes(capture.read_bytes()[:100])
+    assert unpacked_state(link) == "incomplete" and "incomplete unpack" in (check_raw(link, cache) or "")
+    assert "incomplete" in unpack_cached(archive, link, cache)
+    assert _contents(link) == _contents(RUNS)

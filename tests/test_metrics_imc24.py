@@ -12,12 +12,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import ingest, pipeline, recovery, store
+from quicack import ingest, parquet_store, recovery
 from quicack.metrics import guidelines, summary
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import second_flight_runs
 from quicack.metrics.server_ack_delay import first_server_acks, server_ack_delay_table
 from quicack.reference import paper_table
+from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("aioquic_aioquic", "aioquic_quic-go", "aioquic_ngtcp2", "aioquic_quinn")
@@ -27,10 +28,10 @@ GROUPS = ("aioquic_aioquic", "aioquic_quic-go", "aioquic_ngtcp2", "aioquic_quinn
 def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
     parquet = tmp_path_factory.mktemp("imc24") / "parquet"
     for group in GROUPS:
-        pipeline.ingest_group_stage(RAW, group, "sample", parquet)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
     names = ("runs", "packets", "frames", "datagrams", "connections", "handshake_runs")
-    return {name: store.read_table(parquet, name) for name in names}
+    return {name: parquet_store.read_table(parquet, name) for name in names}
 
 
 def captured_runs(tables: dict[str, pl.DataFrame]) -> pl.Series:

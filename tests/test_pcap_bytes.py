@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from test_pcap_support import Capture, decode, find_captures
 
-from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
+from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 
 CAPTURES = find_captures()
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.pcap.cli import OUTPUT_TABLES, pcap_command, write_capture_parquet
+from quicack.pcap.capture_file import UdpDatagram, read_udp
 from quicack.pcap.decode import CaptureDecoder, decode_capture
 from quicack.pcap.keylog import load_keylogs
-from quicack.pcap.reader import UdpDatagram, read_udp
+from quicack.pcap.pcap_command import OUTPUT_TABLES, pcap_command, write_capture_parquet
 from quicack.schema import TABLES
 
 DATA = Path(__file__).parent / "data" / "pcap"
@@ -131,10 +131,10 @@ def test_cli_writes_the_contract_and_prints(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) -> None:
-    # `python -m quicack.pcap.cli` leaves by os._exit (no interpreter teardown): what it printed into a pipe must
+    # `python -m quicack.pcap.pcap_command` leaves by os._exit (no interpreter teardown): what it printed into a pipe must
     # still arrive, the files must be in place, and the status must be the command's.
     capture, keylog = DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"
-    command = [sys.executable, "-m", "quicack.pcap.cli", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)]
+    command = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)]
     done = subprocess.run([*command, "--print"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == pl.read_parquet(tmp_path / "packets.parquet").height
@@ -181,10 +181,10 @@ def test_parquet_writer_one_many_or_no_batches(tmp_path: Path) -> None:
 
 
 def test_help_and_registration_do_not_import_the_decoder() -> None:
-    # Start-up time: `quicack pcap --help` and the `quicack` command that registers the subcommand stay light.
+    # Start-up time: `quicack pcap --help` and the `quicack` command that adds the subcommand's arguments stay light.
     code = (
-        "import sys, argparse; import quicack.pcap as p; from quicack.pcap import cli; "
-        "cli.add_subparser(argparse.ArgumentParser().add_subparsers()); "
+        "import sys, argparse; import quicack.pcap as p; from quicack.pcap import pcap_command; "
+        "pcap_command.add_arguments(argparse.ArgumentParser()); "
         "heavy = {'polars', 'pyarrow', 'numpy', 'quicack.pcap.decode', 'aioquic.tls'} & set(sys.modules); "
         "assert not heavy, heavy"
     )

@@ -1,4 +1,4 @@
-"""The two engines of the capture decoder (quicack.pcap.engine) write the same tables on every real capture.
+"""The two engines of the capture decoder (quicack.pcap.decoder_engine) write the same tables on every real capture.
 
 The compiled one (quicack_core, built from rust/quicack_core by install.sh) is what the other test_pcap_* modules
 decode with when it is installed; here every capture of the test data and of the embedded dataset is decoded
@@ -12,10 +12,16 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from aioquic.quic.crypto import CryptoPair
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_pcap_support import DATA, Capture, find_captures
 
+from quicack.frame_types import WIRE_NAMES
+from quicack.pcap.columns import assemble_batch
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine, select_engine
+from quicack.pcap.decoder_engine import compiled_engine, python_engine, select_engine
+from quicack.pcap.quic import initial_keys
 
 pytestmark = pytest.mark.skipif(compiled_engine() is None, reason="quicack_core is not built (install.sh builds it)")
 SAMPLE = Path(__file__).parent.parent / "data" / "sample" / "raw"
@@ -59,15 +65,16 @@ def test_engine_selection(monkeypatch: pytest.MonkeyPatch) -> None:
 def _decoded_connections(capture: Path, keylog: Path) -> list:
     """The connections of a capture after the compiled engine decoded it through its lane."""
     from quicack.limits import DEFAULT_LIMITS
-    from quicack.pcap.decode import CaptureDecoder, _decode_through_lane, _open_lane
+    from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
+    from quicack.pcap.lane_bridge import open_lane
 
     engine = compiled_engine()
     decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
-    stream, lane = _open_lane(capture, engine, DEFAULT_LIMITS)
+    stream, lane = open_lane(capture, engine, DEFAULT_LIMITS)
     with stream:
         decoder.use_lane(lane)
-        for _ in _decode_through_lane(decoder, 32_768, 64):
+        for _ in decoder.decode_through_lane(32_768, 64):
             pass
     return list(decoder.connections_by_odcid.values())
 
@@ -115,8 +122,9 @@ def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch
     # The lane takes a handshake datagram (the client's Initial ACK + Handshake Finished + first 1-RTT packet) when
     # its keys are known; the rows must be those the Python decoder writes when it is given the same datagrams.
     from quicack.limits import DEFAULT_LIMITS
-    from quicack.pcap.decode import CaptureDecoder, _decode_through_lane, _open_lane
+    from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
+    from quicack.pcap.lane_bridge import open_lane
 
     capture, keylog = DATA / "pcap" / "aioquic_v1_keyupdate.pcap.gz", DATA / "pcap" / "aioquic_v1_keyupdate.keys.log"
     original = CaptureDecoder._add_one_datagram
@@ -132,11 +140,11 @@ def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch
         monkeypatch.setattr(CaptureDecoder, "_add_one_datagram", count)
         engine = compiled_engine()
         decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
-        stream, lane = _open_lane(capture, engine, DEFAULT_LIMITS)
+        stream, lane = open_lane(capture, engine, DEFAULT_LIMITS)
         with stream:
             decoder.use_lane(lane)
             decoder.lane_long_headers = long_headers
-            batches = [*_decode_through_lane(decoder, 32_768, 64), decoder.take_batch(final=True)]
+            batches = [*decoder.decode_through_lane(32_768, 64), decoder.take_batch(final=True)]
         tables = {name: pl.concat([getattr(batch, name) for batch in batches]) for name in TABLES}
         results[long_headers] = (tables, long_header_datagrams)
     (by_python, python_count), (by_lane, lane_count) = results[False], results[True]
@@ -144,3 +152,135 @@ def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch
     assert by_python["packets"].filter(pl.col("packet_type") == "handshake").height > 0
     for name in TABLES:
         assert by_python[name].equals(by_lane[name]), name
+
+
+# Property tests: the compiled parts against their Python twins on generated inputs (hypothesis). Real captures
+# (above) cover what implementations send; these cover what they rarely do: every frame layout with field values
+# of every varint length, non-minimal encodings, damaged and truncated payloads, packets encrypted by aioquic with
+# any packet number and decrypted from any expected packet number.
+
+_VARINT_LENGTHS = {1: (0x00, 6), 2: (0x40, 14), 4: (0x80, 30), 8: (0xC0, 62)}
+
+
+@st.composite
+def _varints(draw, max_bits: int = 62) -> bytes:
+    """A varint of any encoded length, minimal or not."""
+    length = draw(st.sampled_from([n for n, (_, bits) in _VARINT_LENGTHS.items() if bits >= 6]))
+    prefix, bits = _VARINT_LENGTHS[length]
+    value = draw(st.integers(0, (1 << min(bits, max_bits)) - 1))
+    return (value | prefix << (8 * length - 8)).to_bytes(length, "big")
+
+
+def _small_varint(value: int) -> bytes:
+    return bytes([value]) if value < 64 else (value | 0x4000).to_bytes(2, "big")
+
+
+@st.composite
+def _frames(draw) -> bytes:
+    """One frame of a listed wire type with generated fields, or bytes of anything."""
+    number = draw(st.sampled_from([*sorted(WIRE_NAMES), 0x20, 0x21, 0x40, 0xFF]))
+    out = bytearray(_small_varint(number))
+    if number == 0x00:
+        return bytes(out) + bytes(draw(st.integers(0, 8)))
+    data = draw(st.binary(max_size=24))
+    if 0x08 <= number <= 0x0F:
+        out += draw(_varints())
+        if number & 0x04:
+            out += draw(_varints())
+        if number & 0x02:
+            out += _small_varint(len(data))
+        return bytes(out + data)
+    if number in (0x02, 0x03):
+        out += draw(_varints()) + draw(_varints())
+        ranges = draw(st.integers(0, 4))
+        out += _small_varint(ranges) + draw(_varints())
+        for _ in range(ranges):
+            out += draw(_varints(8)) + draw(_varints(8))
+        if number == 0x03:
+            out += draw(_varints()) + draw(_varints()) + draw(_varints())
+        return bytes(out)
+    if number in (0x06, 0x07, 0x31):
+        if number == 0x06:
+            out += draw(_varints())
+        return bytes(out + _small_varint(len(data)) + data)
+    if number == 0x18:
+        cid = draw(st.binary(max_size=20))
+        return bytes(out + draw(_varints()) + draw(_varints()) + bytes([len(cid)]) + cid + draw(st.binary(min_size=16, max_size=16)))
+    if number in (0x1C, 0x1D):
+        out += draw(_varints()) + (draw(_varints()) if number == 0x1C else b"")
+        return bytes(out + _small_varint(len(data)) + data)
+    fields = {0x04: 3, 0x05: 2, 0x11: 2, 0x15: 2, 0xAF: 4}.get(number, 1 if 0x10 <= number <= 0x19 else 0)
+    for _ in range(fields):
+        out += draw(_varints())
+    if number in (0x1A, 0x1B):
+        out += draw(st.binary(min_size=8, max_size=8))
+    if number == 0x30:
+        out += data
+    return bytes(out)
+
+
+@st.composite
+def _payloads(draw) -> bytes:
+    payload = b"".join(draw(st.lists(st.one_of(_frames(), st.binary(max_size=6)), min_size=1, max_size=6)))
+    if draw(st.booleans()):
+        payload = payload[: draw(st.integers(0, len(payload)))]  # cut anywhere
+    return payload
+
+
+def _walked(rows_class, payloads: list[bytes]) -> tuple[list, object]:
+    rows = rows_class()
+    results = []
+    for payload in payloads:
+        result = rows.walk(payload)
+        count = result[0]
+        rows.add_packet(0, "1rtt", len(payload), frame_count=count)
+        results.append((count, result[1], result[2], result[3], result[4], result[5]))
+    rows.add_datagram("odcid", "c2s", 1, 0.0, 0, 20, 100, len(payloads))
+    return results, assemble_batch(rows, "r", "client", "p", [])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_payloads(), min_size=1, max_size=4))
+def test_both_frame_walkers_give_the_same_rows_for_any_payload(payloads: list[bytes]) -> None:
+    python_results, python_batch = _walked(python_engine().row_buffers, payloads)
+    compiled_results, compiled_batch = _walked(compiled_engine().row_buffers, payloads)
+    assert compiled_results == python_results
+    for name in ("packets", "frames"):
+        assert getattr(compiled_batch, name).equals(getattr(python_batch, name)), name
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    payload=st.binary(min_size=1, max_size=300),
+    packet_number=st.integers(0, (1 << 32) - 1),
+    expected=st.integers(0, (1 << 40)),
+    damage=st.one_of(st.none(), st.tuples(st.integers(0, 400), st.integers(1, 255))),
+    cut=st.one_of(st.none(), st.integers(0, 400)),
+    version=st.sampled_from([0x00000001, 0x6B3343CF]),
+)
+def test_both_packet_protections_agree_on_any_initial_packet(payload, packet_number, expected, damage, cut, version):
+    dcid = bytes(range(8))
+    sender = CryptoPair()
+    sender.setup_initial(dcid, is_client=True, version=version)
+    pn_bytes = 4 if packet_number >= 1 << 16 else 2
+    # An Initial's long header: flags, version, DCID, empty SCID, empty token, length, packet number
+    length = pn_bytes + len(payload) + 16
+    header = bytes([0xC0 | (pn_bytes - 1)]) + version.to_bytes(4, "big") + bytes([8]) + dcid + b"\x00\x00"
+    header += (length | 0x4000).to_bytes(2, "big") + (packet_number & ((1 << (8 * pn_bytes)) - 1)).to_bytes(pn_bytes, "big")
+    packet = bytearray(sender.encrypt_packet(header, payload.ljust(20, b"\x00"), packet_number))
+    if damage is not None:
+        packet[damage[0] % len(packet)] ^= damage[1]
+    if cut is not None:
+        packet = packet[:cut]
+    pn_offset = len(header) - pn_bytes
+    outcomes = []
+    for keys_class in (python_engine().packet_keys, compiled_engine().packet_keys):
+        client, _ = initial_keys(dcid, version, keys_class)
+        try:
+            decrypted = client.decrypt(bytes(packet), 0, pn_offset, len(packet), expected, False)
+            outcomes.append((decrypted.packet_number, decrypted.header_bytes, bytes(decrypted.payload)))
+        except ValueError:
+            outcomes.append(None)
+    assert outcomes[0] == outcomes[1]
+    if damage is None and cut is None and abs(expected - packet_number) < 1 << (8 * pn_bytes - 1):
+        assert outcomes[0] is not None and outcomes[0][0] == packet_number

@@ -12,7 +12,7 @@ import pytest
 
 from quicack.pcap import decode as decode_module
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine
+from quicack.pcap.decoder_engine import compiled_engine
 
 MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "scan" / "raw" / "hamburg" / "data" / "2024-08-07T12:00:00,000000000+00:00"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
 from tests.conftest import REPO
 
 RUN = REPO / "tests/data/loopback/aioquic_quic-go/transfer_10KB/1"

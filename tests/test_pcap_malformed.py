@@ -13,9 +13,9 @@ import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.frames import FrameColumns, walk_frames
-from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
 
 DATA = Path(__file__).parent / "data" / "pcap"
 SMALL = DATA / "aioquic_sll.pcap"  # real aioquic run, Linux cooked capture v1

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.engine import compiled_engine
+from quicack.pcap.decoder_engine import compiled_engine
 from quicack.scan.identify import ConnectionIdentifier, datagram_owners
 
 DATA = Path(__file__).resolve().parent / "data" / "scan_port_reuse"

@@ -29,7 +29,7 @@ def _is_capture(path: Path) -> bool:
 
 
 # Fixtures whose datagrams not sent by the client were cut after recording (their READMEs).
-CUT_BY_DIRECTION = ("ack_policy", "ack_receivers")
+CUT_BY_DIRECTION = ("ack_policy", "ack_receivers", "browser_acks")
 TCP_ONLY = "tcp"  # tests/data/tcp: Linux TCP runs, no QUIC (test_tcp_segments.py reads them)
 
 

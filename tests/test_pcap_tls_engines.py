@@ -16,10 +16,10 @@ import pytest
 from test_pcap_support import DATA, find_captures
 
 from quicack.pcap import tls
+from quicack.pcap.capture_file import UdpDatagram, read_udp
 from quicack.pcap.decode import CaptureDecoder
-from quicack.pcap.engine import compiled_engine, python_engine
+from quicack.pcap.decoder_engine import compiled_engine, python_engine
 from quicack.pcap.keylog import load_keylogs
-from quicack.pcap.reader import UdpDatagram, read_udp
 
 ENGINE = compiled_engine()
 pytestmark = pytest.mark.skipif(ENGINE is None, reason="quicack_core is not built (install.sh builds it)")
@@ -29,19 +29,19 @@ Frames = list[tuple[int, bytes]]
 class _RecordingStream(tls.CryptoStream):
     """The Python CryptoStream, keeping the frames it was given."""
 
-    recorded: list[Frames] = []
+    recorded: list[tuple[bool, Frames]] = []
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, legacy_transport_parameters: bool = False) -> None:
+        super().__init__(legacy_transport_parameters=legacy_transport_parameters)
         self.frames: Frames = []
-        _RecordingStream.recorded.append(self.frames)
+        _RecordingStream.recorded.append((legacy_transport_parameters, self.frames))
 
     def add(self, offset: int, data: bytes) -> list[str] | None:
         self.frames.append((offset, bytes(data)))
         return super().add(offset, data)
 
 
-def _real_streams() -> list[Frames]:
+def _real_streams() -> list[tuple[bool, Frames]]:
     _RecordingStream.recorded = []
     engine = replace(python_engine(), crypto_stream=_RecordingStream)
     for capture in find_captures(True, DATA):
@@ -49,7 +49,7 @@ def _real_streams() -> list[Frames]:
         for item in read_udp(capture.path):
             if type(item) is UdpDatagram:
                 decoder.add_datagram(item)
-    return [frames for frames in _RecordingStream.recorded if frames]
+    return [(legacy, frames) for legacy, frames in _RecordingStream.recorded if frames]
 
 
 def _facts(stream) -> tuple:
@@ -65,8 +65,10 @@ def _facts(stream) -> tuple:
     )
 
 
-def _assert_twins_agree(frames: Frames) -> None:
-    python, compiled = tls.CryptoStream(), ENGINE.crypto_stream()
+def _assert_twins_agree(frames: Frames, legacy: bool = False) -> None:
+    """`legacy`: the transport parameter encoding of QUIC drafts up to -26 (tests/data/foreign)."""
+    python = tls.CryptoStream(legacy_transport_parameters=legacy)
+    compiled = ENGINE.crypto_stream(legacy_transport_parameters=legacy)
     for offset, data in frames:
         assert python.add(offset, data) == compiled.add(offset, data)
     assert _facts(python) == _facts(compiled)
@@ -113,16 +115,18 @@ def _damaged(stream: bytes, rng: random.Random) -> list[bytes]:
 def test_twins_agree_on_real_crypto_streams() -> None:
     streams = _real_streams()
     assert len(streams) > 20
-    learnt = 0
-    for frames in streams:
-        _assert_twins_agree(frames)
-        _assert_twins_agree(frames[::-1])
-        learnt += _facts(tls.CryptoStream()) != _facts(_fed(frames))
+    learnt = legacy_learnt = 0
+    for legacy, frames in streams:
+        _assert_twins_agree(frames, legacy)
+        _assert_twins_agree(frames[::-1], legacy)
+        learnt += _facts(tls.CryptoStream()) != _facts(_fed(frames, legacy))
+        legacy_learnt += legacy and _fed(frames, legacy).facts.transport_parameters is not None
     assert learnt > 10  # the streams carry hellos and transport parameters, not only certificates
+    assert legacy_learnt >= 4  # drafts -22 … -26: both hellos' transport parameters, legacy encoding
 
 
-def _fed(frames: Frames) -> tls.CryptoStream:
-    stream = tls.CryptoStream()
+def _fed(frames: Frames, legacy: bool = False) -> tls.CryptoStream:
+    stream = tls.CryptoStream(legacy_transport_parameters=legacy)
     for offset, data in frames:
         stream.add(offset, data)
     return stream
@@ -131,12 +135,13 @@ def _fed(frames: Frames) -> tls.CryptoStream:
 def test_twins_agree_on_damaged_messages() -> None:
     rng = random.Random(13)
     checked = 0
-    for frames in _real_streams()[:40]:
+    streams = _real_streams()
+    for legacy, frames in streams[:40] + [stream for stream in streams if stream[0]][:10]:
         whole = _reassembled(frames)
         if not whole:
             continue
         for variant in _damaged(whole, rng):
             for size in (len(variant), 100):
-                _assert_twins_agree(_as_frames(variant, size))
+                _assert_twins_agree(_as_frames(variant, size), legacy)
                 checked += 1
     assert checked > 500

@@ -121,3 +121,38 @@ def test_build_db_refuses_a_bad_description_and_leaves_no_database(tmp_path, cap
     assert not db.exists() and "kind 'bogus'" in capsys.readouterr().err
     assert main([*common, "--description", str(SAMPLE)]) == 0
     assert read_description(db).kind == "emulated"
+
+
+# Hand-made hostile titles (a dataset.yaml is the user's text): a line break followed by a LaTeX command, a mathtext
+# fragment that does not parse, and both in the source field.
+HOSTILE_TITLES = [
+    "Innocent runs\n\\input{/etc/passwd}",
+    "cost $\\frac{1}{$ per run",
+    "50% of runs_\r\\immediate\\write18{rm -rf ~} $x^2$ & more",
+]
+
+
+@pytest.mark.parametrize("title", HOSTILE_TITLES, ids=["tex-input", "mathtext", "mixed"])
+def test_a_hostile_title_stays_text_in_every_output_format(tmp_path, title):
+    import matplotlib.pyplot as plt
+    import polars as pl
+
+    from quicack.figures.common import save
+
+    description = DatasetDescription("d", "other", title, source="$$\n\\input{x}")
+    # a table whose cells carry such text too (a folder name or an explanation)
+    table = pl.DataFrame({"run_id": ["group_1/\\input{/etc/passwd}"], "share_%": [0.5]})
+    save(Rendered(table, runs=None), tmp_path, "t-tab", "", description)
+    tex = (tmp_path / "t-tab.tex").read_text()
+    live = [line for line in tex.splitlines() if not line.startswith("%")]
+    assert not any("\\input" in line or "\\immediate" in line or "\\write" in line for line in live), tex
+    assert "\\textbackslash input\\{/etc/passwd\\}" in tex and "share\\_\\%" in tex
+    assert tex.splitlines()[-1] == "% " + " ".join((f"Dataset 'd': {title}; source: " + "$$ \\input{x}.").split())
+    note = (tmp_path / "t-tab.md").read_text().splitlines()[-1]
+    assert note.startswith("Dataset 'd': ") and "\\input" in note  # the note is one line, the text kept
+    # figures: a drawn one and a placeholder save in every format, the '$' text drawn as it is
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    for rendered, name in ((Rendered(fig), "t-fig"), (Rendered(None, missing=f"no run ({title})"), "t-fig-placeholder")):
+        paths = save(rendered, tmp_path, name, ["pdf", "png", "svg"], description)
+        assert [p.suffix for p in paths] == [".pdf", ".png", ".svg"] and all(p.stat().st_size > 1000 for p in paths)

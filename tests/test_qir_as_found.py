@@ -9,9 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import pipeline, recovery, store
+from quicack import parquet_store, recovery
 from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
 from quicack.layout import group_key, run_groups
+from quicack.stages import derive_stage, ingest_stage
 from tests.conftest import REPO
 
 QIR_AS_FOUND = REPO / "tests/data/qir_as_found/all-interop-servers"
@@ -28,14 +29,14 @@ EMBEDDED_INITIAL_ACK_DELAY_MS = {
 def parquet(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("qir") / "parquet"
     for group in run_groups(QIR_AS_FOUND):
-        pipeline.ingest_group_stage(QIR_AS_FOUND, group, "qir", root)
-        pipeline.derive_group_stage(root, group, recovery.RecoveryParams())
+        ingest_stage.ingest_group_stage(QIR_AS_FOUND, group, "qir", root)
+        derive_stage.derive_group_stage(root, group, recovery.RecoveryParams())
     return root
 
 
 def test_table3_from_the_artifact_layout_gives_the_recorded_values(parquet):
-    runs = store.read_table(parquet, "runs")
-    frames = store.read_table(parquet, "frames")
+    runs = parquet_store.read_table(parquet, "runs")
+    frames = parquet_store.read_table(parquet, "frames")
     table = imc24_tab03_server_ack_delay(runs, frames).artefact
     got = {row["server"]: [row["initial_1"], row["initial_2"], row["initial_3"]] for row in table.iter_rows(named=True)}
     assert got == EMBEDDED_INITIAL_ACK_DELAY_MS
@@ -46,7 +47,7 @@ def test_table3_from_the_artifact_layout_gives_the_recorded_values(parquet):
 def test_days_are_series_and_numbered_in_name_order(parquet):
     """The paper's Table 3 numbers its repetitions 1 = 08-14, 2 = 08-16, 3 = 08-15 (the authors' code); quicack
     numbers the day folders in name order, and keeps each run's day in runs.series."""
-    runs = store.read_table(parquet, "runs")
+    runs = parquet_store.read_table(parquet, "runs")
     pairs = set(runs.select("series", "repetition").iter_rows())
     assert pairs == {("2024-05-14", 1), ("2024-05-15", 2), ("2024-05-16", 3)}
 

@@ -62,6 +62,63 @@ def test_malformed_json_seq_bad_record_in_the_middle_is_skipped(tmp_path: Path):
     assert r.packets.height > 0
 
 
+def test_malformed_json_seq_missing_separator_keeps_both_events(tmp_path: Path):
+    """A record separator lost between two records (hand-made from the real file): the record holds two JSON
+    texts, both are read, and the issue says so (it said one record was skipped while two events were lost)."""
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    p = tmp_path / "joined.sqlog"
+    p.write_bytes(b"\x1e".join(records[:6]) + records[6] + b"\x1e" + b"\x1e".join(records[7:]))
+    full, r = read_qlog(NGTCP2, "r"), read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "record 5 " in message and "separator missing" in message
+    assert "read the 2 object(s)" in message
+    assert r.endpoints["events"].to_list() == full.endpoints["events"].to_list()
+    assert r.packets.equals(full.packets) and r.frames.equals(full.frames)
+
+
+def test_malformed_json_seq_cut_record_joined_to_the_next_keeps_the_next(tmp_path: Path):
+    """A record cut while written and the next one written after it without a separator (hand-made): the cut part
+    is one issue with its bytes, the next record's event is read."""
+    records = NGTCP2.read_bytes().split(b"\x1e")
+    broken = records[6][: len(records[6]) // 2]
+    p = tmp_path / "cut_joined.sqlog"
+    head = b"\x1e".join(records[:6]) + b"\x1e"  # records[0] is the empty text before the first RS
+    p.write_bytes(head + broken + b"\n" + records[7] + b"\x1e" + b"\x1e".join(records[8:]))
+    full, r = read_qlog(NGTCP2, "r"), read_qlog(p, "r")
+    messages = [message for _, message in _issues(r)]
+    assert len(messages) == 2 and "record 6 " in messages[0] and "read the 1 object(s)" in messages[0]
+    assert f"skipped an unreadable part of record 6, bytes {len(head)}-{len(head) + len(broken) + 1} " in messages[1]
+    assert r.endpoints["events"][0] == full.endpoints["events"][0] - 1
+
+
+def test_malformed_json_document_damaged_in_its_first_event_reads_on_from_the_next(tmp_path: Path):
+    """A single-document qlog whose first event lost its end (hand-made: bytes cut out of the real file): the
+    reader goes on at the next event, and the document's fields after the events (aioquic's vantage_point) are read
+    too; it kept 0 events before."""
+    data = AIOQUIC.read_bytes()
+    first = data.index(b"{", data.index(b'"events"'))
+    second = data.index(b"}, {", first)
+    p = tmp_path / "first_event_cut.qlog"
+    p.write_bytes(data[: first + 30] + data[second + 1 :])
+    full, r = read_qlog(AIOQUIC, "r"), read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and f"damaged at byte {first}" in message and "read on from the next event" in message
+    assert r.endpoints["events"].to_list() == [full.endpoints["events"][0] - 1]
+    assert r.endpoints["vantage"].to_list() == full.endpoints["vantage"].to_list() == ["client"]  # from after the events
+    assert r.packets.equals(full.packets)
+
+
+def test_malformed_json_document_with_a_garbage_event_in_the_middle_keeps_both_sides(tmp_path: Path):
+    data = AIOQUIC.read_bytes()
+    middle = data.index(b"}, {", len(data) // 2) + 3
+    p = tmp_path / "garbage_event.qlog"
+    p.write_bytes(data[:middle] + b'{"time": 5, "name": "transport:packet_sent", "data": {"x": [1, 2}, ' + data[middle:])
+    full, r = read_qlog(AIOQUIC, "r"), read_qlog(p, "r")
+    (severity, message), = _issues(r)
+    assert severity == "warning" and "read on from the next event" in message
+    assert r.packets.equals(full.packets)
+
+
 def test_malformed_unknown_qlog_version_is_reported_and_read_best_effort(tmp_path: Path):
     p = tmp_path / "v9.sqlog"
     p.write_bytes(NGTCP2.read_bytes().replace(b'"qlog_version":"0.3"', b'"qlog_version":"9.9"', 1))

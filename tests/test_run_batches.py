@@ -9,13 +9,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import store
+from quicack import parquet_store
+from quicack.database import build_database
 from quicack.metrics.ack_policy import ack_policy_of_runs, ack_policy_per_run
 from quicack.metrics.coalescence import handshake_datagrams
 from quicack.metrics.rethink_volume import reduced_wire
 from quicack.metrics.return_path import packets_per_second, return_volume, wire_packets
 from quicack.metrics.selection import MissingData
 from quicack.run_batches import StoredView, batches_by_rows, per_run_batches, rows_of_runs
+from quicack.stages import derive_stage, ingest_stage
 
 PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 
@@ -23,10 +25,10 @@ PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 @pytest.fixture(scope="module")
 def database(ack_policy_tables: dict[str, pl.DataFrame], tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("batches")
-    tables = {name: frame for name, frame in ack_policy_tables.items() if name in store.TABLES}
-    files = {name: [path] for name, path in zip(tables, store.write_tables(tables, root / "parquet", "all"), strict=True)}
+    tables = {name: frame for name, frame in ack_policy_tables.items() if name in parquet_store.TABLES}
+    files = {name: [path] for name, path in zip(tables, parquet_store.write_tables(tables, root / "parquet", "all"), strict=True)}
     db = root / "quicack.duckdb"
-    store.build_database(db, files, root)
+    build_database(db, files, root)
     return db
 
 
@@ -109,9 +111,9 @@ def test_tables_of_two_databases_are_refused(database, tmp_path) -> None:
 
 
 def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, monkeypatch) -> None:
-    """The derive stage cuts a group by input rows (pipeline.DERIVE_BATCH_ROWS): one run per batch and the whole
+    """The derive stage cuts a group by input rows (derive_stage.DERIVE_BATCH_ROWS): one run per batch and the whole
     group in one batch give the same six derived tables, row for row (sorted)."""
-    from quicack import pipeline, recovery
+    from quicack import recovery
     from quicack.layout import run_groups
     from tests.conftest import ACK_POLICY_RAW
 
@@ -119,11 +121,11 @@ def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, mo
     derived = {}
     for label, rows in (("one_run_each", 1), ("whole", 10**12)):
         parquet = tmp_path / label
-        pipeline.ingest_group_stage(ACK_POLICY_RAW, group, "ack_policy_fixture", parquet)
-        monkeypatch.setattr(pipeline, "DERIVE_BATCH_ROWS", rows)
-        pipeline.derive_group_stage(parquet, group, recovery.RecoveryParams())
-        derived[label] = {name: store.read_table(parquet, name) for name in pipeline.DERIVED_TABLES}
-    for name in pipeline.DERIVED_TABLES:
+        ingest_stage.ingest_group_stage(ACK_POLICY_RAW, group, "ack_policy_fixture", parquet)
+        monkeypatch.setattr(derive_stage, "DERIVE_BATCH_ROWS", rows)
+        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
+        derived[label] = {name: parquet_store.read_table(parquet, name) for name in derive_stage.DERIVED_TABLES}
+    for name in derive_stage.DERIVED_TABLES:
         batched, whole = derived["one_run_each"][name], derived["whole"][name]
         assert batched.height == whole.height, name
         assert batched.sort(pl.all()).equals(whole.sort(pl.all())), name
@@ -141,8 +143,8 @@ def test_a_rebuilt_database_is_read_again_not_served_from_memory(ack_policy_tabl
             for name, frame in ack_policy_tables.items()
             if name in ("packets", "frames")
         }
-        paths = store.write_tables(tables, tmp_path / part, "all")
-        store.build_database(db, {name: [path] for name, path in zip(tables, paths, strict=True)}, tmp_path)
+        paths = parquet_store.write_tables(tables, tmp_path / part, "all")
+        build_database(db, {name: [path] for name, path in zip(tables, paths, strict=True)}, tmp_path)
 
     build(runs, "first")
     before = per_run_batches(ack_policy_per_run, runs, stored(db, "packets"), stored(db, "frames"))

@@ -9,15 +9,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.claims.imc24_scan import CLAIMS, imc24_scan_claims
+from quicack.claims.imc24_scan_claims import CLAIMS, imc24_scan_claims
 from quicack.figures import imc24_scan as figures
-from quicack.layout.scan import find_measurements, scan_part_key, scan_parts
-from quicack.metrics import scan as metric
+from quicack.layout.scan_folders import find_measurements, scan_part_key, scan_parts
+from quicack.metrics import scan_quantities as metric
 from quicack.provenance import load_description
 from quicack.reference import paper_claims
 from quicack.scan import read_measurement
 from quicack.scan.asn import read_prefix_table
-from quicack.scan.files import Issues
+from quicack.scan.qscanner_files import Issues
 
 REPO = Path(__file__).resolve().parents[1]
 SCAN = REPO / "data" / "scan"

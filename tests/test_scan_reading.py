@@ -16,8 +16,8 @@ import zstandard
 from quicack.layout import find_measurements, parse_measurement_time
 from quicack.scan import read_measurement
 from quicack.scan.asn import read_prefix_table
-from quicack.scan.files import Issues
 from quicack.scan.identify import client_hello_sni
+from quicack.scan.qscanner_files import Issues
 from quicack.schema import SCAN_CONNECTIONS
 from tests.conftest import REPO
 

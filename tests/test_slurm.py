@@ -1,6 +1,6 @@
 """The workflow through a real SLURM cluster (README, "On a cluster (SLURM)"): a single-node cluster on this machine
 (munged, slurmctld and slurmd started and stopped here, state in a temporary folder) and the executor plugin from
-PyPI with workflow/profiles/slurm; every result identical to a local run of the same workflow."""
+PyPI with profiles/slurm; every result identical to a local run of the same workflow."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, 
     slurm_logs = tmp_path / "slurm_logs"
     started = time.monotonic()
     through_slurm = snakemake(
-        "--workflow-profile", "workflow/profiles/slurm",
+        "--workflow-profile", "profiles/slurm",
         # This cluster has no accounting daemon for the plugin's default `sacct`.
         "--slurm-status-command", "squeue",
         # An idle one-node cluster starts a job within a second; the profile's 40 s suit a shared cluster.

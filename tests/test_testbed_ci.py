@@ -60,7 +60,9 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
             (wire,) = captured_ack_ratio_per_run(tables["frames"]).iter_rows(named=True)
             assert wire["ack_ratio_median"] == 10 and wire["acks_captured"] > 50
         assert runs.height >= 1 and set(runs["status"].to_list()) == {"ok"}
-        assert set(runs["mode"].to_list()) <= ({"iack", "wfc"} if group.startswith("aioquic_") else {None})
+        for scenario, mode in runs.select("scenario", "mode").iter_rows():
+            # imc24's server in its modes; quic-go as released (Table 3's handshake) has none.
+            assert mode in ("iack", "wfc") if scenario != "handshake" else mode is None
         assert tables["datagrams"].height > 0 and tables["packets"].height > 0
         ingested += runs.height
     assert ingested == len(results)

@@ -91,7 +91,7 @@ def test_expand_matrix_skips_unsupported_protocols() -> None:
 def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_the_others_alone() -> None:
     import yaml
 
-    from quicack.testbed.scenarios import group_to_json
+    from quicack.testbed.scenarios import group_from_json, group_to_json
 
     base = {"dataset": "t", "clients": ["quic-go"], "modes": ["iack"], "scenarios": ["noloss", "drop_server_flight"],
             "rtts_ms": [9, 100], "repetitions": 3}  # fmt: skip
@@ -102,6 +102,12 @@ def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_th
     extended = [key for key in after if after[key] != before[key]]
     assert extended == ["aioquic_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3"]
     assert after[extended[0]].repetitions == 10 and after[extended[0]].kept_repetitions == 3
+    # The earlier block's group comes along (a recording from scratch makes repetitions 1–3 with its settings first),
+    # also through the JSON a Snakemake job gets.
+    assert after[extended[0]].kept_base == before[extended[0]] and before[extended[0]].server_side_capture
+    assert group_from_json(group_to_json(after[extended[0]])) == after[extended[0]]
+    with pytest.raises(ValueError, match="earlier block records 3"):
+        expand(base | {"extra": [more | {"kept_repetitions": 2}]})
     # The other groups' job parameters are unchanged, so Snakemake does not re-record them.
     assert all(group_to_json(after[key]) == group_to_json(before[key]) for key in after if key not in extended)
     with pytest.raises(ValueError, match="kept_repetitions"):

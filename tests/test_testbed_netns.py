@@ -79,7 +79,7 @@ def test_successful_run_leaves_nothing(tmp_path: Path, leak_check: None) -> None
     assert secrets.count("SERVER_HANDSHAKE_TRAFFIC_SECRET") == 1
     assert list((res.run_dir / "client" / "qlog").iterdir()) and list((res.run_dir / "server" / "qlog").iterdir())
     # The router applied the configured one-way delay (10 ms) to the client's first datagram.
-    from quicack.pcap.reader import UdpDatagram, read_udp
+    from quicack.pcap.capture_file import UdpDatagram, read_udp
 
     def datagrams(name: str) -> list[UdpDatagram]:
         return [d for d in read_udp(res.run_dir / "sim" / name) if isinstance(d, UdpDatagram)]

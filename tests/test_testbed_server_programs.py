@@ -1,4 +1,5 @@
-"""Server selection of the testbed: other servers than our IACK/WFC aioquic server (imc24 Table 3)."""
+"""Server selection of the testbed: the IACK/WFC servers (quic-go with quicack's patch, aioquic) and the others
+(imc24 Table 3)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,34 @@ def test_other_servers_have_one_group_with_mode_none() -> None:
         "aioquic_aioquic/handshake-iack-rtt30ms-10KB-h3",
         "aioquic_aioquic/handshake-wfc-rtt30ms-10KB-h3",
         "ngtcp2_aioquic/handshake-none-rtt30ms-10KB-h3",  # gtlsserver: HTTP/3 only
-        "quic-go_aioquic/handshake-none-rtt30ms-10KB-h3",
+        "quic-go_aioquic/handshake-iack-rtt30ms-10KB-h3",
+        "quic-go_aioquic/handshake-wfc-rtt30ms-10KB-h3",
         "quinn_aioquic/handshake-none-rtt30ms-10KB-hq",  # quinn-server: hq-interop only
     ]
     for g in groups:
-        assert (g.mode == "none") == (g.server != "aioquic")
+        assert (g.mode == "none") == (g.server not in ("aioquic", "quic-go"))
         assert g.cert_size == "small" and g.file_name == "10KB" and g.cert_delay_ms == 0.0
+
+
+def test_modal_servers_run_as_released_in_mode_none() -> None:
+    groups = expand(_cfg(servers=["aioquic", "quic-go"], modes=["none"], scenarios=["amplification"]))
+    assert sorted(g.key for g in groups) == ["aioquic_aioquic/amplification-none-rtt30ms-10KB-h3",
+                                             "quic-go_aioquic/amplification-none-rtt30ms-10KB-h3"]  # fmt: skip
+    assert all(g.cert_delay_ms == 0.0 and g.server_hello_hold_ms == 0.0 for g in groups)
+
+
+def test_paper_stack_scenarios_hold_the_serverhello_on_quic_go_only() -> None:
+    (group,) = expand(_cfg(servers=["quic-go"], modes=["iack"], scenarios=["drop_client_flight_paper_stack"]))
+    assert group.server_hello_hold_ms == 2.9 and group.cert_delay_ms == 0.0 and group.calibrate == "client_flight"
+    with pytest.raises(ValueError, match="cannot hold its ServerHello"):
+        expand(_cfg(servers=["aioquic"], modes=["iack"], scenarios=["noloss_paper_stack"]))
+
+
+def test_client_key_share_applies_to_the_clients_that_take_it() -> None:
+    groups = expand(_cfg(servers=["quic-go"], clients=["aioquic", "quic-go", "go-x-net", "quiche", "ngtcp2"],
+                         modes=["wfc"], client_key_share="x25519"))  # fmt: skip
+    shares = {g.client: g.client_key_share for g in groups}
+    assert shares == {"aioquic": None, "quic-go": "x25519", "go-x-net": "x25519", "quiche": "x25519", "ngtcp2": None}
 
 
 def test_other_server_ignores_cert_delay_and_pairs_without_common_protocol_are_skipped() -> None:
@@ -45,15 +68,15 @@ def test_other_server_ignores_cert_delay_and_pairs_without_common_protocol_are_s
         "ngtcp2_ngtcp2/default_pto-none-rtt30ms-10KB-h3",
         "quinn_go-x-net/default_pto-none-rtt30ms-10KB-hq",
     ]
-    assert all(g.cert_delay_ms == 0.0 for g in groups)  # only the aioquic server can hold its ServerHello
+    assert all(g.cert_delay_ms == 0.0 for g in groups)  # only the IACK/WFC servers (quic-go, aioquic) take Δt
     assert SCENARIOS["default_pto"].cert_delay_ms == 1500.0
 
 
 def test_block_server_overrides_top_level_servers() -> None:
-    cfg = _cfg(servers=["quic-go"], extra=[{"server": "aioquic", "modes": ["wfc"]}])
+    cfg = _cfg(servers=["quinn"], extra=[{"server": "aioquic", "modes": ["wfc"]}])
     assert sorted(g.key for g in expand(cfg)) == [
         "aioquic_aioquic/handshake-wfc-rtt30ms-10KB-h3",
-        "quic-go_aioquic/handshake-none-rtt30ms-10KB-h3",
+        "quinn_aioquic/handshake-none-rtt30ms-10KB-hq",
     ]
 
 
@@ -92,7 +115,8 @@ def test_server_command_writes_keylog_and_qlog(impl: str, tmp_path: Path) -> Non
         pytest.skip(f"{impl} server not built/installed")
     req = ServerRequest(impl=impl, host="198.19.0.2", port=443, cert_size="small", www=tmp_path / "www",
                         qlog_dir=tmp_path / "qlog", keylog_path=tmp_path / "keys.log",
-                        ready_file=tmp_path / "ready.json", mode="wfc" if impl == "aioquic" else "none")  # fmt: skip
+                        ready_file=tmp_path / "ready.json", mode="wfc" if impl in ("aioquic", "quic-go") else "none",
+                        cert_delay_ms=5.0 if impl == "quic-go" else 0.0)  # fmt: skip
     argv, env = server_command(req)
     text = " ".join(argv)
     assert str(tmp_path / "qlog") in text
@@ -101,6 +125,7 @@ def test_server_command_writes_keylog_and_qlog(impl: str, tmp_path: Path) -> Non
         assert "small_chain.pem" in text and "small_key.pem" in text
     if impl == "quic-go":
         assert env["QUIC_GO_DISABLE_GSO"] == "true"
+        assert argv[argv.index("--mode") + 1] == "wfc" and argv[argv.index("--cert-delay-ms") + 1] == "5"
     if impl == "ngtcp2":
         assert "--max-gso-dgrams=1" in argv
 
@@ -116,7 +141,7 @@ def test_real_handshake_run_against_other_server(impl: str, tmp_path: Path) -> N
     from quicack.ingest import ingest_group
     from quicack.testbed.run import run_group
 
-    (group,) = expand(_cfg(servers=[impl], rtts_ms=[10], timeout_s=15))
+    (group,) = expand(_cfg(servers=[impl], modes=["none"], rtts_ms=[10], timeout_s=15))
     raw = tmp_path / "raw"
     (res,) = run_group(group, raw, log=lambda _msg: None)
     assert res.status == "ok", res.failure_reason

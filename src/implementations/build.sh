@@ -5,16 +5,16 @@
 # Needs Go and Rust toolchains; the aioquic client is a Python script (aioquic from pip)
 # and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
 #
-# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn scanner)
+# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn quiche scanner)
 #        scanner is the package's QScanner-compatible scan tool (quicack.testbed.scan), not a client.
+#        quic-go builds the quic-go client and the imc24 IACK/WFC server (quic-go + iack.patch, below).
 #
-# quiche is built only when named (`build.sh quiche`) or with QUICACK_BUILD_QUICHE=1: it compiles
-# BoringSSL from source (about 6 minutes on 2 cores) and needs cmake and libclang-dev.
+# quiche compiles BoringSSL from source the first time (about 6 minutes on 2 cores; cargo keeps target/ for the
+# next build) and needs cmake and libclang-dev (install.sh --dev installs them).
 set -uo pipefail
 
 CLIENTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ALL_IMPLS=(quic-go quic-go-old go-x-net quinn scanner)
-if [ "${QUICACK_BUILD_QUICHE:-0}" = 1 ]; then ALL_IMPLS+=(quiche); fi
+ALL_IMPLS=(quic-go quic-go-old go-x-net quinn quiche scanner)
 if [ "$#" -gt 0 ]; then IMPLS=("$@"); else IMPLS=("${ALL_IMPLS[@]}"); fi
 
 # The Go toolchain is often installed outside PATH.
@@ -35,6 +35,36 @@ build_go() {  # build_go <impl dir> <output name> <package>
     fi
     (cd "$dir" && go build -trimpath -mod=readonly -o "bin/$out" "$pkg") || {
         echo "build.sh: $1: go build failed" >&2
+        return 1
+    }
+}
+
+# The imc24 IACK/WFC server: the pinned quic-go (go.mod) copied from the module cache into quic-go/build/quic-go,
+# patched with quic-go/iack.patch (our change; --fuzz=0: a hunk that does not apply exactly fails the build, naming
+# the version, so that a new quic-go pin cannot silently lose the modes), then cmd/server built against the copy
+# (go.iack.mod: replace => ./build/quic-go). The copy is made afresh each time; Go's build cache keeps it cheap.
+build_quic_go_iack_server() {
+    local dir="$CLIENTS_DIR/quic-go" version src patch_sha
+    if ! command -v go >/dev/null 2>&1; then
+        echo "build.sh: quic-go: go not found (install Go >= 1.26)" >&2
+        return 1
+    fi
+    command -v patch >/dev/null 2>&1 || { echo "build.sh: quic-go: patch not found (apt-get install patch)" >&2; return 1; }
+    version=$(cd "$dir" && go list -mod=readonly -m -f '{{.Version}}' github.com/quic-go/quic-go) &&
+        (cd "$dir" && go mod download github.com/quic-go/quic-go) &&
+        src=$(cd "$dir" && go list -mod=readonly -m -f '{{.Dir}}' github.com/quic-go/quic-go) || {
+        echo "build.sh: quic-go: cannot fetch the pinned quic-go from the Go module proxy" >&2
+        return 1
+    }
+    rm -rf "$dir/build/quic-go" && mkdir -p "$dir/build" && cp -r "$src" "$dir/build/quic-go" && chmod -R u+w "$dir/build/quic-go" || return 1
+    if ! patch -d "$dir/build/quic-go" -p1 --forward --batch --fuzz=0 --quiet < "$dir/iack.patch"; then
+        echo "build.sh: quic-go: FAILED: iack.patch does not apply to quic-go $version; update the patch for this version" >&2
+        return 1
+    fi
+    patch_sha=$(sha256sum "$dir/iack.patch" | cut -d' ' -f1)
+    (cd "$dir" && go build -trimpath -mod=readonly -modfile=go.iack.mod -tags quicack_iack \
+        -ldflags "-X main.quicGoVersion=$version -X main.patchSHA256=$patch_sha" -o bin/quic-go-server ./cmd/server) || {
+        echo "build.sh: quic-go: go build of the IACK/WFC server failed" >&2
         return 1
     }
 }
@@ -77,9 +107,9 @@ for impl in "${IMPLS[@]}"; do
     case "$impl" in
         quic-go)
             build_go quic-go quic-go-client ./cmd/client &&
-                build_go quic-go quic-go-server ./cmd/server &&
+                build_quic_go_iack_server &&
                 echo "built $CLIENTS_DIR/quic-go/bin/quic-go-client (quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-client" --version))" &&
-                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-server" ||
+                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-server (imc24 IACK/WFC server: quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-server" --version))" ||
                 failed+=("$impl")
             ;;
         quic-go-old)
@@ -125,9 +155,6 @@ if [ "$#" -eq 0 ]; then
         echo "found $(command -v gtlsclient) (ngtcp2 $(dpkg-query -W -f='${Version}' ngtcp2-client 2>/dev/null || echo unknown))"
     else
         echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
-    fi
-    if [ ! -x "$CLIENTS_DIR/quiche/bin/quiche-client" ]; then
-        echo "note: quiche client and server not built (optional for the pipeline; needed to record the ACK-ratio study: src/implementations/build.sh quiche)"
     fi
     if python3 -c 'import aioquic' 2>/dev/null; then
         echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"

@@ -2,294 +2,73 @@
 
 User commands: ``qlog`` (ingest qlog files to Parquet), ``pcap`` (decode a capture), ``scan`` (scanner
 output in the imc24 authors' layout to scan_connections), ``sql`` (query the database), ``fuzz`` (mutated
-inputs through the readers). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
-``dataset-issues``, ``derive-group``, ``build-db``.
+inputs through the readers), ``doctor`` (what this installation runs with; ``quicack --version`` in one line),
+``artifact-claims`` (ARTIFACT.md's claims section). Pipeline commands, run by the Snakemake rules: ``ingest-group``,
+``dataset-issues``, ``scan-part``, ``derive-group``, ``build-db``, ``render-summary``, ``merge-claims``,
+``report-pages``, ``artifact-zip``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-from pathlib import Path
+from importlib import import_module
 
-import polars as pl
-
-from quicack import pipeline, recovery, store
-from quicack.layout import group_from_key
-from quicack.limits import add_limit_arguments, limits_from_args
-from quicack.pcap import cli as pcap_cli
-from quicack.scan import cli as scan_cli
-from quicack.schema import TABLES
-
-DEFAULT_DB = Path("results/sample/quicack.duckdb")
+# Each subcommand: the function that adds its arguments and handler (`handler(args) -> exit status`), in the module
+# that implements it, and its help. Only the module of the subcommand called is imported, so what a command runs is
+# that module and what it imports: the code inputs the workflow gives a rule that calls it (quicack.code_graph reads
+# this table), and `quicack --help` imports nothing.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "qlog": ("quicack.qlog.qlog_command:add_arguments",
+             "ingest qlog files or folders to Parquet (+ recomputed rtt_samples)"),
+    "pcap": ("quicack.pcap.pcap_command:add_arguments",
+             "decode a packet capture (QUIC, with keylog) to Parquet tables"),
+    "scan": ("quicack.scan.scan_command:add_scan_arguments",
+             "scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet"),
+    "sql": ("quicack.sql_command:add_arguments", "run a query on the database, or open a shell without one"),
+    "doctor": ("quicack.doctor:add_arguments",
+               "the engines, the compiled core, tshark, Rust and the testbed's programs found"),
+    "fuzz": ("quicack.fuzz.fuzz_command:add_arguments",
+             "mutated copies of real captures and qlogs through pcap and qlog; counts crashes and hangs"),
+    "ingest-group": ("quicack.stages.ingest_stage:add_ingest_group_arguments", "(pipeline) ingest one run group"),
+    "dataset-issues": ("quicack.stages.ingest_stage:add_dataset_issues_arguments",
+                       "(pipeline) dataset-level input problems"),
+    "scan-part": ("quicack.scan.scan_command:add_scan_part_arguments",
+                  "(pipeline) one part of a scan (a vantage point's measurements of one UTC day) to the pipeline's "
+                  "Parquet parts"),
+    "derive-group": ("quicack.stages.derive_stage:add_derive_group_arguments",
+                     "(pipeline) the derived tables (rtt_samples, connections, ...) of one run group"),
+    "build-db": ("quicack.stages.database_stage:add_build_db_arguments",
+                 "(pipeline) DuckDB views over the Parquet files + summary"),
+    "render-summary": ("quicack.stages.render_stage:add_render_summary_arguments",
+                       "(pipeline) which artefacts could not be drawn, and why"),
+    "merge-claims": ("quicack.stages.render_stage:add_merge_claims_arguments",
+                     "(pipeline) every paper's claims table in one claims.csv"),
+    "report-pages": ("quicack.artifact.artifact_command:add_report_pages_arguments",
+                     "(pipeline) the report's landing page (claims overview) and captions"),
+    "artifact-zip": ("quicack.artifact.artifact_command:add_artifact_zip_arguments",
+                     "(pipeline) the report, claims, figures, tables and docs in one zip"),
+    "artifact-claims": ("quicack.artifact.artifact_command:add_artifact_claims_arguments",
+                        "ARTIFACT.md's claims section from a run's claims.csv"),
+}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        # The doctor's one line (it imports the engines): only that subcommand's module is imported for it.
+        argv = ["doctor", "--version"]
     parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    qlog = commands.add_parser("qlog", help="ingest qlog files or folders to Parquet (+ recomputed rtt_samples)")
-    qlog.add_argument("paths", nargs="+", type=Path)
-    qlog.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
-    add_limit_arguments(qlog)
-    qlog.set_defaults(handler=_qlog)
-
-    sql = commands.add_parser("sql", help="run a query on the database, or open a shell without one")
-    sql.add_argument("query", nargs="?")
-    sql.add_argument("--db", type=Path, default=DEFAULT_DB)
-    sql.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    sql.set_defaults(handler=_sql)
-
-    pcap_cli.add_subparser(commands).set_defaults(handler=lambda args: args.func(args))
-    scan_cli.add_subparser(commands)
-
-    fuzz = commands.add_parser("fuzz", help="mutated copies of real captures and qlogs through pcap and qlog; "
-                               "counts crashes and hangs")
-    fuzz.add_argument("--reader", choices=["pcap", "qlog", "both"], default="both")
-    fuzz.add_argument("--inputs", type=int, default=2000, help="inputs per reader (default 2000)")
-    fuzz.add_argument("--seed", type=int, default=0, help="the run is a function of the seed (default 0)")
-    fuzz.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
-    fuzz.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it counts as a hang")
-    fuzz.add_argument("--corpus", type=Path, default=None, help="folder of seed files (default: tests/data)")
-    fuzz.add_argument("--findings", type=Path, default=None, help="save the inputs that crash or hang here")
-    fuzz.set_defaults(handler=_fuzz)
-
-    group = commands.add_parser("ingest-group", help="(pipeline) ingest one run group")
-    group.add_argument("--raw", type=Path, required=True)
-    _add_group_arguments(group)
-    group.add_argument("--dataset", required=True)
-    group.add_argument("--parquet", type=Path, required=True)
-    add_limit_arguments(group)
-    group.set_defaults(handler=_ingest_group)
-
-    dataset = commands.add_parser("dataset-issues", help="(pipeline) dataset-level input problems")
-    dataset.add_argument("--raw", type=Path, required=True)
-    dataset.add_argument("--parquet", type=Path, required=True)
-    dataset.set_defaults(handler=_dataset_issues)
-
-    derive = commands.add_parser("derive-group", help="(pipeline) rtt_samples and connections of one run group")
-    derive.add_argument("--parquet", type=Path, required=True)
-    _add_group_arguments(derive)
-    derive.add_argument("--initial-rtt-ms", type=float, default=recovery.K_INITIAL_RTT_MS)
-    derive.add_argument("--rttvar-order", choices=[o.value for o in recovery.RttOrder], default="appendix_a")
-    derive.set_defaults(handler=_derive_group)
-
-    database = commands.add_parser("build-db", help="(pipeline) DuckDB views over the Parquet files + summary")
-    database.add_argument("--parquet", type=Path, required=True)
-    database.add_argument("--db", type=Path, required=True)
-    database.add_argument("--summary", type=Path, required=True)
-    database.add_argument("--strict", action="store_true", help="fail when the input had any issue")
-    database.add_argument(
-        "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
-        "are deleted. Default: every part found"
-    )
-    database.add_argument(
-        "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
-    )
-    database.add_argument(
-        "--scan-description", type=Path, help="the description of the scan measurements (their dataset.yaml), when the database has any"
-    )
-    database.add_argument(
-        "--path-checks", type=Path, help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table path_checks"
-    )
-    database.set_defaults(handler=_build_db)
-
-    rendering = commands.add_parser("render-summary", help="(pipeline) which artefacts could not be drawn, and why")
-    rendering.add_argument("statuses", nargs="*", type=Path, help="<artefact>.status.json files written by the notebooks")
-    rendering.add_argument("--out", type=Path, required=True)
-    rendering.add_argument("--strict", action="store_true", help="fail when an artefact could not be drawn")
-    rendering.set_defaults(handler=_render_summary)
-
-    claims = commands.add_parser("merge-claims", help="(pipeline) every paper's claims table in one claims.csv")
-    claims.add_argument("tables", nargs="+", type=Path, help="<paper>-claims.csv files")
-    claims.add_argument("--out", type=Path, required=True)
-    claims.set_defaults(handler=_merge_claims)
-
+    parser.add_argument("--version", action="store_true", help="the version and the engines in use, then exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    called = next((arg for arg in argv if not arg.startswith("-")), None)
+    for name, (entry, help_text) in COMMANDS.items():
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        if name == called:
+            module, _, function = entry.partition(":")
+            getattr(import_module(module), function)(command)
     args = parser.parse_args(argv)
     return args.handler(args)
-
-
-def _qlog(args: argparse.Namespace) -> int:
-    from quicack.metrics.rtt import recompute_rtt_samples
-    from quicack.qlog import FileSummary, write_qlog_parquet
-
-    readable = 0
-
-    def report(file: FileSummary) -> None:
-        nonlocal readable
-        rows = file.rows
-        readable += rows["packets"] > 0 or rows["metrics_logged"] > 0
-        print(
-            f"{file.path}: {file.dialect or '?'}, {file.connections} connection(s), {rows['packets']} packets, "
-            f"{rows['frames']} frames, {rows['metrics_logged']} metrics updates, "
-            f"{rows['rtt_samples']} RTT samples recomputed, {rows['ingest_issues']} issue(s) ({file.errors} errors)"
-        )
-
-    files = _expand_qlog_paths(args.paths)
-    write_qlog_parquet(files, args.out, _run_id_for, rtt_samples=recompute_rtt_samples, on_file=report,
-                       limits=limits_from_args(args))
-    if not files:
-        print("no qlog files found", file=sys.stderr)
-    return 0 if readable else 1
-
-
-def _fuzz(args: argparse.Namespace) -> int:
-    from quicack.fuzz import run_fuzz
-    from quicack.fuzz.runner import DEFAULT_CORPUS
-
-    failed = 0
-    for reader in ("pcap", "qlog") if args.reader == "both" else (args.reader,):
-        report = run_fuzz(reader, args.inputs, args.seed, args.jobs, args.timeout, args.corpus or DEFAULT_CORPUS,
-                          args.findings)
-        print(report.summary())
-        for finding in report.findings:
-            print(f"  input {finding.number} ({'+'.join(finding.mutations)}): {finding.kind}: {finding.what}"
-                  + (f" -> {finding.saved_as}" if finding.saved_as else ""))
-        failed += report.crashes + report.hangs
-    return 1 if failed else 0
-
-
-def _run_id_for(path: Path) -> str:
-    """The file's path without its suffixes: unique per file, readable in query results."""
-    return path.with_name(path.name.split(".")[0]).as_posix()
-
-
-def _expand_qlog_paths(paths: list[Path]) -> list[Path]:
-    from quicack.layout import is_qlog_name
-
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_qlog_name(p)))
-        else:
-            files.append(path)
-    return files
-
-
-def _sql(args: argparse.Namespace) -> int:
-    if not args.db.exists():
-        print(f"no database at {args.db}: run `snakemake --cores all` first, or pass --db", file=sys.stderr)
-        return 1
-    if args.query is None:
-        shell = shutil.which("duckdb")
-        if shell is None:
-            print("the DuckDB CLI is not installed: pip install duckdb-cli", file=sys.stderr)
-            return 1
-        os.execv(shell, [shell, "-readonly", str(args.db)])
-    import duckdb
-
-    with store.connect(args.db) as con:
-        try:
-            frame = con.execute(args.query).pl()
-        except duckdb.Error as error:
-            print(f"query failed: {error}", file=sys.stderr)
-            return 1
-    if args.csv:
-        sys.stdout.write(frame.write_csv())
-    else:
-        with pl.Config(tbl_rows=50, tbl_cols=20, fmt_str_lengths=60):
-            print(frame)
-    return 0
-
-
-def _add_group_arguments(parser: argparse.ArgumentParser) -> None:
-    names = parser.add_mutually_exclusive_group(required=True)
-    names.add_argument("--group", help="the run group's folder name")
-    # What the Snakemake rules pass: any folder name survives the shell, wildcards and option parsing.
-    names.add_argument("--group-key", help="the run group's name as quicack.layout.group_key encodes it")
-
-
-def _group_of(args: argparse.Namespace) -> str:
-    return args.group if args.group is not None else group_from_key(args.group_key)
-
-
-def _ingest_group(args: argparse.Namespace) -> int:
-    group = _group_of(args)
-    counts = pipeline.ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args))
-    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
-    return 0
-
-
-def _dataset_issues(args: argparse.Namespace) -> int:
-    pipeline.dataset_issues_stage(args.raw, args.parquet)
-    return 0
-
-
-def _derive_group(args: argparse.Namespace) -> int:
-    params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
-    group = _group_of(args)
-    counts = pipeline.derive_group_stage(args.parquet, group, params)
-    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
-    return 0
-
-
-def _build_db(args: argparse.Namespace) -> int:
-    from quicack import publish
-    from quicack.provenance import DescriptionError, write_description
-
-    repo_root = Path.cwd()
-    files = publish.current_parts(args.parquet, list(TABLES), args.parts)
-    snapshot = publish.snapshot(args.parquet, files)
-    # Built aside and renamed over the published database at the end: a reader sees the old dataset or the
-    # new one, never a mix, and a failed build leaves no half-made database behind.
-    building = args.db.with_name(args.db.name + ".building")
-    counts = store.build_database(building, snapshot, repo_root)
-    try:
-        for given in (args.description, args.scan_description):
-            if given is not None and not given.is_file():
-                raise DescriptionError(f"{given}: no such file")
-        described = write_description(building, args.description, args.scan_description, with_scan=bool(snapshot.get("scan_connections")))
-    except DescriptionError as error:
-        building.unlink(missing_ok=True)
-        print(f"dataset description: {error}", file=sys.stderr)
-        return 2
-    for description in described:
-        print(f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})")
-    if args.path_checks is not None:
-        from quicack.path_checks import PathChecksError, write_path_checks
-
-        try:
-            print(f"path checks: {write_path_checks(building, args.path_checks)} profile(s) ({args.path_checks})")
-        except PathChecksError as error:
-            building.unlink(missing_ok=True)
-            print(f"path checks: {error}", file=sys.stderr)
-            return 2
-    summary = pipeline.summarize(snapshot, counts)
-    if args.strict and (summary.errors or summary.warnings):
-        print(summary.text)
-        print(f"strict mode: {summary.errors + summary.warnings} ingest issue(s); failing", file=sys.stderr)
-        building.unlink(missing_ok=True)
-        return 2
-    publish.publish(building, args.db)
-    publish.prune_snapshots(args.parquet)
-    args.summary.parent.mkdir(parents=True, exist_ok=True)
-    args.summary.write_text(summary.text)
-    print(summary.text)
-    return 0
-
-
-def _render_summary(args: argparse.Namespace) -> int:
-    from quicack.figures.common import rendering_summary
-
-    text, not_drawn = rendering_summary(args.statuses)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
-    if args.strict and not_drawn:
-        print(f"strict mode: {not_drawn} artefact(s) could not be drawn; failing", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _merge_claims(args: argparse.Namespace) -> int:
-    merged = pl.concat([pl.read_csv(path, infer_schema_length=None) for path in args.tables], how="diagonal_relaxed")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    merged.write_csv(args.out)
-    disagree = merged.filter(pl.col("agrees") == False).height  # noqa: E712 (null = no number)
-    print(f"{merged.height} claims, {disagree} differ from the paper (see the explanation column)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -15,23 +15,31 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.layout import RUN_JSON, RunFolder, capture_files, discover_runs, keylog_files, parse_run_folder, run_groups
+from quicack.issues import issue_row, issues_frame
+from quicack.layout import (
+    RUN_JSON,
+    RunFolder,
+    capture_files,
+    group_tree,
+    keylog_files,
+    leaves_raw,
+    parse_run_folder,
+    raw_entries,
+    run_groups,
+)
 from quicack.layout.naming import describe_run_id
+from quicack.layout.runs import EXTERNAL_REFUSED
 from quicack.limits import DEFAULT_LIMITS, Limits
-from quicack.schema import INGEST_ISSUES, RUNS, TABLES
+from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
 QUIC, TCP = "quic", "tcp"  # runs.transport
-# Tables one run group writes, in this order.
-INGEST_TABLES = ("runs", "packets", "frames", "metrics_logged", "datagrams", "tcp_segments", "endpoints", "ingest_issues")
+# Tables one run group writes (the schema says which).
+INGEST_TABLES = tables_written_by(INGEST)
 
 
-def issue(path: str, run_id: str | None, stage: str, severity: str, message: str) -> dict[str, str | None]:
-    return {"path": path, "run_id": run_id, "stage": stage, "severity": severity, "message": message}
-
-
-def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[dict]]:
+def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False) -> tuple[dict, list[dict]]:
     """The ``runs`` row of a run folder, from run.json or, failing that, from its path.
 
     Without run.json (QIR logs as the runner writes them, the imc24 artifact's folders) the status is left
@@ -39,13 +47,16 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
     issues: list[dict] = []
     meta: dict = {}
     run_json = run.path / RUN_JSON
-    if run_json.exists():
+    if run_json.exists() and not follow_external_symlinks and leaves_raw(run_json, raw_root):
+        issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED))
+        meta = _describe_from_path(run, issues, raw_root)
+    elif run_json.exists():
         try:
             meta = json.loads(run_json.read_text())
             if not isinstance(meta, dict):
                 raise ValueError("top level is not an object")
         except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-            issues.append(issue(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
+            issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
             meta = {}
     else:
         meta = _describe_from_path(run, issues, raw_root)
@@ -67,11 +78,11 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path) -> tuple[dict, list[di
     if row["repetition"] is None and "series" in from_path:
         # One run per series folder (the artifact's all-interop-servers/<day>/): the day's place among the
         # dataset's series is the repetition, so days sort as the folders do.
-        series = run_groups(raw_root)
+        series = run_groups(raw_root, follow_external_symlinks)
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = row["status_source"] = None
     return row, issues
 
@@ -115,7 +126,7 @@ def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list
     wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
     if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
         return value
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
     return None
 
 
@@ -126,7 +137,7 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
         return indices
     if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         return "_".join(str(i) for i in indices)
-    issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
     return None
 
 
@@ -135,7 +146,7 @@ def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> d
     try:
         return dict(parse_run_folder(run.path))
     except (ValueError, KeyError) as error:
-        issues.append(issue(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
         return {}
 
 
@@ -146,37 +157,56 @@ def _rel(path: Path, raw_root: Path) -> str:
         return str(path)
 
 
-def ingest_group(raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, pl.DataFrame]:
+def ingest_group(
+    raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
+) -> dict[str, pl.DataFrame]:
     """All ingest tables of one run group; ``limits`` bound what each input file may cost."""
     parts: dict[str, list[pl.DataFrame]] = {name: [] for name in INGEST_TABLES}
-    for name, frame in ingest_group_frames(raw_root, group, dataset, limits):
+    for name, frame in ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
         parts[name].append(frame)
     return {name: _concat(name, frames) for name, frames in parts.items()}
 
 
 def ingest_group_frames(
-    raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS
+    raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.store.TableWriter`): what is held at a time is one run's qlogs or one
+    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
-    status from its data); concatenated per table, the frames are `ingest_group`'s tables."""
+    status from its data); concatenated per table, the frames are `ingest_group`'s tables.
+
+    Symbolic links: links to folders below the group are never followed (`quicack.layout.group_tree`), and a file
+    that is a link leading outside the raw folder is read only with ``follow_external_symlinks``; each costs an
+    ``ingest_issues`` row."""
     from quicack.qlog import discover_qlogs, read_qlog
 
     issues: list[dict] = []
     runs: list[dict] = []
     group_root = raw_root / group
-    found_any = False
-    for run in discover_runs(group_root, raw_root):
-        found_any = True
-        row, run_issues = run_row(run, dataset, raw_root)
+    tree = group_tree(group_root, raw_root)
+    for link in tree.folder_links:
+        issues.append(_folder_link_issue(link, raw_root))
+    for link in tree.dangling_links:
+        issues.append(issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to nothing: ignored"))
+
+    def readable(paths: list[Path], run: RunFolder) -> list[Path]:
+        """``paths`` without the links leading out of the raw folder (unless followed), each refused one an issue."""
+        if follow_external_symlinks:
+            return paths
+        refused = [p for p in paths if leaves_raw(p, raw_root)]
+        issues.extend(issue_row(_rel(p, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED) for p in refused)
+        return [p for p in paths if p not in refused]
+
+    for run in tree.runs:
+        row, run_issues = run_row(run, dataset, raw_root, follow_external_symlinks)
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
         qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
         yield "ingest_issues", _relative_paths(missing, raw_root)
+        kept = set(readable([path for path, _ in qlogs], run))
         evidence = Evidence()
-        for path, vantage in qlogs:
+        for path, vantage in (q for q in qlogs if q[0] in kept):
             result = read_qlog(path, run.run_id, vantage, limits)
             for name in ("packets", "frames", "metrics_logged"):
                 yield name, getattr(result, name)
@@ -184,13 +214,13 @@ def ingest_group_frames(
             yield "endpoints", _relative_paths(result.endpoints, raw_root)
             yield "ingest_issues", _relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
-        yield from _ingest_captures(run, raw_root, evidence, limits)
+        yield from _ingest_captures(run, raw_root, evidence, limits, readable)
         if row["status"] is None and not (run.path / RUN_JSON).is_file():
             row.update(evidence.status())
-    if not found_any:
-        issues.append(issue(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+    if not tree.runs:
+        issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
-    yield "ingest_issues", pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+    yield "ingest_issues", issues_frame(issues)
 
 
 class Evidence:
@@ -217,17 +247,25 @@ class Evidence:
 
 
 def _ingest_captures(
-    run: RunFolder, raw_root: Path, evidence: Evidence, limits: Limits
+    run: RunFolder, raw_root: Path, evidence: Evidence, limits: Limits, readable
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     from quicack.pcap.decode import decode_capture
 
-    keylogs = keylog_files(run)
-    for path in capture_files(run):
+    keylogs = readable(keylog_files(run), run)
+    for path in readable(capture_files(run), run):
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
             for name in ("datagrams", "packets", "frames", "tcp_segments"):
                 yield name, getattr(batch, name)
             yield "ingest_issues", _relative_paths(batch.ingest_issues, raw_root)
             evidence.add(batch.frames, batch.datagrams.height)
+
+
+def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
+    if leaves_raw(link, raw_root):
+        return issue_row(_rel(link, raw_root), None, "discover", "error", "symbolic link to a folder, leading outside the "
+                     "raw folder: not followed (links to folders inside a run group never are)")
+    return issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to a folder: not followed (its runs "
+                 "would count twice, or loop); the folder it leads to is read where it is")
 
 
 def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
@@ -245,14 +283,17 @@ def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(conformed, how="vertical") if conformed else table.empty()
 
 
-def dataset_issues(raw_root: Path) -> pl.DataFrame:
-    """Problems of the dataset as a whole (missing or empty raw folder, stray files)."""
+def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl.DataFrame:
+    """Problems of the dataset as a whole (missing or empty raw folder, stray files, folders that are not run groups:
+    links, hidden folders without runs)."""
     issues = []
     if not raw_root.is_dir():
-        issues.append(issue(str(raw_root), None, "discover", "error", "raw folder does not exist"))
+        issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder does not exist"))
     else:
-        if not run_groups(raw_root):
-            issues.append(issue(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
+        entries = raw_entries(raw_root, follow_external_symlinks)
+        if not entries.groups:
+            issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
+        issues.extend(issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason) for left in entries.left_out)
         for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
-            issues.append(issue(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
-    return pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
+            issues.append(issue_row(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+    return issues_frame(issues)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import store
+from quicack import database
 from quicack.schema import PATH_CHECKS
 
 FILE_NAME = "path_check.csv"
@@ -34,6 +34,6 @@ def read_path_checks(csv: Path) -> pl.DataFrame:
 def write_path_checks(db: Path, csv: Path) -> int:
     """Store ``csv`` in ``db`` as the table path_checks; returns its rows."""
     frame = read_path_checks(csv)
-    with store.connect(Path(db), read_only=False) as con:
-        store.write_commented_table(con, PATH_CHECKS, frame)
+    with database.connect(Path(db), read_only=False) as con:
+        database.write_commented_table(con, PATH_CHECKS, frame)
     return frame.height

@@ -20,7 +20,7 @@ from typing import Literal, get_args
 import polars as pl
 import yaml
 
-from quicack import store
+from quicack import database
 from quicack.schema import DATASET_DESCRIPTION
 
 Kind = Literal["emulated", "public-captures", "scan", "emulated-scan", "other", "unknown"]
@@ -178,18 +178,18 @@ def write_description(db: Path, path: Path | None, scan_path: Path | None = None
     """Store the description of ``path`` for the runs (or 'unknown', named after the runs' dataset) and, with
     ``with_scan``, that of ``scan_path`` for the scan measurements, in ``db`` as the commented table
     ``dataset_description``; returns what was stored."""
-    with store.connect(Path(db), read_only=False) as con:
+    with database.connect(Path(db), read_only=False) as con:
         descriptions = [load_description(path, _dataset_names(con), "runs")]
         if with_scan:
             descriptions.append(load_description(scan_path, "scan", "scan"))
-        store.write_commented_table(con, DATASET_DESCRIPTION, pl.concat([d.to_frame() for d in descriptions]))
+        database.write_commented_table(con, DATASET_DESCRIPTION, pl.concat([d.to_frame() for d in descriptions]))
     return descriptions
 
 
 def read_description(db: Path, part: Part = "runs") -> DatasetDescription:
     """The description of one part of the dataset stored in ``db`` ('runs', or 'scan' for the scan figures);
     kind 'unknown' for a database built without one."""
-    with store.connect(Path(db)) as con:
+    with database.connect(Path(db)) as con:
         stored = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'").fetchone()[0]
         if not stored:
             return DatasetDescription.undescribed(_dataset_names(con) if part == "runs" else "scan", part)

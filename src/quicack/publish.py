@@ -7,6 +7,11 @@ groups into a snapshot (``snapshots/<id>/<table>/<part>.parquet``, hard links: n
 database beside the published one with views naming the snapshot's files one by one, and renames it over the
 published file. A reader holding the old database keeps reading the old snapshot, which stays until the next
 publication replaces it; parts of removed or renamed run groups are deleted from the working folder.
+
+The workflow never removes the published database: Snakemake deletes a job's declared outputs before it runs, so
+the database rule declares a receipt beside it (``quicack.duckdb.published``: the published file's sha256), written
+after the rename. Until the new database is renamed into place the old one answers every query; a build killed or
+failed before that leaves it there (and no receipt, so the next run builds again).
 """
 
 from __future__ import annotations
@@ -72,6 +77,20 @@ def prune_snapshots(parquet_root: Path, keep: int = SNAPSHOTS_KEPT) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def publish(built: Path, published: Path) -> None:
-    """Make the database built aside the published one, in one rename (atomic on one file system)."""
+def publish(built: Path, published: Path, receipt: Path | None = None) -> str:
+    """Make the database built aside the published one, in one rename (atomic on one file system), then write
+    ``receipt`` (if given) naming what was published: the file's sha256, which is what the database's readers
+    (the notebooks) depend on. Returns the sha256."""
+    digest = hashlib.file_digest(built.open("rb"), "sha256").hexdigest()
     os.replace(built, published)
+    if receipt is not None:
+        write_atomically(receipt, f"{digest}  {published.name}\n")
+    return digest
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``path`` holds its old content or ``text``, never a part of it (written aside, renamed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)

@@ -16,6 +16,22 @@ import polars as pl
 # is used from its checkout (pip install -e), as the pipeline is.
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"
 
+# Which file of REFERENCE_DIR each reader reads, from its arguments: quicack.reference_use reads this table to give
+# each job (a notebook, the scan) the reference files its functions read, so that editing one re-runs exactly those
+# jobs. A reader whose file depends on its arguments must be called with them as literals
+# (`paper_table("imc24", "tab02")`); tests/test_results_follow_code.py checks every reader is listed here.
+READS = {
+    "reference_path": "{paper}_{name}.csv",
+    "paper_table": "{paper}_{name}.csv",
+    "paper_claims": "{paper}_claims.csv",
+    "paper_claim_range": "{paper}_claims.csv",
+    "cdn_asn": "cdn_asn.csv",
+    "cdn_names": "cdn_asn.csv",
+    "path_profiles": "path_profiles.csv",
+    "path_profile": "path_profiles.csv",
+    "papers": "papers.csv",
+}
+
 CLAIM_COLUMNS = {
     "claim_id": pl.Utf8,
     "section": pl.Utf8,
@@ -87,6 +103,28 @@ def paper_claim_range(paper: str, claim_id: str, directory: Path | None = None) 
     if row.height != 1 or row["paper_low"][0] is None or row["paper_high"][0] is None:
         raise KeyError(f"{reference_path(paper, 'claims', directory)}: no numeric range for claim '{claim_id}'")
     return float(row["paper_low"][0]), float(row["paper_high"][0])
+
+
+def papers(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/papers.csv``: each paper's short name (the ``paper`` of claims.csv), title, authors, venue,
+    year and DOI as the papers' texts give them (empty where they give none)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "papers.csv", infer_schema=False)
+
+
+# Any AS not in data/reference/cdn_asn.csv, and an unrouted address (imc24 Table 5's "Others").
+OTHERS = "Others"
+
+
+def cdn_asn(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/cdn_asn.csv``: the CDN of each origin AS as imc24 Table 5 prints it (cdn, asn, source). The
+    scan reader names each connection's CDN by it, Table 5 prints it, the scan's figures and claims take their CDNs
+    from it (`cdn_names`)."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "cdn_asn.csv", schema_overrides={"asn": pl.Int64})
+
+
+def cdn_names(directory: Path | None = None) -> tuple[str, ...]:
+    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN axis."""
+    return (*cdn_asn(directory)["cdn"].unique(maintain_order=True).to_list(), OTHERS)
 
 
 def path_profiles(directory: Path | None = None) -> pl.DataFrame:

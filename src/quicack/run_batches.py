@@ -20,7 +20,7 @@ from typing import TypeAlias
 
 import polars as pl
 
-from quicack import store
+from quicack import database
 
 # Rows (summed over the tables a computation reads) per batch: ≈ 100–250 MB of polars frames with every column.
 ROWS_PER_BATCH = 200_000
@@ -58,10 +58,10 @@ def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH, 
 def _rows_of(con, view: StoredView, run_ids: list[str]) -> pl.DataFrame:
     if not run_ids:
         return con.sql(f'SELECT * FROM "{view.name}" WHERE false').pl()
-    listed = ", ".join(store.sql_string(run_id) for run_id in run_ids)
+    listed = ", ".join(database.sql_string(run_id) for run_id in run_ids)
     # The range beside the list lets DuckDB skip the Parquet row groups whose run_id statistics miss the batch (a
     # batch is consecutive in run_id order); the list alone becomes a join over every row (5× slower at 10×).
-    low, high = store.sql_string(min(run_ids)), store.sql_string(max(run_ids))
+    low, high = database.sql_string(min(run_ids)), database.sql_string(max(run_ids))
     return con.sql(f'SELECT * FROM "{view.name}" WHERE run_id BETWEEN {low} AND {high} AND run_id IN ({listed})').pl()
 
 
@@ -162,7 +162,7 @@ def _detached(frame: pl.DataFrame) -> pl.DataFrame:
 def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int) -> pl.DataFrame:
     stored = [table for table in tables if isinstance(table, StoredView)]
     parts = []
-    with store.connect(db) as con:
+    with database.connect(db) as con:
         for batch in batches_by_rows(_rows_per_run(con, stored, ids), max_rows):
             parts.append(_detached(compute(*(_read(con, table, batch) for table in tables))))
     return pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
@@ -174,7 +174,7 @@ def rows_in(run_ids: Iterable[str], *tables: RunRows | None) -> int:
     total = 0
     for table in tables:
         if isinstance(table, StoredView):
-            with store.connect(table.db) as con:
+            with database.connect(table.db) as con:
                 total += int(_rows_per_run(con, [table], ids)["rows"].sum())
         elif table is not None:
             total += _read(None, table, ids).height
@@ -185,6 +185,6 @@ def rows_of_runs(table: RunRows, run_ids: Iterable[str]) -> pl.DataFrame:
     """The rows of a few runs (a figure that draws them one by one), read in one go."""
     ids = sorted(set(run_ids))
     if isinstance(table, StoredView):
-        with store.connect(table.db) as con:
+        with database.connect(table.db) as con:
             return _read(con, table, ids)
     return _read(None, table, ids)

@@ -13,7 +13,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from quicack.pcap.reader import LinkRecord, open_capture, read_link_records
+from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data/sample/raw"

@@ -1,24 +1,41 @@
 # Shared configuration, paths and input functions of the quicack workflow.
 
-import ast
+import json
 import os
 import shlex
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
-from quicack.ingest import INGEST_TABLES
+from quicack.code_graph import CodeGraph
+from quicack.compiled_core import engine_identity, stale_core_warning
 from quicack.layout import group_from_key, group_key, run_groups
+from quicack.layout.archive import check_raw
 from quicack.layout.archive import parts as archive_parts
-from quicack.layout.scan import scan_parts
+from quicack.layout.scan_folders import scan_parts
 from quicack.limits import limit_arguments, limits_from_mapping
-from quicack.pipeline import DERIVED_TABLES
+from quicack.reference_use import ReferenceUse
+from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 
 min_version("9.0")
 
 
 validate(config, "../schemas/config.schema.yaml")
+
+
+def config_flag(name):
+    """A yes/no setting as the schema accepts it (a boolean, 1/0, or true/false/yes/no/on/off as typed on the
+    command line) -> bool."""
+    value = config[name]
+    return value if isinstance(value, bool) else str(value).lower() in ("true", "yes", "on", "1")
+
+
+STRICT = config_flag("strict")
+FOLLOW_EXTERNAL_SYMLINKS = config_flag("follow_external_symlinks")
+# The option of the ingest commands that says so (a change re-runs ingest: it is a params value).
+FOLLOW_OPTION = "--follow-external-symlinks" if FOLLOW_EXTERNAL_SYMLINKS else ""
 
 # With --use-conda every job runs in the environment made from environment.yml, into which
 # environment.post-deploy.sh installs quicack itself: every rule calls the quicack command, so there is one
@@ -32,8 +49,16 @@ if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
         f"python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}"
     )
+# An unpack that did not finish is never read as the dataset (quicack.layout.archive: its marker lists every file).
+if RAW.is_dir() and (unfinished := check_raw(RAW)):
+    raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}")
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
+# The database readers open, and its receipt: the database rule declares the receipt as its output, never the
+# database, because Snakemake removes a job's outputs before running it and the old database must answer queries
+# until the new one is renamed over it (quicack.publish). Rules that read the database take the receipt as input.
+DATABASE = RESULTS / "quicack.duckdb"
+DATABASE_RECEIPT = RESULTS / "quicack.duckdb.published"
 LOGS = RESULTS / "logs"
 # Snakemake's benchmark files: per job its wall time, peak RSS (max_rss, MB) and I/O, in a folder per rule named by
 # the wildcards; bench/pipeline_scale.py tabulates them.
@@ -59,7 +84,7 @@ DESCRIPTION = dataset_description()
 # What quicack.testbed.path_check measured of the dataset's emulated paths, when it sits beside the raw folder.
 PATH_CHECKS = [str(RAW.parent / "path_check.csv")] if (RAW.parent / "path_check.csv").is_file() else []
 
-# The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan).
+# The scan (imc24 §4.3), if configured: parts of one vantage point and UTC day (quicack.layout.scan_folders).
 SCAN_ROOT = Path(config["scan_dir"]) if config.get("scan_dir") else None
 SCAN_PREFIXES = [config["scan_prefix_to_asn"]] if config.get("scan_prefix_to_asn") else []
 if SCAN_ROOT is not None and not SCAN_ROOT.is_dir():
@@ -95,84 +120,63 @@ def scan_part_inputs(wildcards):
     )
 
 
-# The repository, relative to the working directory: "." from the repository root, and still right when
-# Snakemake runs from elsewhere (-s <repo>/workflow/Snakefile), where cwd-relative paths would find nothing.
-REPO = Path(os.path.relpath(Path(workflow.basedir).parent))
-SOURCE = REPO / "src" / "quicack"
+# The repository (where the main Snakefile is), relative to the working directory: "." from the repository root,
+# and still right when Snakemake runs from elsewhere (-s <repo>/Snakefile), where cwd-relative paths would find nothing.
+REPO = Path(os.path.relpath(workflow.basedir))
+
+# What each job runs and reads, computed when the DAG is built (quicack.code_graph, quicack.reference_use): a job
+# calling `quicack <command>` depends on the modules that subcommand's module reaches through every import, a
+# notebook on those its imports reach, each on the package data those modules name and the data/reference files its
+# functions read; a job that may use the compiled core (rust/quicack_core) on the core's build identity (a params
+# value). So editing a module or a reference file re-runs exactly the jobs that run or read it.
+CODE = CodeGraph(REPO / "src")
+REFERENCE_READS = ReferenceUse(CODE, REPO / "data" / "reference")
+# What the capture decoder and the qlog reader run here: a rebuilt core (or another engine) re-runs their jobs.
+ENGINE_IDENTITY = engine_identity()
+_stale_core = stale_core_warning(REPO / "rust" / "quicack_core")
+if _stale_core:
+    logger.warning(f"quicack: {_stale_core}")
 
 
-def module_file(dotted):
-    """src/quicack/a/b.py or src/quicack/a/b/__init__.py for 'quicack.a.b'; None outside the package."""
-    path = SOURCE.parent.joinpath(*dotted.split("."))
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def _paths(files):
+    return sorted(str(path) for path in files)
 
 
-def imported_modules(path, dotted):
-    """quicack modules that `path` (the module named `dotted`) imports anywhere in its body, lazy imports included."""
-    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            found.add(base)
-            # `from quicack.x import y` may name a submodule y.
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.split(".")[0] == "quicack"}
+def command_code(command):
+    """The source files `quicack <command>` runs, and the package data they name."""
+    return _paths(CODE.files(CODE.command_modules(command)))
 
 
-def stage_code(*roots, files=()):
-    """The package's source files a stage runs: the modules named in `roots` and everything they import
-    from the package, followed through every import; plus `files` as they are. Snakemake re-runs a stage
-    when the code that made its outputs changed (imported modules are otherwise invisible to it), and only
-    then: the ingest rules do not depend on the figures."""
-    todo = []
-    for root in roots:
-        path = module_file(root)
-        # A package as a root stands for all of its modules.
-        if path is not None and path.name == "__init__.py":
-            todo.extend(f"{root}.{p.stem}" for p in path.parent.glob("*.py") if p.name != "__init__.py")
-        todo.append(root)
-    seen = set()
-    while todo:
-        dotted = todo.pop()
-        path = module_file(dotted)
-        if path is None or dotted in seen:
-            continue
-        seen.add(dotted)
-        parent = dotted.rpartition(".")[0]
-        todo.extend(imported_modules(path, dotted) | ({parent} if parent else set()))
-    return sorted({str(module_file(m)) for m in seen} | {str(SOURCE / f) for f in files})
+def command_reference(command):
+    """The data/reference files `quicack <command>` reads."""
+    return _paths(REFERENCE_READS.command_reads(command))
 
 
-# The command line dispatches to every stage; its own file counts for each, not everything it imports.
-ENTRY_FILES = ("cli.py", "pipeline.py")
-INGEST_CODE = stage_code("quicack.ingest", "quicack.store", files=ENTRY_FILES)
-DERIVE_CODE = stage_code(
-    "quicack.metrics.rtt",
-    "quicack.metrics.connections",
-    "quicack.metrics.handshake",
-    "quicack.metrics.agreement",
-    "quicack.store",
-    files=ENTRY_FILES,
-)
-DATABASE_CODE = stage_code("quicack.store", "quicack.provenance", files=ENTRY_FILES)
-SCAN_CODE = stage_code("quicack.scan", "quicack.store", files=ENTRY_FILES)
-# The notebooks call the figures and claims packages.
-RENDER_CODE = stage_code("quicack.figures", "quicack.claims")
-# Curated paper values (claims, reference tables) that the figures and tables print beside ours.
-REFERENCE_DATA = sorted(str(p) for p in (REPO / "data" / "reference").rglob("*.csv"))
+def _engine(modules):
+    return ENGINE_IDENTITY if "quicack_core" in CODE.external_imports(modules) else "not used"
+
+
+def command_engine(command):
+    """The compiled core's identity for a command whose modules may use it, else a constant."""
+    return _engine(CODE.command_modules(command))
+
+
+def notebook_code(notebook):
+    """The source files a notebook runs (its imports, followed through), and the package data they name."""
+    return _paths(CODE.files(CODE.script_modules(notebook)))
+
+
+def notebook_reference(notebook):
+    """The data/reference files a notebook's code and the functions it calls read."""
+    return _paths(REFERENCE_READS.script_reads(notebook))
+
+
+def notebook_engine(notebook):
+    return _engine(CODE.script_modules(notebook))
+
 
 # Run groups by key (quicack.layout.group_key): any folder name becomes a safe file name and wildcard value.
-GROUPS = [group_key(group) for group in run_groups(RAW)]
+GROUPS = [group_key(group) for group in run_groups(RAW, FOLLOW_EXTERNAL_SYMLINKS)]
 
 
 def group_files(group_key_value):
@@ -202,7 +206,10 @@ def table_parts(tables, groups):
     return [str(PARQUET / table / f"{group}.parquet") for table in tables for group in groups]
 
 
-SCAN_TABLES = ("scan_connections", "scan_truth", "ingest_issues")
+# Which stage writes which table: the data contract says it (quicack.schema), the rules' outputs follow it.
+INGEST_TABLES = tables_written_by(INGEST)
+DERIVED_TABLES = tables_written_by(DERIVE)
+SCAN_TABLES = tables_written_by(SCAN)
 
 
 # Run-group keys never start with '@' (quicack.layout.group_key escapes it); scan part keys always do: both
@@ -223,6 +230,12 @@ def all_parquet():
 
 FIGURES = RESULTS / "figures"
 TABLES = RESULTS / "tables"
+# The report's landing page and captions as `snakemake --report` shows them (written by report_pages): the hand-written
+# captions of workflow/report/ with each artefact's claims appended. Absolute, because Snakemake joins a caption's
+# path to the folder of the rule file that names it.
+REPORT_PAGES = RESULTS / "report"
+REPORT_PAGES_ABSOLUTE = Path(os.path.abspath(REPORT_PAGES))
+CAPTION_SOURCES = sorted(str(p) for p in (REPO / "workflow" / "report").glob("*.rst"))
 NOTEBOOKS_OUT = RESULTS / "notebooks"
 NOTEBOOKS = REPO / "notebooks"
 
@@ -244,7 +257,7 @@ def rendered_outputs(artefact_id):
     """The artefact's files. Figures: one file per configured format; the PNG goes into the
     report. Tables: CSV (in the report), Markdown and LaTeX. The caption is
     workflow/report/<id>.rst."""
-    caption = f"../report/{artefact_id}.rst"
+    caption = caption_page(artefact_id)
     category = artefact_id.split("-")[0]
     if is_figure(artefact_id):
         paths = [FIGURES / f"{artefact_id}.{fmt}" for fmt in FIGURE_FORMATS]
@@ -258,6 +271,11 @@ def rendered_outputs(artefact_id):
     ]
 
 
+def caption_page(name):
+    """The caption `snakemake --report` shows for a result: workflow/report/<name>.rst with its claims (report_pages)."""
+    return str(REPORT_PAGES_ABSOLUTE / f"{name}.rst")
+
+
 def render_status(artefact_id):
     """Whether the notebook could draw its artefact, and if not why (quicack.figures.common.save)."""
     return (FIGURES if is_figure(artefact_id) else TABLES) / f"{artefact_id}.status.json"
@@ -265,3 +283,22 @@ def render_status(artefact_id):
 
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
+
+
+def rendering_after_a_failure():
+    """rendering.txt when the run failed, so that it still says what was drawn and what not: render_summary needs
+    every artefact's status and does not run once one notebook failed (a failed job's outputs are removed, its
+    status with them). Written only when some artefact's job ran; the next successful run replaces it."""
+    from quicack.figures.common import rendering_summary
+
+    logs = {artefact_id: LOGS / "render" / f"{artefact_id}.log" for artefact_id in RENDERED}
+    present = [render_status(a) for a in RENDERED if render_status(a).is_file()]
+    if not present and not any(log.is_file() for log in logs.values()):
+        return
+    failed = {a: log for a, log in logs.items() if not render_status(a).is_file()}
+    text, _ = rendering_summary(present, failed)
+    out = RESULTS / "rendering.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"{out} (written after the failure):\n{text}")
+

@@ -4,7 +4,8 @@
 rule derive_group:
     input:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
-        code=DERIVE_CODE,
+        code=command_code("derive-group"),
+        reference=command_reference("derive-group"),
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=DERIVED_TABLES),
     log:
@@ -15,6 +16,7 @@ rule derive_group:
         parquet=PARQUET,
         initial_rtt_ms=config["recovery"]["initial_rtt_ms"],
         rttvar_order=config["recovery"]["rttvar_order"],
+        engine=command_engine("derive-group"),
     conda:
         CONDA_ENV
     shell:

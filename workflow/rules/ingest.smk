@@ -5,7 +5,8 @@
 rule ingest_group:
     input:
         raw=group_inputs,
-        code=INGEST_CODE,
+        code=command_code("ingest-group"),
+        reference=command_reference("ingest-group"),
     output:
         expand(PARQUET / "{table}" / "{{group}}.parquet", table=INGEST_TABLES),
     log:
@@ -18,14 +19,19 @@ rule ingest_group:
         dataset=DATASET,
         parquet=PARQUET,
         limits=LIMIT_OPTIONS,
+        engine=command_engine("ingest-group"),
+        follow=FOLLOW_OPTION,
     conda:
         CONDA_ENV
     shell:
         "quicack ingest-group --raw {params.raw:q} --group-key={wildcards.group:q} "
-        "--dataset {params.dataset:q} --parquet {params.parquet:q} {params.limits} > {log:q} 2>&1"
+        "--dataset {params.dataset:q} --parquet {params.parquet:q} {params.limits} {params.follow} > {log:q} 2>&1"
 
 
 rule ingest_dataset_issues:
+    input:
+        code=command_code("dataset-issues"),
+        reference=command_reference("dataset-issues"),
     output:
         PARQUET / "ingest_issues" / "_dataset.parquet",
     log:
@@ -37,7 +43,9 @@ rule ingest_dataset_issues:
         parquet=PARQUET,
         # Re-checked whenever the set of run groups changes (params are a rerun trigger).
         groups=GROUPS,
+        engine=command_engine("dataset-issues"),
+        follow=FOLLOW_OPTION,
     conda:
         CONDA_ENV
     shell:
-        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} > {log:q} 2>&1"
+        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} {params.follow} > {log:q} 2>&1"

@@ -10,9 +10,9 @@ for artefact_id in RENDERED:
             f"render_{artefact_id.replace('-', '_')}"
         input:
             notebook=str(NOTEBOOKS / f"{artefact_id}.py"),
-            db=RESULTS / "quicack.duckdb",
-            code=RENDER_CODE,
-            reference=REFERENCE_DATA,
+            db_receipt=DATABASE_RECEIPT,
+            code=notebook_code(NOTEBOOKS / f"{artefact_id}.py"),
+            reference=notebook_reference(NOTEBOOKS / f"{artefact_id}.py"),
         output:
             rendered_outputs(artefact_id),
             notebook=NOTEBOOKS_OUT / f"{artefact_id}.ipynb",
@@ -25,26 +25,30 @@ for artefact_id in RENDERED:
         # notebook's fault: the job is tried again.
         retries: 2
         params:
+            db=DATABASE,
             out_dir=FIGURES if is_figure(artefact_id) else TABLES,
             formats=",".join(FIGURE_FORMATS),
             dataset=DATASET,
+            engine=notebook_engine(NOTEBOOKS / f"{artefact_id}.py"),
         conda:
             CONDA_ENV
         shell:
             "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
             "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
-            "-p db {input.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
+            "-p db {params.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
             "-p dataset {params.dataset:q} >> {log:q} 2>&1 && "
             "rm {output.notebook:q}.in.ipynb"
 
 
 rule claims:
     input:
-        [TABLES / f"{artefact_id}.csv" for artefact_id in RENDERED if artefact_id.endswith("-claims")],
+        tables=[TABLES / f"{artefact_id}.csv" for artefact_id in RENDERED if artefact_id.endswith("-claims")],
+        code=command_code("merge-claims"),
+        reference=command_reference("merge-claims"),
     output:
         report(
             RESULTS / "claims.csv",
-            caption="../report/claims.rst",
+            caption=caption_page("claims"),
             category="claims",
         ),
     log:
@@ -54,16 +58,18 @@ rule claims:
     conda:
         CONDA_ENV
     shell:
-        "quicack merge-claims {input:q} --out {output:q} > {log:q} 2>&1"
+        "quicack merge-claims {input.tables:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule render_summary:
     input:
-        [render_status(artefact_id) for artefact_id in RENDERED],
+        statuses=[render_status(artefact_id) for artefact_id in RENDERED],
+        code=command_code("render-summary"),
+        reference=command_reference("render-summary"),
     output:
         report(
             RESULTS / "rendering.txt",
-            caption="../report/rendering.rst",
+            caption=caption_page("rendering"),
             category="Data",
         ),
     log:
@@ -71,8 +77,13 @@ rule render_summary:
     benchmark:
         BENCHMARKS / "render_summary.tsv"
     params:
-        strict="--strict" if config["strict"] else "",
+        strict="--strict" if STRICT else "",
     conda:
         CONDA_ENV
     shell:
-        "quicack render-summary {input:q} --out {output:q} {params.strict} > {log:q} 2>&1"
+        "quicack render-summary {input.statuses:q} --out {output:q} {params.strict} > {log:q} 2>&1"
+
+
+# A failed notebook stops render_summary: rendering.txt is then written here (rendering_after_a_failure, common.smk).
+onerror:
+    rendering_after_a_failure()

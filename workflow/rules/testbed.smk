@@ -1,5 +1,6 @@
-# Emulation testbed: runs a matrix of real QUIC clients against the IACK/WFC aioquic server through
-# client/router/server network namespaces and writes the raw layout (<out>/<server>_<client>/<testcase>/<rep>/).
+# Emulation testbed: runs a matrix of real QUIC clients against real servers (imc24's IACK/WFC quic-go server, the
+# aioquic server, quinn, ngtcp2, Linux TCP) through client/router/server network namespaces and writes the raw
+# layout (<out>/<server>_<client>/<testcase>/<rep>/).
 # Needs root; `python -m quicack.testbed.run` refuses clearly otherwise. Uses only config["testbed"];
 # every rule name starts with testbed_. From the repository root:
 #
@@ -8,14 +9,14 @@
 #
 # One job per run group (client × mode × scenario × RTT × file, all repetitions; loss scenarios first
 # calibrate their drop lists on a no-loss baseline). Jobs hold the `testbed` resource, one at a
-# time by default (workflow/profiles/default), so that runs do not compete for the two CPU cores that the
+# time by default (profiles/default), so that runs do not compete for the two CPU cores that the
 # emulated delay depends on; raise it with
 # --resources testbed=N on bigger machines. The analysis rules never depend on these outputs.
 
 from quicack.testbed.scenarios import expand as _tb_expand
 from quicack.testbed.scenarios import group_to_json as _tb_group_json
 
-# On a cluster (workflow/profiles/slurm) the testbed still runs on the submitting host: it needs root, network
+# On a cluster (profiles/slurm) the testbed still runs on the submitting host: it needs root, network
 # namespaces and the emulated links' CPU cores to itself, none of which a batch job gets.
 localrules:
     testbed_all,

@@ -11,11 +11,14 @@ use std::io::{Read, Seek};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use pcap_parser::nom;
+use pcap_parser::{parse_pcap_frame, parse_pcap_frame_be};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::keys::PacketKeys;
+use crate::link::{address_key, parse_address, plain_udp, Udp};
 use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
 
@@ -23,15 +26,6 @@ const CHUNK_BYTES: usize = 1 << 20;
 const MAX_RECORD_BYTES: u32 = 0x400_0000;
 const GSO_MIN_BYTES: usize = 1500;
 const AEAD_TAG_BYTES: i64 = 16;
-const LINKTYPE_ETHERNET: u32 = 1;
-const LINKTYPE_RAW: u32 = 101;
-const LINKTYPE_RAW_OPENBSD: u32 = 12;
-const LINKTYPE_IPV4: u32 = 228;
-const LINKTYPE_IPV6: u32 = 229;
-const LINKTYPE_LINUX_SLL: u32 = 113;
-const LINKTYPE_LINUX_SLL2: u32 = 276;
-const LINKTYPE_PPP: u32 = 9;
-const LINKTYPE_PPP_HDLC: u32 = 50;
 const VERSION_1: u32 = 0x0000_0001;
 const VERSION_2: u32 = 0x6B33_43CF;
 const MAX_CID_BYTES: usize = 20;
@@ -63,107 +57,6 @@ struct LongHeaders {
     scid: Vec<u8>,             // the sender's Source Connection ID, one the decoder already knows
 }
 
-struct Udp<'a> {
-    src: &'a [u8],
-    dst: &'a [u8],
-    src_port: u16,
-    dst_port: u16,
-    ip_header_bytes: usize,
-    udp_payload_bytes: usize,
-    payload: &'a [u8],
-}
-
-fn address_key(address: &[u8]) -> [u8; 16] {
-    let mut key = [0u8; 16];
-    if address.len() == 4 {
-        // IPv4-mapped form, so that a v4 and a v6 address never share a key.
-        key[10] = 0xFF;
-        key[11] = 0xFF;
-        key[12..].copy_from_slice(address);
-    } else {
-        key.copy_from_slice(address);
-    }
-    key
-}
-
-fn parse_address(text: &str) -> PyResult<[u8; 16]> {
-    match text.parse::<IpAddr>().map_err(|error| PyValueError::new_err(error.to_string()))? {
-        IpAddr::V4(address) => Ok(address_key(&address.octets())),
-        IpAddr::V6(address) => Ok(address_key(&address.octets())),
-    }
-}
-
-/// Link, IP and UDP headers of the plain cases; None sends the record to the Python reader (which handles,
-/// and reports, everything else: VLANs, fragments, extension headers, short or inconsistent headers, other
-/// link types, non-UDP packets).
-fn plain_udp(linktype: u32, data: &[u8]) -> Option<Udp<'_>> {
-    let (ipv4, offset) = match linktype {
-        LINKTYPE_ETHERNET if data.len() >= 14 => match (data[12], data[13]) {
-            (0x08, 0x00) => (true, 14),
-            (0x86, 0xDD) => (false, 14),
-            _ => return None,
-        },
-        LINKTYPE_LINUX_SLL if data.len() >= 16 => match (data[14], data[15]) {
-            (0x08, 0x00) => (true, 16),
-            (0x86, 0xDD) => (false, 16),
-            _ => return None,
-        },
-        LINKTYPE_LINUX_SLL2 if data.len() >= 20 => match (data[0], data[1]) {
-            (0x08, 0x00) => (true, 20),
-            (0x86, 0xDD) => (false, 20),
-            _ => return None,
-        },
-        LINKTYPE_RAW | LINKTYPE_RAW_OPENBSD | LINKTYPE_IPV4 | LINKTYPE_IPV6 if !data.is_empty() => {
-            (data[0] >> 4 == 4, 0)
-        }
-        LINKTYPE_PPP | LINKTYPE_PPP_HDLC if data.len() >= 4 && data[0] == 0xFF && data[1] == 0x03 => {
-            match (data[2], data[3]) {
-                (0x00, 0x21) => (true, 4),
-                (0x00, 0x57) => (false, 4),
-                _ => return None,
-            }
-        }
-        _ => return None,
-    };
-    let (src, dst, ip_header_bytes, ip_payload_length) = if ipv4 {
-        if data.len() < offset + 20 || data[offset + 9] != 17 {
-            return None;
-        }
-        let flags_fragment = (u16::from(data[offset + 6]) << 8) | u16::from(data[offset + 7]);
-        if flags_fragment & 0x3FFF != 0 {
-            return None;
-        }
-        let ihl = usize::from(data[offset] & 0x0F) * 4;
-        let total_length = (usize::from(data[offset + 2]) << 8) | usize::from(data[offset + 3]);
-        (&data[offset + 12..offset + 16], &data[offset + 16..offset + 20], ihl, total_length as i64 - ihl as i64)
-    } else {
-        if data.len() < offset + 40 || data[offset + 6] != 17 {
-            return None;
-        }
-        let payload_length = (usize::from(data[offset + 4]) << 8) | usize::from(data[offset + 5]);
-        (&data[offset + 8..offset + 24], &data[offset + 24..offset + 40], 40, payload_length as i64)
-    };
-    let udp = offset + ip_header_bytes;
-    if data.len() < udp + 8 {
-        return None;
-    }
-    let udp_length = (usize::from(data[udp + 4]) << 8) | usize::from(data[udp + 5]);
-    if udp_length < 8 || udp_length as i64 > ip_payload_length {
-        return None;
-    }
-    let start = udp + 8;
-    let length = udp_length - 8;
-    Some(Udp {
-        src,
-        dst,
-        src_port: (u16::from(data[udp]) << 8) | u16::from(data[udp + 1]),
-        dst_port: (u16::from(data[udp + 2]) << 8) | u16::from(data[udp + 3]),
-        ip_header_bytes,
-        udp_payload_bytes: length,
-        payload: &data[start.min(data.len())..(start + length).min(data.len())],
-    })
-}
-
 #[pyclass(module = "quicack_core", name = "PcapLane")]
 pub struct PcapLane {
     stream: Py<PyAny>,
@@ -187,6 +80,8 @@ pub struct PcapLane {
 enum Next {
     Record(i64, i64, usize, usize, i64),
     Issue(i64, &'static str),
+    /// a record length beyond max_record_bytes: (record, its length)
+    Implausible(i64, u32),
     End,
 }
 
@@ -207,12 +102,16 @@ impl PcapLane {
         Ok(())
     }
 
-    fn read_u32(&self, at: usize) -> u32 {
-        let bytes = [self.buffer[at], self.buffer[at + 1], self.buffer[at + 2], self.buffer[at + 3]];
-        if self.big_endian {
-            u32::from_be_bytes(bytes)
-        } else {
-            u32::from_le_bytes(bytes)
+    /// The record at `position` as pcap-parser reads it (byte order of the file): Ok when it is whole in the
+    /// buffer, else Err(its caplen) (the 16-byte header is there).
+    fn frame(&self) -> Result<(u32, u32, u32, u32), u32> {
+        let rest = &self.buffer[self.position..];
+        let parsed = if self.big_endian { parse_pcap_frame_be(rest) } else { parse_pcap_frame(rest) };
+        match parsed {
+            Ok((_, block)) => Ok((block.ts_sec, block.ts_usec, block.caplen, block.origlen)),
+            // `take(caplen)` after the header: the bytes missing, so caplen is what is there plus those
+            Err(nom::Err::Incomplete(nom::Needed::Size(missing))) => Err((rest.len() - 16 + missing.get()) as u32),
+            Err(_) => unreachable!("a legacy pcap record with its 16-byte header cannot fail otherwise"),
         }
     }
 
@@ -232,28 +131,28 @@ impl PcapLane {
                 return Ok(Next::Issue(self.number + 1, "capture ends inside a record header (truncated file)"));
             }
         }
-        let at = self.position;
-        let seconds = i64::from(self.read_u32(at));
-        let fraction = i64::from(self.read_u32(at + 4));
-        let caplen = self.read_u32(at + 8);
-        let wire_length = i64::from(self.read_u32(at + 12));
         self.number += 1;
-        if caplen > self.max_record_bytes {
-            self.finished = true;
-            return Ok(Next::Issue(self.number, "implausible"));
-        }
-        let caplen = caplen as usize;
-        if self.position + 16 + caplen > self.buffer.len() {
-            self.refill(py, CHUNK_BYTES.max(caplen + 16))?;
-            if 16 + caplen > self.buffer.len() {
-                self.finished = true;
-                return Ok(Next::Issue(self.number, "capture ends inside a record (truncated file)"));
+        let (seconds, fraction, caplen, wire_length) = match self.frame() {
+            Ok(frame) if frame.2 <= self.max_record_bytes => frame,
+            Err(caplen) if caplen <= self.max_record_bytes => {
+                self.refill(py, CHUNK_BYTES.max(caplen as usize + 16))?;
+                match self.frame() {
+                    Ok(frame) => frame,
+                    Err(_) => {
+                        self.finished = true;
+                        return Ok(Next::Issue(self.number, "capture ends inside a record (truncated file)"));
+                    }
+                }
             }
-        }
+            Ok((.., caplen, _)) | Err(caplen) => {
+                self.finished = true;
+                return Ok(Next::Implausible(self.number, caplen));
+            }
+        };
         let start = self.position + 16;
-        self.position = start + caplen;
-        let time = seconds * 1_000_000_000 + fraction * if self.nanoseconds { 1 } else { 1000 };
-        Ok(Next::Record(self.number, time, start, start + caplen, wire_length))
+        self.position = start + caplen as usize;
+        let time = i64::from(seconds) * 1_000_000_000 + i64::from(fraction) * if self.nanoseconds { 1 } else { 1000 };
+        Ok(Next::Record(self.number, time, start, start + caplen as usize, i64::from(wire_length)))
     }
 
     fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
@@ -617,8 +516,7 @@ impl PcapLane {
             let (record, time, data, wire_length) = match next {
                 Next::Record(record, time, start, end, wire_length) => (record, time, (start, end), wire_length),
                 Next::End => return Ok((decoded, py.None())),
-                Next::Issue(record, "implausible") => {
-                    let caplen = self.read_u32(self.position + 8);
+                Next::Implausible(record, caplen) => {
                     let message = format!(
                         "record length {caplen} exceeds {} bytes (limits.max_record_bytes): file corrupt at byte {}, reading stops",
                         self.max_record_bytes,
@@ -720,3 +618,7 @@ impl PcapLane {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "tests/engine.rs"]
+mod tests;

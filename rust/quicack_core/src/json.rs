@@ -1,4 +1,4 @@
-//! A strict JSON parser onto a reusable tape, for the qlog lane (`qlog.rs`).
+//! A strict JSON parser onto a reusable tape, for the qlog lane (`qlog/`).
 //!
 //! It accepts a subset of what orjson (the Python reader's parser) accepts and gives the same values for it:
 //! anything it is not sure about (integers beyond int64, which orjson turns into Python ints or floats;
@@ -9,6 +9,16 @@
 //! key, value, key, value, ...), each container knowing where its subtree ends. It is cleared, not freed, between
 //! records, and strings are spans of the record (or of the tape's buffer when they had escapes), so a record
 //! costs no allocation once the tape has grown: a tree of vectors per record cost a third of the lane's time.
+//!
+//! Kept rather than a maintained crate because every one measured is slower on the lane's work (issue 28):
+//! bench/json_parse (`cargo run --release --manifest-path bench/json_parse/Cargo.toml -- FILE`) parses the
+//! 444,906 records of bench/qlog_throughput.py's 101 MB input and reads the fields the lane reads, the parsers
+//! alternating: CPU time relative to this parser, best / median of 5 and of 7 rounds (2026-11-26, 2-core VM at
+//! load 27-40): serde_json 1.0.154 (`Value`) 2.87-2.93x / 2.72-2.82x, simd-json 0.15.1 (borrowed value on a
+//! copy of the record: it unescapes in place) 1.98-2.04x / 1.63-2.06x, sonic-rs 0.5.10 (`Value`) 1.14-1.16x /
+//! 1.10-1.27x. Splitting and parsing are about half of the lane's time (bench/README.md), so with any of them
+//! the ingest would be slower; a crate would also need a layer giving orjson's values where they differ from
+//! it (this parser fails exactly where it is not sure to agree with orjson).
 
 #[derive(Clone, Copy)]
 enum Node {
@@ -501,3 +511,7 @@ impl Parser<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "tests/json.rs"]
+mod tests;

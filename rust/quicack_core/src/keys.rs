@@ -14,13 +14,69 @@ use sha2::{Sha256, Sha384};
 
 const VERSION_1: u32 = 0x0000_0001;
 const VERSION_2: u32 = 0x6B33_43CF;
-// RFC 9001 §5.2 and RFC 9369 §3.3.1
+const VERSION_2_PROVISIONAL: u32 = 0x709A_50C4;
+// Initial salts: RFC 9001 §5.2 (also drafts -33, -34), RFC 9369 §3.3.1, draft-ietf-quic-v2-01, the drafts'
 const INITIAL_SALT_V1: [u8; 20] = [
     0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c, 0xad, 0xcc, 0xbb, 0x7f, 0x0a,
 ];
 const INITIAL_SALT_V2: [u8; 20] = [
     0x0d, 0xed, 0xe3, 0xde, 0xf7, 0x00, 0xa6, 0xdb, 0x81, 0x93, 0x81, 0xbe, 0x6e, 0x26, 0x9d, 0xcb, 0xf9, 0xbd, 0x2e, 0xd9,
 ];
+const INITIAL_SALT_V2_PROVISIONAL: [u8; 20] = [
+    0xa7, 0x07, 0xc2, 0x03, 0xa5, 0x9b, 0x47, 0x18, 0x4a, 0x1d, 0x62, 0xca, 0x57, 0x04, 0x06, 0xea, 0x7a, 0xe3, 0xe5, 0xd3,
+];
+const INITIAL_SALT_DRAFT_22: [u8; 20] = [
+    0x7f, 0xbc, 0xdb, 0x0e, 0x7c, 0x66, 0xbb, 0xe9, 0x19, 0x3a, 0x96, 0xcd, 0x21, 0x51, 0x9e, 0xbd, 0x7a, 0x02, 0x64, 0x4a,
+];
+const INITIAL_SALT_DRAFT_23: [u8; 20] = [
+    0xc3, 0xee, 0xf7, 0x12, 0xc7, 0x2e, 0xbb, 0x5a, 0x11, 0xa7, 0xd2, 0x43, 0x2b, 0xb4, 0x63, 0x65, 0xbe, 0xf9, 0xf5, 0x02,
+];
+const INITIAL_SALT_DRAFT_29: [u8; 20] = [
+    0xaf, 0xbf, 0xec, 0x28, 0x99, 0x93, 0xd2, 0x4c, 0x9e, 0x97, 0x86, 0xf1, 0x9c, 0x61, 0x11, 0xe0, 0x43, 0x90, 0xa8, 0x99,
+];
+
+/// The key schedule of a QUIC version: its Initial salt, the prefix of the "key" / "iv" / "hp" labels and the key
+/// update label. The twin of `quicack.pcap.versions` (tests/test_pcap_versions.py compares every number of that
+/// table): the drafts up to -34 (before -22 as tshark 4.0 tries them) and mvfst's draft-based numbers as tshark 4.0
+/// reads them, version 1, version 2 and its provisional number; None for any other version (not decrypted).
+#[derive(Clone, Copy)]
+struct Schedule {
+    salt: &'static [u8; 20],
+    prefix: &'static [u8],
+    key_update: &'static [u8],
+}
+
+fn schedule(version: u32) -> Option<Schedule> {
+    let draft = |number: u32, salt| {
+        let key_update: &'static [u8] = if number <= 23 { b"traffic upd" } else { b"quic ku" };
+        Some(Schedule { salt, prefix: b"quic ", key_update })
+    };
+    match version {
+        VERSION_1 => Some(Schedule { salt: &INITIAL_SALT_V1, prefix: b"quic ", key_update: b"quic ku" }),
+        VERSION_2 => Some(Schedule { salt: &INITIAL_SALT_V2, prefix: b"quicv2 ", key_update: b"quicv2 ku" }),
+        VERSION_2_PROVISIONAL => {
+            Some(Schedule { salt: &INITIAL_SALT_V2_PROVISIONAL, prefix: b"quicv2 ", key_update: b"quicv2 ku" })
+        }
+        0xFACE_B001 => draft(22, &INITIAL_SALT_DRAFT_22),
+        0xFACE_B002 | 0xFACE_B00E => draft(27, &INITIAL_SALT_DRAFT_23),
+        // before draft-22: tried with draft-22's keys, as tshark 4.0 does (versions.QuicVersion.tentative)
+        0xFF00_0000..=0xFF00_0022 => {
+            let number = version & 0xFF;
+            let salt = match number {
+                0..=22 => &INITIAL_SALT_DRAFT_22,
+                23..=28 => &INITIAL_SALT_DRAFT_23,
+                29..=32 => &INITIAL_SALT_DRAFT_29,
+                _ => &INITIAL_SALT_V1,
+            };
+            draft(number, salt)
+        }
+        _ => None,
+    }
+}
+
+fn unknown_version(version: u32) -> PyErr {
+    PyValueError::new_err(format!("QUIC version 0x{version:08x}: no key schedule known"))
+}
 const AES_128_GCM_SHA256: u16 = 0x1301;
 const AES_256_GCM_SHA384: u16 = 0x1302;
 const CHACHA20_POLY1305_SHA256: u16 = 0x1303;
@@ -140,7 +196,7 @@ impl Protection {
             CHACHA20_POLY1305_SHA256 => (false, 32, true),
             _ => return Err(format!("unknown TLS cipher suite 0x{cipher_suite:04x}")),
         };
-        let prefix: &[u8] = if version == VERSION_2 { b"quicv2 " } else { b"quic " };
+        let prefix = schedule(version).ok_or_else(|| format!("QUIC version 0x{version:08x}: no key schedule known"))?.prefix;
         let label = |name: &[u8]| [prefix, name].concat();
         let hkdf = KeyedHmac::new(sha384, secret);
         let key = hkdf.expand_label(&label(b"key"), key_bytes);
@@ -169,7 +225,8 @@ impl Protection {
 
     fn next_phase(&self) -> Protection {
         let sha384 = self.cipher_suite == AES_256_GCM_SHA384;
-        let label: &[u8] = if self.version == VERSION_2 { b"quicv2 ku" } else { b"quic ku" };
+        // "traffic upd" up to draft-23; a Protection exists only for a version with a schedule
+        let label = schedule(self.version).expect("made from a version with a schedule").key_update;
         let secret = KeyedHmac::new(sha384, &self.secret).expand_label(label, self.secret.len());
         Protection::from_secret(self.cipher_suite, &secret, self.version).expect("known suite").0
     }
@@ -336,7 +393,8 @@ impl PacketKeys {
 
 #[pymethods]
 impl PacketKeys {
-    /// Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels); ValueError on an unknown suite.
+    /// Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels; the version's, `schedule`); ValueError on
+    /// an unknown suite or a version without a key schedule.
     #[staticmethod]
     fn from_secret(cipher_suite: u16, secret: &[u8], version: u32) -> PyResult<PacketKeys> {
         let (current, mask) = Protection::from_secret(cipher_suite, secret, version).map_err(PyValueError::new_err)?;
@@ -344,23 +402,36 @@ impl PacketKeys {
     }
 
     /// The Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001
-    /// §5.2, RFC 9369 §3.3.1), as `quic.initial_keys`: any version but 2 takes version 1's salt and labels.
+    /// §5.2, RFC 9369 §3.3.1) with the version's salt, as `quic.initial_keys`; ValueError for a version without one.
     #[staticmethod]
-    fn initial(dcid: &[u8], version: u32) -> (PacketKeys, PacketKeys) {
-        let version = if version == VERSION_2 { VERSION_2 } else { VERSION_1 };
-        let salt: &[u8] = if version == VERSION_2 { &INITIAL_SALT_V2 } else { &INITIAL_SALT_V1 };
+    fn initial(dcid: &[u8], version: u32) -> PyResult<(PacketKeys, PacketKeys)> {
+        let salt = schedule(version).ok_or_else(|| unknown_version(version))?.salt;
         let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
         let hkdf = KeyedHmac::new(false, &initial_secret);
         let keys = |label: &[u8]| {
             let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
-                .expect("a known suite");
+                .expect("a known suite and version");
             PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
         };
-        (keys(b"client in"), keys(b"server in"))
+        Ok((keys(b"client in"), keys(b"server in")))
+    }
+
+    /// The key schedule this core knows for `version`: (Initial salt, label prefix, key update label), or None.
+    /// For the test that it is the same as `quicack.pcap.versions`' (the one table of versions).
+    #[staticmethod]
+    fn schedule(py: Python<'_>, version: u32) -> Option<(Py<PyBytes>, Py<PyBytes>, Py<PyBytes>)> {
+        schedule(version).map(|s| {
+            (
+                PyBytes::new_bound(py, s.salt).unbind(),
+                PyBytes::new_bound(py, s.prefix).unbind(),
+                PyBytes::new_bound(py, s.key_update).unbind(),
+            )
+        })
     }
 
     /// As `quic.PacketKeys.decrypt`: raises ValueError when the packet does not decrypt.
     #[pyo3(signature = (data, start, pn_offset, packet_end, expected_pn, short))]
+    #[allow(clippy::too_many_arguments)]
     fn decrypt(
         &mut self,
         py: Python<'_>,
@@ -382,3 +453,7 @@ impl PacketKeys {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tests/keys.rs"]
+pub mod tests;

@@ -6,13 +6,29 @@
 //! (a JSON-SEQ / NDJSON qlog reader that normalizes the common events by itself, twin of `quicack.qlog.reader`). Each has a pure-Python twin in `quicack.pcap` that writes
 //! the same rows; `quicack.pcap.decode` picks this one when it is installed.
 
+// pyo3 0.22's #[pymethods] expansion converts each PyResult's error into PyErr again, which clippy (1.8x and
+// later) reports at every method returning PyResult; the code written here has no such conversion.
+#![allow(clippy::useless_conversion)]
+
 mod arrow;
 mod engine;
-mod json;
+mod frame_types;
+#[doc(hidden)]
+pub mod json; // public for benches/json_parse.rs
 mod keys;
+mod link;
 mod qlog;
 mod rows;
 mod tls;
+
+#[cfg(test)]
+mod tests_support {
+    /// Bytes from hex digits (whitespace between them ignored).
+    pub fn hex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+        digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap()).collect()
+    }
+}
 
 use pyo3::prelude::*;
 
@@ -53,6 +69,14 @@ impl PacketNumbers {
     }
 }
 
+/// This build: "<version>+<16 hex digits of a hash of the sources it was built from>" (build_identity.rs).
+/// `quicack.compiled_core` compares it with the checkout's sources; the workflow re-runs the jobs that use the core
+/// when it changes.
+#[pyfunction]
+fn build_identity() -> &'static str {
+    env!("QUICACK_CORE_BUILD_IDENTITY")
+}
+
 #[pymodule]
 fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<keys::PacketKeys>()?;
@@ -65,5 +89,9 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tls::CryptoStream>()?;
     module.add_class::<tls::HandshakeFacts>()?;
     module.add_class::<tls::TransportParameters>()?;
+    // The frame-type table compiled in (from src/quicack/frame_types.csv): [(name, wire types, qlog names)]
+    module.add("FRAME_TYPES", frame_types::FRAME_TYPES.iter().map(|(n, w, q)| (*n, w.to_vec(), q.to_vec())).collect::<Vec<_>>())?;
+    module.add_function(wrap_pyfunction!(build_identity, module)?)?;
+    module.add("__build_identity__", build_identity())?;
     Ok(())
 }

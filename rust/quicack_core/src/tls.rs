@@ -90,18 +90,37 @@ fn parse_transport_parameters(data: &[u8]) -> Result<TransportParameters, Malfor
         let length = usize::try_from(length).unwrap_or(usize::MAX).min(data.len());
         let value = slice(data, next, next.saturating_add(length));
         position = next + length;
-        if value.is_empty() {
-            continue;
-        }
-        if parameter_id == TP_ACK_DELAY_EXPONENT {
-            parameters.ack_delay_exponent = varint(value, 0)?.0;
-        } else if parameter_id == TP_MAX_ACK_DELAY {
-            parameters.max_ack_delay_ms = varint(value, 0)?.0 as f64;
-        } else if TP_MIN_ACK_DELAY.contains(&parameter_id) {
-            parameters.min_ack_delay_us = Some(varint(value, 0)?.0);
-        }
+        take_parameter(&mut parameters, parameter_id, value)?;
     }
     Ok(parameters)
+}
+
+/// `tls.parse_legacy_transport_parameters`: QUIC drafts up to -26 (a 16-bit list length, 16-bit ids and lengths).
+fn parse_legacy_transport_parameters(data: &[u8]) -> Result<TransportParameters, Malformed> {
+    let mut parameters = TransportParameters { ack_delay_exponent: 3, max_ack_delay_ms: 25.0, min_ack_delay_us: None };
+    let end = data.len().min(2 + big_endian(slice(data, 0, 2)) as usize);
+    let mut position = 2;
+    while position + 4 <= end {
+        let parameter_id = big_endian(&data[position..position + 2]);
+        let length = big_endian(&data[position + 2..position + 4]) as usize;
+        take_parameter(&mut parameters, parameter_id, slice(data, position + 4, position + 4 + length))?;
+        position += 4 + length;
+    }
+    Ok(parameters)
+}
+
+fn take_parameter(parameters: &mut TransportParameters, parameter_id: u64, value: &[u8]) -> Result<(), Malformed> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    if parameter_id == TP_ACK_DELAY_EXPONENT {
+        parameters.ack_delay_exponent = varint(value, 0)?.0;
+    } else if parameter_id == TP_MAX_ACK_DELAY {
+        parameters.max_ack_delay_ms = varint(value, 0)?.0 as f64;
+    } else if TP_MIN_ACK_DELAY.contains(&parameter_id) {
+        parameters.min_ack_delay_us = Some(varint(value, 0)?.0);
+    }
+    Ok(())
 }
 
 /// What the decoder learns from one CRYPTO stream (`tls.HandshakeFacts`).
@@ -116,7 +135,7 @@ pub struct HandshakeFacts {
 }
 
 impl HandshakeFacts {
-    fn parse_extensions(&mut self, py: Python<'_>, body: &[u8], position: usize) -> Result<(), Malformed> {
+    fn parse_extensions(&mut self, py: Python<'_>, body: &[u8], position: usize, legacy: bool) -> Result<(), Malformed> {
         if position + 2 > body.len() {
             return Ok(());
         }
@@ -126,7 +145,9 @@ impl HandshakeFacts {
             let extension_type = big_endian(slice(body, position, position + 2));
             let length = big_endian(slice(body, position + 2, position + 4)) as usize;
             if EXTENSION_QUIC_TRANSPORT_PARAMETERS.contains(&extension_type) {
-                let parameters = parse_transport_parameters(slice(body, position + 4, position + 4 + length))?;
+                let value = slice(body, position + 4, position + 4 + length);
+                let parameters =
+                    if legacy { parse_legacy_transport_parameters(value)? } else { parse_transport_parameters(value)? };
                 self.transport_parameters = Some(Py::new(py, parameters).expect("a new frozen object"));
             }
             position += 4 + length;
@@ -134,7 +155,7 @@ impl HandshakeFacts {
         Ok(())
     }
 
-    fn parse_message(&mut self, py: Python<'_>, message_type: u8, body: &[u8]) -> Result<(), Malformed> {
+    fn parse_message(&mut self, py: Python<'_>, message_type: u8, body: &[u8], legacy: bool) -> Result<(), Malformed> {
         match message_type {
             CLIENT_HELLO => {
                 self.client_random = Some(PyBytes::new_bound(py, slice(body, 2, 34)).unbind());
@@ -142,15 +163,15 @@ impl HandshakeFacts {
                 position += 1 + byte_at(body, position)?; // legacy session id
                 position += 2 + big_endian(slice(body, position, position + 2)) as usize; // cipher suites
                 position += 1 + byte_at(body, position)?; // compression methods
-                self.parse_extensions(py, body, position)
+                self.parse_extensions(py, body, position, legacy)
             }
             SERVER_HELLO => {
                 let mut position = 34;
                 position += 1 + byte_at(body, position)?;
                 self.cipher_suite = Some(big_endian(slice(body, position, position + 2)));
-                self.parse_extensions(py, body, position + 3)
+                self.parse_extensions(py, body, position + 3, legacy)
             }
-            ENCRYPTED_EXTENSIONS => self.parse_extensions(py, body, 0),
+            ENCRYPTED_EXTENSIONS => self.parse_extensions(py, body, 0, legacy),
             _ => Ok(()),
         }
     }
@@ -168,6 +189,9 @@ pub struct CryptoStream {
     starts: Vec<(u64, u8)>,
     #[pyo3(get)]
     broken: bool,
+    /// QUIC drafts up to -26 encode transport parameters with 16-bit ids and lengths (`tls.CryptoStream`'s twin)
+    #[pyo3(get)]
+    legacy_transport_parameters: bool,
 }
 
 impl CryptoStream {
@@ -192,7 +216,8 @@ impl CryptoStream {
             }
             if matches!(message_type, CLIENT_HELLO | SERVER_HELLO | ENCRYPTED_EXTENSIONS) {
                 // A malformed hello leaves the facts unknown (as far as it got); decryption then reports it.
-                let _ = self.facts.borrow_mut(py).parse_message(py, message_type, &rest[4..4 + length]);
+                let legacy = self.legacy_transport_parameters;
+                let _ = self.facts.borrow_mut(py).parse_message(py, message_type, &rest[4..4 + length], legacy);
             }
             consumed += 4 + length;
             self.message_start += (4 + length) as u64;
@@ -226,7 +251,8 @@ impl CryptoStream {
 #[pymethods]
 impl CryptoStream {
     #[new]
-    fn new(py: Python<'_>) -> PyResult<Self> {
+    #[pyo3(signature = (legacy_transport_parameters=false))]
+    fn new(py: Python<'_>, legacy_transport_parameters: bool) -> PyResult<Self> {
         let facts = Py::new(py, HandshakeFacts { client_random: None, cipher_suite: None, transport_parameters: None })?;
         Ok(CryptoStream {
             facts,
@@ -236,6 +262,7 @@ impl CryptoStream {
             pending: BTreeMap::new(),
             starts: Vec::new(),
             broken: false,
+            legacy_transport_parameters,
         })
     }
 

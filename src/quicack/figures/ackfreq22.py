@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
@@ -201,12 +202,13 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars: below them is the footnote
     note = (
         "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. The paper "
-        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here 10 MB downloads over the emulated "
-        "ackfreq22 and rethink paths without loss (so that the handshake's padded datagrams are a small part of the return "
-        "path, as in long video sessions), by the aioquic client with a set ACK policy, the quinn client asked for AR 2 / 10 "
-        "by the quinn server's ACK_FREQUENCY frames (hq-interop) and ngtcp2 with --ack-thresh, each from a native sender "
-        "(run.json), and by other clients with their own default policy where the dataset has them (downloads of at least "
-        "1 MB with a client-side capture)."
+        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of at least 10 MB over the "
+        "emulated ackfreq22 and rethink paths without loss (so that the handshake's padded datagrams are a small part of the "
+        "return path, as in long video sessions). Where the dataset has them, 'chromium (default)' and 'firefox (default)' "
+        "are the browsers themselves (Debian's Chromium and Firefox ESR, whose QUIC is neqo; quicack.testbed.browsers) with "
+        "their own ACK policies; beside them the quinn client asked for AR 2 / 10 by the quinn server's ACK_FREQUENCY frames "
+        "(hq-interop) and ngtcp2 with --ack-thresh, each from a native sender (run.json), and other clients with their own "
+        "default policy (downloads of at least 1 MB with a client-side capture)."
     )
     return Rendered(fig, runs=selected, note=note)
 
@@ -228,9 +230,10 @@ def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, dat
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     positions = list(range(len(policies)))
     ax.bar(positions, summary["eq3_percent"].to_list(), width=0.6, color="lightsteelblue", label="Eq. (3), median estimate")
-    boxes = [per_run.filter(pl.col("policy") == p)["client_percent"].drop_nulls().to_list() for p in policies]
-    ax.boxplot(boxes, positions=positions, widths=0.3, showfliers=True)
+    sns.boxplot(per_run.select("policy", "client_percent").drop_nulls().to_pandas(), x="policy", y="client_percent",
+                order=policies, width=0.3, fill=False, color="black", linewidth=0.8, fliersize=3, ax=ax)  # fmt: skip
     ax.set_xticks(positions, policies, rotation=20, fontsize=7)
+    ax.set_xlabel("")
     ax.set_ylabel("client bytes, % of server bytes")
     ax.legend(fontsize=7)
     worst = summary["eq3_difference_pp"].abs().max()
@@ -333,9 +336,13 @@ def ackfreq22_fig06_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
         part = drawn.filter(pl.col("lossy") == lossy)
         ratios = [r for r in ACKFREQ22_ACK_RATIOS if not part.filter(pl.col("ack_ratio") == r).is_empty()]
         if ratios:
-            ax.boxplot([part.filter(pl.col("ack_ratio") == r)["download_s"].to_list() for r in ratios], tick_labels=[f"AR {r}" for r in ratios])
+            boxes = part.filter(pl.col("ack_ratio").is_in(ratios)).select(pl.format("AR {}", "ack_ratio").alias("ratio"), "download_s")
+            sns.boxplot(boxes.to_pandas(), x="ratio", y="download_s", order=[f"AR {r}" for r in ratios], width=0.5,
+                        fill=False, color="black", linewidth=0.8, fliersize=3, ax=ax)  # fmt: skip
+        ax.set_xlabel("")
         ax.set_title(f"satellite, {LOSS_LABELS[lossy]}" + (" (D)" if lossy else ""), fontsize=8)
         ax.set_ylabel("time to download 1 MB (s)")
+    fig.tight_layout()  # the right panel's axis label clear of the left panel
     note = "Download time as in Table 4; 1 % loss with the default reordering policy D (an ACK at once on reordering). " + STAND_INS
     return Rendered(fig, runs=selected, note=note)
 

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # figures are files; never open a window (CI has no display)
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+import seaborn as sns  # noqa: E402
 
 from quicack.provenance import DatasetDescription  # noqa: E402
 from quicack.rendered import Rendered, run_accounting  # noqa: E402
@@ -22,6 +23,8 @@ __all__ = ["Rendered", "run_accounting", "save", "setup_style"]
 
 # At 6 pt, an average character is about 3 pt wide: 24 per inch, a little less to be safe.
 FOOTNOTE_CHARS_PER_INCH = 22
+# The footnote starts this far below the lowest thing drawn (tick labels, axis labels, legends), whatever that is.
+FOOTNOTE_GAP_IN = 0.06
 
 # Fixed so that two renders of the same data give the same PNG/PDF bytes.
 _SAVE_METADATA = {
@@ -32,6 +35,9 @@ _SAVE_METADATA = {
 
 
 def setup_style() -> None:
+    """The one style of every figure: seaborn's (its statistical plots — ECDFs, boxes — draw most figures) on
+    matplotlib's tab10 colours, which figures also name directly ("tab:blue")."""
+    sns.set_theme(context="paper", style="whitegrid", palette="tab10", font_scale=0.95)
     plt.rcParams.update(
         {
             "figure.dpi": 100,
@@ -96,17 +102,34 @@ def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
 def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
     fig = plt.figure(figsize=(6.0, 1.6))
     text = textwrap.fill(f"{artefact_id} not drawn: the dataset has {missing}.", width=90)
-    fig.text(0.5, 0.55, text, ha="center", va="center", fontsize=8)
+    fig.text(0.5, 0.55, text, ha="center", va="center", fontsize=8, parse_math=False)
     return fig
+
+
+# Text that comes from the dataset (its description's title, source, name; folder names) is written into each
+# format as text, never as markup of that format: a '$...$' in a title is not mathtext in a figure, a line break
+# followed by '\input{...}' is not a LaTeX command in a .tex table, nor a new line of a Markdown table's note.
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks of any kind included) as one space."""
+    return " ".join(text.split())
+
+
+def tex_comment(text: str) -> str:
+    """``text`` as one LaTeX comment line: nothing in a comment is read by TeX up to the end of its line, and the
+    text has no line end of its own left."""
+    return f"% {one_line(text)}\n"
 
 
 def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
     figures_dir.mkdir(parents=True, exist_ok=True)
     # Wrapped to the figure's width, under the axes: the footnote must never widen a
     # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
-    width_in = fig.get_size_inches()[0]
-    wrapped = textwrap.fill(footnote, width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
-    fig.text(0.01, 0.0, wrapped, fontsize=6, color="dimgray", ha="left", va="top")
+    width_in, height_in = fig.get_size_inches()
+    wrapped = textwrap.fill(one_line(footnote), width=max(40, int(width_in * FOOTNOTE_CHARS_PER_INCH)))
+    fig.text(0.01, _footnote_top(fig) / height_in, wrapped, fontsize=6, color="dimgray", ha="left", va="top",
+             parse_math=False)
     paths = []
     for fmt in formats:
         path = figures_dir / f"{figure_id}.{fmt}"
@@ -116,24 +139,37 @@ def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Se
     return paths
 
 
+def _footnote_top(fig: plt.Figure) -> float:
+    """Where the footnote's first line starts, in inches above the figure's lower edge: below everything drawn, so that
+    no rotated tick label, axis label or legend under the axes runs into it (they may reach below the edge)."""
+    bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0
+    return min(bottom, 0.0) - FOOTNOTE_GAP_IN
+
+
 def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:
-    """A table as CSV, Markdown and LaTeX, each with the footnote."""
+    """A table as CSV, Markdown and LaTeX, each with the footnote. The LaTeX cells and column names are escaped
+    (a run's folder name or a claim's explanation is text, and '_' or '%' in it would break the table)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv_path = tables_dir / f"{table_id}.csv"
     frame.write_csv(csv_path)
     pandas_frame = frame.to_pandas()
     md_path = tables_dir / f"{table_id}.md"
-    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{footnote}\n")
+    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{one_line(footnote)}\n")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False) + f"% {footnote}\n")
+    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote))
     return [csv_path, md_path, tex_path]
 
 
-def rendering_summary(status_files: Sequence[Path]) -> tuple[str, int]:
+def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | None = None) -> tuple[str, int]:
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
-    why; and how many could not."""
+    why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
+    (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
     statuses = sorted((json.loads(Path(f).read_text()) for f in status_files), key=lambda s: s["artefact"])
     missing = [s for s in statuses if not s["rendered"]]
-    lines = ["quicack rendering summary", "", f"  artefacts: {len(statuses)} ({len(statuses) - len(missing)} drawn, {len(missing)} not drawn)"]
+    failed = dict(sorted((failed or {}).items()))
+    total = len(statuses) + len(failed)
+    counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
+    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")")]
     lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    return "\n".join(lines) + "\n", len(missing)
+    lines += [f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    return "\n".join(lines) + "\n", len(missing) + len(failed)

@@ -10,7 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 from quicack.figures.common import Rendered, setup_style
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
-from quicack.metrics.selection import configuration_runs, representative_run, require_runs
+from quicack.metrics.selection import MissingData, configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
 from quicack.run_batches import RunRows, per_run_batches, rows_of_runs
 
@@ -329,9 +329,13 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
     lower, each datagram a box split into its QUIC packets (colour = packet type, text = frame
     types); "k/n" under a box when only k of the n runs showed that content."""
     selected = require_runs(runs.filter(pl.col("scenario") == scenario), f"of scenario '{scenario}'")
-    setup_style()
     patterns = coalescence_patterns(runs, packets, frames, scenario)
+    if patterns.is_empty():  # e.g. runs recorded with the client's qlog only (the embedded quiche runs)
+        raise MissingData(f"no ok run of scenario '{scenario}' with a capture of its handshake at the sending side "
+                          f"of the link ({selected.height} runs of it in the dataset, none captured there)")
+    setup_style()
     clients = sorted(patterns["client_impl"].unique().to_list())
+    uncaptured = sorted(set(selected.filter(pl.col("status") == "ok")["client_impl"].drop_nulls()) - set(clients))
     modes = [m for m in ("iack", "wfc") if m in patterns["mode"].unique().to_list()]
     width, gap = 1.0, 0.18
     most = max(patterns.group_by("client_impl", "mode", "direction").agg(pl.col("datagram_index").max())["datagram_index"].max(), 1)
@@ -376,7 +380,8 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
-    return Rendered(fig, selected, note=f"Scenario '{scenario}'.")
+    not_drawn = f" Not drawn (no capture of their handshake): {', '.join(uncaptured)}." if uncaptured else ""
+    return Rendered(fig, selected, note=f"Scenario '{scenario}'.{not_drawn}")
 
 
 def _captured_at_both_ends(packets: pl.DataFrame) -> pl.DataFrame:

@@ -1,5 +1,5 @@
 """imc24's Internet-scan artefacts (§4.3, Appendices D and G): Fig. 8, 9, 10, 14, 15 and Tables 1 and 5, drawn from
-``scan_connections`` (any scan in the authors' layout) with the quantities of ``quicack.metrics.scan``. On an
+``scan_connections`` (any scan in the authors' layout) with the quantities of ``quicack.metrics.scan_quantities``. On an
 emulated scan (``scan_truth`` not empty) each artefact also shows what the emulation configured."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import Rendered, setup_style
-from quicack.metrics import scan as metric
-from quicack.reference import REFERENCE_DIR, paper_table
+from quicack.metrics import scan_quantities as metric
+from quicack.reference import cdn_asn, cdn_names, paper_table
 
 # The paper's Fig. 8: Sao Paulo, the first scan day, without the CDNs that send no instant ACK.
 FIG08_VANTAGE_POINT = "Sao Paulo"
 FIG08_LEFT_OUT = ("Fastly", "Meta", "Microsoft")
-CDN_ORDER = ("Akamai", "Amazon", "Cloudflare", "Fastly", "Google", "Meta", "Microsoft", "Others")
 # Where the log axis of the CDFs starts: a coalesced ACK+ServerHello (0 ms) is drawn at this delay.
 CDF_FLOOR_MS = 1e-3
 LINE_COLORS = {"ACK": "tab:orange", "SH": "#f5b36b", "ACK,SH": "tab:blue"}
@@ -25,7 +25,8 @@ NO_SCAN = "no scan (config scan_dir)"
 
 def _cdns(frame: pl.DataFrame) -> list[str]:
     present = set(frame["cdn"].drop_nulls().to_list())
-    return [c for c in CDN_ORDER if c in present] + sorted(present - set(CDN_ORDER))
+    order = cdn_names()
+    return [c for c in order if c in present] + sorted(present - set(order))
 
 
 def _scan_note(scan: pl.DataFrame, what: str) -> str:
@@ -41,9 +42,8 @@ def _missing(scan: pl.DataFrame, needed: str) -> str:
     return needed
 
 
-def _cdf(ax: plt.Axes, values: np.ndarray, label: str, **style) -> None:
-    ordered = np.sort(np.maximum(values, CDF_FLOOR_MS))
-    ax.step(ordered, np.arange(1, len(ordered) + 1) / len(ordered), where="post", label=label, **style)
+def _cdf(ax: plt.Axes, values: np.ndarray, label: str) -> None:
+    sns.ecdfplot(x=np.maximum(values, CDF_FLOOR_MS), ax=ax, label=label)
 
 
 def _configured_label(scan: pl.DataFrame, truth: pl.DataFrame) -> dict[str, str]:
@@ -136,21 +136,23 @@ def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
     panels = [("coalesced", "(a) coalesced ACK and ServerHello"), ("iack", "(b) instant ACK")]
     cdns = _cdns(rows)
     fig, axes = plt.subplots(1, 2, figsize=(9, 0.45 * len(cdns) + 1.4), sharey=True)
+    # One long frame per panel: ours (filled boxes) and the authors' quantity (hollow) per CDN.
+    long = pl.concat(
+        [rows.select("first_datagram_class", "cdn", pl.col(column).alias("ms"), pl.lit(label).alias("quantity"))
+         for column, label in (("authors_gap_minus_ack_delay_ms", "authors"), ("rtt_minus_ack_delay_ms", "ours"))]
+    ).drop_nulls("ms")  # fmt: skip
     for ax, (kind, title) in zip(axes, panels, strict=True):
-        part = rows.filter(pl.col("first_datagram_class") == kind)
-        for position, cdn in enumerate(cdns):
-            ours = part.filter(pl.col("cdn") == cdn)["rtt_minus_ack_delay_ms"].drop_nulls().to_numpy()
-            authors = part.filter(pl.col("cdn") == cdn)["authors_gap_minus_ack_delay_ms"].drop_nulls().to_numpy()
-            if len(ours):
-                ax.boxplot([ours], positions=[position + 0.18], orientation="horizontal", widths=0.3, patch_artist=True,
-                           boxprops={"facecolor": "tab:blue", "alpha": 0.6}, flierprops={"markersize": 2})
-            if len(authors):
-                ax.boxplot([authors], positions=[position - 0.18], orientation="horizontal", widths=0.3, flierprops={"markersize": 2})
+        part = long.filter(pl.col("first_datagram_class") == kind)
+        if not part.is_empty():
+            sns.boxplot(part.to_pandas(), x="ms", y="cdn", hue="quantity", order=cdns, hue_order=["authors", "ours"],
+                        orient="h", palette={"authors": "white", "ours": "tab:blue"}, width=0.7, linecolor="black",
+                        linewidth=0.8, fliersize=2, legend=False, ax=ax)  # fmt: skip
         ax.axvline(0, color="black", linewidth=0.6)
         ax.set_title(title, fontsize=9)
         ax.set_yticks(range(len(cdns)), cdns)
+        ax.set_ylabel("")
+        ax.set_ylim(len(cdns) - 0.5, -0.5)
         ax.set_xlabel("RTT − ACK Delay [ms]  (filled: ours; hollow: authors' ACK→SH − ACK Delay)", fontsize=7)
-    axes[0].invert_yaxis()
     fig.tight_layout()
     note = (
         _scan_note(metric.toplist(scan), "Top-list measurements")
@@ -237,6 +239,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         return Rendered(None, missing=_missing(scan, "no top-list measurement"))
     ours = metric.iack_deployment(scan)
     authors = metric.iack_deployment(scan, "authors").select("cdn", authors_iack_share_percent="iack_share_percent")
+    order = cdn_names()
     paper = paper_table("imc24", "tab01").with_columns(pl.col("paper_domains", "paper_iack_share_percent", "paper_variation_percent").cast(pl.Float64))
     table = (
         paper.join(ours, on="cdn", how="full", coalesce=True)
@@ -247,7 +250,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
             "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent",
             "measurements", "connections", "paper_domains", "paper_iack_share_percent", "paper_variation_percent",
         )
-        .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(CDN_ORDER)}, default=len(CDN_ORDER)), "cdn")
+        .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(order)}, default=len(order)), "cdn")
     )  # fmt: skip
     note = (
         _scan_note(metric.toplist(scan), "Top-list measurements")
@@ -262,7 +265,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
 def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
     """imc24 Table 5: the CDN → origin AS mapping used to name CDNs (data/reference/cdn_asn.csv), with the
     connections of this scan per AS."""
-    mapping = pl.read_csv(REFERENCE_DIR / "cdn_asn.csv", schema_overrides={"asn": pl.Int64})
+    mapping = cdn_asn()
     seen = (
         scan.drop_nulls("origin_asn").group_by("origin_asn").agg(connections=pl.len(), domains=pl.col("sni").n_unique())
         if not scan.is_empty()

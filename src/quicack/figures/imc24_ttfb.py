@@ -1,8 +1,8 @@
 """imc24 TTFB figures (Fig. 5, 6, 7 at one RTT; Fig. 12, 13 over RTTs) and the numbers behind them.
 
 TTFB is the client-side capture's time of the first response-body byte (``ttfb_capture_ms``): it
-exists for every client, also for quinn, whose qlog has no frames. Only the aioquic server's
-IACK/WFC runs count (any server with that knob); the scenario, RTTs and clients come from the data.
+exists for every client, also for quinn, whose qlog has no frames. Only IACK/WFC runs count (the testbed's
+imc24 server, or any server with that knob); the scenario, RTTs and clients come from the data.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.metrics.selection import require_runs, scenario_runs
@@ -71,9 +72,9 @@ def _offsets(count: int, width: float) -> np.ndarray:
 
 
 def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool) -> None:
-    """Per client: IACK and WFC side by side, each a box over the ok repetitions, the runs as
-    points and the median as a black bar; optionally the IACK−WFC median difference above, with
-    how far its 95 % bootstrap interval over the runs reaches."""
+    """Per client: IACK and WFC side by side, each a box over the ok repetitions (seaborn), the runs as
+    points and the median as a black bar; optionally the IACK−WFC median difference above, with how
+    far its 95 % bootstrap interval over the runs reaches."""
     ok = runs.filter((pl.col("status") == "ok") & pl.col(TTFB).is_not_null())
     intervals = mode_difference_interval(runs, TTFB, ["client_impl"])
     reach = dict(
@@ -81,21 +82,21 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
             "client_impl", interval_reach("wfc_minus_iack", "wfc_minus_iack_low", "wfc_minus_iack_high")
         ).iter_rows()
     )
+    drawn = ok.filter(pl.col("client_impl").is_in(list(clients))).select("client_impl", "mode", TTFB)
+    if not drawn.is_empty():
+        sns.boxplot(drawn.to_pandas(), x="client_impl", y=TTFB, hue="mode", order=list(clients), hue_order=list(MODES),
+                    dodge=True, palette=MODE_COLOR, legend=False, width=0.8, gap=0.2, fill=False, showfliers=False,
+                    linewidth=1.0, medianprops={"color": "black", "linewidth": 1.5}, ax=ax)  # fmt: skip
     half = 0.2
     for position, client in enumerate(clients):
         medians = {}
         for shift, mode in zip((-half, half), MODES, strict=True):
-            values = np.sort(ok.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy())
+            values = np.sort(drawn.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy())
             x = position + shift
             if values.size == 0:
                 ax.text(x, 0.02, "no run", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=5, rotation=90, color="gray")
                 continue
-            ax.boxplot(
-                values, positions=[x], widths=0.32, showfliers=False, manage_ticks=False, patch_artist=True,
-                boxprops={"facecolor": MODE_COLOR[mode], "alpha": 0.25, "edgecolor": MODE_COLOR[mode]},
-                whiskerprops={"color": MODE_COLOR[mode]}, capprops={"color": MODE_COLOR[mode]},
-                medianprops={"color": "black", "linewidth": 1.5},
-            )
+            # The runs themselves, evenly spread across the box (deterministic, unlike a random jitter).
             ax.scatter(x + _offsets(values.size, 0.18), values, s=10, color=MODE_COLOR[mode], marker=MODE_MARKER[mode], zorder=3, linewidths=0)
             medians[mode] = float(np.median(values))
         if annotate and len(medians) == 2:
@@ -107,6 +108,8 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
             )
     ax.set_xticks(range(len(clients)), clients, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(clients) - 0.4)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
     ax.grid(axis="x", visible=False)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import polars as pl
+import seaborn as sns
 
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.cwnd import cwnd_of_runs
@@ -25,6 +26,8 @@ from quicack.metrics.return_path import (
     return_packet_sizes,
 )
 from quicack.metrics.selection import (
+    BROWSER_RECEIVERS,
+    BROWSERS_NOTE,
     RETHINK_FILE_BYTES,
     RETHINK_LOSS_PROFILE,
     RETHINK_PROFILE,
@@ -43,7 +46,7 @@ STAND_INS = (
     "(--ack-thresh; its own delay, 25 ms on this path) from quiche's unpaced NewReno (quicly's sender); with 1 % loss also "
     "the aioquic client with quicack's ACK policy where a run says so (run.json). TCP is Linux TCP (AR 1:2 = the kernel's "
     "defaults, which on this path acknowledge nearly every segment; 1:10 = those ACKs thinned 1:5 in the emulated "
-    "router, which the paper only projected)."
+    "router, which the paper only projected). " + BROWSERS_NOTE
 )
 # Return packets above this size (path MTU probes, the handshake's padded Initials) leave the size axes readable;
 # the figure says how many there were.
@@ -52,8 +55,8 @@ SIZE_AXIS_MAX_BYTES = 250
 
 def labelled_return_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, return-path IP packet sizes after the first RTT with each run's configuration), no loss."""
-    what = f"{WHERE} at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs), what)
+    what = f"{WHERE} at AR 1:2 or 1:10, or by a browser with its own policy"
+    selected = require_runs(rethink_runs(runs, default_policy_receivers=BROWSER_RECEIVERS), what)
     ok = ok_with_labels(selected)
     sizes = reduced_wire(ok, datagrams, tcp_segments, return_packet_sizes, what)
     return selected, sizes.join(ok.select("run_id", "configuration"), on="run_id")
@@ -65,13 +68,9 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     for (configuration,), group in sizes.sort("configuration").group_by("configuration", maintain_order=True):
-        steps = group.group_by("ip_bytes").agg(pl.col("packets").sum()).sort("ip_bytes")
-        total = int(steps["packets"].sum())
-        share = steps["packets"].cum_sum() / total
-        # one step per distinct size, from 1/n at the smallest: the same line as one point per packet
-        x = [steps["ip_bytes"][0], *steps["ip_bytes"].to_list()]
-        y = [1 / total, *share.to_list()]
-        ax.step(x, y, where="post", label=f"{configuration} (median {counted_median(group, 'ip_bytes'):.0f} B)")
+        # Each row weighs as many packets as it counts: the same ECDF as one point per packet.
+        sns.ecdfplot(group.select("ip_bytes", "packets").to_pandas(), x="ip_bytes", weights="packets", ax=ax,
+                     label=f"{configuration} (median {counted_median(group, 'ip_bytes'):.0f} B)")  # fmt: skip
     beyond = int(sizes.filter(pl.col("ip_bytes") > SIZE_AXIS_MAX_BYTES)["packets"].sum())
     ax.set_xlim(0, SIZE_AXIS_MAX_BYTES)
     ax.set_xlabel("return-path IP packet size (bytes)"

@@ -210,15 +210,18 @@ def peak_rss_mib() -> float:
 
 
 def run_command(reader: str, path: Path, keylog: Path | None, out: Path) -> int:
-    """``quicack pcap`` / ``quicack qlog`` on one file; the number of issue rows it wrote."""
+    """``quicack pcap`` / ``quicack qlog`` on one file; the number of issue rows it wrote. The subcommand's own
+    entry point, as the ``quicack`` command calls it, not the whole command (which registers ``quicack fuzz``)."""
     import polars as pl
 
-    from quicack.cli import main
-
     if reader == "pcap":
-        main(["pcap", str(path), "--out", str(out)] + (["--keylog", str(keylog)] if keylog else []))
+        from quicack.pcap.pcap_command import pcap_command
+
+        pcap_command([str(path), "--out", str(out)] + (["--keylog", str(keylog)] if keylog else []))
     else:
-        main(["qlog", str(path), "--out", str(out)])
+        from quicack.qlog.qlog_command import qlog_command
+
+        qlog_command([str(path), "--out", str(out)])
     # Exit status 1 (nothing readable) is an answer, not a crash.
     return pl.read_parquet(out / "ingest_issues.parquet").height
 

@@ -6,38 +6,30 @@
   run groups, run folders, and where a run keeps its keylogs, qlogs and captures;
 * ``naming`` — what folder names say about a run: quicack's test-case names
   (``<scenario>-<mode>-rtt<rtt>ms-<file>-<app>``) and the imc24 artifact's ``logs_<k=v,...>_<time>`` folders;
-* ``scan`` — the scanner layout of the imc24 authors ``<root>/<vantage_point>/data/<ISO timestamp>/…``
+* ``scan_folders`` — the scanner layout of the imc24 authors ``<root>/<vantage_point>/data/<ISO timestamp>/…``
   (QScanner's CSVs, the capture, targets): measurement folders, their times and files.
 
 Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rules and the testbed all take
 these rules from here, so that the analysis never depends on the recorder.
 """
 
-from importlib import import_module
+from quicack.lazy_names import lazy_names
 
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
-# importing every module (naming, runs, scan: datetime, urllib) cost a small capture's decoding a few ms.
+# importing every module (naming, runs, scan_folders: datetime, urllib) cost a small capture's decoding a few ms.
 _MODULES = {
-    "naming": ("RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
+    "naming": ("PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
                "sender_label", "testcase_name"),
-    "runs": ("RUN_JSON", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key", "is_qlog_name",
-             "keylog_files", "qlog_files", "run_groups"),
-    "scan": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
+    "runs": ("RUN_JSON", "LeftOut", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key",
+             "group_tree", "is_qlog_name", "keylog_files", "leaves_raw", "qlog_files", "raw_entries", "run_groups"),
+    "scan_folders": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
     "vantage": ("CLIENT", "SERVER", "SIM_LEFT", "SIM_RIGHT", "capture_point", "endpoint_from_path"),
 }  # fmt: skip
-_MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
-
-
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _MODULES)
 
 
 __all__ = [
+    "PAPER_STACK_SUFFIX",
     "ack_policy_label",
     "sender_label",
     "CLIENT",
@@ -47,6 +39,7 @@ __all__ = [
     "SERVER",
     "SIM_LEFT",
     "SIM_RIGHT",
+    "LeftOut",
     "RunFolder",
     "RunLocation",
     "capture_files",
@@ -57,12 +50,15 @@ __all__ = [
     "find_measurements",
     "group_from_key",
     "group_key",
+    "group_tree",
     "is_qlog_name",
     "keylog_files",
+    "leaves_raw",
     "parse_imc24_folder_name",
     "parse_measurement_time",
     "parse_run_folder",
     "qlog_files",
+    "raw_entries",
     "run_groups",
     "testcase_name",
 ]

@@ -15,7 +15,9 @@ what git tracks.
     python -m quicack.layout.archive pack data/sample/raw data/sample/raw.tar.xz    # after recording more runs
 
 ``unpack`` leaves a raw folder alone that it did not make (a folder of one's own recordings) and one it made from
-this very archive; a marker file records which archive a folder came from.
+this very archive, whole; a marker file, written last, records which archive a folder came from and every file it
+holds with its size. It unpacks into a staging folder and renames that into place once every file is there: a
+killed unpack is never taken for the dataset, and the next run starts it again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import os
 import shutil
 import sys
 import tarfile
+from glob import escape as glob_escape
 from pathlib import Path, PurePosixPath
 
 GZIP_SUFFIX = ".gz"
@@ -125,34 +128,151 @@ def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PA
     return len(files)
 
 
-def unpack(archive: Path, raw: Path) -> str:
-    """Unpack ``archive`` into ``raw`` unless ``raw`` already holds it or holds runs of its own; what was done."""
+def unpack(archive: Path, raw: Path, owned: bool = False) -> str:
+    """Unpack ``archive`` into ``raw`` unless ``raw`` already holds it whole or holds runs of its own; what was done.
+
+    The files are written into a staging folder beside ``raw`` and checked against the archive's members (every one
+    there, with its size) before the marker, naming the archive and listing every file with its size, is written
+    last and the folder renamed into place: a killed unpack leaves only a staging folder, which the next unpack
+    removes, never a partial ``raw``. ``owned``: ``raw`` is quicack's own (the cache), so a folder there without a
+    valid marker is a partial unpack of an earlier version and is replaced, not kept as someone's runs."""
     wanted = _sha256(archive)
-    marker = raw / MARKER
-    if marker.is_file() and marker.read_text().strip() == wanted:
+    state = unpacked_state(raw, wanted)
+    if state == COMPLETE:
         return f"{raw} holds {archive.name} already"
-    if raw.is_dir() and any(raw.iterdir()) and not marker.is_file():
+    if state == FOREIGN and not owned:
         return f"{raw} has runs not unpacked from {archive.name}: left as it is"
-    count = 0
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_staging(raw)
+    staging = raw.with_name(f".{raw.name}{STAGING}{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = _extract(archive, staging)
+        missing = _missing(staging, manifest)
+        if missing:
+            raise ArchiveError(f"{archive}: {len(missing)} of {len(manifest)} files missing or of the wrong size "
+                               f"after unpacking (first: {missing[0]})")
+        (staging / MARKER).write_text(_marker_text(wanted, manifest))  # last: the folder is complete
+        _swap_in(staging, raw, wanted)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    repaired = "" if state == ABSENT else f" (replacing {'an incomplete' if state != STALE else 'an earlier'} unpack)"
+    return f"unpacked {len(manifest)} files of {archive.name} into {raw}{repaired}"
+
+
+# What a folder is to `unpack`.
+ABSENT, COMPLETE, STALE, INCOMPLETE, FOREIGN = "absent", "complete", "stale", "incomplete", "foreign"
+STAGING = ".unpacking-"  # .<raw name>.unpacking-<pid>: an unpack in progress (or killed) beside the raw folder
+
+
+def unpacked_state(raw: Path, sha256: str | None = None) -> str:
+    """``absent`` (no folder or an empty one), ``complete`` (its marker names the archive ``sha256``, or any archive
+    when None, and every file the marker lists is there with its size), ``stale`` (complete, of another archive),
+    ``incomplete`` (a marker whose files are not all there) or ``foreign`` (files but no marker: runs of one's own,
+    or an unpack killed by a version of quicack that did not stage it)."""
+    if not raw.is_dir() or not any(raw.iterdir()):
+        return ABSENT
+    marker = raw / MARKER
+    if not marker.is_file():
+        return FOREIGN
+    lines = marker.read_text().splitlines()
+    if not lines:
+        return INCOMPLETE
+    # A marker of one line (the archive's sha256) was written by earlier versions after their last file.
+    manifest = dict(_manifest_entry(line) for line in lines[1:] if line.strip())
+    if _missing(raw, manifest):
+        return INCOMPLETE
+    return COMPLETE if sha256 is None or lines[0].strip() == sha256 else STALE
+
+
+def _marker_text(sha256: str, manifest: dict[str, int]) -> str:
+    return sha256 + "\n" + "".join(f"{size}\t{name}\n" for name, size in sorted(manifest.items()))
+
+
+def _manifest_entry(line: str) -> tuple[str, int]:
+    size, _, name = line.partition("\t")
+    return name, int(size)
+
+
+def _missing(raw: Path, manifest: dict[str, int]) -> list[str]:
+    """The files of ``manifest`` (relative path -> size) that are not in ``raw`` with that size."""
+    missing = []
+    for name, size in manifest.items():
+        try:
+            if (raw / name).stat().st_size != size:
+                missing.append(name)
+        except OSError:
+            missing.append(name)
+    return missing
+
+
+def _extract(archive: Path, staging: Path) -> dict[str, int]:
+    """Every member of ``archive`` into ``staging`` (``.gz`` members compressed again); relative path -> size."""
+    manifest: dict[str, int] = {}
     try:
         with _open_parts(archive) as stored, lzma.open(stored, "rb") as xz, \
                 tarfile.open(fileobj=xz, mode="r|") as tar:
             for member in tar:
                 path = PurePosixPath(member.name)
-                if not member.isfile() or path.is_absolute() or ".." in path.parts:
+                if not member.isfile() or path.is_absolute() or ".." in path.parts or path.name == MARKER:
                     raise ArchiveError(f"{archive}: unexpected member {member.name!r}")
                 stream = tar.extractfile(member)
                 data = stream.read() if stream is not None else b""
-                target = raw / path
+                target = staging / path
                 if member.pax_headers.get(GZIPPED_HEADER) == "1":
                     data, target = gzip.compress(data, compresslevel=9, mtime=0), target.with_name(target.name + GZIP_SUFFIX)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-                count += 1
+                manifest[target.relative_to(staging).as_posix()] = len(data)
     except (lzma.LZMAError, tarfile.TarError, EOFError) as error:
-        raise ArchiveError(f"{archive}: damaged archive ({error}); {count} files unpacked before it") from error
-    marker.write_text(wanted + "\n")
-    return f"unpacked {count} files of {archive.name} into {raw}"
+        raise ArchiveError(f"{archive}: damaged archive ({error}); {len(manifest)} files unpacked before it, "
+                           "none kept") from error
+    return manifest
+
+
+def _swap_in(staging: Path, raw: Path, sha256: str) -> None:
+    """Rename the complete ``staging`` folder to ``raw``; what was at ``raw`` (a stale or incomplete unpack) is moved
+    aside first and removed after. Another unpack that got there first with the same archive wins."""
+    try:
+        os.rename(staging, raw)  # an absent or empty raw folder
+        return
+    except OSError:
+        if unpacked_state(raw, sha256) == COMPLETE:  # a concurrent unpack of the same archive finished first
+            return
+    old = raw.with_name(f".{raw.name}.replaced-{os.getpid()}")
+    os.rename(raw, old)
+    os.rename(staging, raw)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove_abandoned_staging(raw: Path) -> None:
+    """Staging folders of unpacks that were killed (their process is gone)."""
+    for folder in raw.parent.glob(f".{glob_escape(raw.name)}{STAGING}*"):
+        pid = folder.name.rpartition("-")[2]
+        if not pid.isdigit() or not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_raw(raw: Path, cache: Path | None = None) -> str | None:
+    """Why ``raw`` cannot be read as an unpacked archive, or None: an incomplete unpack (files its marker lists are
+    missing), or a folder in the cache (default `cache_root`) without a marker (an unpack killed before it
+    finished by a version that did not stage it)."""
+    state = unpacked_state(raw)
+    if state == INCOMPLETE:
+        return f"{raw} is an incomplete unpack (files listed in its {MARKER} are missing or cut)"
+    if state == FOREIGN and (cache or cache_root()).resolve() in raw.resolve().parents:
+        return f"{raw} is an unpack in the cache that did not finish (no {MARKER})"
+    return None
 
 
 def cache_root() -> Path:
@@ -169,7 +289,7 @@ def unpack_cached(archive: Path, link: Path, cache: Path | None = None) -> str:
         if not (link / MARKER).is_file():
             return f"{link} has runs not unpacked from {archive.name}: left as it is"
         shutil.rmtree(link)  # an unpack in place (before the cache): the cached copy replaces it
-    done = unpack(archive, target)
+    done = unpack(archive, target, owned=True)
     if link.is_symlink() and link.readlink() == target:
         return done
     link.unlink(missing_ok=True)

@@ -30,6 +30,9 @@ _TESTCASE_RE = re.compile(
     r"(?:-ar(?P<ack_ratio>[0-9]+)"
     r"(?:-d(?:(?P<ack_delay>[0-9.]+)(?P<ack_delay_unit>ms|rtt)|(?P<own_ack_delay>impl))-(?P<reordering>D|NR|3A))?)?$"
 )
+# Scenarios recorded with the server's ServerHello held to the paper's server stack delay (quicack's testbed:
+# ``<scenario>_paper_stack``, runs.server_hello_hold_ms): claims compare them under the paper's conditions.
+PAPER_STACK_SUFFIX = "_paper_stack"
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
 _SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
 _UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}

@@ -14,8 +14,9 @@ only ``client/keys.log`` and ``sim/``); anything found is used, anything missing
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -44,11 +45,71 @@ class RunFolder:
     path: Path
 
 
-def run_groups(raw_root: Path) -> list[str]:
-    """Run groups of a dataset: the folders directly below its raw folder, sorted; hidden ones left out."""
+def run_groups(raw_root: Path, follow_external_symlinks: bool = False) -> list[str]:
+    """Run groups of a dataset: the folders directly below its raw folder, sorted (`raw_entries` says which and
+    what is left out, and why)."""
+    return raw_entries(raw_root, follow_external_symlinks).groups
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Something in the raw layout that is not read, and why (an ``ingest_issues`` row: quicack.ingest)."""
+
+    path: Path
+    severity: str  # "error": input not read; "warning": read elsewhere or nothing to read
+    reason: str
+
+
+@dataclass(frozen=True)
+class RawEntries:
+    groups: list[str]
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
+def raw_entries(raw_root: Path, follow_external_symlinks: bool = False) -> RawEntries:
+    """The run groups below ``raw_root`` and the folders left out.
+
+    A hidden folder (name starting with '.') is a run group like any other when it holds a run folder, and left
+    out with a warning when it holds none (a .git folder). A symbolic link to a folder is not a run group when it
+    leads to a folder inside the raw folder (its runs would count twice) and, unless ``follow_external_symlinks``,
+    when it leads outside (the data folder is what a user hands over; a link out of it must be asked for)."""
     if not raw_root.is_dir():
-        return []
-    return sorted(p.name for p in raw_root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return RawEntries([])
+    groups, left_out = [], []
+    root = raw_root.resolve()
+    for path in sorted(raw_root.iterdir()):
+        if path.is_symlink() and not path.exists():  # leads nowhere, or into a loop of links
+            left_out.append(LeftOut(path, "warning", "symbolic link to nothing: ignored"))
+            continue
+        if not path.is_dir():
+            continue
+        if path.is_symlink():
+            if _inside(path.resolve(), root):
+                left_out.append(LeftOut(path, "warning", "symbolic link to a folder inside the raw folder: not a run "
+                                                         "group of its own (its runs are read where they are)"))
+                continue
+            if not follow_external_symlinks:
+                left_out.append(LeftOut(path, "error", EXTERNAL_REFUSED))
+                continue
+        if path.name.startswith(".") and next(iter(group_tree(path, raw_root).runs), None) is None:
+            left_out.append(LeftOut(path, "warning", "hidden folder without a run folder (<testcase>/<repetition>/ "
+                                                     "with run.json or client/server/sim folders): ignored"))
+            continue
+        groups.append(path.name)
+    return RawEntries(groups, left_out)
+
+
+EXTERNAL_REFUSED = ("symbolic link leading outside the raw folder: not read (config follow_external_symlinks: true "
+                    "reads such links)")
+
+
+def _inside(resolved: Path, root: Path) -> bool:
+    return resolved == root or root in resolved.parents
+
+
+def leaves_raw(path: Path, raw_root: Path) -> bool:
+    """Whether ``path`` (a file or folder below ``raw_root``) is, through a symbolic link, somewhere outside it."""
+    return not _inside(path.resolve(), raw_root.resolve())
 
 
 # Characters a run group's name keeps in file names and Snakemake wildcards; everything else is %-encoded.
@@ -62,7 +123,7 @@ def group_key(group: str) -> str:
     scan's part keys. Ordinary names stay as they are."""
     encoded = []
     for position, char in enumerate(group):
-        # A leading '@' is kept for the scan's part keys (quicack.layout.scan.scan_part_key).
+        # A leading '@' is kept for the scan's part keys (quicack.layout.scan_folders.scan_part_key).
         if char in _KEY_SAFE and not (position == 0 and char in "-.@"):
             encoded.append(char)
         else:
@@ -75,13 +136,38 @@ def group_from_key(key: str) -> str:
     return unquote(key, errors="surrogateescape")
 
 
+@dataclass(frozen=True)
+class GroupTree:
+    runs: list[RunFolder]
+    folder_links: list[Path]  # symbolic links to folders found below the group: not followed
+    dangling_links: list[Path]  # symbolic links to nothing (no file, no folder)
+
+
+def group_tree(group_root: Path, raw_root: Path) -> GroupTree:
+    """Every run folder below a group (a folder holding run.json or client/server/sim folders), sorted, and the
+    symbolic links to folders met on the way. Links are not followed: ``latest -> 3`` would count run 3 twice and
+    ``client/loop -> ..`` would nest the run in itself; the group's own folder is read even if it is a link."""
+    folders: list[Path] = []
+    links: list[Path] = []
+    dangling: list[Path] = []
+    for top, dirs, files in os.walk(group_root):
+        folders.append(Path(top))
+        for name in list(dirs):
+            if (Path(top) / name).is_symlink():
+                links.append(Path(top) / name)
+                dirs.remove(name)
+        dangling.extend(Path(top) / name for name in files if not (Path(top) / name).exists())
+    runs = [
+        RunFolder(run_id=path.relative_to(raw_root).as_posix(), path=path)
+        for path in sorted(folders)
+        if path.name not in (*RUN_PARTS, QLOG_FOLDER) and any((path / marker).exists() for marker in RUN_MARKERS)
+    ]
+    return GroupTree(runs, sorted(links), sorted(dangling))
+
+
 def discover_runs(group_root: Path, raw_root: Path) -> Iterator[RunFolder]:
-    """Every run folder below a group: a folder holding run.json or client/server/sim folders."""
-    for path in sorted(p for p in [group_root, *group_root.rglob("*")] if p.is_dir()):
-        if path.name in (*RUN_PARTS, QLOG_FOLDER):
-            continue
-        if any((path / marker).exists() for marker in RUN_MARKERS):
-            yield RunFolder(run_id=path.relative_to(raw_root).as_posix(), path=path)
+    """Every run folder below a group (`group_tree`)."""
+    yield from group_tree(group_root, raw_root).runs
 
 
 def _uncompressed_name(path: Path) -> str:

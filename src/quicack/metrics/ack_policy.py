@@ -154,3 +154,29 @@ def captured_ack_ratio_per_run(frames: pl.DataFrame, vantage: str = "sim_left", 
         advance.quantile(0.75, "higher").alias("ack_ratio_p75"),
         advance.quantile(0.9, "higher").alias("ack_ratio_p90"),
     )
+
+
+def default_ack_policies(selected: pl.DataFrame, packets: RunRows, frames: RunRows, ack_runs: pl.DataFrame | None) -> pl.DataFrame:
+    """Per ``selected`` run, the receiver's measured ACK policy: from its qlog (``ack_policy_per_run``) where that logs
+    its frames, else from the client-side capture (``captured_ack_ratio_per_run``; the ACK-only packet size from
+    ``ack_runs``) — Chromium writes no qlog. Columns run_id, ack_ratio_median, ack_ratio_p10, ack_ratio_p90,
+    ack_bytes_median, measured_from ('client qlog' | 'capture'); runs measured neither way are left out."""
+    logged = ack_policy_of_runs(selected, packets, frames).filter(pl.col("ack_ratio_median").is_not_null())
+    unlogged = selected.join(logged, on="run_id", how="anti")
+    ratios = per_run_batches(captured_ack_ratio_per_run, unlogged["run_id"], frames).select(
+        "run_id", "ack_ratio_median", "ack_ratio_p10", "ack_ratio_p90"
+    )
+    sizes = (
+        ack_runs.select("run_id", pl.col("ack_packet_bytes_median").cast(pl.Float64).alias("ack_bytes_median"))
+        if ack_runs is not None
+        else pl.DataFrame(schema={"run_id": pl.Utf8, "ack_bytes_median": pl.Float64})
+    )
+    captured = ratios.filter(pl.col("ack_ratio_median").is_not_null()).join(sizes, on="run_id", how="left")
+    return pl.concat(
+        [
+            logged.select("run_id", "ack_ratio_median", "ack_ratio_p10", "ack_ratio_p90", "ack_bytes_median",
+                          pl.lit("client qlog").alias("measured_from")),
+            captured.with_columns(pl.lit("capture").alias("measured_from")),
+        ],
+        how="diagonal_relaxed",
+    )  # fmt: skip

@@ -1,5 +1,5 @@
 """ackfreq22 §5.4 measured: the inputs of Eq. (1)–(5) per download and the model's estimates of the client's traffic
-beside the measured one (the formulas themselves live in ``quicack.models.ackfreq22``).
+beside the measured one (the formulas themselves live in ``quicack.models.ackfreq22_equations``).
 
 Per run (from ``ack_runs`` and the captures at the same capture point): Serv_p = the forward data packets; A_del = the
 ACKs the delay timer sent (the receiver's qlog; for a receiver that does not log why, ``ack_runs``' inference from the
@@ -18,12 +18,12 @@ import polars as pl
 
 from quicack.metrics.ack_policy import ack_reasons, captured_acks
 from quicack.metrics.selection import ack_policy_label
-from quicack.models import ackfreq22 as model
+from quicack.models import ackfreq22_equations as model
 from quicack.run_batches import RunRows, per_run_batches
 
 # Eq. (5)'s k: packets acknowledged at once after a reordering, by the receiver's policy (ackfreq22 §5.6).
 PACKETS_ACKED_AFTER_REORDERING = {"D": 1, "3A": 3, "NR": 0}
-# Eq. (4) as the paper applies it to Chrome: AR 2 for the first 100 packets (models.ackfreq22.CHROME_INITIAL_PACKETS).
+# Eq. (4) as the paper applies it to Chrome: AR 2 for the first 100 packets (models.ackfreq22_equations.CHROME_INITIAL_PACKETS).
 CHROME_INITIAL_ACK_RATIO = 2
 
 
@@ -93,7 +93,7 @@ def timer_coverage(ok: pl.DataFrame, frames: RunRows) -> pl.DataFrame:
 
 def fitted_alpha(selected: pl.DataFrame, frames: RunRows, groups: Sequence[str]) -> pl.DataFrame:
     """Per group of ``selected`` runs (``groups`` columns, which must include ack_ratio): α fitted over every timer
-    ACK of its ok runs (``models.ackfreq22.fit_alpha``) and the number of timer ACKs it rests on."""
+    ACK of its ok runs (``models.ackfreq22_equations.fit_alpha``) and the number of timer ACKs it rests on."""
     ok = selected.filter(pl.col("status") == "ok").select("run_id", *groups)
     timer = timer_coverage(ok, frames)
     covered = ok.join(timer, on="run_id").group_by(groups).agg(pl.col("ack_eliciting_since_previous_ack").drop_nulls().alias("covered"))

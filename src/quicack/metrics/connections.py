@@ -1,9 +1,11 @@
-"""The first ``connections`` table: one row per (run, qlog vantage), polars only."""
+"""The first ``connections`` table: one row per (run, qlog vantage), and a client row from the client-side capture
+alone for a client that writes no qlog (Chromium); polars only."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from quicack.metrics.rtt import no_rtt_sample_reasons
 from quicack.metrics.ttfb import ttfb_by_source
 from quicack.recovery import K_GRANULARITY_MS
 from quicack.schema import CONNECTIONS
@@ -61,9 +63,11 @@ def connections_table(
     # packet arrived; no RTT sample can exist before the endpoint received a packet, so updates
     # before its first received packet are not samples (neither for the first PTO nor the count).
     first_received = (
-        packets.filter((pl.col("source") == "qlog") & (pl.col("event") == "received"))
+        packets.lazy()
+        .filter((pl.col("source") == "qlog") & (pl.col("event") == "received"))
         .group_by(KEY)
         .agg(pl.col("time_ms").min().alias("first_received_ms"))
+        .collect()
     )
     estimates = (
         logged_estimates(metrics)
@@ -74,15 +78,18 @@ def connections_table(
         logged_pto(pl.col("smoothed_rtt_ms"), pl.col("rtt_variance_ms")).first().alias("first_pto_logged_ms"),
         pl.len().cast(pl.Int64).alias("rtt_samples_logged"),
     )
-    qlog_frames = frames.filter(pl.col("source") == "qlog")
     # TTFB is a client metric: it goes on the client row only.
     ttfb = ttfb_by_source(runs, frames, packets).with_columns(pl.lit("client").alias("vantage"))
-    handshake = instant_ack_timing(qlog_frames)
+    handshake = instant_ack_timing(frames)
+    # A client without a qlog (Chromium writes none) still has its capture's TTFB: its row comes from that alone.
+    capture_only = ttfb.filter(pl.col("ttfb_capture_ms").is_not_null()).select(KEY).join(qlog_endpoints, on=KEY, how="anti")
     return CONNECTIONS.conform(
-        qlog_endpoints.join(recomputed, on=KEY, how="left", nulls_equal=True)
+        pl.concat([qlog_endpoints, capture_only], how="diagonal_relaxed")
+        .join(recomputed, on=KEY, how="left", nulls_equal=True)
         .join(logged, on=KEY, how="left", nulls_equal=True)
         .join(ttfb, on=KEY, how="left", nulls_equal=True)
         .join(handshake, on=KEY, how="left", nulls_equal=True)
+        .join(no_rtt_sample_reasons(packets, frames, rtt_samples), on=KEY, how="left", nulls_equal=True)
         .with_columns((pl.col("first_pto_logged_ms") - pl.col("first_pto_ms")).alias("first_pto_delta_ms"))
         .sort(KEY)
     )
@@ -91,8 +98,17 @@ def connections_table(
 def instant_ack_timing(frames: pl.DataFrame) -> pl.DataFrame:
     """Per client qlog: was the first server Initial an ACK without CRYPTO (instant ACK), and
     how long after it did the ServerHello (first received Initial CRYPTO) arrive."""
-    initial_s2c = frames.filter(
-        (pl.col("vantage") == "client") & (pl.col("event") == "received") & (pl.col("pn_space") == "initial")
+    # Lazy: only these rows and columns of a large frames table are gathered.
+    initial_s2c = (
+        frames.lazy()
+        .filter(
+            (pl.col("source") == "qlog")
+            & (pl.col("vantage") == "client")
+            & (pl.col("event") == "received")
+            & (pl.col("pn_space") == "initial")
+        )
+        .select(*KEY, "packet_number", "time_ms", "frame_type")
+        .collect()
     )
     per_packet = initial_s2c.group_by([*KEY, "packet_number"]).agg(
         pl.col("time_ms").min(),

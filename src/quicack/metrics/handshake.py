@@ -46,17 +46,49 @@ def server_ack_and_hello(frames: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def default_pto_probe(datagrams: pl.DataFrame) -> pl.DataFrame:
+def first_flight_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
+    """Per run: when the client's first flight ended at the client-side capture. The flight is its leading datagrams
+    that each carry ClientHello bytes for the first time (Initial CRYPTO at offsets no earlier datagram carried); a
+    probe re-sends offsets already sent, or only a PING. Where the capture shows no Initial CRYPTO (not decrypted),
+    the datagrams of the first burst (``FIRST_FLIGHT_BURST_MS``) stand in. Chromium sends the second of its two
+    ClientHello datagrams up to ~15 ms after the first on a busy machine: a burst rule took it for a probe."""
+    c2s = datagrams.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s"))
+    crypto = frames.filter(
+        (pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s")
+        & (pl.col("pn_space") == "initial") & (pl.col("frame_type") == "crypto")
+    ).select("run_id", "datagram_index", "offset")  # fmt: skip
+    first_sent = crypto.group_by("run_id", "offset").agg(pl.col("datagram_index").min().alias("first_datagram"))
+    per_datagram = (
+        crypto.join(first_sent, on=["run_id", "offset"])
+        .group_by("run_id", "datagram_index")
+        .agg((pl.col("datagram_index") == pl.col("first_datagram")).all().alias("all_new"))
+    )
+    new_data = (
+        c2s.select("run_id", "datagram_index", "time_ms")
+        .join(per_datagram, on=["run_id", "datagram_index"], how="left")
+        .sort("run_id", "datagram_index")
+        .with_columns((~pl.col("all_new").fill_null(False)).cum_sum().over("run_id").alias("breaks"))
+    )
+    by_content = new_data.filter(pl.col("breaks") == 0).group_by("run_id").agg(pl.col("time_ms").max().alias("first_flight_end_ms"))
+    by_burst = (
+        c2s.filter(pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS).group_by("run_id").agg(pl.col("time_ms").max().alias("burst_end_ms"))
+    )
+    return by_burst.join(by_content, on="run_id", how="left").select(
+        "run_id", pl.coalesce("first_flight_end_ms", "burst_end_ms").alias("first_flight_end_ms")
+    )
+
+
+def default_pto_probe(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
     """Per run: the client's first probe if it came before any server datagram arrived — then the
     client had no RTT sample and its timer ran on the default PTO (imc24 Table 4) — else a lower
     bound for that default PTO (the client was still waiting when the server answered)."""
     left = datagrams.filter(pl.col("vantage") == CLIENT_SIDE)
-    c2s = left.filter(pl.col("direction") == "c2s")
+    c2s = left.filter(pl.col("direction") == "c2s").join(first_flight_end(datagrams, frames), on="run_id", how="left")
     per_run = (
         c2s.group_by("run_id")
         .agg(
-            pl.col("time_ms").filter(pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS).max().alias("first_flight_end_ms"),
-            pl.col("time_ms").filter(pl.col("time_ms") > FIRST_FLIGHT_BURST_MS).min().alias("first_later_datagram_ms"),
+            pl.col("first_flight_end_ms").first(),
+            pl.col("time_ms").filter(pl.col("time_ms") > pl.col("first_flight_end_ms")).min().alias("first_later_datagram_ms"),
         )
         .join(
             left.filter(pl.col("direction") == "s2c").group_by("run_id").agg(pl.col("time_ms").min().alias("first_server_datagram_ms")),
@@ -69,7 +101,9 @@ def default_pto_probe(datagrams: pl.DataFrame) -> pl.DataFrame:
         "run_id",
         "first_server_datagram_ms",
         pl.when(probe_first).then(pl.col("first_later_datagram_ms") - pl.col("first_flight_end_ms")).alias("default_pto_ms"),
-        pl.when(~probe_first.fill_null(False))
+        # No bound when the server answered before the client had sent all of its first flight (Chromium's second
+        # ClientHello datagram can leave after the server's instant ACK on a busy machine).
+        pl.when(~probe_first.fill_null(False) & (pl.col("first_server_datagram_ms") >= pl.col("first_flight_end_ms")))
         .then(pl.col("first_server_datagram_ms") - pl.col("first_flight_end_ms"))
         .alias("default_pto_lower_bound_ms"),
     )
@@ -96,7 +130,7 @@ def handshake_runs(
             "calibrated_second_client_flight",
         )
         .join(server_ack_and_hello(frames), on="run_id", how="left")
-        .join(default_pto_probe(datagrams), on="run_id", how="left")
+        .join(default_pto_probe(datagrams, frames), on="run_id", how="left")
         .join(client, on="run_id", how="left")
         .join(per_endpoint(retransmission_summary(frames, datagrams)), on="run_id", how="left")
         .join(

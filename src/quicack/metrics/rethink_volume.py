@@ -11,6 +11,7 @@ import polars as pl
 
 from quicack.metrics.return_path import return_volume, wire_packets
 from quicack.metrics.selection import (
+    BROWSER_RECEIVERS,
     RETHINK_FILE_BYTES,
     RETHINK_LOSS_PROFILE,
     RETHINK_PROFILE,
@@ -25,8 +26,13 @@ LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
 
 
 def configuration_label() -> pl.Expr:
-    """'aioquic AR 1:2', 'linux-tcp AR 1:10': what a line or bar of these figures is."""
-    return pl.format("{} AR 1:{}", pl.col("client_impl"), pl.col("receiver_ack_ratio")).alias("configuration")
+    """'aioquic AR 1:2', 'linux-tcp AR 1:10', 'chromium (own policy)': what a line or bar of these figures is."""
+    return (
+        pl.when(pl.col("receiver_ack_ratio").is_null())
+        .then(pl.format("{} (own policy)", pl.col("client_impl")))
+        .otherwise(pl.format("{} AR 1:{}", pl.col("client_impl"), pl.col("receiver_ack_ratio")))
+        .alias("configuration")
+    )
 
 
 def ok_with_labels(selected: pl.DataFrame) -> pl.DataFrame:
@@ -65,7 +71,7 @@ def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segment
     measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
     ``scaled_from`` says so."""
     what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE)), what)
+    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE), default_policy_receivers=BROWSER_RECEIVERS), what)
     ok = ok_with_labels(selected)
     per_run = reduced_wire(ok, datagrams, tcp_segments, return_volume, what).join(
         ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"

@@ -97,8 +97,9 @@ def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: s
 
 def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenario: str = "noloss") -> pl.DataFrame:
     """The ok runs Table 3 reads, per (server, mode): those of ``scenario`` (the QIR test case the
-    paper used) if that server has any, else those of ``fallback_scenario`` (our aioquic server's
-    no-loss runs), else all its runs. Adds ``table3_scenario``."""
+    paper used; the servers as released) if that server has any, else those of ``fallback_scenario``
+    (the IACK/WFC server's no-loss runs in its modes). Another (server, mode) has no row: the aioquic
+    server's IACK runs of the ACK-ratio study say nothing about a handshake. Adds ``table3_scenario``."""
     ok = runs.filter(pl.col("status") == "ok")
     keys = ["server_impl", "mode"]
     available = ok.group_by(keys).agg(
@@ -114,7 +115,7 @@ def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenar
         .alias("table3_scenario")
     ).select(*keys, "table3_scenario")
     joined = ok.join(chosen, on=keys, how="left", nulls_equal=True)
-    return joined.filter(pl.col("table3_scenario").is_null() | (pl.col("scenario") == pl.col("table3_scenario")))
+    return joined.filter(pl.col("scenario") == pl.col("table3_scenario"))
 
 
 def table3_accounted_runs(runs: pl.DataFrame) -> pl.DataFrame:
@@ -172,17 +173,35 @@ def with_receiver_ack_ratio(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def rethink_runs(runs: pl.DataFrame, profiles: Sequence[str] = (RETHINK_PROFILE,), ack_ratios: Sequence[int] = RETHINK_ACK_RATIOS) -> pl.DataFrame:
+# The papers' browsers, which run with their own fixed ACK policies (quicack.testbed.browsers): Chromium (rethink's
+# Chromium, ackfreq22's Chrome 90) and Firefox (ackfreq22's Firefox 78, QUIC by neqo).
+BROWSER_RECEIVERS = ("chromium", "firefox")
+# The names the papers give the implementations inside the browsers: Firefox's QUIC is neqo (imc24's neqo client,
+# ackfreq22's neqo row), Chromium's is Chrome's (ackfreq22's chrome row).
+PAPER_IMPLEMENTATION = {"chromium": "chrome", "firefox": "neqo"}
+BROWSERS_NOTE = (
+    "'(own policy)' rows, where the dataset has them, are the browsers themselves: Debian's Chromium (Google QUIC: an "
+    "ACK every 2nd packet for the first 100, then every 10th) and Firefox ESR (neqo) downloading over HTTP/3 with their "
+    "own, unsettable ACK policies (quicack.testbed.browsers; the server and the browser versions are in runs)."
+)
+
+
+def rethink_runs(
+    runs: pl.DataFrame, profiles: Sequence[str] = (RETHINK_PROFILE,), ack_ratios: Sequence[int] = RETHINK_ACK_RATIOS,
+    default_policy_receivers: Sequence[str] = (),
+) -> pl.DataFrame:
     """The runs of rethink's and tcpquic's measurements over ``profiles`` at ``ack_ratios``: QUIC receivers with
     that ACK ratio set, its default ACK delay (no RTT fraction) and RFC 9000's immediate ACK on reordering (D, as
-    the papers' stacks), Linux TCP; 10 MB without loss, any size with
+    the papers' stacks), Linux TCP; and the ``default_policy_receivers`` (e.g. the browsers) with their own policy
+    (``receiver_ack_ratio`` null); 10 MB without loss, any size with
     loss (the loss runs are shorter: a 10 MB transfer at 1 % loss takes minutes). Failed runs kept."""
     quic_delay_default = pl.col("ack_delay_rtt_fraction").is_null()
     loss_profile = pl.col("path_profile").cast(pl.Utf8).str.contains("loss")
+    own_policy = pl.col("client_impl").is_in(list(default_policy_receivers)) & pl.col("ack_ratio").is_null()
     return with_receiver_ack_ratio(runs).filter(
         pl.col("path_profile").cast(pl.Utf8).is_in(list(profiles))
-        & pl.col("receiver_ack_ratio").is_in(list(ack_ratios))
-        & ((pl.col("protocol") == "tcp") | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
+        & (pl.col("receiver_ack_ratio").is_in(list(ack_ratios)) | own_policy)
+        & ((pl.col("protocol") == "tcp") | own_policy | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
         & (loss_profile | (pl.col("file_bytes") == RETHINK_FILE_BYTES))
     )
 

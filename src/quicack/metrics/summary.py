@@ -19,6 +19,15 @@ def iack_wfc_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
     return handshakes.filter(pl.col("mode").is_in(MODES))
 
 
+def own_stack_delay(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs whose server answered with its own stack delay: not those whose ServerHello was held to the paper's
+    (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper_stack scenarios), which are compared on their own.
+    Runs without the column (other datasets) all count as the server's own."""
+    if "server_hello_hold_ms" not in runs.columns:
+        return runs
+    return runs.filter(pl.col("server_hello_hold_ms").fill_null(0.0) == 0.0)
+
+
 def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:
     """Per configuration: median, quartiles, min/max and count of ``metric`` over ok runs, plus
     ``failed_runs`` (status != 'ok', excluded) and ``missing_runs`` (ok but metric null)."""
@@ -125,11 +134,12 @@ def pto_improvement(
     )
 
 
-def stack_delay(handshakes: pl.DataFrame) -> pl.DataFrame:
-    """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over no-loss runs: the
-    server's ACK→ServerHello gap at the client-side capture in IACK, and the difference of the
-    clients' median first RTT samples between WFC and IACK (what the client reports)."""
-    noloss = handshakes.filter(pl.col("scenario") == "noloss")
+def stack_delay(handshakes: pl.DataFrame, scenario: str = "noloss") -> pl.DataFrame:
+    """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over the no-loss runs of ``scenario``
+    (``noloss_paper_stack``: the ServerHello held to the paper's server stack delay): the server's
+    ACK→ServerHello gap at the client-side capture in IACK, and the difference of the clients' median
+    first RTT samples between WFC and IACK (what the client reports)."""
+    noloss = handshakes.filter(pl.col("scenario") == scenario)
     gap = summarize(noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]).select(
         "client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms")
     )

@@ -27,22 +27,33 @@ CLIENT_CAPTURE_VANTAGE = SIM_LEFT
 def request_stream_frames(frames: pl.DataFrame) -> pl.DataFrame:
     """Server-to-client STREAM frames of the request stream as the client saw them: received
     (client qlog) or captured at the client side of the link."""
-    return frames.filter(
-        (pl.col("frame_type") == "stream")
-        & (pl.col("stream_id") == REQUEST_STREAM_ID)
-        & (pl.col("direction") == "s2c")
-        & (
-            ((pl.col("source") == "qlog") & (pl.col("vantage") == "client") & (pl.col("event") == "received"))
-            | ((pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_CAPTURE_VANTAGE))
+    # Lazy, with only the columns its callers use: a download's frames are mostly these, and gathering every
+    # column of them doubled the derive's memory on a long connection.
+    return (
+        frames.lazy()
+        .filter(
+            (pl.col("frame_type") == "stream")
+            & (pl.col("stream_id") == REQUEST_STREAM_ID)
+            & (pl.col("direction") == "s2c")
+            & (
+                ((pl.col("source") == "qlog") & (pl.col("vantage") == "client") & (pl.col("event") == "received"))
+                | ((pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_CAPTURE_VANTAGE))
+            )
         )
-    ).with_columns(pl.col("offset").fill_null(0), pl.col("length").fill_null(0))
+        .select("run_id", "source", "time_ms", pl.col("offset").fill_null(0), pl.col("length").fill_null(0), "fin")
+        .collect()
+    )
 
 
 def body_start_offsets(runs: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
     """Per run: stream offset of the response body's first byte (``final_size - file_bytes``),
     from whichever source saw the FIN; null when no FIN was seen or the file size is unknown."""
+    return _body_start_offsets(runs, request_stream_frames(frames))
+
+
+def _body_start_offsets(runs: pl.DataFrame, stream_frames: pl.DataFrame) -> pl.DataFrame:
     final_sizes = (
-        request_stream_frames(frames)
+        stream_frames
         .filter(pl.col("fin").fill_null(False))
         .group_by("run_id")
         .agg((pl.col("offset") + pl.col("length")).max().alias("final_size"))
@@ -79,9 +90,10 @@ def ttfb_by_source(runs: pl.DataFrame, frames: pl.DataFrame, packets: pl.DataFra
     """Per run: ``ttfb_ms`` (client qlog), ``ttfb_capture_ms`` (client-side capture) and their
     difference; the time of the first frame carrying a byte at or beyond the body start. The
     capture value is null when an undecrypted server packet came before it."""
-    starts = body_start_offsets(runs, frames)
+    stream_frames = request_stream_frames(frames)  # once: on a download they are most of the frames
+    starts = _body_start_offsets(runs, stream_frames)
     first_body = (
-        request_stream_frames(frames)
+        stream_frames
         .join(starts, on="run_id", how="inner")
         .filter(pl.col("offset") + pl.col("length") > pl.col("body_start"))
         .group_by("run_id", "source")

@@ -4,30 +4,25 @@
     batches = decode_capture(path, keylog, run_id, vantage)      # iterator of CaptureBatch (polars frames)
     write_capture_parquet(batches, out_dir)                       # out_dir/<table>.parquet
 
-Modules, one job each: `reader` (pcap/pcapng, gzip/zstd, link layers, IP, UDP), `keylog` (NSS key logs),
+Modules, one job each: `capture_file` (pcap/pcapng, gzip/zstd, link layers, IP, UDP) yielding `capture_records`,
+`keylog` (NSS key logs),
 `quic` (headers, header protection and AEAD with `cryptography`, key schedule, key phases), `tls` (handshake message names,
 client random, cipher suite, transport parameters), `frames` (the frame walker), `connection` (per-connection
-state and keys), `decode` (datagrams to columnar batches), `cli` (`quicack pcap`).
+state and keys), `decode` (datagrams to columnar batches) with its parts `flows` (which connection a datagram
+belongs to) and `lane_bridge` (what the compiled lane decodes itself), `decoder_engine` (compiled or Python parts),
+`pcap_command` (`quicack pcap`).
 """
 
 from __future__ import annotations
 
-# Names are imported on first use: `quicack --help` (which registers this subcommand) and
-# `python -m quicack.pcap.cli --help` must not pay for polars and the decoder.
-_DECODE_NAMES = ("CaptureBatch", "decode_capture")
-_CLI_NAMES = ("add_subparser", "pcap_command", "write_capture_parquet")
+from quicack.lazy_names import lazy_names
 
+# Names are imported on first use (quicack.lazy_names): `python -m quicack.pcap.pcap_command --help` must not pay
+# for polars and the decoder, and a job importing one of these reaches that module only.
+_MODULES = {
+    "decode": ("CaptureBatch", "decode_capture"),
+    "pcap_command": ("write_capture_parquet",),
+}
+__getattr__ = lazy_names(__name__, _MODULES)
 
-def __getattr__(name: str):
-    if name in _DECODE_NAMES:
-        from . import decode
-
-        return getattr(decode, name)
-    if name in _CLI_NAMES:
-        from . import cli
-
-        return getattr(cli, name)
-    raise AttributeError(name)
-
-
-__all__ = [*_DECODE_NAMES, *_CLI_NAMES]
+__all__ = [name for names in _MODULES.values() for name in names]

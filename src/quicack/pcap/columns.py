@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from quicack.issues import issue_row, issues_frame
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
 
+from .capture_file import UDP_HEADER_BYTES
 from .connection import Endpoint
-from .reader import UDP_HEADER_BYTES
 
 SOURCE = "pcap"
 EVENT = "captured"
@@ -246,19 +247,10 @@ def assemble_batch(
         .drop("exponent", "ack_delay_raw")
     )
     packet_frame = packet_frame.drop("exponent")
-    issues_frame = pl.DataFrame(
-        {
-            "path": [path] * len(issue_rows),
-            "run_id": [run_id] * len(issue_rows),
-            "stage": ["pcap"] * len(issue_rows),
-            "severity": [severity for severity, _ in issue_rows],
-            "message": [message for _, message in issue_rows],
-        },
-        schema=INGEST_ISSUES.schema,
-    )
+    issues = issues_frame(issue_row(path, run_id, "pcap", severity, message) for severity, message in issue_rows)
     return CaptureBatch(
         DATAGRAMS.conform(datagram_frame),
         PACKETS.conform(packet_frame),
         FRAMES.conform(frame_frame),
-        INGEST_ISSUES.conform(issues_frame),
+        INGEST_ISSUES.conform(issues),
     )

@@ -20,6 +20,7 @@ from .keylog import (
     Keylog,
 )
 from .quic import CIPHER_SUITES_TO_TRY, CryptoError, DecryptedPacket, PacketKeys, initial_keys
+from .versions import quic_version
 
 if TYPE_CHECKING:  # the Python TLS twin is imported when used: the compiled engine has its own
     from .tls import CryptoStream, TransportParameters
@@ -96,6 +97,9 @@ class Connection:
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
     # Keys made ahead of their first packet (make_keys_early), by (space, direction), with what made them.
     early_keys: dict[tuple[str, str], tuple[tuple, PacketKeys]] = field(default_factory=dict)
+    # A draft before -22 is read with draft-22's keys only once a packet authenticated (versions.QuicVersion.tentative)
+    version_confirmed: bool = False
+    version_refuted: bool = False
 
     def sender(self, direction: str) -> Endpoint:
         return self.client if direction == C2S else self.server
@@ -111,7 +115,11 @@ class Connection:
                 from .tls import CryptoStream
 
                 self.crypto_stream_class = CryptoStream
-            stream = self.crypto_streams[key] = self.crypto_stream_class()
+            if quic_version(self.version).legacy_transport_parameters:  # drafts up to -26
+                stream = self.crypto_stream_class(legacy_transport_parameters=True)
+            else:
+                stream = self.crypto_stream_class()
+            self.crypto_streams[key] = stream
         return stream
 
     def learn_from_crypto(self, direction: str, stream: CryptoStream) -> None:

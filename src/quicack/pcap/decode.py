@@ -14,41 +14,35 @@ DATAGRAM_PADDING), so the first sum holds for padded datagrams too; quic_packets
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from quicack.compressed import CorruptCompressedData
 from quicack.layout import capture_point
-from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
+from quicack.limits import DEFAULT_LIMITS, Limits
 
+from .capture_file import (
+    ReadIssue,
+    TlsKeylogSecrets,
+    UdpDatagram,
+    read_udp,
+)
 from .columns import CaptureBatch, DatagramSeen, assemble_batch
-from .connection import C2S, S2C, Connection, Endpoint
-from .engine import Engine, select_engine
+from .connection import C2S, S2C, Connection
+from .decoder_engine import Engine, select_engine
+from .flows import FlowTracking
 from .keylog import Keylog, load_keylogs
+from .lane_bridge import LaneBridge, open_lane
 from .quic import (
     AEAD_TAG_BYTES,
-    VERSION_1,
-    VERSION_2,
     CryptoError,
     HeaderError,
     LongHeader,
     UnknownVersionError,
     parse_long_header,
 )
-from .reader import (
-    PCAP_MAGIC_NS_LE,
-    PCAP_MAGIC_US_LE,
-    LinkRecord,
-    ReadIssue,
-    TlsKeylogSecrets,
-    UdpDatagram,
-    link_to_udp,
-    open_capture,
-    read_udp,
-)
 from .tcp import TcpRows, TcpSegment
+from .versions import VERSION_1, VERSION_2, quic_version
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 # packet_type of the zero bytes some implementations (aioquic) put after the last QUIC packet of a datagram
@@ -56,10 +50,6 @@ PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "
 # tag null, packet_bytes = the zeros, so the datagram's bytes still add up; not counted in quic_packets.
 DATAGRAM_PADDING = "datagram_padding"
 DEFAULT_BATCH_ROWS = 32_768
-ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.keys
-INITIAL_C2S, INITIAL_S2C, HANDSHAKE_C2S, HANDSHAKE_S2C = (
-    ("initial", C2S), ("initial", S2C), ("handshake", C2S), ("handshake", S2C)
-)
 # An ACK's delay needs its sender's ack_delay_exponent, which the server sends only in EncryptedExtensions,
 # after its first Initial ACK. Batches wait for it, up to this many times the batch size.
 MAX_DEFERRAL = 8
@@ -69,8 +59,7 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # (RFC 9000 §10.2: three PTOs) with a wide margin. Then its keys, flows and connection IDs are dropped, so that a
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
-GSO_MIN_BYTES = 1500
-VERSION_2_BYTES = VERSION_2.to_bytes(4, "big")  # no single QUIC packet of the implementations we study is larger on loopback
+GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -123,44 +112,31 @@ class _Issues:
         return out
 
 
-class CaptureDecoder:
-    """Stateful decoder of one capture; feed datagrams in file order, take batches."""
+class CaptureDecoder(FlowTracking, LaneBridge):
+    """Stateful decoder of one capture; feed datagrams in file order, take batches. Which connection a datagram
+    belongs to is `FlowTracking`'s part (`quicack.pcap.flows`), what the compiled lane may decode itself
+    `LaneBridge`'s (`quicack.pcap.lane_bridge`); this class decodes the datagrams, packets and frames into rows."""
 
     def __init__(
         self, keylog: Keylog, run_id: str, vantage: str, path: str, engine: Engine | None = None,
         closed_linger_ns: int = CLOSED_CONNECTION_LINGER_NS,
     ) -> None:  # fmt: skip
         self.engine = engine or select_engine()
-        self.closed_linger_ns = closed_linger_ns
         self.keylog = keylog
         self.run_id = run_id
         self.vantage = vantage
         self.path = path
-        self.flows: dict[tuple[str, int, str, int], tuple[Connection, str]] = {}
-        self.connections_by_cid: dict[bytes, Connection] = {}
-        # Connections by the name their rows carry (connection_odcid), and those seen closing, with the capture time.
-        self.connections_by_odcid: dict[str, Connection] = {}
-        self.closing: dict[str, tuple[Connection, int]] = {}
-        self.evicted_connections = 0
-        self.connection_count = 0
+        self._init_flows(closed_linger_ns)
         self.datagram_counts = {C2S: 0, S2C: 0}
         self.issues = _Issues()
+        # packets of versions this decoder does not read, by version: one issue each at the end (versions.py)
+        self.unsupported_packets: dict[int, int] = {}
+        self.tentative_versions: set[int] = set()  # drafts before -22 whose packets authenticated as draft-22's
         self.tcp = TcpRows()
-        # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
-        self.lane = None
-        self.make_keys_early = False
-        self.lane_long_headers = False  # whether the lane decodes long header packets too (decode_long)
+        self._init_lane()
         # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
         self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)
         self._reset_columns()
-
-    def use_lane(self, lane) -> None:
-        """Read through `lane` (a quicack_core.PcapLane): it counts datagrams per direction from now on."""
-        self.lane = lane
-        self.next_datagram_index = lane.next_datagram_index
-        # Keys made before their space's first packet let the lane decode that packet too (Connection.make_keys_early)
-        self.make_keys_early = hasattr(self.engine.packet_keys, "used")
-        self.lane_long_headers = getattr(lane, "LONG_HEADERS", False)
 
     def next_datagram_index(self, direction: str) -> int:
         self.datagram_counts[direction] += 1
@@ -183,6 +159,19 @@ class CaptureDecoder:
             self.rows.truncate(lengths)
             raise
 
+    def add_counted(self, datagram: UdpDatagram) -> bool:
+        """Add one datagram; False when the decoder failed on it (reported, skipped)."""
+        try:
+            self.add_datagram(datagram)
+        except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
+            self.issues.add(
+                "error",
+                f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}",
+                datagram.record_number,
+            )
+            return False
+        return True
+
     def _add_datagram(self, datagram: UdpDatagram) -> None:
         flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))
         if flow is not None and datagram.payload[:1] and datagram.payload[0] & 0x80 and self._starts_another_connection(flow, datagram):
@@ -204,73 +193,6 @@ class CaptureDecoder:
                 self._offer_to_lane(connection)
             return
         self._add_flow_datagram(connection, direction, datagram)
-
-    def _starts_another_connection(self, flow: tuple[Connection, str], datagram: UdpDatagram) -> bool:
-        """A client Initial on a known 4-tuple whose Source Connection ID is not the connection's: the client's port
-        was reused for a new connection (a scan of a million targets from one address reuses every port)."""
-        connection, direction = flow
-        if direction != C2S or connection.client_scid is None:
-            return False
-        payload = datagram.payload
-        # Only an Initial can start one: its type bits are 0 in version 1 (and drafts), 1 in version 2. Most client
-        # datagrams of a handshake (Handshake packets) are not, and need no parse.
-        if (payload[0] >> 4) & 0x03 != (1 if payload[1:5] == VERSION_2_BYTES else 0):
-            return False
-        try:
-            header = parse_long_header(datagram.payload, 0, datagram.udp_payload_bytes)
-        except (HeaderError, UnknownVersionError):
-            return False
-        return header.packet_type == "initial" and header.scid != connection.client_scid
-
-    def _offer_to_lane(self, connection: Connection) -> None:
-        """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
-        length and sender's transport parameters are known (and only those: whatever changes them comes here)."""
-        keys, client, server = connection.keys, connection.client, connection.server
-        if self.make_keys_early and (
-            connection.early_keys or ONE_RTT_C2S not in keys or ONE_RTT_S2C not in keys
-            or HANDSHAKE_C2S not in keys or HANDSHAKE_S2C not in keys
-        ):  # fmt: skip
-            connection.make_keys_early()
-        state = (
-            len(connection.flow_keys), keys.get(ONE_RTT_C2S), keys.get(ONE_RTT_S2C), client.cid_length,
-            server.cid_length, client.transport_parameters is None, server.transport_parameters is None,
-            connection.version, keys.get(INITIAL_C2S), keys.get(INITIAL_S2C), keys.get(HANDSHAKE_C2S),
-            keys.get(HANDSHAKE_S2C), client.scid, server.scid, connection.client_scid,
-        )  # fmt: skip
-        if state == connection.lane_state:
-            return  # nothing the lane depends on changed since the last offer
-        connection.lane_state = state
-        lane = self.lane
-        for key in connection.flow_keys:
-            direction = self.flows[key][1]
-            keys = connection.keys.get(("1rtt", direction))
-            cid_length = connection.receiver(direction).cid_length
-            sender = connection.sender(direction)
-            if keys is not None and cid_length is not None and sender.transport_parameters is not None:
-                lane.register(
-                    *key, connection, connection.odcid, direction, connection.time_origin_ns, cid_length, keys,
-                    connection.packet_numbers, sender, **self._long_header_keys(connection, direction, sender),
-                )  # fmt: skip
-            else:
-                lane.unregister(*key)
-
-    def _long_header_keys(self, connection: Connection, direction: str, sender: Endpoint) -> dict:
-        """What the lane needs to decode the flow's long header packets too (quicack_core's `decode_long`): the
-        connection's version, the Initial and Handshake keys, and the sender's Source Connection ID, with which
-        `_add_long_header_packet` learns nothing new and `_starts_another_connection` sees no new connection.
-        Without them (or with a core before it) the lane leaves long headers to this decoder."""
-        initial = connection.keys.get(("initial", direction))
-        scid = sender.scid
-        if not self.lane_long_headers or initial is None or scid is None or sender.cid_length is None:
-            return {}
-        if scid and scid not in connection.cids:
-            return {}
-        if direction == C2S and connection.client_scid is not None and scid != connection.client_scid:
-            return {}
-        return {
-            "version": connection.version, "initial": initial,
-            "handshake": connection.keys.get(("handshake", direction)), "scid": scid,
-        }  # fmt: skip
 
     def _add_flow_datagram(self, connection: Connection, direction: str, datagram: UdpDatagram) -> None:
         payload = datagram.payload
@@ -322,76 +244,6 @@ class CaptureDecoder:
             wire_bytes, quic_packets,
         )  # fmt: skip
 
-    def _new_flow(self, datagram: UdpDatagram) -> tuple[Connection, str] | None:
-        """Recognise QUIC on a flow not seen before: a long header of a known version, or a known connection ID."""
-        payload = datagram.payload
-        if not payload:
-            return None
-        forward = (datagram.src, datagram.src_port, datagram.dst, datagram.dst_port)
-        backward = (datagram.dst, datagram.dst_port, datagram.src, datagram.src_port)
-        if payload[0] & 0x80:
-            try:
-                header = parse_long_header(payload, 0, datagram.udp_payload_bytes)
-            except UnknownVersionError as unknown:
-                # A client trying a version the server may not support (it answers with Version Negotiation):
-                # keep the flow so that both show up, as 'unknown' and 'version_negotiation' packets.
-                header = LongHeader("unknown", unknown.version, unknown.dcid, unknown.scid, 0, len(payload))
-            except HeaderError:
-                return None
-            if header.packet_type == "version_negotiation":
-                return None  # only meaningful on a flow we already know
-            known = self.connections_by_cid.get(header.dcid) if header.dcid else None
-            if known is not None:  # the connection moved to a new address (migration, NAT rebinding)
-                direction = C2S if known.server.cid_length == len(header.dcid) else S2C
-                return self._register_flow(known, direction, forward, backward)
-            if header.packet_type in ("initial", "0rtt", "unknown"):  # only clients send these first
-                client, server = (datagram.src, datagram.src_port), (datagram.dst, datagram.dst_port)
-            else:
-                # Capture started after the client's Initial: guess the client by its (ephemeral, higher) port.
-                client_is_src = datagram.src_port > datagram.dst_port
-                self.issues.add(
-                    "warning",
-                    "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet",
-                    datagram.record_number,
-                )
-                client = (datagram.src, datagram.src_port) if client_is_src else (datagram.dst, datagram.dst_port)
-                server = (datagram.dst, datagram.dst_port) if client_is_src else (datagram.src, datagram.src_port)
-            self.connection_count += 1
-            connection = Connection(
-                number=self.connection_count,
-                client=Endpoint(client),
-                server=Endpoint(server),
-                version=header.version,
-                initial_secret_dcid=header.dcid,
-                time_origin_ns=datagram.time_abs_ns,
-                keylog=self.keylog,
-                odcid=header.dcid.hex(),
-                keys_class=self.engine.packet_keys,
-                crypto_stream_class=self.engine.crypto_stream,
-                packet_numbers=self.engine.packet_numbers(),
-            )
-            connection.cids.add(header.dcid)
-            if header.dcid:
-                self.connections_by_cid[header.dcid] = connection
-            if header.packet_type == "initial" and client == (datagram.src, datagram.src_port):
-                connection.client_scid = header.scid
-            self.connections_by_odcid[connection.odcid] = connection
-            direction = C2S if client == (datagram.src, datagram.src_port) else S2C
-            return self._register_flow(connection, direction, forward, backward)
-        # Short header on an unknown flow: QUIC only if its DCID is one we know.
-        for connection in {id(c): c for c in self.connections_by_cid.values()}.values():
-            for direction in (C2S, S2C):
-                length = connection.receiver(direction).cid_length
-                if length and payload[1 : 1 + length] in connection.cids:
-                    return self._register_flow(connection, direction, forward, backward)
-        return None
-
-    def _register_flow(self, connection: Connection, direction: str, forward, backward) -> tuple[Connection, str]:
-        self.flows[forward] = (connection, direction)
-        self.flows[backward] = (connection, S2C if direction == C2S else C2S)
-        connection.flow_keys += [forward, backward]
-        return connection, direction
-
     # ----------------------------------------------------------------------------------------------
     # packets
 
@@ -407,6 +259,10 @@ class CaptureDecoder:
             if first & 0x80:
                 try:
                     header = parse_long_header(payload, position, wire_bytes)
+                except UnknownVersionError as unsupported:
+                    # its Length field (if it has one) is unknown: the rest of the datagram is this packet
+                    self._add_unsupported_packet(seen, unsupported.version, "unknown", None, wire_bytes - position)
+                    return
                 except HeaderError as error:
                     self.issues.add("warning", f"{direction} bytes that are not a QUIC packet: {error}", seen.record)
                     self._add_opaque_packet(seen, "unknown", None, wire_bytes - position)
@@ -438,9 +294,10 @@ class CaptureDecoder:
         if packet_type == "retry":
             connection.on_retry(header.scid)
             self.connections_by_cid[header.scid] = connection
+            tag = quic_version(header.version).retry_tag_bytes  # none up to draft-24
             packets.add_packet(
-                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - AEAD_TAG_BYTES,
-                aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=False, decrypted=True,
+                seen.row, packet_type, header.packet_bytes, header_bytes=header.packet_bytes - tag,
+                aead_tag_bytes=tag, ack_eliciting=False, decrypted=True,
             )  # fmt: skip
             return
         # Learn the connection IDs: a long header carries the sender's own ID as its Source Connection ID.
@@ -461,6 +318,9 @@ class CaptureDecoder:
     def _add_short_header_packet(
         self, connection: Connection, seen: DatagramSeen, payload: bytes, start: int, wire_bytes: int
     ) -> None:
+        if not quic_version(connection.version).supported or connection.version_refuted:
+            self._add_unsupported_packet(seen, connection.version, "1rtt", "appdata", wire_bytes - start)
+            return
         cid_length = connection.receiver(seen.direction).cid_length
         if cid_length is None:
             self.issues.add(
@@ -493,6 +353,9 @@ class CaptureDecoder:
             # decrypt, and trying would blame the keys for what the capture left out.
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
+        if connection.version_refuted:
+            self._add_unsupported_packet(seen, connection.version, packet_type, pn_space, packet_bytes)
+            return
         direction = seen.direction
         if self.decrypt_and_add is not None:
             keys = connection.packet_keys(packet_type, direction)
@@ -504,12 +367,9 @@ class CaptureDecoder:
                         end, short, seen.row, packet_bytes, connection.sender(direction),
                     )  # fmt: skip
                 except ValueError:
-                    self.issues.add(
-                        "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)",
-                        seen.record,
-                    )  # fmt: skip
-                    self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+                    self._decryption_failed(connection, seen, packet_type, pn_space, packet_bytes)
                     return
+                self._decrypted(connection)
                 self.after_walk(connection, direction, packet_type, packet_number, seen.record, walk)
                 return
         expected = connection.packet_numbers.largest(direction, pn_space) + 1
@@ -525,12 +385,12 @@ class CaptureDecoder:
                 if packet is None:
                     self._report_missing_keys(connection, packet_type, direction, seen.record)
         except (CryptoError, ValueError):
-            self.issues.add(
-                "warning", f"{direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", seen.record
-            )
+            self._decryption_failed(connection, seen, packet_type, pn_space, packet_bytes)
+            return
         if packet is None:
             self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
             return
+        self._decrypted(connection)
         packet_number = packet.packet_number
         if packet_number >= expected:
             connection.packet_numbers.update(direction, pn_space, packet_number)
@@ -543,6 +403,25 @@ class CaptureDecoder:
             header_bytes=packet.header_bytes, aead_tag_bytes=AEAD_TAG_BYTES, ack_eliciting=ack_eliciting,
             decrypted=True, frames_complete=unknown is None, frame_count=count, sender=sender,
         )  # fmt: skip
+
+    def _decryption_failed(
+        self, connection: Connection, seen: DatagramSeen, packet_type: str, pn_space: str, packet_bytes: int
+    ) -> None:
+        """A packet whose keys did not open it: corrupt or wrong keys, or (a draft before -22 read tentatively, before
+        any of its packets authenticated) a version not read after all."""
+        if quic_version(connection.version).tentative and not connection.version_confirmed:
+            connection.version_refuted = True
+            self._add_unsupported_packet(seen, connection.version, packet_type, pn_space, packet_bytes)
+            return
+        self.issues.add(
+            "warning", f"{seen.direction} {packet_type} packet failed to decrypt (corrupt, or wrong keys)", seen.record
+        )
+        self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
+
+    def _decrypted(self, connection: Connection) -> None:
+        if not connection.version_confirmed and quic_version(connection.version).tentative:
+            connection.version_confirmed = True
+            self.tentative_versions.add(connection.version)
 
     def after_walk(
         self, connection: Connection, direction: str, packet_type: str, packet_number: int, record: int, walk: tuple
@@ -573,7 +452,9 @@ class CaptureDecoder:
 
     def _report_missing_keys(self, connection: Connection, packet_type: str, direction: str, record: int) -> None:
         if not self.keylog.secrets:
-            self.issues.add("warning", f"{direction} {packet_type} packets not decrypted: no keylog given", record)
+            self.issues.add(
+                "warning", f"{direction} {packet_type} packets not decrypted: {self.keylog.without_secrets()}", record
+            )
         elif (
             connection.client_random is not None
             and connection.keylog.get(connection.client_random, "CLIENT_HANDSHAKE_TRAFFIC_SECRET") is None
@@ -589,6 +470,13 @@ class CaptureDecoder:
                 f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)",
                 record,
             )
+
+    def _add_unsupported_packet(
+        self, seen: DatagramSeen, version: int, packet_type: str, pn_space: str | None, packet_bytes: int
+    ) -> None:
+        """A packet of a version this decoder does not read: a row claiming nothing, counted for the version's issue."""
+        self.unsupported_packets[version] = self.unsupported_packets.get(version, 0) + 1
+        self._add_opaque_packet(seen, packet_type, pn_space, packet_bytes)
 
     def _add_opaque_packet(self, seen: DatagramSeen, packet_type: str, pn_space: str | None, packet_bytes: int) -> None:
         """A packet whose payload could not be read (no keys, cut by the snap length, not QUIC)."""
@@ -619,42 +507,15 @@ class CaptureDecoder:
             self._forget_closed_connections(batch)
         return batch
 
-    def _forget_closed_connections(self, batch: CaptureBatch) -> None:
-        """Note the connections whose CONNECTION_CLOSE is in ``batch`` and drop the state of those closed longer
-        than ``closed_linger_ns`` before the batch's last datagram (memory then follows open connections)."""
-        if batch.datagrams.is_empty():
-            return
-        now_ns = batch.datagrams["time_abs_ns"].max()
-        # the two columns only: filtering the whole frame first gathered its 25 columns (~2 ms per batch)
-        frames = batch.frames
-        closed = frames["connection_odcid"].filter(frames["frame_type"] == "connection_close").unique().to_list()
-        for odcid in closed:
-            connection = self.connections_by_odcid.get(odcid)
-            if connection is not None and odcid not in self.closing:
-                self.closing[odcid] = (connection, now_ns)
-        expired = [odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns]
-        for odcid in expired:
-            connection, _ = self.closing.pop(odcid)
-            self._forget(connection)
-
-    def _forget(self, connection: Connection) -> None:
-        """Drop a closed connection's state; a later datagram of it is reported like any datagram of an unknown flow."""
-        for key in connection.flow_keys:
-            if self.flows.get(key, (None,))[0] is connection:
-                del self.flows[key]
-                if self.lane is not None:
-                    self.lane.unregister(*key)
-        for cid in connection.cids:
-            if self.connections_by_cid.get(cid) is connection:
-                del self.connections_by_cid[cid]
-        if self.connections_by_odcid.get(connection.odcid) is connection:
-            del self.connections_by_odcid[connection.odcid]
-        self.evicted_connections += 1
-
     def _final_issue_rows(self) -> list[tuple[str, str]]:
         if self.connection_count == 0 and self.tcp.total == 0:
             self.issues.add("warning", "no QUIC connection (and no TCP segment) found in the capture", None)
-        return self.issues.rows()
+        unsupported = [
+            ("warning", quic_version(version).unsupported_message(packets))
+            for version, packets in sorted(self.unsupported_packets.items())
+        ]
+        tentative = [("warning", quic_version(version).tentative_message()) for version in sorted(self.tentative_versions)]
+        return self.issues.rows() + unsupported + tentative
 
 
 def decode_capture(
@@ -671,7 +532,7 @@ def decode_capture(
 
     `keylog` is one or more NSS keylog files; secrets in a pcapng Decryption Secrets Block are used too.
     `vantage` defaults to the capture point named by the file (sim_left / sim_right / the stem).
-    `engine` is "compiled" or "python" (see `quicack.pcap.engine`; default: compiled when installed).
+    `engine` is "compiled" or "python" (see `quicack.pcap.decoder_engine`; default: compiled when installed).
     `closed_linger_ns`: capture time a connection's state outlives its CONNECTION_CLOSE (memory of long captures).
     """
     path = Path(path)
@@ -684,28 +545,14 @@ def decode_capture(
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
     check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))
-    lane = _open_lane(path, chosen, limits) if chosen.pcap_lane is not None else None
+    lane = open_lane(path, chosen, limits) if chosen.pcap_lane is not None else None
     if lane is None:
         yield from _decode_items(decoder, read_udp(path, limits), secrets, path, batch_rows, check_every)
     else:
         with lane[0]:
             decoder.use_lane(lane[1])
-            yield from _decode_through_lane(decoder, batch_rows, check_every)
+            yield from decoder.decode_through_lane(batch_rows, check_every)
     yield decoder.take_batch(final=True)
-
-
-def _add_counted(decoder: CaptureDecoder, datagram: UdpDatagram) -> bool:
-    """Add one datagram; False when the decoder failed on it (reported, skipped)."""
-    try:
-        decoder.add_datagram(datagram)
-    except Exception as error:  # noqa: BLE001 - one undecodable datagram must not stop a capture
-        decoder.issues.add(
-            "error",
-            f"internal decoder error on this datagram, skipped: {type(error).__name__}: {error}",
-            datagram.record_number,
-        )
-        return False
-    return True
 
 
 def _decode_items(
@@ -716,7 +563,7 @@ def _decode_items(
     datagrams = 0
     for item in items:
         if type(item) is UdpDatagram:
-            if not _add_counted(decoder, item):
+            if not decoder.add_counted(item):
                 continue
             datagrams += 1
             if not datagrams % check_every and decoder.batch_ready(batch_rows):
@@ -729,82 +576,3 @@ def _decode_items(
             secrets.add_text(item.text, f"{path.name} (decryption secrets block)")
 
 
-def _open_lane(path: Path, engine: Engine, limits: Limits):
-    """(open stream, quicack_core.PcapLane) for a classic pcap file (plain, gzip, zstd), else None: pcapng, an
-    empty, short or unreadable file go through `read_udp`, which reports what is wrong with them."""
-    try:
-        stream = open_capture(path, limits)
-    except READ_ERRORS:
-        return None
-    try:
-        head = stream.read(24)
-    except READ_ERRORS:  # damaged at once: read_udp reports it
-        stream.close()
-        return None
-    magics = {int.from_bytes(head[:4], "little"), int.from_bytes(head[:4], "big")} if len(head) == 24 else set()
-    if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
-        stream.close()
-        return None
-    max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
-    if type(stream) is io.BufferedReader and path.is_file():  # plain file (not a pipe): the lane reads it itself
-        try:
-            return stream, engine.pcap_lane(stream, head, max_record_bytes, path)
-        except (OSError, TypeError):  # TypeError: a core older than the `path` argument
-            pass
-    return stream, engine.pcap_lane(stream, head, max_record_bytes)
-
-
-# as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)
-READ_ERRORS = (OSError, EOFError, ValueError, CorruptCompressedData, InputLimitExceeded)
-
-
-def _decode_through_lane(decoder: CaptureDecoder, batch_rows: int, check_every: int) -> Iterator[CaptureBatch]:
-    """Let the lane decode what it can and hand the rest to the decoder in file order, as `_decode_items` would."""
-    lane, issues = decoder.lane, decoder.issues
-    address_names: dict[bytes, str] = {}
-    datagrams = 0
-    while True:
-        decoded, item = lane.next(decoder.rows, check_every - datagrams % check_every)
-        kind = item[0] if type(item) is tuple else item
-        if kind == "event":  # a datagram the lane decoded, with CRYPTO frames, new connection IDs or bad frames
-            _, connection, direction, packet_number, record, walk = item
-            decoder.after_walk(connection, direction, "1rtt", packet_number, record, walk)
-            decoder._offer_to_lane(connection)
-        elif kind == "events":  # the same for a datagram of long header packets: those packets in order
-            _, connection, direction, record, walks = item
-            for packet_type, packet_number, walk in walks:
-                decoder.after_walk(connection, direction, packet_type, packet_number, record, walk)
-            decoder._offer_to_lane(connection)
-        datagrams += decoded
-        if decoded and not datagrams % check_every and decoder.batch_ready(batch_rows):
-            yield decoder.take_batch()
-        if kind is None:
-            return
-        if kind == "datagram":
-            datagram = UdpDatagram(*item[1:])
-        elif kind == "record":
-            converted = link_to_udp(LinkRecord(*item[1:]), address_names)
-            if converted is None:
-                continue
-            if type(converted) is TcpSegment:
-                decoder.tcp.add(converted)
-                continue
-            if type(converted) is not UdpDatagram:
-                issues.add(converted.severity, converted.message, converted.record_number)
-                continue
-            datagram = converted
-        elif kind == "issue":
-            issues.add("error", item[2], item[1])
-            continue
-        elif kind == "error":
-            error = item[1]
-            if not isinstance(error, READ_ERRORS):
-                raise error
-            issues.add("error", f"capture unreadable after this point: {type(error).__name__}: {error}", None)
-            continue
-        else:
-            continue  # "budget", "event", "events": nothing more to do
-        if _add_counted(decoder, datagram):
-            datagrams += 1
-            if not datagrams % check_every and decoder.batch_ready(batch_rows):
-                yield decoder.take_batch()

@@ -13,39 +13,11 @@ from dataclasses import dataclass, field
 
 from aioquic.buffer import Buffer, BufferReadError
 
+from quicack.frame_types import WIRE_NAMES
+
 NOT_PADDING = re.compile(rb"[^\x00]")
 
-FRAME_NAMES: dict[int, str] = {
-    0x00: "padding",
-    0x01: "ping",
-    0x02: "ack",
-    0x03: "ack",
-    0x04: "reset_stream",
-    0x05: "stop_sending",
-    0x06: "crypto",
-    0x07: "new_token",
-    **{t: "stream" for t in range(0x08, 0x10)},
-    0x10: "max_data",
-    0x11: "max_stream_data",
-    0x12: "max_streams",
-    0x13: "max_streams",
-    0x14: "data_blocked",
-    0x15: "stream_data_blocked",
-    0x16: "streams_blocked",
-    0x17: "streams_blocked",
-    0x18: "new_connection_id",
-    0x19: "retire_connection_id",
-    0x1A: "path_challenge",
-    0x1B: "path_response",
-    0x1C: "connection_close",
-    0x1D: "connection_close",
-    0x1E: "handshake_done",
-    0x1F: "immediate_ack",  # draft-ietf-quic-ack-frequency-05 and later
-    0x30: "datagram",
-    0x31: "datagram",
-    0xAC: "immediate_ack",  # draft-ietf-quic-ack-frequency-01 .. -04
-    0xAF: "ack_frequency",
-}
+FRAME_NAMES: dict[int, str] = WIRE_NAMES  # frame type -> name, from quicack/frame_types.csv
 # Frames that do not make a packet ack-eliciting (RFC 9002 §2).
 NON_ACK_ELICITING = frozenset({0x00, 0x02, 0x03, 0x1C, 0x1D})
 
@@ -202,6 +174,7 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                     length=length,
                     fin=bool(frame_type & 0x01),
                 )
+                ack_eliciting = True
             elif frame_type == 0x02 or frame_type == 0x03:
                 largest = pull()
                 delay = pull()

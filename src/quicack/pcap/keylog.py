@@ -1,7 +1,15 @@
-"""NSS key log files (SSLKEYLOGFILE format) to TLS 1.3 traffic secrets per client random."""
+"""NSS key log files (SSLKEYLOGFILE format) to TLS 1.3 traffic secrets per client random.
+
+Keylogs as the field writes them: the NSS labels, and the `QUIC_`-prefixed ones of the draft era (aioquic up to
+0.9.7, ngtcp2, quicly and Node.js wrote `QUIC_CLIENT_HANDSHAKE_TRAFFIC_SECRET`, `QUIC_SERVER_TRAFFIC_SECRET_0`, …
+for the same secrets; some wrote both), CRLF line ends, comments, blank lines and the secrets of other connections
+or of TLS 1.2 (kept aside, counted). A line that is not a key log line is a problem (an ingest issue), not a
+reason to stop.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,18 +20,28 @@ SERVER_HANDSHAKE = "SERVER_HANDSHAKE_TRAFFIC_SECRET"
 CLIENT_APPLICATION = "CLIENT_TRAFFIC_SECRET_0"
 SERVER_APPLICATION = "SERVER_TRAFFIC_SECRET_0"
 KNOWN_LABELS = frozenset({CLIENT_EARLY, CLIENT_HANDSHAKE, SERVER_HANDSHAKE, CLIENT_APPLICATION, SERVER_APPLICATION})
+# The draft era's names of the same secrets.
+DRAFT_PREFIX = "QUIC_"
+LABEL_ALIASES = {DRAFT_PREFIX + label: label for label in KNOWN_LABELS}
 
 
 @dataclass
 class Keylog:
-    """Secrets by client random (32 bytes) and label; later lines for the same key win."""
+    """Secrets by client random (32 bytes) and label; later lines for the same key win.
+
+    `sources` counts the keylogs given (files, pcapng Decryption Secrets Blocks), so that "no keylog given" is said
+    only when none was; `other_labels` counts the lines whose secrets QUIC does not use (TLS 1.2, exporter, ...).
+    """
 
     secrets: dict[bytes, dict[str, bytes]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    sources: int = 0
+    other_labels: Counter[str] = field(default_factory=Counter)
 
     def add_text(self, text: str, origin: str) -> None:
+        self.sources += 1
         for line_number, line in enumerate(text.splitlines(), start=1):
-            line = line.strip()
+            line = line.strip().lstrip("\ufeff")  # a byte order mark before the first line (Windows tools)
             if not line or line.startswith("#"):
                 continue
             parts = line.split()
@@ -31,8 +49,10 @@ class Keylog:
                 self.problems.append(f"{origin}:{line_number}: not '<LABEL> <client_random> <secret>'")
                 continue
             label, random_hex, secret_hex = parts
+            label = LABEL_ALIASES.get(label, label)
             if label not in KNOWN_LABELS:
-                continue  # TLS 1.2 / exporter secrets are not needed for QUIC
+                self.other_labels[label] += 1  # TLS 1.2 / exporter / later key phases: not needed for QUIC
+                continue
             try:
                 client_random, secret = bytes.fromhex(random_hex), bytes.fromhex(secret_hex)
             except ValueError:
@@ -52,11 +72,20 @@ class Keylog:
     def __len__(self) -> int:
         return len(self.secrets)
 
+    def without_secrets(self) -> str:
+        """Why the keylogs given hold no QUIC secrets (for the message of a packet not decrypted)."""
+        if not self.sources:
+            return "no keylog given"
+        if self.other_labels:
+            labels = ", ".join(f"{label} ({count})" for label, count in self.other_labels.most_common(4))
+            return f"the keylog holds no TLS 1.3 traffic secrets QUIC uses (only {labels})"
+        return "the keylog holds no secrets (empty, or no line could be read)"
+
 
 def load_keylogs(paths: list[Path]) -> Keylog:
     """Merge keylog files (e.g. client/keys.log and server/keys.log), plain or gzip/zstd-compressed (scanner
     outputs keep ``key.log.zst``); unreadable files become problems."""
-    from .reader import open_capture  # decompresses by magic number, as for captures
+    from .capture_file import open_capture  # decompresses by magic number, as for captures
 
     keylog = Keylog()
     for path in paths:
@@ -64,6 +93,7 @@ def load_keylogs(paths: list[Path]) -> Keylog:
             with open_capture(Path(path)) as stream:
                 text = stream.read().decode(errors="replace")
         except Exception as error:  # noqa: BLE001 - OSError, or a corrupt compressed file: a problem, not a crash
+            keylog.sources += 1
             keylog.problems.append(f"{path}: cannot read keylog: {error}")
             continue
         keylog.add_text(text, str(path))

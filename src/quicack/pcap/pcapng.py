@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from quicack.limits import Limits, config_key
 
-from .records import MAX_TIME_NS, LinkRecord, ReadIssue, TlsKeylogSecrets
+from .capture_records import MAX_TIME_NS, LinkRecord, ReadIssue, TlsKeylogSecrets
 
 SHB_TYPE_BYTES = b"\x0a\x0d\x0d\x0a"
 BYTE_ORDER_MAGIC = 0x1A2B3C4D

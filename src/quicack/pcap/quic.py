@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .versions import VERSION_1, VERSION_2, VERSION_NEGOTIATION, QuicVersion, quic_version
+
 # `cryptography` is imported where keys are made, not here: with the compiled engine (quicack_core) only the
 # header parsing and the key schedule of this module run, and a decoder's start-up should not pay for it.
 if TYPE_CHECKING:
@@ -29,16 +31,10 @@ class CryptoError(ValueError):
     """A packet that does not decrypt (wrong keys, corrupt, too short)."""
 
 
-VERSION_1 = 0x00000001
-VERSION_2 = 0x6B3343CF
-VERSION_NEGOTIATION = 0x00000000
 AEAD_TAG_BYTES = 16
 SAMPLE_BYTES = 16
 MAX_CID_BYTES = 20
 
-# Long header type bits → packet type, per version (RFC 9000 §17.2, RFC 9369 §3.2).
-LONG_TYPES_V1 = ("initial", "0rtt", "handshake", "retry")
-LONG_TYPES_V2 = ("retry", "initial", "0rtt", "handshake")
 PN_SPACE_OF_TYPE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
 AES_128_GCM_SHA256 = 0x1301
 AES_256_GCM_SHA384 = 0x1302
@@ -51,12 +47,6 @@ CIPHER_SUITES: dict[int, tuple[str, int, bool]] = {
     CHACHA20_POLY1305_SHA256: ("sha256", 32, True),
 }
 NONCE_BYTES = 12
-INITIAL_SALT_V1 = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")  # RFC 9001 §5.2
-INITIAL_SALT_V2 = bytes.fromhex("0dede3def700a6db819381be6e269dcbf9bd2ed9")  # RFC 9369 §3.3.1
-
-
-def is_draft_version(version: int) -> bool:
-    return version & 0xFFFFFF00 == 0xFF000000
 
 
 @dataclass(slots=True)
@@ -78,10 +68,11 @@ class HeaderError(ValueError):
 
 
 class UnknownVersionError(HeaderError):
-    """A long header of a version we cannot parse beyond its version-independent fields (RFC 8999)."""
+    """A long header of a version the decoder does not read (`versions.quic_version(version).reason` says why),
+    with the connection IDs its layout gives (RFC 8999, or the drafts' before -22)."""
 
     def __init__(self, version: int, dcid: bytes, scid: bytes) -> None:
-        super().__init__(f"unknown QUIC version 0x{version:08x}")
+        super().__init__(f"{quic_version(version).label}: not supported")
         self.version, self.dcid, self.scid = version, dcid, scid
 
 
@@ -102,16 +93,39 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     """Parse the long header at `start` of a datagram (RFC 9000 §17.2).
 
     `wire_end` is the datagram's size on the wire when the capture cut it (snap length): the Length
-    field is checked against it, so a cut packet keeps its true size.
+    field is checked against it, so a cut packet keeps its true size. A draft before -22 is read with draft-22's
+    layout (`QuicVersion.tentative`); where that layout does not fit, it is a version not read (UnknownVersionError,
+    with the connection IDs of the drafts' own layout when those fit).
     """
     end = len(data)
     if start + 7 > end:
         raise HeaderError("long header shorter than its fixed fields")
-    first = data[start]
     version = int.from_bytes(data[start + 1 : start + 5], "big")
+    known = quic_version(version) if version else None
+    if known is None or not known.tentative:
+        return _parse_long_header(data, start, end, wire_end, version, known)
+    try:
+        header = _parse_long_header(data, start, end, wire_end, version, known)
+    except UnknownVersionError:
+        raise
+    except HeaderError:
+        header = None
+    if header is None or len(header.dcid) > MAX_CID_BYTES or len(header.scid) > MAX_CID_BYTES:
+        try:
+            cids = _nibble_cids(data, start, end)
+        except HeaderError:
+            cids = (b"", b"")
+        raise UnknownVersionError(version, *cids)
+    return header
+
+
+def _parse_long_header(
+    data: bytes, start: int, end: int, wire_end: int | None, version: int, known: QuicVersion | None
+) -> LongHeader:
+    first = data[start]
     dcid_length = data[start + 5]
     position = start + 6
-    if dcid_length > MAX_CID_BYTES and version in (VERSION_1, VERSION_2):
+    if dcid_length > MAX_CID_BYTES and known is not None and known.supported:
         raise HeaderError(f"destination connection ID of {dcid_length} bytes")
     dcid = data[position : position + dcid_length]
     position += dcid_length
@@ -126,14 +140,14 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     if version == VERSION_NEGOTIATION:
         versions = tuple(int.from_bytes(data[offset : offset + 4], "big") for offset in range(position, end - 3, 4))
         return LongHeader("version_negotiation", version, dcid, scid, end - start, end - start, b"", versions)
-    if version == VERSION_2:
-        packet_type = LONG_TYPES_V2[(first >> 4) & 0x03]
-    elif version == VERSION_1 or is_draft_version(version):
-        packet_type = LONG_TYPES_V1[(first >> 4) & 0x03]
-    else:
+    if known is None or not known.supported:
         raise UnknownVersionError(version, dcid, scid)
+    packet_type = known.long_types[(first >> 4) & 0x03]
     if packet_type == "retry":
-        return LongHeader("retry", version, dcid, scid, end - start, end - start, data[position : end - AEAD_TAG_BYTES])
+        if known.retry_has_odcid and position < end:  # up to draft-24: Original DCID Length, Original DCID
+            position += 1 + data[position]
+        token = data[position : end - known.retry_tag_bytes]
+        return LongHeader("retry", version, dcid, scid, end - start, end - start, token)
     token = b""
     if packet_type == "initial":
         token_length, position = read_varint(data, position)
@@ -143,6 +157,18 @@ def parse_long_header(data: bytes, start: int, wire_end: int | None = None) -> L
     if position + length > (end if wire_end is None else wire_end):
         raise HeaderError(f"Length field {length} runs past the end of the datagram")
     return LongHeader(packet_type, version, dcid, scid, position - start, position - start + length, token)
+
+
+def _nibble_cids(data: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """The connection IDs of a long header of the drafts before -22: one byte holds both lengths (a nibble each,
+    3 added to a non-zero one). Read only to name the connection."""
+    lengths = data[start + 5]
+    dcid_length = (lengths >> 4) + 3 if lengths >> 4 else 0
+    scid_length = (lengths & 0x0F) + 3 if lengths & 0x0F else 0
+    position = start + 6
+    if position + dcid_length + scid_length > end:
+        raise HeaderError("long header ends inside the connection IDs")
+    return data[position : position + dcid_length], data[position + dcid_length : position + dcid_length + scid_length]
 
 
 def hkdf_extract(hash_name: str, salt: bytes, key_material: bytes) -> bytes:
@@ -204,7 +230,7 @@ class Protection:
         if cipher_suite not in CIPHER_SUITES:
             raise ValueError(f"unknown TLS cipher suite 0x{cipher_suite:04x}")
         hash_name, key_bytes, chacha = CIPHER_SUITES[cipher_suite]
-        prefix = b"quicv2 " if version == VERSION_2 else b"quic "
+        prefix = quic_version(version).label_prefix
         key = hkdf_expand_label(hash_name, secret, prefix + b"key", key_bytes)
         iv = hkdf_expand_label(hash_name, secret, prefix + b"iv", NONCE_BYTES)
         hp = hkdf_expand_label(hash_name, secret, prefix + b"hp", key_bytes)
@@ -216,7 +242,7 @@ class Protection:
     def next_phase(self) -> Protection:
         """Keys after a key update (RFC 9001 §6.1); header protection keys never change (§6)."""
         hash_name = CIPHER_SUITES[self.cipher_suite][0]
-        label = b"quicv2 ku" if self.version == VERSION_2 else b"quic ku"
+        label = quic_version(self.version).key_update_label  # "traffic upd" up to draft-23
         secret = hkdf_expand_label(hash_name, self.secret, label, len(self.secret))
         following = Protection.from_secret(self.cipher_suite, secret, self.version)
         following.mask = self.mask
@@ -305,12 +331,15 @@ class PacketKeys:
 
 
 def initial_keys(dcid: bytes, version: int, keys_class=PacketKeys) -> tuple[PacketKeys, PacketKeys]:
-    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2),
-    as `keys_class` (this module's PacketKeys or quicack_core's)."""
-    if hasattr(keys_class, "initial"):  # quicack_core's, derived there in one call
+    """Initial keys (client→server, server→client) from the client's Destination Connection ID (RFC 9001 §5.2) with
+    the version's salt (`versions`), as `keys_class` (this module's PacketKeys or quicack_core's); ValueError for a
+    version without one."""
+    salt = quic_version(version).initial_salt
+    if salt is None:
+        raise ValueError(f"{quic_version(version).label}: no Initial salt known")
+    if hasattr(keys_class, "initial"):  # quicack_core's, derived there in one call (its twin of the salts)
         return keys_class.initial(dcid, version)
-    version = VERSION_2 if version == VERSION_2 else VERSION_1
-    initial_secret = hkdf_extract("sha256", INITIAL_SALT_V2 if version == VERSION_2 else INITIAL_SALT_V1, dcid)
+    initial_secret = hkdf_extract("sha256", salt, dcid)
     client = hkdf_expand_label("sha256", initial_secret, b"client in", 32)
     server = hkdf_expand_label("sha256", initial_secret, b"server in", 32)
     return (

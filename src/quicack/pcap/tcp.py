@@ -19,7 +19,7 @@ import polars as pl
 
 from quicack.schema import TCP_SEGMENTS
 
-from .records import ReadIssue
+from .capture_records import ReadIssue
 
 TCP_FIXED_HEADER_BYTES = 20
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10

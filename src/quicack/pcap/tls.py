@@ -60,6 +60,8 @@ class CryptoStream:
     pending: dict[int, bytes] = field(default_factory=dict)  # out-of-order fragments by offset
     starts: list[tuple[int, str]] = field(default_factory=list)
     broken: bool = False
+    # QUIC drafts up to -26 encode transport parameters with 16-bit ids and lengths (versions.QuicVersion)
+    legacy_transport_parameters: bool = False
 
     def add(self, offset: int, data: bytes) -> list[str] | None:
         """Add one CRYPTO frame; return the names of the messages starting inside it, or None."""
@@ -107,32 +109,34 @@ class CryptoStream:
                 return
             if message_type in MESSAGES_TO_PARSE:
                 try:
-                    _parse_message(message_type, bytes(buffer[4 : 4 + length]), self.facts)
+                    _parse_message(
+                        message_type, bytes(buffer[4 : 4 + length]), self.facts, self.legacy_transport_parameters
+                    )
                 except (IndexError, ValueError):
                     pass  # a malformed hello leaves the facts unknown; decryption then reports it
             del buffer[: 4 + length]
             self.message_start += 4 + length
 
 
-def _parse_message(message_type: int, body: bytes, facts: HandshakeFacts) -> None:
+def _parse_message(message_type: int, body: bytes, facts: HandshakeFacts, legacy: bool = False) -> None:
     if message_type == CLIENT_HELLO:
         facts.client_random = body[2:34]
         position = 34
         position += 1 + body[position]  # legacy session id
         position += 2 + int.from_bytes(body[position : position + 2], "big")  # cipher suites
         position += 1 + body[position]  # compression methods
-        _parse_extensions(body, position, facts)
+        _parse_extensions(body, position, facts, legacy)
     elif message_type == SERVER_HELLO:
         position = 34
         position += 1 + body[position]
         facts.cipher_suite = int.from_bytes(body[position : position + 2], "big")
         position += 3
-        _parse_extensions(body, position, facts)
+        _parse_extensions(body, position, facts, legacy)
     elif message_type == ENCRYPTED_EXTENSIONS:
-        _parse_extensions(body, 0, facts)
+        _parse_extensions(body, 0, facts, legacy)
 
 
-def _parse_extensions(body: bytes, position: int, facts: HandshakeFacts) -> None:
+def _parse_extensions(body: bytes, position: int, facts: HandshakeFacts, legacy: bool = False) -> None:
     if position + 2 > len(body):
         return
     end = position + 2 + int.from_bytes(body[position : position + 2], "big")
@@ -141,7 +145,10 @@ def _parse_extensions(body: bytes, position: int, facts: HandshakeFacts) -> None
         extension_type = int.from_bytes(body[position : position + 2], "big")
         length = int.from_bytes(body[position + 2 : position + 4], "big")
         if extension_type in EXTENSION_QUIC_TRANSPORT_PARAMETERS:
-            facts.transport_parameters = parse_transport_parameters(body[position + 4 : position + 4 + length])
+            value = body[position + 4 : position + 4 + length]
+            facts.transport_parameters = (
+                parse_legacy_transport_parameters(value) if legacy else parse_transport_parameters(value)
+            )
         position += 4 + length
 
 
@@ -163,12 +170,31 @@ def parse_transport_parameters(data: bytes) -> TransportParameters:
     while position < len(data):
         parameter_id, position = _varint(data, position)
         length, position = _varint(data, position)
-        value_bytes = data[position : position + length]
+        _take_parameter(parameters, parameter_id, data[position : position + length])
         position += length
-        if parameter_id == TP_ACK_DELAY_EXPONENT and value_bytes:
-            parameters.ack_delay_exponent = _varint(value_bytes, 0)[0]
-        elif parameter_id == TP_MAX_ACK_DELAY and value_bytes:
-            parameters.max_ack_delay_ms = float(_varint(value_bytes, 0)[0])
-        elif parameter_id in TP_MIN_ACK_DELAY and value_bytes:
-            parameters.min_ack_delay_us = _varint(value_bytes, 0)[0]
     return parameters
+
+
+def parse_legacy_transport_parameters(data: bytes) -> TransportParameters:
+    """The same for QUIC drafts up to -26: a 16-bit length of the list, then per parameter a 16-bit id and a 16-bit
+    length (the values are varints as later)."""
+    parameters = TransportParameters()
+    end = min(len(data), 2 + int.from_bytes(data[:2], "big"))
+    position = 2
+    while position + 4 <= end:
+        parameter_id = int.from_bytes(data[position : position + 2], "big")
+        length = int.from_bytes(data[position + 2 : position + 4], "big")
+        _take_parameter(parameters, parameter_id, data[position + 4 : position + 4 + length])
+        position += 4 + length
+    return parameters
+
+
+def _take_parameter(parameters: TransportParameters, parameter_id: int, value_bytes: bytes) -> None:
+    if not value_bytes:
+        return
+    if parameter_id == TP_ACK_DELAY_EXPONENT:
+        parameters.ack_delay_exponent = _varint(value_bytes, 0)[0]
+    elif parameter_id == TP_MAX_ACK_DELAY:
+        parameters.max_ack_delay_ms = float(_varint(value_bytes, 0)[0])
+    elif parameter_id in TP_MIN_ACK_DELAY:
+        parameters.min_ack_delay_us = _varint(value_bytes, 0)[0]

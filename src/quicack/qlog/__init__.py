@@ -10,7 +10,8 @@ quicack_core's compiled lane when it is installed (``engine``: the same rows as 
 from .detect import Dialect, detect_dialect
 from .discover import discover_qlogs
 from .parquet import FileSummary, IngestSummary, write_qlog_parquet
-from .reader import QlogBatch, QlogResult, iter_qlog, read_qlog
+from .python_reader import QlogBatch
+from .qlog_file import QlogResult, iter_qlog, read_qlog
 
 __all__ = [
     "Dialect",

@@ -14,7 +14,7 @@ import polars as pl
 
 from quicack.schema import FRAMES, METRICS_LOGGED, PACKETS, ack_ranges_from_json
 
-from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, TraceConnection, _int, _num
+from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, UNKNOWN_PREFIX, TraceConnection, _int, _num
 
 PACKET_DTYPES = {
     "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
@@ -102,6 +102,12 @@ class Merged:
             exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
         if table is FRAMES:
             exprs.append(ack_ranges_from_json("ack_ranges"))
+            # a frame the reader does not know keeps its name (normalize.UNKNOWN_PREFIX)
+            unknown = pl.col("frame_type").str.starts_with(UNKNOWN_PREFIX)
+            exprs += [
+                pl.when(unknown).then(pl.lit("unknown")).otherwise(pl.col("frame_type")).alias("frame_type"),
+                pl.when(unknown).then(pl.col("frame_type").str.slice(len(UNKNOWN_PREFIX))).alias("raw_frame_type"),
+            ]
         if table is PACKETS:
             # integer addition: a float64 near 1.7e18 ns cannot hold single nanoseconds
             exprs += [pl.lit(True).alias("decrypted"),

@@ -31,6 +31,7 @@ _STR_FIELD = {
 _VANTAGE = re.compile(rb'"vantage_point"\s*:\s*\{([^}]{0,300})\}')
 _VP_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
 _VP_NAME = re.compile(rb'"name"\s*:\s*"([^"]*)"')
+_VP_FLOW = re.compile(rb'"flow"\s*:\s*"([^"]*)"')
 _EVENT_SCHEMAS = re.compile(rb'"event_schemas"\s*:\s*\[([^\]]{0,400})\]')
 
 # qlog versions this reader understands. Anything else is reported as an issue but still attempted when the
@@ -51,7 +52,7 @@ class Dialect:
     container: str  # json-seq | ndjson | json | unknown
     qlog_version: str | None  # qlog_version or file_schema from the header
     implementation: str | None  # aioquic, quic-go, ngtcp2, go-x-net, quiche, neqo, quinn, picoquic, mvfst, ...
-    vantage: str | None  # vantage_point.type when inside the first KiB
+    vantage: str | None  # vantage_point.type (any case; a network one's flow) when inside the first KiB
     compression: str | None  # gzip | zstd | xz | None
     main_schema: bool  # final-draft header (file_schema) / quic-NN event schemas
     known_version: bool
@@ -97,6 +98,9 @@ def implementation_from_text(text: bytes) -> str | None:
         (b"msquic", "msquic"),
         (b"kwik", "kwik"),
         (b'"go quic"', "go-x-net"),  # golang.org/x/net/quic names its vantage point "go quic"
+        (b"pcap2qlog", "pcap2qlog"),  # a capture converted by quiclog/pcap2qlog (reader.is_converted_capture)
+        (b"quicx", "quicx"),  # caozhiyi/quicX ("title":"QuicX client")
+        (b"quictrace-to-qlog", "quic-trace"),  # quiclog/quictrace2qlog: a quic-trace file converted
     ):
         if needle in text:
             return impl
@@ -149,13 +153,17 @@ def detect_dialect(path: Path) -> Dialect:
     schemas = _EVENT_SCHEMAS.search(head)
     main_schema = file_schema is not None or bool(schemas and b"quic-" in schemas.group(1))
     title = _field(head, "title")
-    vp_type = vp_name = None
+    vp_type = vp_name = vp_flow = None
     vm = _VANTAGE.search(head)
     if vm:
         t = _VP_TYPE.search(vm.group(1))
         n = _VP_NAME.search(vm.group(1))
-        vp_type = t.group(1).decode() if t else None
-        vp_name = n.group(1).decode() if n else None
+        f = _VP_FLOW.search(vm.group(1))
+        vp_type = t.group(1).decode(errors="replace").lower() if t else None
+        vp_name = n.group(1).decode(errors="replace") if n else None
+        vp_flow = f.group(1).decode(errors="replace").lower() if f else None
+    if vp_type == "network":  # a converted capture: its flow is whose packets are 'sent' (traces.side_of_vantage_point)
+        vp_type = vp_flow
     known = (version in KNOWN_VERSIONS) or (file_schema in KNOWN_FILE_SCHEMAS)
     return Dialect(
         container=container,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.issues import ERROR, WARNING, issue_row, issues_frame
 from quicack.layout import qlog_files
-from quicack.schema import INGEST_ISSUES
 
 
 def discover_qlogs(run_dir: Path, run_id: str | None = None) -> tuple[list[tuple[Path, str | None]], pl.DataFrame]:
@@ -22,13 +22,11 @@ def discover_qlogs(run_dir: Path, run_id: str | None = None) -> tuple[list[tuple
     issues = []
     found: list[tuple[Path, str | None]] = []
     if not run_dir.is_dir():
-        issues.append({"path": str(run_dir), "run_id": run_id, "stage": "qlog", "severity": "error",
-                       "message": f"{run_dir}: run folder does not exist"})
+        issues.append(issue_row(str(run_dir), run_id, "qlog", ERROR, f"{run_dir}: run folder does not exist"))
     else:
         found = qlog_files(run_dir)
         if not found:
-            issues.append({"path": str(run_dir), "run_id": run_id, "stage": "qlog", "severity": "warning",
-                           "message": f"{run_dir}: no qlog files (*.qlog, *.sqlog, optionally .gz/.zst) in this "
-                                      "run; was qlog output enabled for both endpoints?"})
-    df = pl.DataFrame(issues, schema=INGEST_ISSUES.schema) if issues else INGEST_ISSUES.empty()
-    return found, df
+            issues.append(issue_row(str(run_dir), run_id, "qlog", WARNING,
+                                    f"{run_dir}: no qlog files (*.qlog, *.sqlog, optionally .gz/.zst) in this "
+                                    "run; was qlog output enabled for both endpoints?"))
+    return found, issues_frame(issues)

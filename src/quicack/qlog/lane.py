@@ -1,6 +1,6 @@
 """The JSON-SEQ / NDJSON reader with the compiled lane (`quicack_core.QlogLane`) doing the common events.
 
-`LaneFileReader` is `reader._FileReader` with the record loop in the lane: the lane splits and parses the
+`LaneFileReader` is `python_reader.FileReader` with the record loop in the lane: the lane splits and parses the
 records and normalizes every event of the common form on a connection it knows (rows into its typed buffers,
 state in its connection records); everything else comes back here as before (headers, damage, the first event of
 each connection, values of unusual types) and goes through the Python reader unchanged. What both sides use is
@@ -24,8 +24,8 @@ from quicack.limits import Limits
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
 from .normalize import TraceConnection
-from .reader import QlogBatch, Trace, _FileReader, is_header_record
-from .records import CHUNK, STREAM_ERRORS, Damage, parse_record, separator, too_long, unreadable
+from .python_reader import FileReader, QlogBatch, Trace, is_header_record
+from .records import CHUNK, STREAM_ERRORS, Damage, Joined, parse_records, separator, too_long, unreadable
 
 # What QlogLane.step stops for (its STOP_* codes).
 _NEED, _END, _RECORD, _TOO_LONG, _FLUSH = range(5)
@@ -176,8 +176,8 @@ def _counter(index: int) -> property:
     return property(lambda self: self.lane.get_counter(index), lambda self, value: self.lane.set_counter(index, value))
 
 
-class LaneFileReader(_FileReader):
-    """`_FileReader` of a JSON-SEQ / NDJSON file with the record loop in a `quicack_core.QlogLane`."""
+class LaneFileReader(FileReader):
+    """`FileReader` of a JSON-SEQ / NDJSON file with the record loop in a `quicack_core.QlogLane`."""
 
     pending = _counter(0)
     events_since_batch = _counter(1)
@@ -224,7 +224,7 @@ class LaneFileReader(_FileReader):
             if value is _FLUSH_NOW:
                 yield self._flush(final=False)
                 continue
-            if value.__class__ is Damage:
+            if value.__class__ is Damage or value.__class__ is Joined:
                 self._damaged_record(value)
                 continue
             if is_header_record(value):
@@ -258,7 +258,7 @@ class LaneFileReader(_FileReader):
                         lane.feed(f.read(CHUNK))
                     elif code == _RECORD:
                         _, offset, number, part, last = stop
-                        yield parse_record(part, offset, number, last, max_depth)
+                        yield from parse_records(part, offset, number, last, max_depth)
                     elif code == _FLUSH:
                         yield _FLUSH_NOW
                     elif code == _TOO_LONG:

@@ -25,7 +25,9 @@ except ImportError:  # pragma: no cover
         return json.dumps(value, separators=(",", ":"))
 
 
-from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_US, Profile
+from quicack.frame_types import QLOG_NAMES, WIRE_NAMES
+
+from .profiles import ACK_DELAY_ENCODED, ACK_DELAY_ENCODED_MS, ACK_DELAY_US, Profile
 
 # Event kinds, from the event name without its category (transport:, quic:, recovery:, ...).
 PACKET_SENT = 1
@@ -93,34 +95,16 @@ def packet_type(value: Any) -> str:
     return _PACKET_TYPES.get(value.lower(), "unknown")
 
 
-_FRAME_TYPES = {
-    name: name
-    for name in (
-        "padding", "ping", "ack", "reset_stream", "stop_sending", "crypto", "new_token", "stream", "max_data",
-        "max_stream_data", "max_streams", "data_blocked", "stream_data_blocked", "streams_blocked",
-        "new_connection_id", "retire_connection_id", "path_challenge", "path_response", "connection_close",
-        "handshake_done", "datagram", "ack_frequency", "immediate_ack", "time_stamp", "reset_stream_at",
-    )
-}
-_FRAME_TYPES.update(
-    {
-        "ack_ecn": "ack",
-        "rst_stream": "reset_stream",
-        "crypto_frame": "crypto",
-        "max_streams_bidi": "max_streams",
-        "max_streams_uni": "max_streams",
-        "max_streams_bidir": "max_streams",
-        "max_streams_unidir": "max_streams",
-        "blocked": "data_blocked",
-        "stream_blocked": "stream_data_blocked",
-        "streams_blocked_bidi": "streams_blocked",
-        "streams_blocked_uni": "streams_blocked",
-        "application_close": "connection_close",
-        "connection_close_app_err": "connection_close",
-        "datagram_len": "datagram",
-        "datagram_l": "datagram",
-    }
-)
+_FRAME_TYPES = QLOG_NAMES  # lower-case qlog spelling -> name, from quicack/frame_types.csv
+# Frame type numbers, for logs that give a number instead of a name (qlog's UnknownFrame: raw_frame_type in 0.3,
+# frame_type_value in 0.4, frame_type_bytes later): those of frame_types.csv (ACK_FREQUENCY 0xaf, IMMEDIATE_ACK 0x1f
+# and 0xac of the ack-frequency drafts, DATAGRAM, RFC 9000's)
+_FRAME_NUMBERS = WIRE_NAMES
+# Where a log gives an unknown frame's type number (qlog's UnknownFrame, by qlog version).
+_RAW_TYPE_FIELDS = ("raw_frame_type", "frame_type_value", "frame_type_bytes")
+# A frame the reader does not know travels as "unknown:<its name or number>" in the frame_type of its row until the
+# batch is built (batch.Merged.finish), where the name goes to raw_frame_type and frame_type becomes 'unknown'.
+UNKNOWN_PREFIX = "unknown:"
 _NOT_ELICITING = frozenset(("ack", "padding", "connection_close"))
 
 
@@ -128,6 +112,35 @@ def frame_type(value: Any) -> str:
     if not isinstance(value, str):
         return "unknown"
     return _FRAME_TYPES.get(value.lower(), "unknown")
+
+
+def unknown_frame_type(frame: dict[str, Any], value: Any) -> str:
+    """The frame_type of a frame whose name (`value`) the reader does not know: a known frame after all when the
+    log gives its type number, else "unknown:<name as written, or number as 0x..>" ("unknown" when it gives
+    neither)."""
+    number = None
+    for name in _RAW_TYPE_FIELDS:
+        number = _int(frame.get(name))
+        if number is not None:
+            break
+    if number is None and isinstance(value, str) and value.lower().startswith("0x"):
+        number = _int_or_none(value, 16)
+    elif number is None and isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    if number is not None and number in _FRAME_NUMBERS:
+        return _FRAME_NUMBERS[number]
+    if isinstance(value, str) and value and value.lower() != "unknown":
+        return UNKNOWN_PREFIX + value
+    if number is not None and number >= 0:
+        return f"{UNKNOWN_PREFIX}0x{number:x}"
+    return "unknown"
+
+
+def _int_or_none(text: str, base: int) -> int | None:
+    try:
+        return int(text, base)
+    except ValueError:
+        return None
 
 
 def _int(value: Any) -> int | None:
@@ -208,6 +221,7 @@ class TraceConnection:
     qlog_version: str | None
     profile: Profile
     ref_abs_ns: int | None  # absolute Unix ns of trace time 0, when the log says
+    vantage_point_type: str | None = None  # vantage_point.type as the file wrote it (endpoints.vantage_point_type)
     origin_t: float | None = None  # trace time (ms) of the first client Initial at this vantage point
     first_t: float | None = None
     first_packet_t: float | None = None
@@ -267,7 +281,7 @@ class TraceConnection:
         header = data.get("header")
         if header.__class__ is not dict:
             header = _EMPTY
-        pt = header.get("packet_type") or data.get("packet_type")
+        pt = header.get("packet_type") or data.get("packet_type") or data.get("type")  # pcap2qlog: data.type
         ptype = _PACKET_TYPES.get(pt) if pt.__class__ is str else None
         if ptype is None:
             ptype = packet_type(pt)
@@ -313,6 +327,8 @@ class TraceConnection:
             name = _FRAME_TYPES.get(ft) if ft.__class__ is str else None
             if name is None:
                 name = frame_type(ft)
+            if name == "unknown":  # qlog's own "unknown" (with a type number) too
+                name = unknown_frame_type(fr, ft)
             fraw = fr.get("raw")
             nbytes = fraw.get("length") if fraw.__class__ is dict else None
             # Branches in order of frequency: STREAM frames are most of all frames in a transfer.
@@ -375,10 +391,11 @@ class TraceConnection:
         mode = self.profile.ack_delay
         if mode == ACK_DELAY_US:
             return v / 1000.0
-        if mode == ACK_DELAY_ENCODED:
+        if mode == ACK_DELAY_ENCODED or mode == ACK_DELAY_ENCODED_MS:
             # The exponent is the ACK sender's: ours for ACKs we send, the peer's for ACKs we receive.
             exp = self.local_ack_delay_exponent if sent else self.peer_ack_delay_exponent
-            return v * (1 << (3 if exp is None else exp)) / 1000.0
+            scaled = v * (1 << (3 if exp is None else exp))
+            return scaled if mode == ACK_DELAY_ENCODED_MS else scaled / 1000.0
         return v
 
     def on_metrics(self, t: float, data: dict[str, Any]) -> None:

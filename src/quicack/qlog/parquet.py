@@ -8,11 +8,13 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.issues import ERROR, count_errors, issue_row, issues_frame
 from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.parquet_store import ROW_GROUP_ROWS, TableWriter
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
-from quicack.store import ROW_GROUP_ROWS, TableWriter
 
-from .reader import STAGE, iter_qlog
+from .python_reader import STAGE
+from .qlog_file import iter_qlog
 
 TABLES: tuple[Table, ...] = (PACKETS, FRAMES, METRICS_LOGGED, ENDPOINTS, INGEST_ISSUES)
 
@@ -86,7 +88,7 @@ def write_qlog_parquet(
                 summary.events += batch.events
                 for t in TABLES:
                     writer.write(t.name, getattr(batch, t.name))
-                file_summary.errors += batch.ingest_issues.filter(pl.col("severity") == "error").height
+                file_summary.errors += count_errors(batch.ingest_issues)
                 if batch.endpoints.height:
                     file_summary.connections += batch.endpoints.height
                     file_summary.dialect = batch.endpoints["dialect"].first()
@@ -102,12 +104,8 @@ def write_qlog_parquet(
             if on_file:
                 on_file(file_summary)
         if summary.files == 0:
-            issue = pl.DataFrame(
-                [{"path": str(out_dir), "run_id": None, "stage": STAGE, "severity": "error",
-                  "message": "no qlog files to read (empty folder or a run without qlog output)"}],
-                schema=INGEST_ISSUES.schema,
-            )
-            writer.write("ingest_issues", issue)
+            issue = issue_row(str(out_dir), None, STAGE, ERROR, "no qlog files to read (empty folder or a run without qlog output)")
+            writer.write("ingest_issues", issues_frame([issue]))
     summary.rows = {t.name: writer.rows[t.name] for t in TABLES}
     summary.outputs = dict(writer.paths)
     return summary

@@ -48,6 +48,17 @@ class Damage:
     message: str
     at_end: bool  # the damaged record is the last one: the file was cut mid-record
     stops_file: bool = False  # damaged compression or a tripped limit: nothing after it can be read
+    resumed_at: int | None = None  # where reading went on after the damage (the next event found), if anywhere
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A JSON-SEQ / NDJSON record that held several JSON texts (the separator between them was lost): each text
+    follows as a record of its own (or a Damage, for a text that does not parse)."""
+
+    offset: int
+    number: int
+    texts: int
 
 
 def iter_seq(path: Path, separator: bytes, limits: Limits = DEFAULT_LIMITS) -> Iterator[dict[str, Any] | Damage]:
@@ -75,7 +86,7 @@ def iter_seq(path: Path, separator: bytes, limits: Limits = DEFAULT_LIMITS) -> I
                 if not part or part.isspace():
                     continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
                 number += 1
-                yield parse_record(part, offset, number, last, max_depth)
+                yield from parse_records(part, offset, number, last, max_depth)
         except STREAM_ERRORS as exc:
             yield unreadable(next_offset, number, exc)
 
@@ -102,6 +113,79 @@ def parse_record(part: bytes, offset: int, number: int, last: bool, max_depth: i
     if value.__class__ is dict:
         return value
     return Damage(offset, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
+
+
+def parse_records(part: bytes, offset: int, number: int, last: bool, max_depth: int) -> Iterator[Any]:
+    """`parse_record`, and when the record is not one JSON text but several with only whitespace between them (a
+    writer that lost a separator), a `Joined` note followed by each text's object (or Damage): the events are not
+    lost with the separator. Text that does not parse in between is one Damage; reading goes on at the next line
+    that starts a JSON text. Both qlog engines read damaged records here (quicack.qlog.lane hands them back)."""
+    value = parse_record(part, offset, number, last, max_depth)
+    if value.__class__ is not Damage or not value.message.startswith("invalid JSON"):
+        yield value
+        return
+    texts = _joined_texts(part, offset, number, last, max_depth)
+    if texts is None:
+        yield value
+        return
+    yield Joined(offset, number, sum(1 for t in texts if t.__class__ is not Damage))
+    yield from texts
+
+
+# Where a JSON text may start after damage: a line that starts with an object (JSON-SEQ and NDJSON writers put one
+# record per line). Python's decoder finds where a text ends (raw_decode); orjson parses the text itself, so that a
+# value reads the same as in an undamaged record.
+_LINE_STARTS_OBJECT = re.compile(r"\n[ \t\r]*\{")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _joined_texts(part: bytes, offset: int, number: int, last: bool, max_depth: int) -> list[Any] | None:
+    """The texts of a record that holds several JSON objects (their objects, a Damage for text between them that
+    does not parse), or None when it holds one text, none that parses, a text that is not an object, or more than
+    `MAX_DAMAGED_TEXTS` damaged stretches (the record's own Damage stands then). Linear in the record: each decode
+    starts past the previous one's end or error, and byte offsets are counted as the reading moves on."""
+    try:
+        text = part.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    damaged = 0
+    at = 0  # the character position `byte` counts up to
+    byte = offset
+
+    def byte_at(position: int) -> int:
+        nonlocal at, byte
+        byte += len(text[at:position].encode())
+        at = position
+        return byte
+
+    pos = _JSON_SPACE.match(text, 0).end()  # type: ignore[union-attr]  # matches the empty string
+    while pos < len(text):
+        try:
+            _, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError) as error:
+            damaged += 1
+            if damaged > MAX_DAMAGED_TEXTS:
+                return None
+            failed_at = max(getattr(error, "pos", None) or pos, pos)
+            resume = _LINE_STARTS_OBJECT.search(text, failed_at)
+            stop = resume.end() - 1 if resume else len(text)
+            start_byte = byte_at(pos)
+            stop_byte = byte_at(stop)
+            out.append(Damage(start_byte, number, f"invalid JSON (a text that does not parse, {stop_byte - start_byte} "
+                              "bytes)", at_end=last and resume is None, resumed_at=stop_byte if resume else None))
+            pos = stop
+            continue
+        value = parse_record(text[pos:end].encode(), byte_at(pos), number, last, max_depth)
+        if value.__class__ is not dict:
+            return None
+        out.append(value)
+        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+    return out if len(out) - damaged >= 1 and len(out) > 1 else None
+
+
+MAX_DAMAGED_TEXTS = 16
 
 
 def _separated(read, separator: bytes, max_record: int) -> Iterator[tuple[int, bytes | None, int, bool]]:
@@ -196,14 +280,64 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
             return
     text = data.decode("utf-8", "replace")
     del data
+    traces, skipped, damage_at = _salvage(text)
+    if skipped and damage_at is None and stream_error is None:
+        # Every damage was an event that could be skipped to the next: the document without those events is
+        # read whole, with the fields after the events too (aioquic writes vantage_point there).
+        kept = [text[begin:end] for begin, end in _kept_spans(len(text), skipped)]
+        try:
+            repaired = _loads("".join(kept).encode("utf-8", "surrogatepass"))
+        except _JSONError:
+            repaired = None
+        if repaired is not None:
+            yield repaired
+            yield from (_skipped_event(begin, end) for begin, end in skipped)
+            return
+    yield {"traces": traces, "_salvaged": True}
+    yield from (_skipped_event(begin, end) for begin, end in skipped)
+    at = len(text) if damage_at is None else damage_at
+    if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
+        yield Damage(at, 1, f"{stream_error}; the events before byte {at} are kept", at_end=True, stops_file=True)
+    elif damage_at is not None or not skipped or stream_error is not None:
+        yield Damage(at, 1, f"invalid JSON document ({first_error})", at_end=True)
+
+
+def _skipped_event(begin: int, end: int) -> Damage:
+    return Damage(begin, 1, f"an event that does not parse, {end - begin} characters", at_end=False, resumed_at=end)
+
+
+def _kept_spans(length: int, skipped: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """The spans of a text of ``length`` left when the ``skipped`` spans (sorted, apart) are cut out."""
+    begin = 0
+    for cut, resume in skipped:
+        yield begin, cut
+        begin = resume
+    yield begin, length
+
+
+# After an event that does not parse, reading goes on at the next event: an object (or, for traces with
+# event_fields, an array) after a comma that parses as a whole, is followed by the next comma or the end of the
+# list, and has an event's fields (time and name, or time and event). Inner objects of the damaged event that
+# happen to parse are not events (no time and name). At most this many candidates are tried per damage.
+_NEXT_EVENT = re.compile(r",[ \t\r\n]*[{\[]")
+_AFTER_EVENT = re.compile(r"[ \t\r\n]*[,\]]")
+MAX_RESYNC_CANDIDATES = 10_000
+
+
+def _salvage(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, int]], int | None]:
+    """A damaged document's traces, each with its header fields found before its ``"events"`` array and the
+    events that parse; the spans of the events skipped; where reading stopped for good (None: it did not)."""
     decoder = json.JSONDecoder()
     traces: list[dict[str, Any]] = []
-    damage_at = len(text)
+    skipped: list[tuple[int, int]] = []
     pos = 0
     for m in _EVENTS_KEY.finditer(text):
         if m.start() < pos:
             continue
         header = _salvage_header(text[pos : m.start()])
+        following = _EVENTS_KEY.search(text, m.end())
+        limit = following.start() if following else len(text)
+        arrays = "event_fields" in header
         events: list[Any] = []
         i = m.end()
         ok = True
@@ -217,28 +351,48 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
                 break
             try:
                 value, i = decoder.raw_decode(text, i)
-            except (ValueError, RecursionError):  # JSONDecodeError, or an integer of more than 4300 digits
-                ok = False
-                break
+            except (ValueError, RecursionError) as error:  # JSONDecodeError, or an integer of more than 4300 digits
+                resume = _next_event(decoder, text, max(getattr(error, "pos", None) or i, i), limit, arrays)
+                if resume is None:
+                    ok = False
+                    break
+                skipped.append((i, resume))
+                i = resume
+                continue
             events.append(value)
         header["events"] = events
         traces.append(header)
         pos = i
         if not ok:
-            damage_at = i
-            break
-    yield {"traces": traces, "_salvaged": True}
-    if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
-        yield Damage(damage_at, 1, f"{stream_error}; the events before byte {damage_at} are kept", at_end=True,
-                     stops_file=True)
-    else:
-        yield Damage(damage_at, 1, f"invalid JSON document ({first_error})", at_end=True)
+            return traces, skipped, i
+    return traces, skipped, None
+
+
+def _next_event(decoder: json.JSONDecoder, text: str, start: int, limit: int, arrays: bool) -> int | None:
+    """Where the next whole event after ``start`` (and before ``limit``) begins, or None."""
+    for tried, candidate in enumerate(_NEXT_EVENT.finditer(text, start, limit)):
+        if tried >= MAX_RESYNC_CANDIDATES:
+            return None
+        begin = candidate.end() - 1
+        try:
+            value, end = decoder.raw_decode(text, begin)
+        except (ValueError, RecursionError):
+            continue
+        if not _AFTER_EVENT.match(text, end):
+            continue
+        if isinstance(value, dict) and "time" in value and ("name" in value or "event" in value):
+            return begin
+        if arrays and isinstance(value, list) and len(value) >= 3:
+            return begin
+    return None
 
 
 _HEADER_STRINGS = {
     "qlog_version": re.compile(r'"qlog_version"\s*:\s*"([^"]*)"'),
     "title": re.compile(r'"title"\s*:\s*"([^"]*)"'),
     "vantage": re.compile(r'"vantage_point"\s*:\s*\{[^}]*"type"\s*:\s*"([^"]*)"'),
+    "flow": re.compile(r'"vantage_point"\s*:\s*\{[^}]*"flow"\s*:\s*"([^"]*)"'),
+    "original_uris": re.compile(r'"original_uris"\s*:\s*(\[[^\]]*\])'),
     "odcid": re.compile(r'"(?:ODCID|odcid|group_id|dcid)"\s*:\s*"([^"]*)"'),
     "time_units": re.compile(r'"time_units"\s*:\s*"([^"]*)"'),
     "reference_time": re.compile(r'"reference_time"\s*:\s*"?([0-9.]+)"?'),
@@ -252,6 +406,8 @@ def _salvage_header(fragment: str) -> dict[str, Any]:
     found = {k: rx.search(fragment) for k, rx in _HEADER_STRINGS.items()}
     if found["vantage"]:
         out["vantage_point"] = {"type": found["vantage"].group(1)}
+        if found["flow"]:
+            out["vantage_point"]["flow"] = found["flow"].group(1)
     common: dict[str, Any] = {}
     if found["odcid"]:
         common["group_id"] = found["odcid"].group(1)
@@ -259,8 +415,16 @@ def _salvage_header(fragment: str) -> dict[str, Any]:
         common["reference_time"] = found["reference_time"].group(1)
     if common:
         out["common_fields"] = common
+    configuration: dict[str, Any] = {}
     if found["time_units"]:
-        out["configuration"] = {"time_units": found["time_units"].group(1)}
+        configuration["time_units"] = found["time_units"].group(1)
+    if found["original_uris"]:
+        try:
+            configuration["original_uris"] = json.loads(found["original_uris"].group(1))
+        except ValueError:
+            pass
+    if configuration:
+        out["configuration"] = configuration
     if found["event_fields"]:
         try:
             out["event_fields"] = json.loads(found["event_fields"].group(1))

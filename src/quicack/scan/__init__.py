@@ -5,23 +5,20 @@
     for folder in find_measurements([root]):
         tables = read_measurement(folder, prefixes)          # .scan_connections, .ingest_issues
 
-Modules, one job each: `files` (QScanner's CSVs and `targets`, headers checked), `identify` (which connection a
-captured datagram belongs to, the ClientHello's SNI), `capture` (the capture decoder's tables reduced to the
+Modules, one job each: `qscanner_files` (QScanner's CSVs and `targets`, headers checked), `identify` (which connection a
+captured datagram belongs to, the ClientHello's SNI), `scan_capture` (the capture decoder's tables reduced to the
 server datagrams that matter), `pcap_csv` (the authors' tshark export, when the capture is absent), `classify`
 (iack / coalesced / sh_first / no_sh, ACK Delay, RTT estimate; pure), `asn` (prefix → origin AS → CDN),
-`measurement` (one measurement folder → rows), `cli` (`quicack scan`). The folder layout is `quicack.layout.scan`.
+`measurement` (one measurement folder → rows), `scan_command` (`quicack scan`, `quicack scan-part`). The folder
+layout is `quicack.layout.scan_folders`.
 """
 
 from __future__ import annotations
 
+from quicack.lazy_names import lazy_names
 
-def __getattr__(name: str):
-    # Imported on first use: `quicack --help` registers `scan` without paying for polars and the decoder.
-    if name in ("read_measurement", "MeasurementTables"):
-        from . import measurement
+# Imported on first use (quicack.lazy_names): `quicack scan --help` does not pay for polars and the decoder.
+_MODULES = {"measurement": ("MeasurementTables", "read_measurement")}
+__getattr__ = lazy_names(__name__, _MODULES)
 
-        return getattr(measurement, name)
-    raise AttributeError(name)
-
-
-__all__ = ["MeasurementTables", "read_measurement"]
+__all__ = [name for names in _MODULES.values() for name in names]

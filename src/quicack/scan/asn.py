@@ -5,8 +5,9 @@ Prefix files, detected by content:
   ``<prefix>/<length><TAB><asn>`` per line, comment lines starting with ``;``;
 * a CSV with the header ``prefix,asn``.
 
-CDN names come from ``data/reference/cdn_asn.csv``; with a prefix file, any other AS (and an unrouted address)
-is "Others", as in the paper; without one, AS and CDN are null (unknown, not "Others").
+CDN names come from ``data/reference/cdn_asn.csv`` (``quicack.reference.cdn_asn``, applied by ``measurement``); with
+a prefix file, any other AS (and an unrouted address) is "Others", as in the paper; without one, AS and CDN are null
+(unknown, not "Others").
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.reference import REFERENCE_DIR
-
-from .files import Issues, read_text_bytes
-
-CDN_ASN_FILE = REFERENCE_DIR / "cdn_asn.csv"
-OTHERS = "Others"
+from .qscanner_files import Issues, read_text_bytes
 
 
 @dataclass
@@ -76,7 +72,3 @@ def read_prefix_table(path: Path, issues: Issues) -> PrefixTable:
     if bad:
         issues.add(path, "warning", f"{bad} prefix line(s) not understood (AS sets or malformed); left out")
     return table
-
-
-def cdn_of_asn(path: Path = CDN_ASN_FILE) -> pl.DataFrame:
-    return pl.read_csv(path, schema_overrides={"asn": pl.Int64}).select("asn", "cdn")

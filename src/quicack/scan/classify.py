@@ -1,7 +1,7 @@
 """What the first server datagrams of each scanned connection were: instant ACK, coalesced, ServerHello first.
 
 Pure functions on frames (no I/O). Input: per connection, the server datagrams holding an Initial ACK or a
-ServerHello (`quicack.scan.capture.SERVER_DATAGRAM_SCHEMA`, in capture order by ``datagram_index``) and the
+ServerHello (`quicack.scan.scan_capture.SERVER_DATAGRAM_SCHEMA`, in capture order by ``datagram_index``) and the
 client's Initial packets. Classes (``first_datagram_class``):
 
 * ``iack``      an Initial ACK arrived in a server datagram *before* the one with the ServerHello (instant ACK);

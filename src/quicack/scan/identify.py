@@ -11,7 +11,7 @@ the ClientHello, which it decrypts from the client's Initial packets (Initial ke
 Destination Connection ID; no keylog is needed).
 
 # contract v2: when datagrams/packets/frames carry the decoder's connection id, and the decoder reports each
-# connection's client SCID and SNI, this pass and the alignment in `quicack.scan.capture` go away.
+# connection's client SCID and SNI, this pass and the alignment in `quicack.scan.scan_capture` go away.
 
 Memory: per connection a few fields (kept until the end, as the decoder keeps its per-connection state); the
 ClientHello buffer and Initial keys are dropped as soon as the SNI is read.
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.pcap.capture_file import UdpDatagram, read_udp
 from quicack.pcap.frames import FrameColumns, walk_frames
 from quicack.pcap.quic import CryptoError, HeaderError, PacketKeys, initial_keys, parse_long_header
-from quicack.pcap.reader import UdpDatagram, read_udp
 
 CLIENT_HELLO = 1
 EXTENSION_SERVER_NAME = 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from quicack.layout.scan import (
+from quicack.layout.scan_folders import (
     CAPTURE,
     CONNECTION_INFO,
     HTTP_HEADER,
@@ -25,13 +25,14 @@ from quicack.layout.scan import (
     MeasurementFolder,
 )
 from quicack.pcap import CaptureBatch
+from quicack.reference import OTHERS, cdn_asn
 from quicack.schema import INGEST_ISSUES, SCAN_CONNECTIONS, SCAN_TRUTH
 
-from . import files
-from .asn import OTHERS, PrefixTable, cdn_of_asn
-from .capture import CaptureFacts, read_capture_facts
+from . import qscanner_files
+from .asn import PrefixTable
 from .classify import classify_connections, decoder_exponents
 from .pcap_csv import read_pcap_csv_facts
+from .scan_capture import CaptureFacts, read_capture_facts
 
 # At most this many target ids are named in one issue message.
 MAX_NAMED_TARGETS = 10
@@ -51,14 +52,14 @@ def read_measurement(
     on_batch: Callable[[CaptureBatch], None] | None = None,
 ) -> MeasurementTables:
     """Read one measurement folder; ``on_batch`` receives the capture decoder's tables (``quicack scan --out``)."""
-    issues = files.Issues(folder.scan_id)
+    issues = qscanner_files.Issues(folder.scan_id)
     if folder.time is None:
         issues.add(folder.path, "warning", "folder name is not a timestamp (date -Ins, e.g. 2024-08-07T06:00:01,123456789+00:00); measurement_time is null")
-    targets = _optional(folder, TARGETS, files.read_targets, issues, missing=None)
-    info = _optional(folder, CONNECTION_INFO, files.read_connection_info, issues, missing="warning")
-    shared = _optional(folder, SHARED_CONFIG, files.read_shared_config, issues, missing=None)
-    headers = _optional(folder, HTTP_HEADER, files.read_http_headers, issues, missing=None)
-    truth = _optional(folder, TRUTH, files.read_truth, issues, missing=None)
+    targets = _optional(folder, TARGETS, qscanner_files.read_targets, issues, missing=None)
+    info = _optional(folder, CONNECTION_INFO, qscanner_files.read_connection_info, issues, missing="warning")
+    shared = _optional(folder, SHARED_CONFIG, qscanner_files.read_shared_config, issues, missing=None)
+    headers = _optional(folder, HTTP_HEADER, qscanner_files.read_http_headers, issues, missing=None)
+    truth = _optional(folder, TRUTH, qscanner_files.read_truth, issues, missing=None)
 
     facts, source = _packet_facts(folder, issues, on_batch)
     attempted = _attempted(targets, info)
@@ -92,7 +93,7 @@ def read_measurement(
     )
 
 
-def _optional(folder: MeasurementFolder, name: str, reader, issues: files.Issues, missing: str | None):
+def _optional(folder: MeasurementFolder, name: str, reader, issues: qscanner_files.Issues, missing: str | None):
     path = folder.file(name)
     if path is None:
         if missing:
@@ -101,7 +102,7 @@ def _optional(folder: MeasurementFolder, name: str, reader, issues: files.Issues
     return reader(path, issues)
 
 
-def _packet_facts(folder: MeasurementFolder, issues: files.Issues, on_batch) -> tuple[CaptureFacts | None, str | None]:
+def _packet_facts(folder: MeasurementFolder, issues: qscanner_files.Issues, on_batch) -> tuple[CaptureFacts | None, str | None]:
     capture = folder.file(CAPTURE) or folder.file("capture.pcapng")
     if capture is not None:
         keylog = folder.file(KEYLOG)
@@ -170,7 +171,7 @@ def _with_origin(attempted: pl.DataFrame, prefixes: PrefixTable | None) -> pl.Da
     if prefixes is None:
         return attempted.with_columns(origin_asn=pl.lit(None, pl.Int64), cdn=pl.lit(None, pl.Utf8))
     origins = prefixes.origin_asns(attempted["server_address"])
-    cdn = cdn_of_asn().rename({"asn": "origin_asn"})
+    cdn = cdn_asn().select("asn", "cdn").rename({"asn": "origin_asn"})
     return (
         attempted.join(origins, left_on="server_address", right_on="address", how="left")
         .join(cdn, on="origin_asn", how="left")
@@ -178,7 +179,7 @@ def _with_origin(attempted: pl.DataFrame, prefixes: PrefixTable | None) -> pl.Da
     )
 
 
-def _report_silent_targets(attempted: pl.DataFrame, folder: MeasurementFolder, issues: files.Issues, have_packets: bool) -> None:
+def _report_silent_targets(attempted: pl.DataFrame, folder: MeasurementFolder, issues: qscanner_files.Issues, have_packets: bool) -> None:
     """Targets that never answered are data (rows with server_datagrams = 0), and also counted as an issue."""
     if not have_packets or attempted.is_empty():
         return

@@ -7,7 +7,7 @@ is absent. One row per UDP datagram, ``|``-separated, no header, multi-valued fi
         -e quic.ack.first_ack_range -e tls.quic.parameter.ack_delay_exponent -e tls.handshake.type
         -e tls.handshake.extensions_server_name -e ip.ttl -E separator=|
 
-It is reduced to the same facts as a decoded capture (`quicack.scan.capture.CaptureFacts`), with what the format
+It is reduced to the same facts as a decoded capture (`quicack.scan.scan_capture.CaptureFacts`), with what the format
 loses: frames are listed per datagram, not per packet, so "an Initial ACK" is "an ACK frame in a datagram with
 an Initial packet" (a server's first datagrams carry no Handshake-space ACK, so this holds for the classes); the
 Largest Acknowledged and packet numbers are not exported, so there is no RTT estimate; the ACK Delay is tshark's
@@ -24,16 +24,16 @@ import polars as pl
 
 from quicack.schema import INGEST_ISSUES
 
-from .capture import (
+from .classify import DEFAULT_ACK_DELAY_EXPONENT
+from .identify import CONNECTION_SCHEMA
+from .qscanner_files import Issues, read_text_bytes
+from .scan_capture import (
     CLIENT_INITIAL_SCHEMA,
     COUNT_SCHEMA,
     ENCRYPTED_EXTENSIONS_SCHEMA,
     SERVER_DATAGRAM_SCHEMA,
     CaptureFacts,
 )
-from .classify import DEFAULT_ACK_DELAY_EXPONENT
-from .files import Issues, read_text_bytes
-from .identify import CONNECTION_SCHEMA
 
 PCAP_CSV_FIELDS = (
     "ts", "ip_src", "ip_dst", "udp_length", "udp_srcport", "udp_dstport", "quic_version", "long_packet_type",

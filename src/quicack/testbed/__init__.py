@@ -1,4 +1,5 @@
-"""Emulation testbed: real QUIC clients against an IACK/WFC aioquic server through emulated paths (needs root).
+"""Emulation testbed: real QUIC clients against real servers — imc24's IACK/WFC quic-go server (quic-go + quicack's
+iack.patch), the aioquic server, quinn, ngtcp2, Linux TCP — through emulated paths (needs root).
 
 Modules, in the order a run uses them:
 
@@ -6,8 +7,10 @@ Modules, in the order a run uses them:
 * ``netns`` — client/router/server namespaces and veths (198.18.0.0/15), creation and removal
 * ``router`` / ``impair`` — NFQUEUE rules + the user-space delay/loss/drop-list program, tbf bandwidth
 * ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``; the layout is ``quicack.layout``)
-* ``iack_wfc_server`` — our aioquic server with instant ACK (IACK) and wait-for-certificate (WFC); ``certs``, ``files``
-* ``server_programs`` — command lines of every server implementation (ours and unmodified quic-go, quinn, ngtcp2)
+* ``server_programs`` — command lines of every server implementation: imc24's quic-go server (IACK, WFC, Δt and an
+  emulated stack delay, built by src/implementations/build.sh), the aioquic server, quinn, ngtcp2, Linux TCP
+* ``iack_wfc_server`` — the aioquic server with instant ACK (IACK) and wait-for-certificate (WFC) emulated in a
+  ``QuicConnection`` subclass (the ACK-ratio study's sender; the scan's CDN frontends); ``certs``, ``files``
 * ``clients`` — command lines of the client implementations
 * ``ack_policy_receiver`` — the aioquic client's receiver with a set ACK policy (ACK ratio, delay, D / NR / 3A),
   logging why it sent each ACK (qlog ``quicack:ack_sent``)

@@ -4,7 +4,9 @@ Every client downloads one URL, saves the body as ``download_dir / <basename of 
 writes a TLS keylog (NSS ``SSLKEYLOGFILE`` format) and one qlog per connection into ``qlog_dir``.
 The compiled clients live in ``src/implementations/<impl>/`` and are built by ``src/implementations/build.sh``.
 ``linux-tcp`` is not QUIC: the kernel's TCP through ``quicack.testbed.tcp_transfer`` (URL ``tcp://host:port/file``,
-no keylog, no qlog), for the TCP side of the ACK-ratio study.
+no keylog, no qlog), for the TCP side of the ACK-ratio study. ``chromium`` and ``firefox`` are Debian's browsers
+(Google QUIC and neqo), HTTP/3 only, driven by ``quicack.testbed.browsers`` with the same contract (Chromium writes no
+qlog: its NetLog is kept beside the keylog instead).
 
 ``client_command`` only builds the command line; the caller runs it (inside the client's network
 namespace in the testbed) and enforces ``timeout_s`` on the whole process as well.
@@ -22,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from quicack.testbed import browsers
 from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.receiver_ack_control import ngtcp2_client_options
 
@@ -30,8 +33,8 @@ HQ = "hq"  # ALPN "hq-interop"
 TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
 LINUX_TCP = "linux-tcp"
 
-# Order: the imc24 testbed clients first, then the extra dialect for the qlog reader.
-KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old")
+# Order: the imc24 testbed clients first, then the extra dialect for the qlog reader, then the browsers.
+KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old", *browsers.BROWSERS)
 # Every client the testbed runs: the QUIC ones above and the kernel's TCP (no keylog, no qlog).
 TESTBED_CLIENTS: tuple[str, ...] = (*KNOWN_IMPLS, LINUX_TCP)
 
@@ -45,8 +48,12 @@ _PROTOCOLS: dict[str, frozenset[str]] = {
     "ngtcp2": frozenset({H3}),
     "quinn": frozenset({H3, HQ}),
     "quiche": frozenset({H3, HQ}),
+    browsers.CHROMIUM: frozenset({H3}),
+    browsers.FIREFOX: frozenset({H3}),
     LINUX_TCP: frozenset({TCP}),
 }
+# Chromium's NetLog (its own log of the connection; it writes no qlog), beside the client's keylog, gzipped.
+CHROMIUM_NETLOG = "chromium_netlog.json.gz"
 
 # Binaries built by src/implementations/build.sh, relative to src/implementations/.
 _BUILT_BINARIES: dict[str, str] = {
@@ -57,6 +64,12 @@ _BUILT_BINARIES: dict[str, str] = {
     # Optional (BoringSSL build): `src/implementations/build.sh quiche`.
     "quiche": "quiche/bin/quiche-client",
 }
+# Clients whose TLS stack offers a post-quantum key share by default (X25519MLKEM768: Go >= 1.24's crypto/tls,
+# BoringSSL in quiche 0.30), so their ClientHello spans two Initial datagrams. ``key_share='x25519'`` makes them offer
+# X25519 alone, a one-datagram ClientHello like the paper's 2024 clients (imc24 Table 4: every client's second
+# flight starts at datagram 2). The other clients' default ClientHello fits one datagram already.
+KEY_SHARE_CLIENTS = frozenset({"quic-go", "go-x-net", "quiche"})
+KEY_SHARES = ("x25519",)
 _AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
 _NGTCP2_CLIENT = "gtlsclient"
 _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
@@ -72,6 +85,10 @@ class ClientRequest:
     qlog_dir: Path
     timeout_s: float = 30.0
     ack_policy: AckPolicy | None = None  # the receiver's ACK policy (aioquic only); None = the client's default
+    # The PEM chain the server presents: the browsers need it (Chromium accepts its key, Firefox trusts its CA); the
+    # other clients skip certificate verification. None: the testbed's small chain.
+    server_chain: Path | None = None
+    key_share: str | None = None  # 'x25519': offer X25519 alone (KEY_SHARE_CLIENTS); None = the client's default
 
 
 def implementations_dir() -> Path:
@@ -97,6 +114,12 @@ def can_set_ack_policy(impl: str) -> bool:
     server instead (quicack.testbed.receiver_ack_control)."""
     supported_protocols(impl)
     return impl in ("aioquic", "ngtcp2", LINUX_TCP)
+
+
+def takes_key_share(impl: str) -> bool:
+    """Whether the client's key shares can be set (``key_share``): those of KEY_SHARE_CLIENTS."""
+    supported_protocols(impl)
+    return impl in KEY_SHARE_CLIENTS
 
 
 def url_scheme(impl: str) -> str:
@@ -138,6 +161,8 @@ def client_executable(impl: str) -> Path | None:
     if impl == "ngtcp2":
         found = shutil.which(_NGTCP2_CLIENT)
         return Path(found) if found else None
+    if impl in browsers.BROWSERS:
+        return browsers.executable(impl)
     binary = implementations_dir() / _BUILT_BINARIES[impl]
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
 
@@ -165,6 +190,9 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     if req.ack_policy is not None and not can_set_ack_policy(req.impl):
         raise ValueError(f"the {req.impl} client's ACK policy cannot be set on its command line (only aioquic's "
                          "and ngtcp2's)")
+    if req.key_share is not None and (not takes_key_share(req.impl) or req.key_share not in KEY_SHARES):
+        raise ValueError(f"the {req.impl} client cannot be set to key share {req.key_share!r} (clients "
+                         f"{', '.join(sorted(KEY_SHARE_CLIENTS))}; shares {', '.join(KEY_SHARES)})")
     executable = client_executable(req.impl)
     if executable is None:
         raise FileNotFoundError(f"{req.impl} client is not built (run src/implementations/build.sh)")
@@ -174,6 +202,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
 
     if req.impl == "ngtcp2":
         return _ngtcp2_command(executable, req, url.hostname, url.port)
+    if req.impl in browsers.BROWSERS:
+        return _browser_command(req), {}
 
     options = [
         "--alpn", req.app_protocol,
@@ -181,6 +211,8 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         "--qlog-dir", str(req.qlog_dir),
         "--download-dir", str(req.download_dir),
     ]  # fmt: skip
+    if req.key_share is not None:
+        options += ["--key-share", req.key_share]
     if req.impl == "aioquic":
         if req.ack_policy is not None:
             options += ack_policy_options(req.ack_policy)
@@ -215,6 +247,38 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
     return argv, {"SSLKEYLOGFILE": str(req.keylog_path)}
 
 
+def _browser_command(req: ClientRequest) -> list[str]:
+    argv = [sys.executable, "-m", "quicack.testbed.browsers", "--browser", req.impl, "--keylog", str(req.keylog_path),
+            "--qlog-dir", str(req.qlog_dir), "--download-dir", str(req.download_dir), "--timeout", f"{req.timeout_s:g}"]  # fmt: skip
+    if req.impl == browsers.CHROMIUM:
+        argv += ["--netlog", str(req.keylog_path.parent / CHROMIUM_NETLOG)]
+    if req.server_chain is not None:
+        argv += ["--server-chain", str(req.server_chain)]
+    return [*argv, req.url]
+
+
+def exit_grace_s(impl: str) -> float:
+    """How long after its own timeout the client may take to exit. A browser quits cleanly after its download (so
+    that its logs end whole; Firefox through a Marionette session), which takes up to 20 s on a busy 2-core machine."""
+    supported_protocols(impl)
+    return 10.0 + (browsers.QUIT_BUDGET_S if impl in browsers.BROWSERS else 0.0)
+
+
+def writes_qlog(impl: str) -> bool:
+    """Whether the client writes a qlog: all but Chromium (its NetLog, ``CHROMIUM_NETLOG`` beside the keylog, is
+    its own format) and the kernel's TCP."""
+    supported_protocols(impl)
+    return impl not in (browsers.CHROMIUM, LINUX_TCP)
+
+
+def confined_to_its_flow(impl: str) -> bool:
+    """Whether the client's namespace lets only its QUIC flow to the server out (quicack.testbed.netns
+    ``confine_client``): the browsers would otherwise reach out for updates, settings and, Firefox, race TCP to the
+    server — packets of other connections in the captures."""
+    supported_protocols(impl)
+    return impl in browsers.BROWSERS
+
+
 def client_versions() -> dict[str, str]:
     """impl -> version string, only for clients that are built or installed."""
     versions: dict[str, str] = {}
@@ -236,6 +300,8 @@ def _version_of(impl: str, executable: Path) -> str | None:
             return f"aioquic {metadata.version('aioquic')}"
         except metadata.PackageNotFoundError:
             return None
+    if impl in browsers.BROWSERS:
+        return browsers.version(impl)
     if impl == "ngtcp2":
         # gtlsclient has no --version flag (-v selects the QUIC version).
         return _debian_package_version(_NGTCP2_DEBIAN_PACKAGE, prefix="ngtcp2 (Debian ngtcp2-client) ")

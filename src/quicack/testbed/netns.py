@@ -151,6 +151,16 @@ def quickack_route(topo: Topology) -> None:
                                   "dev", topo.client_if, "quickack", "1"]))  # fmt: skip
 
 
+def confine_client(topo: Topology, port: int) -> None:
+    """Only the client's UDP flow to the server's ``port`` leaves the client namespace; every other packet the client
+    sends out is refused inside it (TCP with a reset, anything else with ICMP port unreachable), so it never reaches
+    the emulated link or the captures. For clients that reach out by themselves (the browsers)."""
+    out = ["iptables", "-w", "-A", "OUTPUT", "-o", topo.client_if]
+    _run(ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"]))
+    _run(ns_argv(topo.client_ns, [*out, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"]))
+    _run(ns_argv(topo.client_ns, [*out, "-j", "REJECT"]))
+
+
 def pids_in(ns: str) -> list[int]:
     out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
     return [int(p) for p in out.split() if p.isdigit()]

@@ -34,7 +34,16 @@ from quicack.layout.runs import keylog_path, qlog_folder, sim_folder
 from quicack.layout.vantage import CLIENT, ENDPOINTS, SERVER
 from quicack.testbed import capture, netns, reduce, router, tidy
 from quicack.testbed.calibrate import calibrate
-from quicack.testbed.clients import TCP, ClientRequest, client_command, client_versions, url_scheme
+from quicack.testbed.certs import cert_paths
+from quicack.testbed.clients import (
+    TCP,
+    ClientRequest,
+    client_command,
+    client_versions,
+    confined_to_its_flow,
+    exit_grace_s,
+    url_scheme,
+)
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
@@ -125,6 +134,8 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         netns.create(topo)
         if tcp and policy and policy.ack_ratio == 1:
             netns.quickack_route(topo)
+        if confined_to_its_flow(group.client):
+            netns.confine_client(topo, SERVER_PORT)
         router.configure(topo, imp)
         impair_proc = router.start_impairment(topo, imp, procs, logs / "impairment.json")
         caps = capture.start_captures(topo, sim_dir, procs, snaplen=group.capture_snaplen) if group.captures else None
@@ -132,6 +143,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             impl=group.server, host=str(topo.server_addr), port=SERVER_PORT, cert_size=group.cert_size,
             www=_www_dir(), qlog_dir=qlog_folder(run_dir, SERVER), keylog_path=keylog_path(run_dir, SERVER),
             ready_file=run_dir / tidy.SERVER_INFO, mode=group.mode, cert_delay_ms=group.cert_delay_ms,
+            server_hello_hold_ms=group.server_hello_hold_ms,
             initial_rtt_ms=group.server_initial_rtt_ms, congestion_control=group.server_congestion_control,
             pacing=group.server_pacing, ack_policy=group.receiver_ack_policy if _sender_sets_policy(group) else None,
         )  # fmt: skip
@@ -151,13 +163,15 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             qlog_dir=qlog_folder(run_dir, CLIENT),
             timeout_s=group.timeout_s,
             ack_policy=None if _sender_sets_policy(group) else group.receiver_ack_policy,
+            server_chain=None if tcp else cert_paths(group.cert_size).chain,
+            key_share=group.client_key_share,
         )
         argv, env = client_command(req)
         timing.mark("client_start")
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
         try:
-            client_exit = client.popen.wait(timeout=group.timeout_s + 10)
+            client_exit = client.popen.wait(timeout=group.timeout_s + exit_grace_s(group.client))
         except subprocess.TimeoutExpired:
             client.stop(signal.SIGKILL, grace_s=2)
             client_exit = None
@@ -178,7 +192,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         if got.exists():
             downloaded = {"bytes": got.stat().st_size, "sha256": sha256_file(got)}
         if client_exit is None:
-            reason = f"timeout: client did not finish within {group.timeout_s + 10:g} s"
+            reason = f"timeout: client did not finish within {group.timeout_s + exit_grace_s(group.client):g} s"
         elif not got.exists():
             reason = f"no download (client exit {client_exit}): {_tail(logs / 'client.stderr', 300)}"
         elif downloaded["sha256"] != served.sha256:
@@ -304,6 +318,9 @@ def _run_json(
         "rtt_ms": group.rtt_ms,
         "one_way_delay_ms": {"c2s": group.rtt_ms / 2, "s2c": group.rtt_ms / 2},
         "cert_delay_ms": group.cert_delay_ms,
+        # The emulated server stack delay (0 = the server's own) and the client's key share (null = its default).
+        "server_hello_hold_ms": group.server_hello_hold_ms if group.mode != "none" else None,
+        "client_key_share": group.client_key_share,
         "cert_size": None if tcp else group.cert_size,  # no certificate on a plain TCP connection
         "cert_bytes": server_info.get("cert_bytes"),
         "file_name": group.file_name,
@@ -361,12 +378,22 @@ def _run_json(
             "server_side_capture": group.captures and group.server_side_capture,
             "compressed": group.compress,
             "seed": group.seed * 1000 + repetition,
+            "client_confined_to_its_flow": confined_to_its_flow(group.client),
             "cleanup_problems": cleanup_problems,
             "impairment_spin_ms": group.impairment_spin_ms if group.impairment_spin_ms is not None else router.PathImpairment.spin_ms,
             # 1-minute load average of the machine at the start and end, CPU seconds per process (_cpu_seconds).
             "host": host or {},
+            "scheduling": _scheduling(),
         },
     }  # fmt: skip
+
+
+def _scheduling() -> dict[str, Any]:
+    """How the recorder (and so the client, the server and tcpdump it starts) was scheduled: on a host shared with
+    other work, ``chrt -f`` keeps their wake-ups from waiting behind it (the impairment program is SCHED_FIFO 50)."""
+    policy = os.sched_getscheduler(0)
+    names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
+    return {"policy": names.get(policy, str(policy)), "priority": os.sched_getparam(0).sched_priority, "nice": os.nice(0)}
 
 
 def _tcp_ack_policy(ack_ratio: int) -> dict[str, Any]:
@@ -395,7 +422,7 @@ def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, 
 # for both modes and every RTT ("this static mapping no longer drops the entire second client flight" when a
 # client sends probes first, e.g. at 300 ms). Found from several no-loss WFC baselines at this RTT, because a
 # client's burst may include one more ACK-only datagram by timing alone (see choose_static_flight).
-CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small"}
+CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small", "server_hello_hold_ms": 0.0}
 CLIENT_FLIGHT_BASELINES = 3
 CLIENT_FLIGHT_FILE = "client_flight_calibration.json"
 
@@ -478,6 +505,9 @@ def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  #
     ``kept_repetitions``, the repetitions after the kept ones, with the kept runs' drop lists."""
     kept: list[dict[str, Any]] = []
     if group.kept_repetitions:
+        if group.kept_base is not None and not (raw_root / group.key / GROUP_JSON).exists():
+            # A recording from scratch: the kept repetitions first, with the earlier block's settings.
+            run_group(group.kept_base, raw_root, log)
         recorded, kept = kept_runs(group, raw_root)
         if group.calibrate:
             group = _with_calibration(group, recorded["calibration"])

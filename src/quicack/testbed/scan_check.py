@@ -23,8 +23,8 @@ from pathlib import Path
 import polars as pl
 import zstandard
 
+from quicack.pcap.capture_file import UdpDatagram, read_udp
 from quicack.pcap.decode import decode_capture
-from quicack.pcap.reader import UdpDatagram, read_udp
 
 PADDED_MIN_BYTES = 1200  # an instant ACK this large was padded (an ACK frame alone is a few dozen bytes)
 

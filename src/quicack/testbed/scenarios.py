@@ -7,13 +7,13 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import ack_policy_label, sender_label, testcase_name
+from quicack.layout import PAPER_STACK_SUFFIX, ack_policy_label, sender_label, testcase_name
 from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
-from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP
+from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, takes_key_share
 from quicack.testbed.clients import supported_protocols as client_protocols
 from quicack.testbed.receiver_ack_control import ack_policy_for
-from quicack.testbed.server_programs import check_sender_settings, has_handshake_modes
+from quicack.testbed.server_programs import check_sender_settings, has_handshake_modes, holds_server_hello
 from quicack.testbed.server_programs import supported_protocols as server_protocols
 
 
@@ -28,6 +28,19 @@ class Scenario:
     file_name: str = "10KB"
     calibrate: str | None = None  # None | 'server_flight' | 'client_flight' | 'client_finished_flight'
     description: str = ""
+    # The server's first flight leaves no earlier than this after its TLS got the ClientHello (Δt after the first
+    # Initial arrived; in IACK right after the instant ACK left): an emulated stack delay (the IACK/WFC quic-go
+    # server's ServerHelloHold). 0 = the server's own.
+    server_hello_hold_ms: float = 0.0
+
+
+# imc24 §4.1: "the delay difference between IACK and WFC reported by the different QUIC clients is on median 2.9 ms
+# (neqo) to 7.8 ms (mvfst)". With one server, the spread between clients is theirs (how each takes its first RTT
+# sample from a datagram that also carries the ServerHello flight); the server's own part was at most the smallest
+# of them. The *_paper_stack scenarios hold the ServerHello for that long after the server's TLS got the ClientHello
+# (in IACK: after the instant ACK left), this machine's own processing hidden inside it: the paper's server conditions,
+# on top of which each client adds its own.
+PAPER_STACK_DELAY_MS = 2.9
 
 
 # imc24 §4.1: "Unless specified otherwise, we do not add delays" (Δt = 0); amplification: 5,113 B and 200 ms.
@@ -98,6 +111,21 @@ SCENARIOS: dict[str, Scenario] = {
             description="the same with random loss (set loss_up / loss_down; ackfreq22 §5.6: 1 % both ways); a "
             "scenario of its own so that its runs do not share folders with the loss-free ones",
         ),
+        # imc24 §4.1, Figs. 5, 7 and 16 under the paper's server stack delay (PAPER_STACK_DELAY_MS), beside the same
+        # scenarios with this machine's own.
+        Scenario(
+            "noloss" + PAPER_STACK_SUFFIX, "small", 0.0, server_hello_hold_ms=PAPER_STACK_DELAY_MS,
+            description="noloss with the ServerHello held to the paper's server stack delay (2.9 ms)",
+        ),
+        Scenario(
+            "amplification" + PAPER_STACK_SUFFIX, "large", 200.0, server_hello_hold_ms=PAPER_STACK_DELAY_MS,
+            description="amplification (Fig. 5) with the ServerHello held to Δt + the paper's server stack delay",
+        ),
+        Scenario(
+            "drop_client_flight" + PAPER_STACK_SUFFIX, "small", 0.0, calibrate="client_flight",
+            server_hello_hold_ms=PAPER_STACK_DELAY_MS,
+            description="drop_client_flight (Fig. 7) with the ServerHello held to the paper's server stack delay",
+        ),
         Scenario(
             "default_pto", "small", 1500.0,
             description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
@@ -162,6 +190,13 @@ class RunGroup:
     # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
     # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
     kept_repetitions: int = 0
+    # The server's first flight no earlier than this after its TLS got the ClientHello (Scenario's; quic-go).
+    server_hello_hold_ms: float = 0.0
+    # 'x25519': the client offers X25519 alone (quicack.testbed.clients.KEY_SHARE_CLIENTS); None = its default.
+    client_key_share: str | None = None
+    # With kept_repetitions: the earlier block's group whose repetitions are kept, so that a recording from scratch
+    # makes them first (run.run_group), with that block's settings.
+    kept_base: RunGroup | None = None
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -260,11 +295,14 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:
             continue
-        # Only our aioquic server has IACK/WFC and Δt; another server runs as it is (mode 'none', run.json null),
-        # so every configured mode collapses into one group for it.
-        modal = has_handshake_modes(server)
-        if not modal:
+        # The IACK/WFC servers (quic-go, aioquic) take the modes and Δt; another server runs as it is (mode 'none',
+        # run.json null), so every configured mode collapses into one group for it.
+        if not has_handshake_modes(server):
             mode = "none"
+        modal = mode != "none"
+        hold = scen.server_hello_hold_ms if modal else 0.0
+        if hold and not holds_server_hello(server):
+            raise ValueError(f"{scen_name}: the {server} server cannot hold its ServerHello (only quic-go's)")
         bw = cfg.get("bandwidth_mbit", 10.0)
         path = _path_settings(profile_name) if profile_name else {
             "rtt_ms": float(rtt),
@@ -305,6 +343,9 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 impairment_spin_ms=None if cfg.get("impairment_spin_ms") is None else float(cfg["impairment_spin_ms"]),
                 **path,
                 kept_repetitions=int(cfg.get("kept_repetitions", 0)),
+                server_hello_hold_ms=hold,
+                # A matrix-wide setting: it applies to the clients that take it, the others keep their default.
+                client_key_share=cfg.get("client_key_share") if takes_key_share(client) else None,
             )
         )
         if not 0 <= out[-1].kept_repetitions < out[-1].repetitions:
@@ -321,8 +362,13 @@ def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
     seen: dict[str, RunGroup] = {}
     for g in groups:
         if g.kept_repetitions and g.key in seen:
-            # A block that adds repetitions to a group of an earlier block extends that group (same folder).
-            seen[g.key] = g
+            # A block that adds repetitions to a group of an earlier block extends that group (same folder); the
+            # earlier group comes along, so that a recording from scratch can make the kept repetitions first.
+            base = seen[g.key]
+            if base.repetitions != g.kept_repetitions:
+                raise ValueError(f"{g.key}: kept_repetitions {g.kept_repetitions} but the earlier block records "
+                                 f"{base.repetitions}")  # fmt: skip
+            seen[g.key] = replace(g, kept_base=base)
         else:
             seen.setdefault(g.key, g)
     return list(seen.values())
@@ -331,21 +377,32 @@ def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
 def group_to_json(group: RunGroup) -> str:
     """The settings of one group as compact JSON: what Snakemake passes to a job, so that a job's parameters
     change only when its own group's settings do (not when another part of the config does)."""
+    return json.dumps(_group_dict(group), sort_keys=True, separators=(",", ":"))
+
+
+def _group_dict(group: RunGroup) -> dict[str, Any]:
     d = asdict(group)
     d.pop("extra")
+    d["kept_base"] = None if group.kept_base is None else _group_dict(group.kept_base)
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
         ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0), ("impairment_spin_ms", None),
+        ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None),
     ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
             d.pop(setting)
-    return json.dumps(d, sort_keys=True, separators=(",", ":"))
+    return d
 
 
 def group_from_json(text: str) -> RunGroup:
-    d = json.loads(text)
+    return _group_from_dict(json.loads(text))
+
+
+def _group_from_dict(d: dict[str, Any]) -> RunGroup:
+    if d.get("kept_base") is not None:
+        d["kept_base"] = _group_from_dict(d["kept_base"])
     for k in ("drop_to_client", "drop_to_server"):
         d[k] = tuple(d.get(k) or ())
     for k in ("client_qlog_events", "server_qlog_events"):

@@ -1,10 +1,20 @@
 """The QUIC server programs of the testbed: how to run each one, when it is ready, what it is.
 
-``aioquic`` is our IACK/WFC server (``python -m quicack.testbed.iack_wfc_server``), the only one with a handshake mode
-and a certificate-store delay Δt. The others serve the run's file with their implementation's defaults, for
-imc24 Table 3 (the ACK Delay of the server's first ACKs):
+Two servers have imc24's handshake modes (``mode`` 'iack' / 'wfc', or 'none' for the implementation as released)
+and its certificate-store delay Δt (``cert_delay_ms``):
 
-* ``quic-go`` — ``src/implementations/quic-go/bin/quic-go-server`` (h3 and hq-interop), GSO off like the client;
+* ``quic-go`` — **imc24's server**: ``src/implementations/quic-go/bin/quic-go-server``, quic-go v0.65.0 with our
+  patch (``src/implementations/quic-go/iack.patch``: IACK sends an ACK-only Initial for the client's first Initial at
+  once; WFC sends nothing before the ServerHello, which carries the ACK; Δt holds the ClientHello back from TLS;
+  ``server_hello_hold_ms`` holds the first flight until that long after TLS got the ClientHello, an emulated
+  stack delay). h3 and hq-interop, GSO off like the client. Every imc24 scenario runs on it; in mode 'none' it is
+  quic-go as released (imc24 Table 3's quic-go row).
+* ``aioquic`` — ``python -m quicack.testbed.iack_wfc_server``: aioquic 1.7.2 with the same modes emulated in a
+  ``QuicConnection`` subclass; the sender of the ACK-ratio study and, in mode 'none', Table 3's aioquic row.
+
+The others serve the run's file with their implementation's defaults, for imc24 Table 3 (the ACK Delay of the
+server's first ACKs) and the ACK-ratio study:
+
 * ``quinn`` — ``src/implementations/quinn/bin/quinn-server`` (hq-interop only); with a receiver ACK policy it asks
   the quinn client for it with ACK_FREQUENCY frames (quicack.testbed.receiver_ack_control);
 * ``ngtcp2`` — Debian's ``gtlsserver`` (``ngtcp2-server``; HTTP/3 only), one datagram per GSO call;
@@ -17,7 +27,9 @@ papers' sender (ackfreq22 §4.1, §5.5; rethink §VII); quinn takes NewReno, CUB
 token-bucket pacer has no off switch). quic-go and ngtcp2 run as they are.
 
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
-into the run's ``server/`` folder. ``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
+into the run's ``server/`` folder. For another client program (a browser driver) the interface is
+``ServerRequest`` → ``server_command`` (argv, environment) → start it in the server namespace → ``is_ready`` →
+``server_info`` (run.json's server fields); ``quicack.testbed.run.execute_run`` does exactly that for every run. ``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
 no certificate, keylog or qlog; it is ready once it listens on the TCP port. ``server_command`` only builds the command line; the runner starts it in the
 server namespace and waits for ``ready`` before starting the client.
 """
@@ -56,8 +68,13 @@ _BUILT_BINARIES = {"quic-go": "quic-go/bin/quic-go-server", "quinn": "quinn/bin/
 _NGTCP2_SERVER = "gtlsserver"
 _NGTCP2_DEBIAN_PACKAGE = "ngtcp2-server"
 # Initial RTT before the first sample, per implementation default (server_initial_rtt_ms in run.json); the
-# first PTO is 3x that (RFC 9002: srtt + 4 * srtt/2) except for aioquic 1.7 (2x, see server.py).
-_DEFAULT_INITIAL_RTT_MS = {"quic-go": 100.0, "quinn": 333.0, "ngtcp2": 333.0, "quiche": 333.0}
+# first PTO is 3x that (RFC 9002: srtt + 4 * srtt/2). aioquic 1.7 and quic-go take 2x (their servers report it).
+_DEFAULT_INITIAL_RTT_MS = {"quinn": 333.0, "ngtcp2": 333.0, "quiche": 333.0}
+# Servers with imc24's handshake modes and Δt; quic-go's (patched) also holds its first flight
+# (server_hello_hold_ms); aioquic's also takes sender settings.
+_MODAL_SERVERS = ("quic-go", "aioquic")
+# Servers that describe themselves in the ready file once they listen.
+_SELF_DESCRIBING = ("aioquic", "quic-go", LINUX_TCP)
 
 
 @dataclass(frozen=True)
@@ -92,11 +109,12 @@ class ServerRequest:
     qlog_dir: Path
     keylog_path: Path
     ready_file: Path  # aioquic writes its server info here once listening
-    mode: str = "none"  # aioquic only: 'iack' | 'wfc' | 'none'
-    cert_delay_ms: float = 0.0  # aioquic only
+    mode: str = "none"  # quic-go and aioquic: 'iack' | 'wfc' | 'none'
+    cert_delay_ms: float = 0.0  # quic-go and aioquic: Δt
+    server_hello_hold_ms: float = 0.0  # quic-go only: the first flight no earlier than this after TLS got the ClientHello
     initial_rtt_ms: float | None = None  # aioquic only
     congestion_control: str | None = None  # SENDER_SETTINGS (None: the implementation's default)
-    pacing: bool = True  # the aioquic server's pacer on/off; must be what a native server does (SENDER_SETTINGS)
+    pacing: bool | None = None  # None: the server's own (SENDER_SETTINGS); the aioquic server's pacer on/off
     ack_policy: AckPolicy | None = None  # quinn only: the ACK policy to request of the client (ACK_FREQUENCY)
 
 
@@ -108,34 +126,43 @@ def supported_protocols(impl: str) -> frozenset[str]:
 
 
 def has_handshake_modes(impl: str) -> bool:
-    """Whether the server emulates IACK/WFC (and Δt); the others run as their implementation does."""
+    """Whether the server has IACK/WFC (and Δt); the others run as their implementation does."""
     supported_protocols(impl)
-    return impl == "aioquic"
+    return impl in _MODAL_SERVERS
 
 
-def check_sender_settings(impl: str, congestion_control: str | None, pacing: bool) -> None:
-    """ValueError unless the server ``impl`` can run with this congestion controller and pacing (SENDER_SETTINGS)."""
+def holds_server_hello(impl: str) -> bool:
+    """Whether the server can hold its first flight back by an emulated stack delay (``server_hello_hold_ms``)."""
+    supported_protocols(impl)
+    return impl == "quic-go"
+
+
+def check_sender_settings(impl: str, congestion_control: str | None, pacing: bool | None) -> None:
+    """ValueError unless the server ``impl`` can run with this congestion controller and pacing (SENDER_SETTINGS;
+    None: its own)."""
     supported_protocols(impl)
     settings = SENDER_SETTINGS.get(impl)
     if settings is None:
-        if congestion_control is not None or not pacing:
+        if congestion_control is not None or pacing is False:
             raise ValueError(f"server_congestion_control / server_pacing: the {impl} server has no sender settings")
         return
     if congestion_control is not None and congestion_control not in (settings.congestion_controls or ()):
         takes = ", ".join(settings.congestion_controls) if settings.congestion_controls else "none (it runs its own)"
         raise ValueError(f"server_congestion_control {congestion_control!r}: the {impl} server takes {takes}")
-    if pacing not in settings.pacing:
+    if pacing is not None and pacing not in settings.pacing:
         raise ValueError(f"server_pacing {str(pacing).lower()}: the {impl} server {'always paces' if pacing is False else 'cannot pace with reno or cubic'}"
                          " (quicack.testbed.server_programs.SENDER_SETTINGS)")
 
 
-def sender_of(impl: str, congestion_control: str | None, pacing: bool) -> dict[str, Any]:
+def sender_of(impl: str, congestion_control: str | None, pacing: bool | None) -> dict[str, Any]:
     """What run.json records about the server as a sender: its congestion controller (the configured one, else the
     implementation's default) and whether it paced; null where not known."""
     settings = SENDER_SETTINGS.get(impl)
     if settings is None:
         return {"congestion_control": None, "pacing": None}
-    return {"congestion_control": congestion_control or settings.default_congestion_control, "pacing": pacing}
+    own_pacing = settings.pacing[0] if len(settings.pacing) == 1 else True  # aioquic paces unless switched off
+    return {"congestion_control": congestion_control or settings.default_congestion_control,
+            "pacing": own_pacing if pacing is None else pacing}
 
 
 def server_executable(impl: str) -> Path | None:
@@ -161,6 +188,10 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
         return argv, {}
     for directory in (req.qlog_dir, req.keylog_path.parent):
         directory.mkdir(parents=True, exist_ok=True)
+    if req.server_hello_hold_ms and not holds_server_hello(req.impl):
+        raise ValueError(f"the {req.impl} server cannot hold its ServerHello (server_hello_hold_ms: only quic-go's)")
+    if req.mode != "none" and not has_handshake_modes(req.impl):
+        raise ValueError(f"the {req.impl} server has no handshake modes (mode {req.mode!r})")
     if req.impl == "aioquic":
         argv = [
             str(executable), "-m", "quicack.testbed.iack_wfc_server",
@@ -173,7 +204,7 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
             argv += ["--initial-rtt-ms", f"{req.initial_rtt_ms:g}"]
         if req.congestion_control is not None:
             argv += ["--congestion-control", req.congestion_control]
-        if not req.pacing:
+        if req.pacing is False:
             argv.append("--no-pacing")
         return argv, {}
     check_sender_settings(req.impl, req.congestion_control, req.pacing)
@@ -184,7 +215,10 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
         argv = [
             str(executable), "--listen", f"{req.host}:{req.port}", "--cert", str(certs.chain), "--key", str(certs.key),
             "--www", str(req.www), "--keylog", str(req.keylog_path), "--qlog-dir", str(req.qlog_dir),
+            "--mode", req.mode, "--ready-file", str(req.ready_file),
         ]  # fmt: skip
+        if req.mode != "none":
+            argv += ["--cert-delay-ms", f"{req.cert_delay_ms:g}", "--server-hello-hold-ms", f"{req.server_hello_hold_ms:g}"]
         return argv, {"QUIC_GO_DISABLE_GSO": "true"}
     if req.impl == "quinn":
         argv = [
@@ -227,7 +261,7 @@ def udp_listening(ns_argv: list[str], port: int) -> bool:
 
 
 def is_ready(req: ServerRequest, ns_argv: list[str]) -> bool:
-    if req.impl in ("aioquic", LINUX_TCP):
+    if req.impl in _SELF_DESCRIBING:
         return req.ready_file.exists()
     return udp_listening(ns_argv, req.port)
 
@@ -237,6 +271,11 @@ def server_info(req: ServerRequest) -> dict[str, Any]:
     settings are what the testbed configured, ``sender_of``)."""
     if req.impl == "aioquic":
         return json.loads(req.ready_file.read_text())
+    if req.impl == "quic-go":
+        own = json.loads(req.ready_file.read_text())
+        return own | {"server_version": f"quic-go {own['server_version']}", "host": req.host, "port": req.port,
+                      "cert_size": req.cert_size, "mode": own["mode"] if own["mode"] != "none" else None,
+                      } | sender_of(req.impl, req.congestion_control, req.pacing)  # fmt: skip
     if req.impl == LINUX_TCP:
         # No certificate; the kernel's initial RTO (1 s, RFC 6298) is not a QUIC PTO: left null.
         return {"server_impl": req.impl, "server_version": server_version(req.impl), "host": req.host,
@@ -274,8 +313,9 @@ def server_version(impl: str) -> str | None:
         except (OSError, subprocess.SubprocessError):
             return "ngtcp2 (Debian ngtcp2-server) unknown"
         return f"ngtcp2 (Debian ngtcp2-server) {out.stdout.strip()}"
-    # quic-go's server is built from the client's module (same go.mod pin); quinn-server and quiche-server have --version.
-    probe = implementations_dir() / ("quic-go/bin/quic-go-client" if impl == "quic-go" else _BUILT_BINARIES[impl])
+    # quic-go-server names the pinned release and the patch (v0.65.0+quicack-iack.patch.<sha256 prefix>);
+    # quinn-server and quiche-server have --version too.
+    probe = implementations_dir() / _BUILT_BINARIES[impl]
     try:
         out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):

@@ -14,7 +14,7 @@ const ALPN_HQ: &[u8] = b"hq-interop";
 const ALPN_H3: &[u8] = b"h3";
 const MAX_DATAGRAM_SIZE: usize = 1350;
 const USAGE: &str = "usage: quiche-client [--alpn h3|hq] [--keylog FILE] [--qlog-dir DIR] \
-                     [--download-dir DIR] [--timeout SECONDS] URL | --version";
+                     [--download-dir DIR] [--timeout SECONDS] [--key-share x25519] URL | --version";
 
 struct Options {
     url: url::Url,
@@ -23,6 +23,9 @@ struct Options {
     qlog_dir: Option<PathBuf>,
     download_dir: PathBuf,
     timeout: Duration,
+    // Offer X25519 alone: BoringSSL's default also offers X25519MLKEM768, which splits the ClientHello over two
+    // Initial datagrams.
+    x25519_only: bool,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -33,6 +36,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
     let mut qlog_dir = None;
     let mut download_dir = PathBuf::from(".");
     let mut timeout = Duration::from_secs(30);
+    let mut x25519_only = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -42,12 +46,32 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--qlog-dir" => qlog_dir = Some(PathBuf::from(value()?)),
             "--download-dir" => download_dir = PathBuf::from(value()?),
             "--timeout" => timeout = Duration::from_secs_f64(value()?.parse()?),
+            "--key-share" => match value()?.as_str() {
+                "x25519" => x25519_only = true,
+                other => bail!("unknown --key-share {other} (x25519)\n{USAGE}"),
+            },
             _ if arg.starts_with("--") => bail!("unknown option {arg}\n{USAGE}"),
             _ => url = Some(url::Url::parse(&arg)?),
         }
     }
     let url = url.ok_or_else(|| anyhow!("{USAGE}"))?;
-    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout }))
+    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, x25519_only }))
+}
+
+/// Whether a datagram arrived within `wait`. ppoll(2) sleeps on a high-resolution timer; the socket's SO_RCVTIMEO,
+/// used before, rounds up to the kernel's jiffies (4 ms at HZ=250), and quiche's first PTO of 999 ms fired 5–30 ms
+/// late through it.
+fn readable_within(socket: &UdpSocket, wait: Duration) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut fds = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let timeout = libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    let ready = unsafe { libc::ppoll(&mut fds, 1, &timeout, std::ptr::null()) };
+    if ready < 0 {
+        let err = std::io::Error::last_os_error();
+        return if err.kind() == std::io::ErrorKind::Interrupted { Ok(false) } else { Err(err) };
+    }
+    Ok(ready > 0)
 }
 
 fn main() {
@@ -86,6 +110,7 @@ fn run(options: &Options) -> anyhow::Result<()> {
     let peer: SocketAddr = (host.as_str(), port).to_socket_addrs()?.next().context("host did not resolve")?;
     let bind: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0".parse()? } else { "[::]:0".parse()? };
     let socket = UdpSocket::bind(bind)?;
+    socket.set_nonblocking(true)?;
     let local = socket.local_addr()?;
 
     let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
@@ -102,6 +127,9 @@ fn run(options: &Options) -> anyhow::Result<()> {
     config.set_initial_max_streams_bidi(100);
     config.set_initial_max_streams_uni(100);
     config.set_disable_active_migration(true);
+    if options.x25519_only {
+        config.set_curves_list("X25519")?;
+    }
     if options.keylog.is_some() {
         config.log_keys();
     }
@@ -157,15 +185,16 @@ fn run(options: &Options) -> anyhow::Result<()> {
                 bail!("timed out after {:?}", options.timeout);
             }
             let wait = conn.timeout().unwrap_or(Duration::from_secs(1)).min(deadline - Instant::now());
-            socket.set_read_timeout(Some(wait.max(Duration::from_micros(100))))?;
-            match socket.recv_from(&mut buf) {
-                Ok((len, from)) => {
-                    conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local })?;
+            if readable_within(&socket, wait)? {
+                match socket.recv_from(&mut buf) {
+                    Ok((len, from)) => {
+                        conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local })?;
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(err) => return Err(err.into()),
                 }
-                Err(err) if matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                    conn.on_timeout();
-                }
-                Err(err) => return Err(err.into()),
+            } else {
+                conn.on_timeout();
             }
             if !conn.is_established() || finished {
                 continue;

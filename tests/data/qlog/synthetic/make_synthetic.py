@@ -182,8 +182,9 @@ def quinn() -> str:
             "header": {"packet_type": "initial", "packet_number": 0}, "raw": {"length": 1200}}},
         {"time": 20.3, "name": "transport:packet_received", "data": {
             "header": {"packet_type": "initial", "packet_number": 0}, "raw": {"length": 180}}},
-        {"time": 20.4, "name": "recovery:metrics_updated", "data": {"smoothed_rtt": 20.3, "rtt_variance": 10.15,
-                                                                    "latest_rtt": 20.3, "min_rtt": 20.3}},
+        # RTTs in seconds, as quinn 0.11 writes them (tests/test_qlog_loopback.py reads a real one)
+        {"time": 20.4, "name": "recovery:metrics_updated", "data": {"smoothed_rtt": 0.0203, "rtt_variance": 0.01015,
+                                                                    "latest_rtt": 0.0203, "min_rtt": 0.0203}},
         {"time": 20.5, "name": "transport:packet_sent", "data": {
             "header": {"packet_type": "handshake", "packet_number": 0}, "raw": {"length": 80}}},
     ]

@@ -31,6 +31,7 @@ func main() {
 	qlogDir := flag.String("qlog-dir", "", "write qlog traces into this directory")
 	downloadDir := flag.String("download-dir", ".", "save the body as <dir>/<basename of the URL path>")
 	timeout := flag.Duration("timeout", 30*time.Second, "give up after this long")
+	keyShare := flag.String("key-share", "", "x25519: offer X25519 alone (a one-datagram ClientHello, as Go before 1.23); default: crypto/tls's own")
 	showVersion := flag.Bool("version", false, "print the golang.org/x/net version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -45,7 +46,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "application protocol %q not supported (only hq)\n", *appProtocol)
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *keylogPath, *qlogDir, *downloadDir, *timeout); err != nil {
+	if *keyShare != "" && *keyShare != "x25519" {
+		fmt.Fprintf(os.Stderr, "unknown --key-share %q (x25519)\n", *keyShare)
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *keylogPath, *qlogDir, *downloadDir, *timeout, *keyShare == "x25519"); err != nil {
 		fmt.Fprintf(os.Stderr, "download failed: %v\n", err)
 		os.Exit(1)
 	}
@@ -62,7 +67,7 @@ func xnetVersion() string {
 	return "unknown"
 }
 
-func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration) error {
+func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration, x25519Only bool) error {
 	target, err := url.Parse(rawURL)
 	if err != nil {
 		return err
@@ -83,6 +88,10 @@ func run(rawURL, keylogPath, qlogDir, downloadDir string, timeout time.Duration)
 		// A client only: refuse streams the peer might open.
 		MaxBidiRemoteStreams: -1,
 		MaxUniRemoteStreams:  -1,
+	}
+	if x25519Only {
+		// Go >= 1.24 also offers an X25519MLKEM768 key share (1.23: X25519Kyber768), whose size splits the ClientHello over two Initials.
+		config.TLSConfig.CurvePreferences = []tls.CurveID{tls.X25519}
 	}
 	if keylogPath != "" {
 		keylog, err := os.Create(keylogPath)

@@ -30,6 +30,7 @@ func main() {
 	qlogDir := flag.String("qlog-dir", "", "write one qlog file per connection into this directory")
 	downloadDir := flag.String("download-dir", ".", "save the body as <dir>/<basename of the URL path>")
 	timeout := flag.Duration("timeout", 30*time.Second, "give up after this long")
+	keyShare := flag.String("key-share", "", "x25519: offer X25519 alone (a one-datagram ClientHello, as Go before 1.23); default: crypto/tls's own")
 	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -40,7 +41,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: client [flags] https://host:port/file")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *appProtocol, *keylogPath, *qlogDir, *downloadDir, *timeout); err != nil {
+	if *keyShare != "" && *keyShare != "x25519" {
+		fmt.Fprintf(os.Stderr, "unknown --key-share %q (x25519)\n", *keyShare)
+		os.Exit(2)
+	}
+	if err := run(flag.Arg(0), *appProtocol, *keylogPath, *qlogDir, *downloadDir, *timeout, *keyShare == "x25519"); err != nil {
 		fmt.Fprintf(os.Stderr, "download failed: %v\n", err)
 		os.Exit(1)
 	}
@@ -57,13 +62,17 @@ func quicGoVersion() string {
 	return "unknown"
 }
 
-func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout time.Duration) error {
+func run(rawURL, appProtocol, keylogPath, qlogDir, downloadDir string, timeout time.Duration, x25519Only bool) error {
 	target, err := url.Parse(rawURL)
 	if err != nil {
 		return err
 	}
 	// The testbed servers use self-signed certificates.
 	tlsConf := &tls.Config{InsecureSkipVerify: true}
+	if x25519Only {
+		// Go >= 1.24 also offers an X25519MLKEM768 key share (1.23: X25519Kyber768), whose size splits the ClientHello over two Initials.
+		tlsConf.CurvePreferences = []tls.CurveID{tls.X25519}
+	}
 	if keylogPath != "" {
 		keylog, err := os.Create(keylogPath)
 		if err != nil {

@@ -1,0 +1,444 @@
+//! The row buffers of one batch (datagrams, packets, frames): the same interface and the same rows as
+//! `quicack.pcap.columns.RowBuffers`, filled by the frame walker (`frames`) and by the capture lane.
+
+/// Cut every listed column to `length` rows.
+macro_rules! truncate_columns {
+    ($length:expr; $($column:expr),+ $(,)?) => {
+        $($column.truncate($length);)+
+    };
+}
+
+mod frames;
+
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::arrow::{ArrowTable, Column};
+use crate::keys::PacketKeys;
+use crate::PacketNumbers;
+
+pub use frames::{FrameRows, Walk};
+use frames::FRAME_NAMES;
+
+pub const PACKET_TYPES: [&str; 8] =
+    ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
+pub const PN_SPACES: [&str; 3] = ["initial", "handshake", "appdata"];
+pub const DIRECTIONS: [&str; 2] = ["c2s", "s2c"];
+pub const PACKET_1RTT: u8 = 4;
+pub const SPACE_APPDATA: u8 = 2;
+
+pub fn code_of(names: &[&str], name: &str) -> PyResult<u8> {
+    names
+        .iter()
+        .position(|candidate| *candidate == name)
+        .map(|index| index as u8)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown name {name:?}")))
+}
+
+#[derive(Default)]
+pub struct DatagramRows {
+    odcid: Vec<Arc<str>>,
+    direction: Vec<u8>,
+    datagram_index: Vec<i64>,
+    time_ms: Vec<f64>,
+    time_abs_ns: Vec<i64>,
+    ip_header_bytes: Vec<i64>,
+    udp_payload_bytes: Vec<i64>,
+    quic_packets: Vec<i64>,
+}
+
+#[derive(Default)]
+pub struct PacketRows {
+    datagram_row: Vec<i64>,
+    packet_type: Vec<u8>,
+    pn_space: Vec<Option<u8>>,
+    packet_number: Vec<Option<i64>>,
+    packet_bytes: Vec<i64>,
+    header_bytes: Vec<Option<i64>>,
+    aead_tag_bytes: Vec<Option<i64>>,
+    ack_eliciting: Vec<Option<bool>>,
+    decrypted: Vec<Option<bool>>,
+    frames_complete: Vec<Option<bool>>,
+    frame_count: Vec<i64>,
+    sender: Vec<Option<Py<PyAny>>>,
+}
+
+/// All rows of one batch.
+#[pyclass(module = "quicack_core", name = "RowBuffers")]
+#[derive(Default)]
+pub struct RowBuffers {
+    pub datagrams: DatagramRows,
+    pub packets: PacketRows,
+    pub frames: FrameRows,
+}
+
+pub struct PacketRow {
+    pub datagram_row: i64,
+    pub packet_type: u8,
+    pub packet_bytes: i64,
+    pub pn_space: Option<u8>,
+    pub packet_number: Option<i64>,
+    pub header_bytes: Option<i64>,
+    pub aead_tag_bytes: Option<i64>,
+    pub ack_eliciting: Option<bool>,
+    pub decrypted: Option<bool>,
+    pub frames_complete: Option<bool>,
+    pub frame_count: i64,
+    pub sender: Option<Py<PyAny>>,
+}
+
+impl RowBuffers {
+    pub fn datagrams_len(&self) -> usize {
+        self.datagrams.odcid.len()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_datagram(
+        &mut self,
+        odcid: Arc<str>,
+        direction: u8,
+        datagram_index: i64,
+        time_ms: f64,
+        time_abs_ns: i64,
+        ip_header_bytes: i64,
+        udp_payload_bytes: i64,
+        quic_packets: i64,
+    ) {
+        let rows = &mut self.datagrams;
+        rows.odcid.push(odcid);
+        rows.direction.push(direction);
+        rows.datagram_index.push(datagram_index);
+        rows.time_ms.push(time_ms);
+        rows.time_abs_ns.push(time_abs_ns);
+        rows.ip_header_bytes.push(ip_header_bytes);
+        rows.udp_payload_bytes.push(udp_payload_bytes);
+        rows.quic_packets.push(quic_packets);
+    }
+
+    pub fn push_packet(&mut self, row: PacketRow) {
+        let rows = &mut self.packets;
+        rows.datagram_row.push(row.datagram_row);
+        rows.packet_type.push(row.packet_type);
+        rows.pn_space.push(row.pn_space);
+        rows.packet_number.push(row.packet_number);
+        rows.packet_bytes.push(row.packet_bytes);
+        rows.header_bytes.push(row.header_bytes);
+        rows.aead_tag_bytes.push(row.aead_tag_bytes);
+        rows.ack_eliciting.push(row.ack_eliciting);
+        rows.decrypted.push(row.decrypted);
+        // Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
+        rows.frames_complete.push(if row.frames_complete.is_none() && row.decrypted == Some(true) {
+            Some(true)
+        } else {
+            row.frames_complete
+        });
+        rows.frame_count.push(row.frame_count);
+        rows.sender.push(row.sender);
+    }
+
+    pub fn walk_frames(&mut self, payload: &[u8]) -> Walk {
+        self.frames.walk(payload)
+    }
+
+    pub fn walk_result(py: Python<'_>, walk: Walk) -> PyObject {
+        let crypto: PyObject = if walk.crypto.is_empty() {
+            py.None()
+        } else {
+            PyList::new_bound(
+                py,
+                walk.crypto.iter().map(|(row, offset, data)| {
+                    PyTuple::new_bound(
+                        py,
+                        [row.into_py(py), offset.into_py(py), PyBytes::new_bound(py, data).into_any().unbind()],
+                    )
+                }),
+            )
+            .into_any()
+            .unbind()
+        };
+        let new_cids: PyObject = if walk.new_cids.is_empty() {
+            py.None()
+        } else {
+            PyList::new_bound(py, walk.new_cids.iter().map(|cid| PyBytes::new_bound(py, cid))).into_any().unbind()
+        };
+        (walk.count, walk.ack_eliciting, crypto, new_cids, walk.unknown, walk.has_ack).into_py(py)
+    }
+}
+
+#[pymethods]
+impl RowBuffers {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn lengths(&self) -> (usize, usize, usize) {
+        (self.datagrams.odcid.len(), self.packets.datagram_row.len(), self.frames.len())
+    }
+
+    fn datagram_count(&self) -> usize {
+        self.datagrams.odcid.len()
+    }
+
+    fn packet_count(&self) -> usize {
+        self.packets.datagram_row.len()
+    }
+
+    fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The packet type of the last packet row (None when there is none).
+    fn last_packet_type(&self) -> Option<&'static str> {
+        self.packets.packet_type.last().map(|code| PACKET_TYPES[*code as usize])
+    }
+
+    fn truncate(&mut self, lengths: (usize, usize, usize)) {
+        let (datagrams, packets, frames) = lengths;
+        let rows = &mut self.datagrams;
+        truncate_columns!(datagrams; rows.odcid, rows.direction, rows.datagram_index, rows.time_ms, rows.time_abs_ns,
+            rows.ip_header_bytes, rows.udp_payload_bytes, rows.quic_packets);
+        let rows = &mut self.packets;
+        truncate_columns!(packets; rows.datagram_row, rows.packet_type, rows.pn_space, rows.packet_number,
+            rows.packet_bytes, rows.header_bytes, rows.aead_tag_bytes, rows.ack_eliciting, rows.decrypted,
+            rows.frames_complete, rows.frame_count, rows.sender);
+        self.frames.truncate(frames);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_datagram(
+        &mut self,
+        connection_odcid: &str,
+        direction: &str,
+        datagram_index: i64,
+        time_ms: f64,
+        time_abs_ns: i64,
+        ip_header_bytes: i64,
+        udp_payload_bytes: i64,
+        quic_packets: i64,
+    ) -> PyResult<()> {
+        let direction = code_of(&DIRECTIONS, direction)?;
+        self.push_datagram(
+            Arc::from(connection_odcid),
+            direction,
+            datagram_index,
+            time_ms,
+            time_abs_ns,
+            ip_header_bytes,
+            udp_payload_bytes,
+            quic_packets,
+        );
+        Ok(())
+    }
+
+    #[pyo3(signature = (datagram_row, packet_type, packet_bytes, *, pn_space=None, packet_number=None,
+        header_bytes=None, aead_tag_bytes=None, ack_eliciting=None, decrypted=Some(false), frames_complete=None,
+        frame_count=0, sender=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_packet(
+        &mut self,
+        datagram_row: i64,
+        packet_type: &str,
+        packet_bytes: i64,
+        pn_space: Option<&str>,
+        packet_number: Option<i64>,
+        header_bytes: Option<i64>,
+        aead_tag_bytes: Option<i64>,
+        ack_eliciting: Option<bool>,
+        decrypted: Option<bool>,
+        frames_complete: Option<bool>,
+        frame_count: i64,
+        sender: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let packet_type = code_of(&PACKET_TYPES, packet_type)?;
+        let pn_space = pn_space.map(|name| code_of(&PN_SPACES, name)).transpose()?;
+        self.push_packet(PacketRow {
+            datagram_row,
+            packet_type,
+            packet_bytes,
+            pn_space,
+            packet_number,
+            header_bytes,
+            aead_tag_bytes,
+            ack_eliciting,
+            decrypted,
+            frames_complete,
+            frame_count,
+            sender,
+        });
+        Ok(())
+    }
+
+    /// Walk a decrypted payload's frames into the frame rows: (count, ack_eliciting, crypto, new_cids, unknown,
+    /// has_ack), crypto as [(row, offset, data)] or None, new_cids a list or None.
+    /// The Python decoder's path for a packet whose keys it has (decode._decrypt_and_walk) in one call: remove
+    /// header protection and decrypt with `keys`, advance `numbers`, walk the frames and add the packet's row, as
+    /// `PacketKeys.decrypt`, `PacketNumbers.update`, `walk` and `add_packet` would one after the other (without
+    /// the payload and the packet as Python objects between them). ValueError when the packet does not decrypt
+    /// (as `PacketKeys.decrypt`), with no row added. Returns (packet number, the walk as `walk` returns it).
+    #[allow(clippy::too_many_arguments)]
+    fn decrypt_and_add(
+        &mut self,
+        py: Python<'_>,
+        keys: &Bound<'_, PacketKeys>,
+        numbers: &Bound<'_, PacketNumbers>,
+        direction: &str,
+        packet_type: &str,
+        pn_space: &str,
+        data: &[u8],
+        start: usize,
+        pn_offset: usize,
+        packet_end: usize,
+        short: bool,
+        datagram_row: i64,
+        packet_bytes: i64,
+        sender: Py<PyAny>,
+    ) -> PyResult<(i64, PyObject)> {
+        let (direction, space) = (code_of(&DIRECTIONS, direction)?, code_of(&PN_SPACES, pn_space)?);
+        let packet_type = code_of(&PACKET_TYPES, packet_type)?;
+        let expected = numbers.borrow().get(direction, space) + 1;
+        let packet = keys
+            .borrow_mut()
+            .decrypt_packet(data, start, pn_offset, packet_end, expected, short)
+            .map_err(|failure| pyo3::exceptions::PyValueError::new_err(failure.message()))?;
+        if packet.packet_number >= expected {
+            numbers.borrow_mut().set(direction, space, packet.packet_number);
+        }
+        let walk = self.walk_frames(&packet.payload);
+        crate::keys::recycle(packet.payload);
+        self.push_packet(PacketRow {
+            datagram_row,
+            packet_type,
+            packet_bytes,
+            pn_space: Some(space),
+            packet_number: Some(packet.packet_number),
+            header_bytes: Some(packet.header_bytes as i64),
+            aead_tag_bytes: Some(16), // AEAD_TAG_BYTES: all of QUIC's AEADs
+            ack_eliciting: Some(walk.ack_eliciting),
+            decrypted: Some(true),
+            frames_complete: Some(walk.unknown.is_none()),
+            frame_count: walk.count,
+            sender: Some(sender),
+        });
+        Ok((packet.packet_number, Self::walk_result(py, walk)))
+    }
+
+    fn walk(&mut self, py: Python<'_>, payload: &[u8]) -> PyObject {
+        let walk = self.walk_frames(payload);
+        Self::walk_result(py, walk)
+    }
+
+    #[pyo3(signature = (row, names=None))]
+    fn set_tls_messages(&mut self, row: usize, names: Option<Py<PyAny>>) {
+        self.frames.tls_messages[row] = names;
+    }
+
+    /// `columns` takes `ack_ranges_as_lists` (a decoder checks this before passing it).
+    #[classattr]
+    const ACK_RANGES_AS_LISTS: bool = true;
+
+    /// The rows as three Arrow tables and the tls_messages list, as `columns.RowBuffers.columns`; the ACK ranges
+    /// as JSON text like the twin's, or with `ack_ranges_as_lists` as the contract's lists of structs (mostly).
+    #[pyo3(signature = (ack_ranges_as_lists=false))]
+    fn columns<'py>(&self, py: Python<'py>, ack_ranges_as_lists: bool) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new_bound(py);
+        let ints = |values: &[i64]| Column::Dense(values.to_vec());
+        let unsigned = |values: &[Option<u64>]| Column::Unsigned(values.to_vec());
+        let names = |table: &'static [&'static str], codes: &[u8]| Column::Codes(table, codes.to_vec());
+        let rows = &self.datagrams;
+        let count = rows.odcid.len();
+        let datagrams = vec![
+            ("connection_odcid".to_string(), Column::Shared(rows.odcid.clone())),
+            ("direction".to_string(), names(&DIRECTIONS, &rows.direction)),
+            ("datagram_index".to_string(), ints(&rows.datagram_index)),
+            ("time_ms".to_string(), Column::Float(rows.time_ms.iter().map(|v| Some(*v)).collect())),
+            ("time_abs_ns".to_string(), ints(&rows.time_abs_ns)),
+            ("ip_header_bytes".to_string(), ints(&rows.ip_header_bytes)),
+            ("udp_payload_bytes".to_string(), ints(&rows.udp_payload_bytes)),
+            ("quic_packets".to_string(), ints(&rows.quic_packets)),
+        ];
+        out.set_item("datagrams", ArrowTable::new(datagrams, count).into_py(py))?;
+        let rows = &self.packets;
+        let count = rows.datagram_row.len();
+        // The ACK delay exponent of each packet's sender, read once per sender and batch.
+        let mut exponents: HashMap<usize, i64> = HashMap::new();
+        let mut exponent = Vec::with_capacity(count);
+        for sender in &rows.sender {
+            exponent.push(match sender {
+                None => 3,
+                Some(sender) => match exponents.get(&(sender.as_ptr() as usize)) {
+                    Some(value) => *value,
+                    None => {
+                        let value: i64 = sender.bind(py).getattr("ack_delay_exponent")?.extract()?;
+                        exponents.insert(sender.as_ptr() as usize, value);
+                        value
+                    }
+                },
+            });
+        }
+        let packets = vec![
+            ("datagram_row".to_string(), ints(&rows.datagram_row)),
+            ("packet_type".to_string(), names(&PACKET_TYPES, &rows.packet_type)),
+            ("pn_space".to_string(), Column::Names(&PN_SPACES, rows.pn_space.clone())),
+            ("packet_number".to_string(), Column::Int(rows.packet_number.clone())),
+            ("packet_bytes".to_string(), ints(&rows.packet_bytes)),
+            ("header_bytes".to_string(), Column::Int(rows.header_bytes.clone())),
+            ("aead_tag_bytes".to_string(), Column::Int(rows.aead_tag_bytes.clone())),
+            ("ack_eliciting".to_string(), Column::Bool(rows.ack_eliciting.clone())),
+            ("decrypted".to_string(), Column::Bool(rows.decrypted.clone())),
+            ("frames_complete".to_string(), Column::Bool(rows.frames_complete.clone())),
+            ("exponent".to_string(), Column::Dense(exponent)),
+        ];
+        out.set_item("packets", ArrowTable::new(packets, count).into_py(py))?;
+        let packet_row: Vec<i64> = rows
+            .frame_count
+            .iter()
+            .enumerate()
+            .flat_map(|(row, count)| std::iter::repeat_n(row as i64, *count as usize))
+            .collect();
+        let rows = &self.frames;
+        let count = rows.len();
+        let ecn = |which: usize| {
+            Column::SparseInt(count, rows.ecn.iter().map(|(row, counts)| (*row, counts[which])).collect())
+        };
+        let ack_frequency = |which: usize| {
+            Column::SparseInt(count, rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[which])).collect())
+        };
+        let max_delay =
+            rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[2] as f64 / 1000.0)).collect();
+        let mut frames = vec![
+            ("packet_row".to_string(), Column::Dense(packet_row)),
+            ("frame_index".to_string(), ints(&rows.frame_index)),
+            ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
+            ("frame_bytes".to_string(), ints(&rows.frame_bytes)),
+            ("ack_delay_raw".to_string(), unsigned(&rows.ack_delay_raw)),
+            ("largest_acked".to_string(), unsigned(&rows.largest_acked)),
+            ("first_ack_range".to_string(), unsigned(&rows.first_ack_range)),
+            ("ack_ranges".to_string(), rows.ack_ranges_column(ack_ranges_as_lists)),
+            ("stream_id".to_string(), unsigned(&rows.stream_id)),
+            ("offset".to_string(), unsigned(&rows.offset)),
+            ("length".to_string(), unsigned(&rows.length)),
+            ("fin".to_string(), Column::Bool(rows.fin.clone())),
+            ("ecn_ect0".to_string(), ecn(0)),
+            ("ecn_ect1".to_string(), ecn(1)),
+            ("ecn_ce".to_string(), ecn(2)),
+            ("ack_frequency_sequence".to_string(), ack_frequency(0)),
+            ("ack_eliciting_threshold".to_string(), ack_frequency(1)),
+            ("request_max_ack_delay_ms".to_string(), Column::SparseFloat(count, max_delay)),
+            ("reordering_threshold".to_string(), ack_frequency(3)),
+        ];
+        let mut tls_messages: Vec<Option<Vec<String>>> = Vec::with_capacity(count);
+        for names in &rows.tls_messages {
+            tls_messages.push(match names {
+                None => None,
+                Some(names) => names.bind(py).extract::<Option<Vec<String>>>()?,
+            });
+        }
+        frames.push(("tls_messages".to_string(), Column::TextList(tls_messages)));
+        out.set_item("frames", ArrowTable::new(frames, count).into_py(py))?;
+        Ok(out)
+    }
+}

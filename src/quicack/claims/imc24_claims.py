@@ -1,0 +1,312 @@
+"""Our values of imc24's testbed claims (§4.1–4.2, Appendices C–F), one function per claim id of
+``data/reference/imc24_claims.csv``.
+
+Every function reads the tables of one dataset (``handshake_runs``, ``runs``, ``frames``) and
+returns a ``Measured``. TTFB is the client-side capture's (it exists for every client); RTT 9 ms is
+the paper's default RTT for the per-client numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+
+from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.layout import PAPER_STACK_SUFFIX
+from quicack.metrics import guidelines, summary, sweet_spot
+from quicack.metrics.selection import (
+    FIRST_SAMPLE_UNAFFECTED,
+    PAPER_IMPLEMENTATION,
+    delay_sweep_runs,
+    pto_runs,
+    second_flight_runs,
+    table3_runs,
+)
+from quicack.metrics.server_ack_delay import server_ack_delay_table
+from quicack.provenance import DatasetDescription
+from quicack.reference import paper_claims, paper_table, read_claims
+from quicack.rendered import Rendered
+
+Tables = Mapping[str, pl.DataFrame]
+DEFAULT_RTT_MS = 9.0
+TTFB = "ttfb_capture_ms"
+# A TTFB margin below this is run-to-run jitter, not a preference (as in Table 2).
+TIE_MS = guidelines.TIE_MS
+
+
+def _fmt(value: float | None, unit: str = "ms") -> str:
+    return "n/a" if value is None else f"{value:.1f} {unit}".strip()
+
+
+def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None) -> Measured:
+    """Our range over ``values`` (nulls dropped, with ``labels``/``reaches`` aligned to them); with
+    ``reaches`` (how far each value's bootstrap interval reaches, ``interval_reach``) the spread is that
+    of the two values that bound the range, the ones agreement is decided on."""
+    keep = values.is_not_null()
+    values = values.filter(keep)
+    if values.is_empty():
+        return Measured.unmeasured("no runs with this metric")
+    low, high = float(values.min()), float(values.max())
+    text = f"{low:.1f}–{high:.1f} {unit}" if low != high else _fmt(low, unit)
+    if labels is not None:
+        labels = labels.filter(keep)
+        text += f" ({labels[int(values.arg_min())]} … {labels[int(values.arg_max())]})"
+    spread = None
+    if reaches is not None:
+        reaches = reaches.filter(keep)
+        spread = max(float(reaches[int(values.arg_min())]), float(reaches[int(values.arg_max())]))
+        text += f", ± {spread:.1f} {unit} (95 % bootstrap over the runs)"
+    return Measured(low, high, text, runs, spread=spread)
+
+
+def ttfb_difference(tables: Tables, scenario: str, rtt_ms: float = DEFAULT_RTT_MS) -> pl.DataFrame:
+    """Per client of ``scenario`` at ``rtt_ms``: ``iack_advantage_ms`` = WFC − IACK median TTFB
+    (positive: the instant ACK is faster), its 95 % bootstrap interval's ``reach_ms`` and the ok
+    runs behind both medians."""
+    runs = tables["handshake_runs"].filter((pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms))
+    return (
+        summary.mode_difference_interval(runs, TTFB, ["client_impl", "rtt_ms"])
+        .filter(pl.col("wfc_minus_iack").is_not_null())
+        .select(
+            "client_impl", "rtt_ms", pl.col("wfc_minus_iack").alias("iack_advantage_ms"),
+            summary.interval_reach("wfc_minus_iack", "wfc_minus_iack_low", "wfc_minus_iack_high").alias("reach_ms"),
+            (pl.col("iack_runs") + pl.col("wfc_runs")).alias("runs"),
+        )
+        .sort("client_impl")
+    )  # fmt: skip
+
+
+def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
+    """Per client and RTT of ``scenario``: ``iack_advantage_ms`` = WFC − IACK median TTFB
+    (positive: the instant ACK is faster) and the ok runs behind both medians."""
+    return (
+        guidelines.guidelines(tables["handshake_runs"], TTFB)
+        .filter(pl.col("scenario") == scenario)
+        .with_columns((pl.col("iack_runs") + pl.col("wfc_runs")).alias("runs"))
+        .sort("client_impl", "rtt_ms")
+    )
+
+
+def stack_delay_range(tables: Tables, scenario: str = "noloss") -> Measured:
+    """§4.1: difference of the clients' first RTT samples WFC − IACK (no loss: ``scenario``), median per
+    client over RTTs, range over the clients that log it, go-x-net left out as in the paper."""
+    delays = summary.stack_delay(summary.iack_wfc_runs(tables["handshake_runs"]), scenario).filter(pl.col("client_impl") != "go-x-net")
+    per_client = delays.group_by("client_impl").agg(pl.col("first_rtt_wfc_minus_iack_ms").median()).drop_nulls().sort("client_impl")
+    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter((pl.col("scenario") == scenario) & (pl.col("client_impl") != "go-x-net")).height
+    return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
+
+
+def pto_improvement_range(tables: Tables, scenarios: tuple[str, ...] = FIRST_SAMPLE_UNAFFECTED) -> Measured:
+    """§4.1 / Fig. 16: median first-PTO improvement WFC − IACK (logged), range over clients and
+    RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
+    runs = pto_runs(tables["handshake_runs"], scenarios)
+    improvement = summary.pto_improvement(runs, "first_pto_logged_ms", scenarios).drop_nulls("pto_improvement_ms")
+    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
+    reaches = improvement.select(summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms"))
+    return _range(improvement["pto_improvement_ms"], runs.height, labels=labels, reaches=reaches.to_series())
+
+
+def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 1.0) -> Measured:
+    """One client's median TTFB advantage of IACK (``sign`` -1: of WFC) at the default RTT, its
+    spread from the bootstrap over the runs."""
+    rows = ttfb_difference(tables, scenario).filter(pl.col("client_impl") == client)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {client} runs of {scenario} at {DEFAULT_RTT_MS:g} ms")
+    value, reach = sign * rows["iack_advantage_ms"][0], rows["reach_ms"][0]
+    return Measured(value, value, f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)", int(rows["runs"][0]), spread=reach)
+
+
+def wfc_advantage_range(tables: Tables, scenario: str) -> Measured:
+    rows = ttfb_difference(tables, scenario)
+    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"])
+
+
+def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_filter: pl.Expr) -> Measured:
+    """Share of (client, RTT) configurations of ``scenario`` within ``rtt_filter`` where
+    ``preferred`` had the lower median TTFB by at least ``TIE_MS``."""
+    rows = ttfb_iack_advantage(tables, scenario).filter(rtt_filter)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {scenario} configurations in that RTT range")
+    wins = rows.filter(pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS)
+    share = wins.height / rows.height
+    rtts = ", ".join(f"{r:g}" for r in sorted(rows["rtt_ms"].unique()))
+    return Measured(share, share, f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)", int(rows["runs"].sum()))
+
+
+def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
+    """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
+    the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
+    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter(
+        (pl.col("scenario") == "amplification") & (pl.col("mode") == "wfc") & pl.col("client_impl").is_in(clients) & (pl.col("status") == "ok")
+    )
+    if runs.is_empty():
+        return Measured.unmeasured("no WFC amplification runs of these clients")
+    probed = runs.filter(pl.col("client_pto_expiries") > 0).height
+    share = probed / runs.height
+    return Measured(share, share, f"{probed} of {runs.height} runs", runs.height)
+
+
+def server_first_ack_delay(tables: Tables, server: str) -> Measured:
+    """Appendix D / Table 3: ACK Delay of the server's first Initial ACK, range over repetitions, from the runs
+    Table 3 reads: the handshake test case of the server as released (mode null) where there is one, else the
+    server's IACK/WFC runs."""
+    runs = table3_runs(tables["runs"]).filter(pl.col("server_impl") == server)
+    if runs.filter(pl.col("mode").is_null()).height:
+        runs = runs.filter(pl.col("mode").is_null())  # the server as released, as the paper's QIR servers
+    table = server_ack_delay_table(runs, tables["frames"], ("server_impl", "mode"))
+    columns = [c for c in table.columns if c.startswith("initial_")]
+    if table.is_empty() or not columns:
+        return Measured.unmeasured(f"no captures of a {server} server")
+    values = table.select(pl.concat_list(columns).alias("v")).explode("v")["v"]
+    return _range(values, runs.height)
+
+
+def default_pto_of(tables: Tables, client: str) -> Measured:
+    """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
+    else only a lower bound (open range)."""
+    rows = summary.default_pto_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no {client} runs")
+    row = rows.row(0, named=True)
+    if row["default_pto_ms"] is not None:
+        return Measured(row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"]))
+    bound = row["default_pto_lower_bound_ms"]
+    return Measured(bound, float("inf"), f"> {bound:.0f} ms (lower bound: no run made the client probe first)", 0)
+
+
+def second_flight_of(tables: Tables, client: str) -> Measured:
+    """Appendix E / Table 4: datagram indices of the second client flight (most frequent over the
+    9 ms runs of Table 4's scenario), per mode; matches when every mode shows the paper's indices (Firefox's
+    against the paper's neqo)."""
+    paper_client = PAPER_IMPLEMENTATION.get(client, client)
+    paper = paper_table("imc24", "tab04").filter(pl.col("client") == paper_client)["second_flight"].first()
+    rows = summary.second_flight_by_client(summary.iack_wfc_runs(second_flight_runs(tables["handshake_runs"]))).filter(pl.col("client_impl") == client)
+    if rows.is_empty():
+        return Measured.unmeasured(f"no calibrated {client} runs")
+    indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
+    text = "; ".join(f"{mode}: {flight}" for mode, flight in sorted(indices.items()))
+    return Measured(None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values()))
+
+
+def rtt_sample_share(tables: Tables, client: str) -> Measured:
+    """Appendix E / Fig. 11: share of the RFC 9002 RTT samples the client exposed in its qlog."""
+    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
+    if rows.is_empty() or rows["exposed_share"][0] is None:
+        return Measured.unmeasured(f"no {client} transfer with both counts")
+    row = rows.row(0, named=True)
+    share = row["exposed_share"]
+    return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
+
+
+def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
+    """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
+    paper = paper_table("imc24", "tab02")
+    table = guidelines.guidelines_beside_paper(tables["handshake_runs"], tables["runs"], paper, tables["datagrams"])
+    cell_of_claim = paper.filter((pl.col("certificate_id") == certificate) & (pl.col("condition_id") == condition))
+    row = table.join(cell_of_claim.select("certificate", "condition"), on=["certificate", "condition"], how="semi")
+    if row.is_empty() or row["configurations"][0] == 0:
+        return Measured.unmeasured("no such configuration in the data")
+    cell = row.row(0, named=True)
+    compared = guidelines.compared_configurations(tables["handshake_runs"], tables["runs"], tables["datagrams"], TTFB).filter(
+        (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
+    )
+    runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
+    return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
+
+
+def _sweet_spot(tables: Tables) -> tuple[pl.DataFrame, int]:
+    runs = delay_sweep_runs(tables["handshake_runs"], tables["runs"])
+    return sweet_spot.sweet_spot_cells(runs), runs.filter(pl.col("status") == "ok").height
+
+
+def sweet_spot_spurious_agreement(tables: Tables) -> Measured:
+    """§4.1 / Fig. 4 measured: share of the Δt sweep's (Δt, RTT) cells whose IACK runs probed (spurious:
+    nothing was lost) exactly where the RFC 9002 model predicts it (Δt ≥ 3·RTT)."""
+    cells, runs = _sweet_spot(tables)
+    summary_ = sweet_spot.agreement_summary(cells)
+    if summary_["spurious_cells"] == 0:
+        return Measured.unmeasured("no IACK runs of the Δt sweep")
+    share = summary_["spurious_agree"] / summary_["spurious_cells"]
+    differ = cells.filter(~pl.col("spurious_agrees")).select(
+        pl.format("Δt {} ms @ {} ms", pl.col("cert_delay_ms").cast(pl.Int64), pl.col("rtt_ms").cast(pl.Int64))
+    ).to_series()
+    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (f" (differ: {', '.join(differ)})" if differ.len() else "")
+    return Measured(share, share, text, runs)
+
+
+def sweet_spot_reduction_ratio(tables: Tables) -> Measured:
+    """§4.1 / Fig. 4 measured: measured ÷ model first-PTO reduction (model 3·Δt), median over the Δt > 0
+    cells of the Δt sweep, with the quartiles."""
+    cells, runs = _sweet_spot(tables)
+    summary_ = sweet_spot.agreement_summary(cells)
+    if summary_["ratio_cells"] == 0:
+        return Measured.unmeasured("no Δt > 0 cell of the Δt sweep with a logged first PTO in both modes")
+    ratio = summary_["ratio_median"]
+    text = f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} cells)"
+    return Measured(ratio, ratio, text, runs)
+
+
+def _below(rtt_ms: float) -> pl.Expr:
+    return pl.col("rtt_ms") < rtt_ms
+
+
+def _paper_stack(scenario: str) -> str:
+    """The scenario under the paper's server stack delay (the testbed's PAPER_STACK_DELAY_MS)."""
+    return scenario + PAPER_STACK_SUFFIX
+
+
+# Claims that depend on the server's stack delay are also computed on the runs with the ServerHello held to the
+# paper's (claim id + "-paper-stack"): the paper's conditions, labelled as such in the claim's statement.
+FIG07_CLIENTS = ("aioquic", "quic-go", "ngtcp2", "go-x-net", "quiche")
+TABLE4_CLIENTS = ("aioquic", "go-x-net", "ngtcp2", "quic-go", "quiche")
+
+CLAIMS: dict[str, ClaimFunction] = {
+    "imc24-4.1-stack-delay": stack_delay_range,
+    "imc24-4.1-stack-delay-paper-stack": partial(stack_delay_range, scenario=_paper_stack("noloss")),
+    "imc24-4.1-pto-improvement": pto_improvement_range,
+    "imc24-4.1-pto-improvement-paper-stack": partial(
+        pto_improvement_range, scenarios=tuple(_paper_stack(s) for s in FIRST_SAMPLE_UNAFFECTED)
+    ),
+    "imc24-4.1-fig04-spurious": sweet_spot_spurious_agreement,
+    "imc24-4.1-fig04-pto-reduction": sweet_spot_reduction_ratio,
+    "imc24-4.1-fig05-ngtcp2": partial(ttfb_advantage_of, scenario="amplification", client="ngtcp2"),
+    "imc24-4.1-fig05-ngtcp2-paper-stack": partial(ttfb_advantage_of, scenario=_paper_stack("amplification"), client="ngtcp2"),
+    "imc24-4.1-fig05-client-probes": partial(client_probes_before_coalesced_hello, clients=("aioquic", "quic-go")),
+    "imc24-4.2-fig06-range": partial(wfc_advantage_range, scenario="drop_server_flight"),
+    **{
+        f"imc24-4.2-fig07-{client}{suffix}": partial(ttfb_advantage_of, scenario=scenario, client=client)
+        for client in FIG07_CLIENTS
+        for suffix, scenario in (("", "drop_client_flight"), ("-paper-stack", _paper_stack("drop_client_flight")))
+    },
+    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
+    # Table 4 and Fig. 11 for the paper's clients that run here as libraries (mvfst and picoquic do not; neqo runs as
+    # Firefox ESR's QUIC, below).
+    **{f"imc24-E-tab04-pto-{client}": partial(default_pto_of, client=client) for client in TABLE4_CLIENTS},
+    **{f"imc24-E-tab04-flight-{client}": partial(second_flight_of, client=client) for client in TABLE4_CLIENTS},
+    **{f"imc24-E-fig11-{client}": partial(rtt_sample_share, client=client) for client in TABLE4_CLIENTS},
+    # neqo, as Firefox ESR's QUIC (quicack.testbed.browsers).
+    "imc24-4.1-fig05-neqo": partial(ttfb_advantage_of, scenario="amplification", client="firefox"),
+    "imc24-4.2-fig07-neqo": partial(ttfb_advantage_of, scenario="drop_client_flight", client="firefox"),
+    "imc24-E-tab04-pto-neqo": partial(default_pto_of, client="firefox"),
+    "imc24-E-tab04-flight-neqo": partial(second_flight_of, client="firefox"),
+    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc", rtt_filter=_below(100.0)),
+    "imc24-F-fig12-iack-at-300ms": partial(
+        share_of_configurations, scenario="drop_server_flight", preferred="iack", rtt_filter=pl.col("rtt_ms") == 300.0
+    ),
+    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
+    **{
+        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate, condition=condition)
+        for certificate, condition in paper_table("imc24", "tab02").select("certificate_id", "condition_id").iter_rows()
+    },
+}  # fmt: skip
+
+
+def imc24_claims(tables: Tables, description: DatasetDescription, reference: Path | None = None) -> Rendered:
+    """imc24's testbed claims beside ours, with where our numbers come from on every row (from the
+    dataset's description); ``reference``: another claims file than data/reference/imc24_claims.csv."""
+    claims = read_claims(reference) if reference is not None else paper_claims("imc24")
+    table = claims_table("imc24", claims, CLAIMS, tables)
+    return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))

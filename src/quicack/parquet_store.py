@@ -1,0 +1,186 @@
+"""The Parquet files of the data contract's tables: the one writer (``TableWriter``, streaming) and their readers.
+
+Layout: ``results/<dataset>/parquet/<table>/<part>.parquet``, a part per run group (or scan part); the database
+over them is ``quicack.database``'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from quicack.schema import TABLES
+
+# pyarrow is imported where it is used: `quicack pcap` on one small capture then starts without it (pyarrow
+# with numpy alone costs ~0.15 s).
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+# Parquet settings fixed so that two runs on the same input give identical files.
+_PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "statistics": True}
+# Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
+# overhead is small, small enough that the rows waiting for one stay a few MB.
+ROW_GROUP_ROWS = 65_536
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The string columns: dictionary-encode those only. The contract's strings repeat (run, vantage, connection,
+    direction, packet and frame types), its numbers mostly do not (times, packet numbers, offsets), and building a
+    dictionary that overflows and falls back to plain encoding took a quarter of the writer's CPU time on a large
+    capture (bench/README.md), for a larger file."""
+    import pyarrow as pa
+
+    textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    return [field.name for field in schema if any(test(field.type) for test in textual)]
+
+
+class TableWriter:
+    """Streams frames of contract tables into one Parquet file per table, one row group per frame.
+
+    The one writer of the package: the pipeline's parts, ``quicack pcap`` and ``quicack qlog`` use it.
+    Memory is one frame per table, whatever the number of frames. Each file is written aside and renamed into
+    place by ``close`` (a reader never sees a half-written file, and a published snapshot's hard link, see
+    ``quicack.publish``, keeps the old content instead of seeing the new one written into it); every table
+    given gets a file, an empty one if no rows came, so that a job always leaves the same outputs behind.
+    Leaving the ``with`` block on an exception removes the partial files and publishes nothing.
+    """
+
+    def __init__(self, paths: dict[str, Path], row_group_rows: int = ROW_GROUP_ROWS) -> None:
+        self.paths = {name: Path(path) for name, path in paths.items()}
+        self.rows = dict.fromkeys(self.paths, 0)
+        self.row_group_rows = row_group_rows
+        # Frames wait here until a row group's worth has come: many small frames (one per qlog file) would
+        # otherwise each cost a row group's overhead. A table that never fills one (most run groups and
+        # captures) is written by polars alone at close; pyarrow's appending writer opens at the first flush.
+        self._pending: dict[str, list[pl.DataFrame]] = {name: [] for name in self.paths}
+        self._pending_rows = dict.fromkeys(self.paths, 0)
+        self._writers: dict[str, pq.ParquetWriter] = {}
+
+    @classmethod
+    def in_folder(cls, folder: Path, names: Iterable[str], row_group_rows: int = ROW_GROUP_ROWS) -> TableWriter:
+        """``folder/<table>.parquet`` for each table (the command-line tools' output)."""
+        return cls({name: Path(folder) / f"{name}.parquet" for name in names}, row_group_rows)
+
+    @classmethod
+    def part(cls, parquet_root: Path, names: Iterable[str], part: str) -> TableWriter:
+        """``parquet_root/<table>/<part>.parquet`` for each table (the pipeline's output of one run group)."""
+        return cls({name: Path(parquet_root) / name / f"{part}.parquet" for name in names})
+
+    def write(self, name: str, frame: pl.DataFrame) -> None:
+        """Append ``frame`` (conformed to the contract) to table ``name``; empty frames cost nothing."""
+        if not frame.height:
+            return
+        self._pending[name].append(TABLES[name].conform(frame))
+        self.rows[name] += frame.height
+        self._pending_rows[name] += frame.height
+        if self._pending_rows[name] >= self.row_group_rows:
+            self._flush(name)
+
+    def _flush(self, name: str) -> None:
+        import pyarrow.parquet as pq
+
+        frame = pl.concat(self._pending[name], how="vertical").to_arrow()
+        self._pending[name], self._pending_rows[name] = [], 0
+        writer = self._writers.get(name)
+        if writer is None:
+            writer = pq.ParquetWriter(
+                self._partial(name), frame.schema, compression="zstd", compression_level=3, write_statistics=True,
+                use_dictionary=_dictionary_columns(frame.schema),
+            )  # fmt: skip
+            self._writers[name] = writer
+        writer.write_table(frame)
+
+    def close(self) -> dict[str, int]:
+        """Finish every file and rename it into place; return the rows written per table."""
+        for name, path in self.paths.items():
+            partial = self._partial(name)
+            if name in self._writers:
+                if self._pending[name]:
+                    self._flush(name)
+                self._writers.pop(name).close()
+            else:
+                pending = self._pending.pop(name)
+                frame = pl.concat(pending, how="vertical") if pending else TABLES[name].empty()
+                frame.write_parquet(partial, **_PARQUET_OPTIONS)
+            os.replace(partial, path)
+        return dict(self.rows)
+
+    def abandon(self) -> None:
+        """Drop what was written so far; the files in place (if any) stay as they were."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+        self._pending.clear()
+        for name in self.paths:
+            self._partial(name).unlink(missing_ok=True)
+
+    def _partial(self, name: str) -> Path:
+        path = self.paths[name]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.with_name(path.name + ".partial")
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abandon()
+
+
+def write_tables(frames: dict[str, pl.DataFrame], parquet_root: Path, part: str) -> list[Path]:
+    """Write one part of several tables: ``parquet_root/<table>/<part>.parquet`` each (empty files included)."""
+    with TableWriter.part(parquet_root, frames, part) as writer:
+        for name, frame in frames.items():
+            writer.write(name, frame)
+    return list(writer.paths.values())
+
+
+def read_table(parquet_root: Path, name: str, parts: Iterable[str] | None = None) -> pl.DataFrame:
+    """Read a table's parts (all by default), conformed to the contract; empty if none exist."""
+    table = TABLES[name]
+    folder = parquet_root / name
+    files = sorted(folder.glob("*.parquet")) if parts is None else [folder / f"{p}.parquet" for p in parts]
+    files = [f for f in files if f.exists()]
+    if not files:
+        return table.empty()
+    return pl.concat([table.conform(pl.read_parquet(f)) for f in files], how="vertical")
+
+
+def read_table_runs(parquet_root: Path, name: str, part: str, run_ids: list[str]) -> pl.DataFrame:
+    """The rows of these runs from one part of a table, conformed; only they are read into memory (a lazy scan
+    filtered by run_id: row groups whose run_id range misses the runs are skipped)."""
+    table = TABLES[name]
+    path = parquet_root / name / f"{part}.parquet"
+    if not path.exists():
+        return table.empty()
+    return contiguous(table.conform(pl.scan_parquet(path).filter(pl.col("run_id").is_in(run_ids)).collect()))
+
+
+def contiguous(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every column in one chunk, made one column at a time (in place). A filtered scan returns
+    columns chunked differently (run_id in one piece per row group read, the others not), and every eager
+    expression over such a frame first copies all of it into aligned chunks: each filter of the derive stage cost a
+    copy of the whole batch (+650 MB on a run of 2·10⁶ qlog events, bench/derive_memory.py). One column at a time,
+    the copy is one column's."""
+    if len(set(frame.n_chunks("all"))) <= 1:
+        return frame
+    for index, name in enumerate(frame.columns):
+        frame.replace_column(index, frame.get_column(name).rechunk())
+    return frame
+
+
+def read_files(name: str, files: list[Path]) -> pl.DataFrame:
+    """A table from exactly these Parquet files, conformed to the contract; empty when there are none."""
+    table = TABLES[name]
+    frames = [table.conform(pl.read_parquet(f)) for f in files]
+    return pl.concat(frames, how="vertical") if frames else table.empty()

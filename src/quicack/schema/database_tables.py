@@ -1,0 +1,57 @@
+"""Tables stored inside the DuckDB file by the database stage (``quicack build-db``), not Parquet views."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .contract import DATABASE, Column, F, I, S, Table
+
+# Not a Parquet view either: what ``python -m quicack.testbed.path_check`` measured of the emulated paths the
+# dataset's runs used (``path_check.csv`` beside the raw folder), stored by ``quicack build-db --path-checks``.
+PATH_CHECKS = Table(
+    "path_checks",
+    "One row per path profile (data/reference/path_profiles.csv) as the testbed emulated it, measured with plain UDP probes "
+    "by quicack.testbed.path_check on the machine that recorded the dataset: RTT, delivered rate and random loss per "
+    "direction, and how late the user-space impairment released packets. ackfreq22-tab01 sets them beside the profile.",
+    (
+        Column("profile", S, "Path profile name (data/reference/path_profiles.csv)."),
+        Column("rtt_min_ms", F, "Smallest RTT of 40 small echo probes, ms."),
+        Column("rtt_median_ms", F, "Median RTT of the same probes, ms."),
+        Column("s2c_rate_mbit", F, "Delivered server-to-client rate (IP bytes) under a sender 25 % above the profile's rate, Mbit/s."),
+        Column("c2s_rate_mbit", F, "Delivered client-to-server rate, measured the same way, Mbit/s."),
+        Column("s2c_packets_per_s", F, "Delivered server-to-client 1,228-byte IP packets per second in that probe."),
+        Column("c2s_packets_per_s", F, "Delivered client-to-server packets per second in that probe."),
+        Column("s2c_loss_percent", F, "Random loss server to client: 1 − received / sent of a probe at half the rate (no queue drops), %."),
+        Column("c2s_loss_percent", F, "Random loss client to server, measured the same way, %."),
+        Column("s2c_loss_probes", I, "Probes sent server to client for the loss measurement (its resolution: 100 / probes %)."),
+        Column("c2s_loss_probes", I, "Probes sent client to server for the loss measurement."),
+        Column("impairment_max_lateness_ms", F, "Largest delay by which the impairment program released a packet after its due time, ms."),
+        Column("note", S, "What could not be measured, or empty."),
+    ),
+    written_by=(DATABASE,),
+)
+
+# Not a Parquet view like the tables above: a one-row table that ``quicack build-db --description``
+# stores inside the DuckDB file (quicack.provenance), so that every footnote names the data's origin.
+DATASET_DESCRIPTION = Table(
+    "dataset_description",
+    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row per part of "
+    "the dataset ('runs': the testbed or QIR runs; 'scan': the scan measurements); kind 'unknown' when a part has none.",
+    (
+        Column("part", S, "Which tables the row describes: 'runs' (runs and every table keyed by run_id) or 'scan' (scan_connections, scan_truth)."),
+        Column("name", S, "Name of the dataset (the runs' dataset column when it has no description)."),
+        Column("kind", S, "'emulated', 'public-captures', 'scan', 'emulated-scan', 'other', or 'unknown' (no description)."),
+        Column("title", S, "One line on what the data is; every footnote quotes it."),
+        Column("description", S, "Longer description: how it was recorded or obtained."),
+        Column(
+            "recorded_with",
+            pl.List(pl.Struct({"component": S, "version": S})),
+            "Software it was recorded with, in the file's order: component (testbed, kernel, implementation) and version.",
+        ),
+        Column("source", S, "Who published or recorded it."),
+        Column("url", S, "Where it can be obtained."),
+        Column("license", S, "Licence of the data."),
+        Column("description_file", S, "Path of the description file the row was read from (null: none)."),
+    ),
+    written_by=(DATABASE,),
+)

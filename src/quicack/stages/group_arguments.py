@@ -1,0 +1,18 @@
+"""How the per-group subcommands (ingest-group, derive-group) name their run group."""
+
+from __future__ import annotations
+
+import argparse
+
+from quicack.layout import group_from_key
+
+
+def add_group_arguments(parser: argparse.ArgumentParser) -> None:
+    names = parser.add_mutually_exclusive_group(required=True)
+    names.add_argument("--group", help="the run group's folder name")
+    # What the Snakemake rules pass: any folder name survives the shell, wildcards and option parsing.
+    names.add_argument("--group-key", help="the run group's name as quicack.layout.group_key encodes it")
+
+
+def group_of(args: argparse.Namespace) -> str:
+    return args.group if args.group is not None else group_from_key(args.group_key)

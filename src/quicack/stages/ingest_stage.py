@@ -1,0 +1,61 @@
+"""The ingest stage: a run group's raw files -> its ingest tables (`quicack ingest-group`), and the dataset's own
+input problems (`quicack dataset-issues`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from quicack import ingest, parquet_store
+from quicack.layout import group_key
+from quicack.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_from_args
+from quicack.stages.group_arguments import add_group_arguments, group_of
+
+FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
+
+
+def ingest_group_stage(
+    raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS,
+    follow_external_symlinks: bool = False,
+) -> dict[str, int]:
+    # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
+    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
+        for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
+            writer.write(name, frame)
+    return dict(writer.rows)
+
+
+def dataset_issues_stage(raw_root: Path, parquet_root: Path, follow_external_symlinks: bool = False) -> int:
+    frame = ingest.dataset_issues(raw_root, follow_external_symlinks)
+    parquet_store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
+    return frame.height
+
+
+def add_ingest_group_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--raw", type=Path, required=True)
+    add_group_arguments(parser)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--parquet", type=Path, required=True)
+    parser.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
+    add_limit_arguments(parser)
+    parser.set_defaults(handler=_ingest_group)
+
+
+def add_dataset_issues_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--raw", type=Path, required=True)
+    parser.add_argument("--parquet", type=Path, required=True)
+    parser.add_argument("--follow-external-symlinks", action="store_true", help=FOLLOW_HELP)
+    parser.set_defaults(handler=_dataset_issues)
+
+
+def _ingest_group(args: argparse.Namespace) -> int:
+    group = group_of(args)
+    counts = ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
+                                args.follow_external_symlinks)
+    print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
+    return 0
+
+
+def _dataset_issues(args: argparse.Namespace) -> int:
+    dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
+    return 0
