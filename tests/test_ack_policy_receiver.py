@@ -328,7 +328,8 @@ def test_malformed_policies_are_refused_by_hand_made_values() -> None:
 
 def test_path_profiles_are_consistent_per_direction() -> None:
     profiles = path_profiles()
-    assert profiles["profile"].is_unique().all() and profiles.null_count().drop("paper_ack_delay_vs_rtt").sum_horizontal()[0] == 0
+    nullable = ("paper_ack_delay_vs_rtt", "table1_loss_percent", "note")  # rethink has no Table 1; a note only where needed
+    assert profiles["profile"].is_unique().all() and profiles.null_count().drop(nullable).sum_horizontal()[0] == 0
     assert ((profiles["s2c_delay_ms"] + profiles["c2s_delay_ms"]) == profiles["rtt_ms"]).all()
     bdp_bytes = profiles["s2c_rate_mbit"] * 1e6 * profiles["rtt_ms"] / 1000 / 8
     assert (profiles["s2c_queue_bytes"] == bdp_bytes.round()).all()
@@ -337,5 +338,12 @@ def test_path_profiles_are_consistent_per_direction() -> None:
     assert (satellite["s2c_rate_mbit"], satellite["c2s_rate_mbit"], satellite["rtt_ms"]) == (10.0, 2.0, 638.0)
     assert satellite["paper_ack_delay_vs_rtt"] == "RTT/25" and math.isclose(satellite["rtt_ms"] / 25, 25.52)
     assert path_profile("rethink-satellite-return100k")["c2s_rate_mbit"] == 0.1
+    # ackfreq22 Table 1's measured loss is kept for the record, not emulated; §5.6 adds 1 % each way (loss_model)
+    ackfreq22 = profiles.filter(pl.col("paper") == "ackfreq22")
+    lossy = pl.col("profile").str.ends_with("-loss1")
+    assert (ackfreq22.filter(~lossy).select("s2c_loss_percent", "c2s_loss_percent").to_numpy() == 0).all()
+    assert (ackfreq22.filter(lossy).select("s2c_loss_percent", "c2s_loss_percent").to_numpy() == 1).all()
+    assert sorted(ackfreq22.filter(~lossy)["table1_loss_percent"]) == [0.001, 0.1, 0.5]
+    assert ackfreq22["loss_model"].str.contains("§5.6").all() and ackfreq22.filter(~lossy)["loss_model"].str.contains("§5.5").all()
     with pytest.raises(KeyError, match="ackfreq22-4g"):
         path_profile("no-such-path")

@@ -133,17 +133,18 @@ def test_without_rethink_runs_each_artefact_is_a_placeholder_naming_them(tables:
 
 @pytest.fixture(scope="module")
 def embedded_rethink(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
-    """The embedded dataset's rethink runs (data/sample/raw): the aioquic and Linux TCP receivers, every rethink
-    path profile (recorded; QUIC client side cut to headers, TCP both sides), copied into a raw folder of their own."""
+    """The embedded dataset's rethink runs (data/sample/raw): the quinn pair, ngtcp2 from quiche and the Linux TCP
+    receivers, every rethink path profile (recorded; QUIC client side cut to headers, TCP both sides), copied into a
+    raw folder of their own."""
     raw = tmp_path_factory.mktemp("rethink") / "raw"
-    for pair in ("aioquic_aioquic", "linux-tcp_linux-tcp"):
+    for pair in ("quinn_quinn", "quiche_ngtcp2", "linux-tcp_linux-tcp"):
         for testcase in (SAMPLE_RAW / pair).glob("*-rethink-satellite*"):
             shutil.copytree(testcase, raw / pair / testcase.name)
     parts: dict[str, list[pl.DataFrame]] = {}
     for group in run_groups(raw):
         for name, frame in ingest_group(raw, group, "sample").items():
             parts.setdefault(name, []).append(frame)
-    tables = {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+    tables = {name: pl.concat(frames, how="diagonal_relaxed") for name, frames in parts.items()}
     tables["ack_breakdown"] = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"], tables["tcp_segments"])
     return tables
 
@@ -160,7 +161,7 @@ def test_table3_sets_tcp_after_the_router_beside_quic(embedded_rethink: dict[str
     no_loss = {row["configuration"]: row for row in table.filter(pl.col("loss") == "no loss").iter_rows(named=True)}
     # AR 1:10 cuts the QUIC receiver's return bytes about 4×; the router's thinning cuts Linux TCP's less (its ACKs
     # are ≈ 1 per segment before the router, so 1:5 thinning leaves about 1 per 4)
-    assert 3.5 < no_loss["aioquic AR 1:2"]["return_kb"] / no_loss["aioquic AR 1:10"]["return_kb"] < 5
+    assert 3.5 < no_loss["quinn AR 1:2"]["return_kb"] / no_loss["quinn AR 1:10"]["return_kb"] < 5
     assert no_loss["linux-tcp AR 1:10"]["return_kb"] < 0.8 * no_loss["linux-tcp AR 1:2"]["return_kb"]
     assert all(row["paper"] for row in no_loss.values())
 

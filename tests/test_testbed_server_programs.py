@@ -95,7 +95,8 @@ def test_configs_are_valid(name: str) -> None:
 
 
 def test_sample_config_keeps_every_recorded_group_key() -> None:
-    keys = {g.key for g in expand(load_config(REPO / "config" / "testbed.yaml"))}
+    # the browsers' groups are recorded by their own file and named as the embedded dataset's (config/testbed_browsers.yaml)
+    keys = {g.key for name in ("testbed.yaml", "testbed_browsers.yaml") for g in expand(load_config(REPO / "config" / name))}
     raw = REPO / "data" / "sample" / "raw"
     recorded = {p.parent.relative_to(raw).as_posix() for p in raw.rglob("group.json")}
     assert recorded and recorded <= keys
@@ -160,3 +161,39 @@ def test_real_handshake_run_against_other_server(impl: str, tmp_path: Path) -> N
     hs = frames.filter((frames["source"] == "pcap") & (frames["direction"] == "s2c") & (frames["pn_space"] == "handshake"))
     assert hs.height > 0  # decrypted with the server's keylog
     assert tables["ingest_issues"].height == 0, tables["ingest_issues"].to_dicts()
+
+
+def test_sender_settings_are_what_each_server_can_do() -> None:
+    """quiche sends Reno/CUBIC unpaced (quiche 0.30 paces BBR only), quinn always paces, quic-go and ngtcp2 run as they
+    are; a config asking otherwise is refused before anything is recorded."""
+    block = {"dataset": "t", "clients": ["aioquic"], "modes": ["iack"], "scenarios": ["ack_ratio"], "rtts_ms": [30]}
+    (quiche,) = expand(block | {"server": "quiche", "server_congestion_control": "reno", "server_pacing": False})
+    assert quiche.key == "quiche_aioquic/ack_ratio-none-rtt30ms-1MB-h3-ccreno-unpaced"
+    (quinn,) = expand(block | {"server": "quinn", "server_congestion_control": "newreno"})
+    assert quinn.sender_label == "ccnewreno-paced" and quinn.app_protocol == "hq"
+    for refused, match in (
+        ({"server": "quiche", "server_congestion_control": "reno"}, "cannot pace"),  # server_pacing defaults to true
+        ({"server": "quinn", "server_pacing": False}, "always paces"),
+        ({"server": "quinn", "server_congestion_control": "reno"}, "newreno, cubic, bbr"),
+        ({"server": "quic-go", "server_congestion_control": "cubic"}, "none"),
+        ({"server": "ngtcp2", "server_pacing": False}, "no sender settings|always paces"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            expand(block | refused)
+
+
+def test_quiche_reno_is_newreno_without_hystart_and_recorded_as_sent(tmp_path: Path) -> None:
+    from quicack.testbed.server_programs import server_info
+
+    req = ServerRequest(impl="quiche", host="198.19.0.2", port=443, cert_size="small", www=tmp_path / "www",
+                        qlog_dir=tmp_path / "qlog", keylog_path=tmp_path / "keys.log", ready_file=tmp_path / "ready.json",
+                        congestion_control="reno", pacing=False)  # fmt: skip
+    argv, _ = server_command(req) if server_executable("quiche") else (None, None)
+    if argv is not None:
+        assert argv[argv.index("--cc") + 1] == "reno" and "--no-hystart" in argv
+    info = server_info(req)
+    assert (info["congestion_control"], info["pacing"], info["hystart"]) == ("reno", False, False)
+    cubic = server_info(ServerRequest(**{**req.__dict__, "congestion_control": None}))
+    assert (cubic["congestion_control"], cubic["hystart"]) == ("cubic", True)
+    quinn = server_info(ServerRequest(**{**req.__dict__, "impl": "quinn", "congestion_control": "newreno", "pacing": True}))
+    assert (quinn["congestion_control"], quinn["pacing"]) == ("newreno", True) and "hystart" not in quinn

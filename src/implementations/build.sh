@@ -137,7 +137,9 @@ for impl in "${IMPLS[@]}"; do
         quiche)
             check_quiche_prerequisites &&
                 build_cargo quiche quicack-quiche-client quiche-client &&
-                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" ||
+                copy_cargo_bin quiche quiche-server quiche-server &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-server (h3 and hq-interop; the ACK-ratio study's sender)" ||
                 failed+=("$impl")
             ;;
         *)

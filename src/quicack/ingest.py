@@ -96,6 +96,21 @@ def _flatten_path(meta: dict) -> dict:
         if isinstance(per_direction, dict):
             for direction in ("c2s", "s2c"):
                 flat.setdefault(column.format(direction), per_direction.get(direction))
+    # The impairment program's random drops toward the client, and the run's CPU and load (testbed.host).
+    impairment = meta.get("impairment") if isinstance(meta.get("impairment"), dict) else {}
+    s2c = impairment.get("s2c") if isinstance(impairment.get("s2c"), dict) else {}
+    lost = s2c.get("lost_indices")
+    if isinstance(lost, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in lost):
+        flat.setdefault("s2c_random_losses", len(lost))
+        flat.setdefault("s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1))
+    testbed = meta.get("testbed") if isinstance(meta.get("testbed"), dict) else {}
+    host = testbed.get("host") if isinstance(testbed.get("host"), dict) else {}
+    cpu = host.get("cpu_seconds") if isinstance(host.get("cpu_seconds"), dict) else {}
+    for process in ("client", "server", "impairment"):
+        flat.setdefault(f"{process}_cpu_s", cpu.get(process))
+    load = host.get("loadavg_start")
+    if isinstance(load, list) and load:
+        flat.setdefault("host_load_1min", load[0])
     return flat
 
 

@@ -59,6 +59,8 @@ PATH_PROFILE_COLUMNS = {
     "c2s_delay_ms": pl.Float64,
     "s2c_loss_percent": pl.Float64,
     "c2s_loss_percent": pl.Float64,
+    "table1_loss_percent": pl.Float64,
+    "loss_model": pl.Utf8,
     "ack_delay_ms": pl.Float64,
     "paper_ack_delay_vs_rtt": pl.Utf8,
     "s2c_queue_bytes": pl.Int64,

@@ -196,11 +196,16 @@ ACKFREQ22_MEASURED: dict[str, ClaimFunction] = {
     "ackfreq22-5.4-eq3-error": eq3_error,
     "ackfreq22-5.4-ar100-d25-share": partial(client_share, policy="AR 100"),
     "ackfreq22-5.4-ar100-d25-effective-ar": partial(effective_ack_ratio, policy="AR 100"),
-    "ackfreq22-5.4-ar100-rtt4-share": partial(client_share, policy="AR 100, d RTT/4"),
+    "ackfreq22-5.4-ar100-rtt4-share": partial(client_share, policy="AR 100, d 125 ms"),
     "ackfreq22-5.4-ar10-return-cut": return_cut,
     **{
         f"ackfreq22-tab04-satellite-ar{ar}-{'loss-d' if lossy else 'noloss'}": partial(download_time, path=ACKFREQ22_SATELLITE, ack_ratio=ar, lossy=lossy)
         for ar in (2, 10, 20) for lossy in (False, True)
+    },
+    # The calibration of the loss-free paths (ackfreq22-tab04 shows every cell): 4G and VDSL without loss.
+    **{
+        f"ackfreq22-tab04-{name}-ar{ar}-noloss": partial(download_time, path=PATH_NAMES[name], ack_ratio=ar, lossy=False)
+        for name in ("4g", "vdsl") for ar in (2, 10, 20)
     },
     **{f"ackfreq22-5.5-ar10-faster-{name}": partial(ar10_faster_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},
     **{f"ackfreq22-5.5-table4-difference-{name}": partial(paper_table4_difference_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},

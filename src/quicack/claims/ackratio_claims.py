@@ -146,13 +146,14 @@ def ack_bytes_reduction(tables: Tables) -> Measured:
     return _per_client(values, "×", "QUIC AR 1:2 over AR 1:10 return bytes, rethink-satellite", "{:.1f}")
 
 
-# Fig. 5's rates are the aioquic server's: the only sender of the 100 kbit/s runs, so both sides compare one stack.
-FIG5_RECEIVER = "aioquic"
+# Fig. 5's rates: the quinn pair (NewReno, paced, as the paper's Chromium paced), the only stack of the 100 kbit/s runs,
+# so both sides compare one stack.
+FIG5_RECEIVER = "quinn"
 
 
 def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measured:
     """rethink Fig. 5: median over runs of the forward data packets per second in the transfer's busiest 1 s bin
-    after slow start — the median of each run's upper half of bins (the rate it settles at); aioquic receiver."""
+    after slow start — the median of each run's upper half of bins (the rate it settles at); the quinn pair."""
     rates, runs = _rethink_wire(tables, profile, "quic", ack_ratio, lambda wire: packets_per_second(wire, "s2c", data_only=True), FIG5_RECEIVER)
     if runs == 0:
         return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run of the {FIG5_RECEIVER} receiver")

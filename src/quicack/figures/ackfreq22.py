@@ -1,10 +1,12 @@
 """ackfreq22's measured artefacts (papers/002, §4.1, §5.2–5.6): Table 1 with the emulated paths measured, Fig. 3's
 return-path bytes by component, Fig. 4 with Eq. (3), Tables 4 and 5, Figs. 5 and 6, and the Eq. (1)–(5) table.
 
-The paper measured quicly (client and server modified, NewReno) over a real satellite, 4G and VDSL path; here the
-aioquic client with a set ACK policy (quicack's ACK-policy receiver) downloads 1 MB from the aioquic server (Reno, with
-pacing unless a run says otherwise) over emulated paths with Table 1's rates, RTTs and losses (data/reference/
-path_profiles.csv). Every selection is in ``quicack.metrics.selection``; the per-run numbers are ``ack_runs``.
+The paper measured quicly (client and server modified, NewReno, no pacing) over a real satellite, 4G and VDSL path; here
+native stacks download 1 MB over emulated paths with Table 1's rates and RTTs, without Table 1's measured loss and with
+§5.6's 1 % in the -loss1 profiles (data/reference/path_profiles.csv, its loss_model column): without loss the quinn
+client, asked for the policy by the quinn server's ACK_FREQUENCY frames (NewReno, paced); with loss the aioquic client
+with quicack's ACK policy (D, NR and 3A from one receiver) from the same quinn server; for Fig. 5 ngtcp2 from quiche's
+unpaced NewReno. Every selection is in ``quicack.metrics.selection``; the per-run numbers are ``ack_runs``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from quicack.metrics.selection import (
     ackfreq22_matrix_runs,
     ackfreq22_runs,
     default_ack_policy_runs,
+    long_download_runs,
     require_runs,
 )
 from quicack.reference import paper_table, path_profiles
@@ -35,8 +38,11 @@ from quicack.rendered import Rendered, placeholder_when_missing
 from quicack.run_batches import RunRows, per_run_batches
 
 STAND_INS = (
-    "The paper's quicly client and server (NewReno) are stood in for by the aioquic client with a set ACK policy "
-    "(quicack's ACK-policy receiver) and the aioquic server (Reno), over emulated paths with Table 1's rates, RTT and loss."
+    "The paper's quicly client and server (NewReno, no pacing) are stood in for by native stacks, each run's sender named "
+    "in its run.json: without loss the quinn client asked for the policy by the quinn server's ACK_FREQUENCY frames "
+    "(NewReno, paced), with loss the aioquic client with quicack's ACK policy (D, NR and 3A from one receiver) from the "
+    "same quinn server, for Fig. 5 ngtcp2 (--ack-thresh) from quiche's unpaced NewReno; over emulated paths with Table 1's "
+    "rates and RTT. Table 1's measured loss is not emulated, §5.6's 1 % is (data/reference/path_profiles.csv, loss_model)."
 )
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "Satellite"}
 LOSS_LABELS = {False: "no loss", True: "1 % loss"}
@@ -120,8 +126,8 @@ def ackfreq22_tab01_paths(
         )
         probed = (
             "probe_* columns: the path itself, measured with UDP probes by quicack.testbed.path_check (median RTT of 40 "
-            "echoes; delivered rate under a sender 25 % above the profile's; random loss at half the rate); the downloads' "
-            "fastest second stays below the probed rate where the aioquic server cannot send faster. "
+            "echoes; delivered rate under a sender 25 % above the profile's; random loss at half the rate); a 1 MB download's "
+            "fastest second stays below the probed rate where it ends in slow start (ackratio-senders shows the 10 MB ones). "
         )
     note = (
         "Configured columns: data/reference/path_profiles.csv (Table 1, and §5.6's 1 % loss in the -loss1 profiles). Measured: "
@@ -171,9 +177,9 @@ def return_components(selected: pl.DataFrame, ack_breakdown: pl.DataFrame) -> pl
 @placeholder_when_missing
 def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.DataFrame) -> Rendered:
     """Fig. 3: the client's bytes by component as % of its bytes, per receiver implementation and AR (no added loss):
-    the aioquic receiver at each configured AR (d = 25 ms, every ackfreq22 path), every other client with its default
-    policy (≥ 1 MB transfers)."""
-    set_policy = ackfreq22_matrix_runs(runs, receivers=None).filter(~pl.col("lossy")).with_columns(pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver"))
+    every receiver at each configured AR over downloads of at least 10 MB (every path profile without loss), every
+    other client with its default policy (≥ 1 MB transfers)."""
+    set_policy = long_download_runs(runs).with_columns(pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver"))
     default = default_ack_policy_runs(runs).with_columns(pl.format("{} (default)", pl.col("client_impl")).alias("receiver"))
     selected = require_runs(pl.concat([set_policy, default], how="diagonal_relaxed"), f"of the {WHERE} or of default-policy transfers")
     shares = return_components(selected, ack_breakdown)
@@ -196,12 +202,13 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars: below them is the footnote
     note = (
         "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. The paper "
-        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of 1 MB (the set ACK ratios) or "
-        "10 MB (the browsers). Where the dataset has them, 'chromium (default)' and 'firefox (default)' are the browsers "
-        "themselves (Debian's Chromium and Firefox ESR, whose QUIC is neqo; quicack.testbed.browsers) with their own ACK "
-        "policies, over the emulated ackfreq22 paths; beside them the aioquic client with a set ACK policy (aioquic server), the "
-        "quinn client asked for AR 2 / 10 by the quinn server's ACK_FREQUENCY frames (hq-interop), and other clients with "
-        "their own default policy (downloads of at least 1 MB with a client-side capture)."
+        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of at least 10 MB over the "
+        "emulated ackfreq22 and rethink paths without loss (so that the handshake's padded datagrams are a small part of the "
+        "return path, as in long video sessions). Where the dataset has them, 'chromium (default)' and 'firefox (default)' "
+        "are the browsers themselves (Debian's Chromium and Firefox ESR, whose QUIC is neqo; quicack.testbed.browsers) with "
+        "their own ACK policies; beside them the quinn client asked for AR 2 / 10 by the quinn server's ACK_FREQUENCY frames "
+        "(hq-interop) and ngtcp2 with --ack-thresh, each from a native sender (run.json), and other clients with their own "
+        "default policy (downloads of at least 1 MB with a client-side capture)."
     )
     return Rendered(fig, runs=selected, note=note)
 
@@ -243,7 +250,7 @@ def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, dat
 def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> Rendered:
     """Eq. (1)–(5) against the measurement: per path, loss, policy and reordering policy the measured A_total and A_del,
     α fitted, Eq. (3) / Eq. (4) ACKs, Eq. (5)'s loss ACKs and the client traffic each gives beside the measured one."""
-    selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
+    selected = require_runs(ackfreq22_runs(runs, paced=True), f"of the {WHERE}")
     per_run = client_traffic_estimates(selected, ack_runs, datagrams, packets, frames)
     if per_run.is_empty():
         raise MissingData(f"no ok run with ack_runs of the {WHERE}")
@@ -307,7 +314,8 @@ def ackfreq22_tab04_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
     )
     note = (
         "Download time: the client's first datagram to the last server datagram before its CONNECTION_CLOSE, at the client-side "
-        "capture; median over runs (the paper: N = 50). 1 % loss: §5.6's random loss in both directions added to the path's own. "
+        "capture; median over runs (the paper: N = 50). 1 % loss: §5.6's random loss in both directions; the loss-free rows "
+        "are the calibration of the path model (Table 1's measured loss is not emulated: path_profiles.csv, loss_model). "
         + STAND_INS
     )
     return Rendered(table, runs=selected, metric="download_time_ms" if "download_time_ms" in selected.columns else None, note=note)
@@ -373,9 +381,9 @@ FIG5_ACK_RATIOS = (2, 10)
 
 @placeholder_when_missing
 def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendered:
-    """Fig. 5: the server's congestion window over time, AR 2 vs AR 10, satellite, no loss, server pacing off (the
+    """Fig. 5: the server's congestion window over time, AR 2 vs AR 10, satellite, no loss, an unpaced sender (the
     paper's quicly without pacing shows one step per round trip)."""
-    what = f"{WHERE}: satellite, no loss, AR 2 or 10, server pacing off (runs.pacing = false)"
+    what = f"{WHERE}: satellite, no loss, AR 2 or 10, an unpaced sender (runs.pacing = false)"
     if "pacing" not in runs.columns:
         raise MissingData(f"no runs.pacing column, so no run of the {what}")
     candidates = ackfreq22_fig4_runs(runs, paced=False).filter(
@@ -387,5 +395,5 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendere
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
     fig = cwnd_figure(cwnd, ok)
-    note = "Every run's window as the aioquic server's qlog logged it (recovery:metrics_updated), pacing off. " + STAND_INS
+    note = "Every run's window as the sender's qlog logged it (its recovery metrics updates), no pacing. " + STAND_INS
     return Rendered(fig, runs=selected, note=note)

@@ -1,8 +1,8 @@
 """rethink's measured figures and Table III (papers/003, §V–VI), and the helpers tcpquic's measured figures share:
 10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path, the client as the receiver at AR 1:2 and
-1:10, QUIC against Linux TCP. The paper's receivers were quicly, Chromium and picoquic; here the aioquic client with
-a set ACK policy (quicack.testbed.ack_policy_receiver) stands in for them, and Linux TCP for Linux TCP (its 1:10 by
-ACK thinning in the router, where the paper projected it)."""
+1:10, QUIC against Linux TCP. The paper's stacks were quicly (NewReno, unpaced), Chromium and picoquic; here native
+ones stand in for them (the quinn pair with ACK_FREQUENCY, ngtcp2 from quiche's unpaced NewReno), and Linux TCP for
+Linux TCP (its 1:10 by ACK thinning in the router, where the paper projected it)."""
 
 from __future__ import annotations
 
@@ -41,9 +41,10 @@ from quicack.rendered import Rendered, placeholder_when_missing
 from quicack.run_batches import RunRows
 
 STAND_INS = (
-    "The paper's receivers (quicly, Chromium, picoquic) are stood in for by the aioquic client with a set ACK policy "
-    "(AR 1:2 or 1:10, 25 ms ACK delay; aioquic server), the quinn client asked for it by the quinn server "
-    "(ACK_FREQUENCY) and ngtcp2 (--ack-thresh, its own delay; aioquic server); TCP is Linux TCP (AR 1:2 = the kernel's "
+    "The paper's stacks (quicly, Chromium, picoquic) are stood in for by native ones: the quinn client asked for AR 1:2 "
+    "or 1:10 and a 25 ms ACK delay by the quinn server's ACK_FREQUENCY frames (quinn: NewReno, paced), and ngtcp2's client "
+    "(--ack-thresh; its own delay, 25 ms on this path) from quiche's unpaced NewReno (quicly's sender); with 1 % loss also "
+    "the aioquic client with quicack's ACK policy where a run says so (run.json). TCP is Linux TCP (AR 1:2 = the kernel's "
     "defaults, which on this path acknowledge nearly every segment; 1:10 = those ACKs thinned 1:5 in the emulated "
     "router, which the paper only projected). " + BROWSERS_NOTE
 )
@@ -232,7 +233,10 @@ def rethink_fig4_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendered:
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
     fig = cwnd_figure(cwnd, ok)
-    note = f"{WHERE}, no loss; every run's window as the aioquic server's qlog logged it (recovery:metrics_updated). " + STAND_INS
+    note = (
+        f"{WHERE}, no loss; every run's window as its sender's qlog logged it (the runs that keep it: quiche's unpaced "
+        "NewReno, as the paper's quicly without pacing). " + STAND_INS
+    )
     return Rendered(fig, runs=selected, note=note)
 
 

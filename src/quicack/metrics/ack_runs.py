@@ -13,8 +13,13 @@ a snap length, so their frames and packet numbers are unknown):
 - measured ACK ratio: how far each ACK's largest acknowledged packet number moved
   (``ack_policy.captured_acks``; exact while nothing is lost), over the ACKs that moved it;
 - loss clusters (Eq. 5's L): the distinct gaps the client ever reported in its ACK ranges — each gap is one run of
-  consecutive server packets that never arrived. Counted only for an aioquic server, which numbers its packets
-  without skipping (a server that skips packet numbers, as quic-go does, would show gaps without loss);
+  consecutive server packets that never arrived. Counted so only for an aioquic server, which numbers its packets
+  without skipping (a server that skips packet numbers, as quic-go and quiche do against optimistic ACKs, would show
+  gaps without loss); for the others the runs of consecutive datagrams the impairment program dropped at random
+  (``runs.s2c_random_loss_clusters``; queue overflows not counted), ``loss_clusters_source`` says which;
+- the forward rate the path carried once the transfer was under way: the server's IP bits from the moment half of
+  the download's forward IP bytes had arrived to the end, over that time (a 1 MB download over a long path is still
+  in slow start then; a 10 MB one has filled the path);
 - why each ACK was sent: the receiver's own qlog (``frames.ack_reason``, quicack's ACK-policy receiver) where it
   logs it (``ack_trigger_source`` 'qlog'); else inferred from the capture ('inferred'): an ACK whose advance reached
   the configured ACK ratio (2 when none is configured) was sent by the packet threshold, one that advanced less by
@@ -68,13 +73,22 @@ def _download_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame
 def _volumes(datagrams: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
     wire = quic_wire_packets(datagrams).join(ends, on=RUN_VANTAGE)
     forward_data = pl.col("carries_data") & (pl.col("time_ms") <= pl.col("download_end_ms"))
+    forward = wire.filter((pl.col("direction") == "s2c") & (pl.col("time_ms") <= pl.col("download_end_ms"))).sort(*RUN_VANTAGE, "time_ms")
+    halfway = forward.with_columns(pl.col("ip_bytes").cum_sum().over(RUN_VANTAGE).alias("so_far")).filter(
+        pl.col("so_far") >= pl.col("ip_bytes").sum().over(RUN_VANTAGE) / 2
+    )
+    second_half = halfway.group_by(RUN_VANTAGE).agg(
+        # bytes that arrived after the halfway datagram, over the time from it to the last one
+        ((pl.col("ip_bytes").sum() - pl.col("ip_bytes").first()) * 8 / 1000.0 / (pl.col("time_ms").max() - pl.col("time_ms").first()))
+        .alias("forward_mbit_second_half")
+    )
     return wire.group_by(RUN_VANTAGE).agg(
         pl.col("ip_bytes").filter(pl.col("direction") == "s2c").sum().alias("forward_ip_bytes"),
         pl.col("ip_bytes").filter(pl.col("direction") == "c2s").sum().alias("return_ip_bytes"),
         pl.col("ip_bytes").filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt")).sum().alias("return_ip_bytes_after_first_rtt"),
         forward_data.sum().alias("forward_data_packets"),
         pl.col("time_ms").filter(forward_data).min().alias("first_data_ms"),
-    )
+    ).join(second_half, on=RUN_VANTAGE, how="left")
 
 
 def _ack_only_packets(datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
@@ -181,7 +195,28 @@ def quic_ack_runs(runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataF
         .join(triggers, on=RUN_VANTAGE, how="left")
         .join(_loss_clusters(frames, runs), on=RUN_VANTAGE, how="left")
     )
-    return finished_rows(rows, "quic")
+    return finished_rows(_with_emulated_loss_clusters(rows, runs), "quic")
+
+
+def _with_emulated_loss_clusters(rows: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """``loss_clusters`` from the client's ACK gaps where counted (aioquic servers), else the impairment program's
+    random-loss clusters where run.json records them; ``loss_clusters_source`` says which."""
+    emulated = (
+        runs.select("run_id", "s2c_random_loss_clusters") if "s2c_random_loss_clusters" in runs.columns
+        else runs.select("run_id", pl.lit(None, pl.Int64).alias("s2c_random_loss_clusters"))
+    )  # fmt: skip
+    return (
+        rows.join(emulated, on="run_id", how="left")
+        .with_columns(
+            pl.when(pl.col("loss_clusters").is_not_null())
+            .then(pl.lit("client_acks"))
+            .when(pl.col("s2c_random_loss_clusters").is_not_null())
+            .then(pl.lit("impairment"))
+            .alias("loss_clusters_source"),
+            pl.coalesce("loss_clusters", "s2c_random_loss_clusters").alias("loss_clusters"),
+        )
+        .drop("s2c_random_loss_clusters")
+    )
 
 
 def finished_rows(rows: pl.DataFrame, protocol: str) -> pl.DataFrame:

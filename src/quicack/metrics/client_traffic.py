@@ -2,10 +2,12 @@
 beside the measured one (the formulas themselves live in ``quicack.models.ackfreq22_equations``).
 
 Per run (from ``ack_runs`` and the captures at the same capture point): Serv_p = the forward data packets; A_del = the
-ACKs the delay timer sent (the receiver's qlog); S_bm = the median ACK-only packet (IP bytes); V_crypt = the client's
-handshake bytes (its datagrams carrying Initial or Handshake packets); L = the loss clusters; k = the packets a
-reordering policy acknowledges at once (D 1, 3A 3, NR 0). α is fitted per group of runs as the paper defines it: the
-packets the timer ACKs covered (the receiver's own count) divided by AR.
+ACKs the delay timer sent (the receiver's qlog; for a receiver that does not log why, ``ack_runs``' inference from the
+capture); S_bm = the median ACK-only packet (IP bytes); V_crypt = the client's handshake bytes (its datagrams carrying
+Initial or Handshake packets); L = the loss clusters; k = the packets a reordering policy acknowledges at once (D 1,
+3A 3, NR 0). α is fitted per group of runs as the paper defines it: the packets the timer ACKs covered divided by AR —
+the receiver's own count where it logs it, else the captured ACK's advance (an ACK that moved its largest
+acknowledged packet by fewer than AR packets was the timer's; exact while nothing is lost).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from quicack.metrics.ack_policy import ack_reasons
+from quicack.metrics.ack_policy import ack_reasons, captured_acks
 from quicack.metrics.selection import ack_policy_label
 from quicack.models import ackfreq22_equations as model
 from quicack.run_batches import RunRows, per_run_batches
@@ -64,11 +66,36 @@ def timer_ack_coverage(frames: pl.DataFrame) -> pl.DataFrame:
     return ack_reasons(frames).filter(pl.col("ack_reason") == "delay_timer").select("run_id", "ack_eliciting_since_previous_ack")
 
 
+def captured_ack_advances(frames: pl.DataFrame) -> pl.DataFrame:
+    """Per captured client ACK that moved its largest acknowledged packet: its run and how far (``captured_acks``)."""
+    return (
+        captured_acks(frames)
+        .filter(pl.col("largest_acked_advance") > 0)
+        .select("run_id", pl.col("largest_acked_advance").alias("ack_eliciting_since_previous_ack"))
+    )
+
+
+def timer_coverage(ok: pl.DataFrame, frames: RunRows) -> pl.DataFrame:
+    """Per timer ACK of the ``ok`` runs (run_id, ack_ratio): the packets it covered — the receiver's own count where its
+    qlog logs why it sent each ACK, else the captured ACKs that advanced by fewer than the run's AR."""
+    logged = per_run_batches(timer_ack_coverage, ok["run_id"], frames)
+    unlogged = ok.join(logged.select("run_id").unique(), on="run_id", how="anti")
+    if unlogged.is_empty():
+        return logged
+    inferred = (
+        per_run_batches(captured_ack_advances, unlogged["run_id"], frames)
+        .join(unlogged.select("run_id", "ack_ratio"), on="run_id")
+        .filter(pl.col("ack_eliciting_since_previous_ack") < pl.col("ack_ratio"))
+        .select(logged.columns)
+    )
+    return pl.concat([logged, inferred.cast(logged.schema)], how="vertical")
+
+
 def fitted_alpha(selected: pl.DataFrame, frames: RunRows, groups: Sequence[str]) -> pl.DataFrame:
     """Per group of ``selected`` runs (``groups`` columns, which must include ack_ratio): α fitted over every timer
     ACK of its ok runs (``models.ackfreq22_equations.fit_alpha``) and the number of timer ACKs it rests on."""
     ok = selected.filter(pl.col("status") == "ok").select("run_id", *groups)
-    timer = per_run_batches(timer_ack_coverage, ok["run_id"], frames)
+    timer = timer_coverage(ok, frames)
     covered = ok.join(timer, on="run_id").group_by(groups).agg(pl.col("ack_eliciting_since_previous_ack").drop_nulls().alias("covered"))
     fits = [
         {**{g: row[g] for g in groups}, "alpha": model.fit_alpha(row["covered"], row["ack_ratio"]), "timer_acks_fitted": len(row["covered"])}

@@ -217,37 +217,57 @@ ACKFREQ22_ACK_RATIOS = (2, 10, 20)
 ACKFREQ22_REORDERING_POLICIES = ("D", "NR", "3A")
 
 
-# The receiver of ackfreq22's own measurements (quicly there): the aioquic client with quicack's ACK policy. Other
-# receivers (quinn <-> quinn by ACK_FREQUENCY) join Fig. 3 only, where the paper compares implementations.
-ACKFREQ22_RECEIVERS = ("aioquic",)
+# The receivers of ackfreq22's own measurements (quicly's client there), both downloading from the quinn server
+# (NewReno, paced, quicly's stand-in): the quinn client asked for the policy by ACK_FREQUENCY (D and NR, any AR and
+# fixed d) without loss, the aioquic client with quicack's ACK policy (the only one with 3A, and it logs why it sent
+# each ACK) with §5.6's loss, where every reordering policy should come from one receiver. Fig. 5's unpaced sender
+# (quiche's NewReno) is told apart by ``paced``.
+ACKFREQ22_RECEIVERS = ("quinn", "aioquic")
 
 
-def ackfreq22_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS, paced: bool = True) -> pl.DataFrame:
+def ackfreq22_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS, paced: bool | None = None) -> pl.DataFrame:
     """Every 1 MB download over an ackfreq22 path profile with a configured ACK ratio, failed ones kept; adds
     ``path`` (the profile without its loss suffix) and ``lossy`` (§5.6's 1 % loss). ``receivers``: the client
-    implementations (None = all); ``paced``: whether the server paced (False: Fig. 5's runs with the pacer off;
-    a run that does not record it was paced, as every server paces by default)."""
+    implementations (None = all); ``paced``: only runs whose server paced (True) or did not (False: Fig. 5's
+    steps), None = either (a run that does not record it was paced, as every server paces by default)."""
     profile = pl.col("path_profile").cast(pl.Utf8)
     path = profile.str.replace(f"{ACKFREQ22_LOSS_SUFFIX}$", "")
     pacing = pl.col("pacing").fill_null(True) if "pacing" in runs.columns else pl.lit(True)
     receiver = pl.col("client_impl").is_in(list(receivers)) if receivers is not None else pl.lit(True)
     return runs.filter(
         path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES) & pl.col("ack_ratio").is_not_null()
-        & (pacing == paced) & receiver
+        & (pl.lit(True) if paced is None else pacing == paced) & receiver
     ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))  # fmt: skip
 
 
 def ackfreq22_matrix_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS) -> pl.DataFrame:
-    """Tables 4 and 5, Fig. 6: AR 2, 10, 20 with d = 25 ms, every path, with and without loss (paced servers)."""
-    return ackfreq22_runs(runs, receivers).filter(
+    """Tables 4 and 5, Fig. 6: AR 2, 10, 20 with d = 25 ms, every path, with and without loss (paced senders; Fig. 5's
+    unpaced runs are not part of them)."""
+    return ackfreq22_runs(runs, receivers, paced=True).filter(
         pl.col("ack_ratio").is_in(list(ACKFREQ22_ACK_RATIOS)) & (pl.col("ack_delay_ms") == ACKFREQ22_ACK_DELAY_MS)
     )
 
 
-def ackfreq22_fig4_runs(runs: pl.DataFrame, paced: bool = True) -> pl.DataFrame:
-    """Fig. 4: the satellite path without added loss, every ACK ratio and delay (AR 100 with d = 25 ms and ≈ RTT/4);
-    ``paced=False``: the same path's runs with the server's pacer off (Fig. 5)."""
+def ackfreq22_fig4_runs(runs: pl.DataFrame, paced: bool | None = True) -> pl.DataFrame:
+    """Fig. 4: the satellite path without added loss, every ACK ratio and delay (AR 100 with d = 25 ms and the paper's
+    125 ms ≈ RTT/4), paced senders; ``paced=False``: the same path's runs of an unpaced sender (Fig. 5)."""
     return ackfreq22_runs(runs, paced=paced).filter((pl.col("path") == ACKFREQ22_SATELLITE) & ~pl.col("lossy"))
+
+
+# ackfreq22 Fig. 3 split long HTTP/3 video sessions: our downloads for it are long enough that the handshake's padded
+# datagrams do not dominate the return path.
+LONG_DOWNLOAD_BYTES = 10 * 1024 * 1024
+
+
+def long_download_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """Downloads of at least 10 MB without added loss over any ACK-ratio path profile whose receiver had an ACK ratio
+    set (d = 25 ms or the receiver's own, not an RTT fraction), QUIC only: ackfreq22 Fig. 3's set-policy receivers."""
+    profile = pl.col("path_profile").cast(pl.Utf8)
+    return runs.filter(
+        profile.is_not_null() & ~profile.str.contains("loss") & (pl.col("file_bytes") >= LONG_DOWNLOAD_BYTES)
+        & pl.col("ack_ratio").is_not_null() & pl.col("ack_delay_rtt_fraction").is_null()
+        & (pl.col("client_impl") != TCP_IMPL)
+    )  # fmt: skip
 
 
 def ack_policy_label() -> pl.Expr:

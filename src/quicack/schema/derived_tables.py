@@ -184,7 +184,9 @@ ACK_RUNS = Table(
         Column("ack_trigger_source", S, "'qlog' (the receiver logged why: frames.ack_reason) or 'inferred' (from the capture: an ACK whose advance reached the configured ratio, 2 by default, is the packet threshold's, a smaller advance the timer's); null for TCP, whose ACKs do not say why (the acks_by_* columns are null then too)."),
         Column("download_time_ms", F, "From the client's first datagram (SYN) to the last forward data packet at the capture point (QUIC: the last server datagram before the client's CONNECTION_CLOSE)."),
         Column("forward_data_packets_per_s", F, "forward_data_packets over the time from the first to the last of them (mean rate of the transfer)."),
-        Column("loss_clusters", I, "Runs of consecutive lost forward packets (Eq. 5's L): the distinct gaps the client reported in its ACK ranges; null where the server may skip packet numbers (only aioquic servers are counted)."),
+        Column("loss_clusters", I, "Runs of consecutive lost forward packets (Eq. 5's L): the distinct gaps the client reported in its ACK ranges (aioquic servers, which never skip packet numbers); for servers that skip packet numbers (quic-go, quiche) the runs of consecutive datagrams the impairment program dropped at random (runs.s2c_random_loss_clusters: bottleneck queue overflows not counted); null when neither is known."),
+        Column("loss_clusters_source", S, "'client_acks' or 'impairment': where loss_clusters comes from; null with it."),
+        Column("forward_mbit_second_half", F, "Forward IP rate (Mbit/s) once the download was under way: the server's IP bits from the datagram that completed half of the download's forward IP bytes to its last datagram, over that time (the rate the sender kept the path at; a 1 MB download over a long path is still in slow start)."),
     ),
     written_by=(DERIVE,),
 )

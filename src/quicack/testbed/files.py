@@ -15,6 +15,8 @@ FILE_SIZES: dict[str, int] = {
     # rethink's 10 MB transfer scaled down for the long 1 % loss runs (labelled so in the figures).
     "2MB": 2 * 1024 * 1024,
     "10MB": 10 * 1024 * 1024,
+    # Long enough that a sender's slow-start overshoot on the fast ackfreq22 paths (4G, VDSL) is a small part of it.
+    "30MB": 30 * 1024 * 1024,
 }
 SEED = 20240424
 

@@ -172,6 +172,7 @@ class Direction:
     dropped: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     max_lateness_s: float = 0.0
+    lateness_s: list[float] = field(default_factory=list)  # per released packet: how late its verdict left
     held: deque[tuple[float, Packet]] = field(default_factory=deque)
 
     def on_packet(self, pkt: Packet) -> None:
@@ -210,6 +211,7 @@ class Direction:
         while self.held and self.held[0][0] <= now:
             due, pkt = self.held.popleft()
             self.max_lateness_s = max(self.max_lateness_s, now - due)
+            self.lateness_s.append(now - due)
             pkt.accept()
 
     def next_due(self) -> float | None:
@@ -227,7 +229,20 @@ class Direction:
             "dropped_indices": self.dropped,
             "lost_indices": self.lost,
             "max_release_lateness_ms": round(self.max_lateness_s * 1000, 4),
+            "release_lateness_ms": _percentiles_ms(self.lateness_s),
         }
+
+
+def _percentiles_ms(values_s: list[float]) -> dict[str, float] | None:
+    """Median, p99 and max of the released packets' lateness (ms), or None when nothing was held."""
+    if not values_s:
+        return None
+    ordered = sorted(values_s)
+
+    def rank(q: float) -> float:  # nearest rank
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 4)
+
+    return {"p50": rank(0.5), "p99": rank(0.99), "max": round(ordered[-1] * 1000, 4), "packets": len(ordered)}
 
 
 def parse_indices(text: str) -> frozenset[int]:

@@ -164,8 +164,9 @@ def _transfer(topo: Topology, procs: ProcessSet, work: Path, direction: str, rat
     return json.loads(sink_report.read_text()) | json.loads(sender_report.read_text())
 
 
-def measure(profile_name: str, seconds: float = 5.0) -> PathMeasurement:
-    """Build the profile's path and measure it (needs root)."""
+def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = None) -> PathMeasurement:
+    """Build the profile's path and measure it (needs root); ``spin_ms``: the impairment program's early wake-up, as
+    the runs over the path had it (None = its default)."""
     netns.require_root()
     profile = path_profile(profile_name)
     imp = router.PathImpairment(
@@ -173,6 +174,7 @@ def measure(profile_name: str, seconds: float = 5.0) -> PathMeasurement:
         bandwidth_c2s_mbit=float(profile["c2s_rate_mbit"]), bandwidth_s2c_mbit=float(profile["s2c_rate_mbit"]),
         loss_c2s=float(profile["c2s_loss_percent"]) / 100, loss_s2c=float(profile["s2c_loss_percent"]) / 100,
         queue_s2c_bytes=int(profile["s2c_queue_bytes"]), queue_c2s_packets=int(profile["c2s_queue_packets"]),
+        **({} if spin_ms is None else {"spin_ms": spin_ms}),
     )  # fmt: skip
     topo = Topology(netns.new_job_id())
     work = Path(tempfile.mkdtemp(prefix="quicack-pathcheck-"))
@@ -228,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="append", help="a path profile (repeatable)")
     ap.add_argument("--seconds", type=float, default=5.0, help="length of each rate and loss probe")
     ap.add_argument("--out", type=Path, help="CSV to write (one row per profile)")
+    ap.add_argument("--spin-ms", type=float, help="the impairment program's early wake-up (impair.py; default its own)")
     ap.add_argument("--role", choices=["sink", "blast", "echo", "ping"], help=argparse.SUPPRESS)
     ap.add_argument("--address", help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -246,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = []
         for name in args.profile or []:
-            m = measure(name, args.seconds)
+            m = measure(name, args.seconds, args.spin_ms)
             print(json.dumps(asdict(m)), flush=True)
             rows.append(asdict(m))
         if args.out and rows:

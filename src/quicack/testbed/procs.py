@@ -23,6 +23,17 @@ class Managed:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system, its waited-for children included) the running process used so far, from
+        /proc; None once it has exited. ``ip netns exec`` execs the program, so this is the program itself."""
+        try:
+            fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        # fields[0] is the state (field 3 of proc(5)); utime, stime, cutime, cstime are fields 14–17.
+        ticks = sum(int(x) for x in fields[11:15])
+        return round(ticks / os.sysconf("SC_CLK_TCK"), 3)
+
     def stop(self, sig: int = signal.SIGTERM, grace_s: float = 5.0) -> int | None:
         """Send `sig` to the process group, wait, then SIGKILL. Returns the exit code."""
         if self.popen.poll() is None:

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -115,6 +116,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         drop_c2s_finished_flight=group.drop_to_server_finished_flight,
         thin_c2s_tcp_acks=tcp_ack_thinning(policy.ack_ratio) if tcp and policy else 0,
         seed=group.seed * 1000 + repetition,
+        **({} if group.impairment_spin_ms is None else {"spin_ms": group.impairment_spin_ms}),
     )
     topo = netns.Topology(netns.new_job_id())
     procs = ProcessSet(logs)
@@ -125,6 +127,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     client_exit: int | None = None
     downloaded: dict[str, Any] = {}
     impairment: dict[str, Any] = {}
+    host: dict[str, Any] = {"loadavg_start": list(os.getloadavg())}
     cleanup_problems: list[str] = []
     download_tmp = Path(tempfile.mkdtemp(prefix="quicack-dl-"))
     try:
@@ -165,6 +168,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         )
         argv, env = client_command(req)
         timing.mark("client_start")
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
         try:
             client_exit = client.popen.wait(timeout=group.timeout_s + exit_grace_s(group.client))
@@ -172,6 +176,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             client.stop(signal.SIGKILL, grace_s=2)
             client_exit = None
         timing.mark("client_end")
+        host["cpu_seconds"] = _cpu_seconds(children_before, server, impair_proc)
         # Let the last datagrams (CONNECTION_CLOSE, final ACKs) cross the emulated path before capturing stops.
         time.sleep(min(2.0, group.rtt_ms / 1000 * 2 + 0.2))
         server.stop(signal.SIGTERM, grace_s=5)
@@ -179,6 +184,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             caps.stop()
         impair_proc.stop(signal.SIGTERM, grace_s=5)
         timing.mark("stopped")
+        host["loadavg_end"] = list(os.getloadavg())
         if (logs / "impairment.json").exists():
             impairment = json.loads((logs / "impairment.json").read_text())
 
@@ -199,7 +205,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         reason = f"testbed error: {type(exc).__name__}: {exc}"
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             rj = _run_json(group, repetition, loc, served, server_info, status, reason, client_exit, downloaded,
-                           impairment, timing, topo, [])  # fmt: skip
+                           impairment, timing, topo, [], host)  # fmt: skip
             tidy.write_run_json(run_dir, tidy.fold_into_run_json(run_dir, rj))
             raise
     finally:
@@ -217,11 +223,20 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     tidy.drop_redundant_server_keylog(run_dir)
     rj = _run_json(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
-        topo, cleanup_problems,
+        topo, cleanup_problems, host,
     )  # fmt: skip
     rj = tidy.fold_into_run_json(run_dir, rj)
     tidy.write_run_json(run_dir, rj)
     return RunResult(status, reason, rj, run_dir)
+
+
+def _cpu_seconds(children_before: resource.struct_rusage, server: Any, impairment: Any) -> dict[str, float | None]:
+    """CPU seconds of the run's processes up to the client's end: the client (the children reaped since it started:
+    only the client ends in between), the server and the impairment program (still running, from /proc). A run on a
+    busy machine shows here whether a process needed more CPU than it could get."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = (after.ru_utime + after.ru_stime) - (children_before.ru_utime + children_before.ru_stime)
+    return {"client": round(client, 3), "server": server.cpu_seconds(), "impairment": impairment.cpu_seconds()}
 
 
 def _reduce(group: RunGroup, run_dir: Path, client_address: str) -> None:
@@ -280,6 +295,7 @@ def _run_json(
     timing: _Timing,
     topo: netns.Topology,
     cleanup_problems: list[str],
+    host: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     raw_path = loc.relative().as_posix()
     versions = _versions()
@@ -364,6 +380,9 @@ def _run_json(
             "seed": group.seed * 1000 + repetition,
             "client_confined_to_its_flow": confined_to_its_flow(group.client),
             "cleanup_problems": cleanup_problems,
+            "impairment_spin_ms": group.impairment_spin_ms if group.impairment_spin_ms is not None else router.PathImpairment.spin_ms,
+            # 1-minute load average of the machine at the start and end, CPU seconds per process (_cpu_seconds).
+            "host": host or {},
             "scheduling": _scheduling(),
         },
     }  # fmt: skip

@@ -13,7 +13,7 @@ from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, takes_key_share
 from quicack.testbed.clients import supported_protocols as client_protocols
 from quicack.testbed.receiver_ack_control import ack_policy_for
-from quicack.testbed.server_programs import has_handshake_modes, has_sender_knobs, holds_server_hello
+from quicack.testbed.server_programs import check_sender_settings, has_handshake_modes, holds_server_hello
 from quicack.testbed.server_programs import supported_protocols as server_protocols
 
 
@@ -179,10 +179,14 @@ class RunGroup:
     forward_snaplen: int = 0
     client_qlog_events: tuple[str, ...] | None = None
     server_qlog_events: tuple[str, ...] | None = None
-    # The aioquic server as a sender: its congestion controller ('reno' | 'cubic'; None = aioquic's default, reno)
-    # and whether it paces (aioquic's QuicPacketPacer; off = bursts up to the congestion window).
+    # The server as a sender (quicack.testbed.server_programs.SENDER_SETTINGS): its congestion controller (None = the
+    # implementation's default) and whether it paces (off = bursts up to the congestion window; quiche never paces
+    # with reno or cubic, quinn always paces).
     server_congestion_control: str | None = None
     server_pacing: bool = True
+    # The impairment program's early wake-up (impair.py --spin-ms; None = its default 0.15 ms): it spins on a core
+    # for the last part of every wait; 0 waits in select alone.
+    impairment_spin_ms: float | None = None
     # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
     # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
     kept_repetitions: int = 0
@@ -286,8 +290,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         profiles, rtts, _ack_policy_specs(cfg),
     ):  # fmt: skip
         ack_policy = None if policy_spec is None else ack_policy_for(policy_spec, client, server)
-        if not has_sender_knobs(server) and (cfg.get("server_congestion_control") or not cfg.get("server_pacing", True)):
-            raise ValueError(f"server_congestion_control / server_pacing: only the aioquic server takes them, not {server}")
+        check_sender_settings(server, cfg.get("server_congestion_control"), bool(cfg.get("server_pacing", True)))
         scen = SCENARIOS[scen_name]
         app = _app_protocol(cfg.get("app_protocol", "auto"), client, server)
         if app is None:
@@ -337,6 +340,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 receiver_ack_policy=ack_policy,
                 server_congestion_control=cfg.get("server_congestion_control"),
                 server_pacing=bool(cfg.get("server_pacing", True)),
+                impairment_spin_ms=None if cfg.get("impairment_spin_ms") is None else float(cfg["impairment_spin_ms"]),
                 **path,
                 kept_repetitions=int(cfg.get("kept_repetitions", 0)),
                 server_hello_hold_ms=hold,
@@ -383,7 +387,7 @@ def _group_dict(group: RunGroup) -> dict[str, Any]:
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
-        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0),
+        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0), ("impairment_spin_ms", None),
         ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None),
     ):  # fmt: skip
         if d[setting] == default:

@@ -7,6 +7,9 @@
 //! --max-ack-delay-ms D and --reordering-threshold R (1: ACK out-of-order packets at once, 0: never) turns the
 //! extension on with quinn's defaults (1, the client's own max_ack_delay, 2) for the others. quinn clamps the
 //! requested delay to at most max(RTT, 25 ms) and at least the client's min_ack_delay.
+//! The sender's congestion controller: --congestion-control newreno|cubic|bbr (quinn's `congestion` module;
+//! default cubic, quinn's own). quinn always paces (its token-bucket `Pacer`, 1.25 × cwnd per RTT, bursts of at
+//! least 10 packets): there is no setting to switch that off.
 
 use std::fs::File;
 use std::io::LineWriter;
@@ -21,7 +24,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--qlog-dir DIR] \
                      [--cert PEM --key PEM] [--ack-frequency] [--ack-eliciting-threshold N] \
-                     [--max-ack-delay-ms D] [--reordering-threshold R] [--connections N] | --version";
+                     [--max-ack-delay-ms D] [--reordering-threshold R] [--connections N] \
+                     [--congestion-control newreno|cubic|bbr] | --version";
 
 struct Options {
     listen: SocketAddr,
@@ -35,6 +39,7 @@ struct Options {
     max_ack_delay_ms: Option<f64>,
     reordering_threshold: Option<u32>,
     connections: Option<u64>,
+    congestion_control: Option<String>,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -51,6 +56,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
         max_ack_delay_ms: None,
         reordering_threshold: None,
         connections: None,
+        congestion_control: None,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
@@ -67,6 +73,7 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--max-ack-delay-ms" => options.max_ack_delay_ms = Some(value()?.parse()?),
             "--reordering-threshold" => options.reordering_threshold = Some(value()?.parse()?),
             "--connections" => options.connections = Some(value()?.parse()?),
+            "--congestion-control" => options.congestion_control = Some(value()?),
             _ => bail!("unknown argument {arg}\n{USAGE}"),
         }
     }
@@ -112,6 +119,9 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     let mut transport = quinn::TransportConfig::default();
     // One datagram per packet on the wire and in captures, as in the client.
     transport.enable_segmentation_offload(false);
+    if let Some(name) = &options.congestion_control {
+        transport.congestion_controller_factory(congestion_controller(name)?);
+    }
     if let Some(ack_frequency) = ack_frequency_config(options) {
         transport.ack_frequency_config(Some(ack_frequency));
     }
@@ -146,6 +156,16 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     }
     endpoint.wait_idle().await;
     Ok(())
+}
+
+/// quinn's congestion controller of that name, with quinn's default settings (initial window 10 packets).
+fn congestion_controller(name: &str) -> anyhow::Result<Arc<dyn quinn::congestion::ControllerFactory + Send + Sync>> {
+    Ok(match name {
+        "newreno" => Arc::new(quinn::congestion::NewRenoConfig::default()),
+        "cubic" => Arc::new(quinn::congestion::CubicConfig::default()),
+        "bbr" => Arc::new(quinn::congestion::BbrConfig::default()),
+        other => bail!("unknown congestion controller {other:?} (newreno, cubic or bbr)"),
+    })
 }
 
 /// The ACK_FREQUENCY request of the command line, or None when the extension stays off.
