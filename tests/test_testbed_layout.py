@@ -66,12 +66,12 @@ def test_file_size(text: str, expected: int | None) -> None:
     ("mode", "first_server_datagram", "drop_to_client"),
     [("iack", ("initial",), (2, 3)), ("wfc", ("initial", "handshake"), (2,))],
 )
-def test_calibration_on_recorded_aioquic_baselines(mode, first_server_datagram, drop_to_client) -> None:
-    """On real no-loss captures of the embedded dataset: IACK sends a lone ACK first and the whole
+def test_calibration_on_recorded_baselines_of_imc24s_server(mode, first_server_datagram, drop_to_client) -> None:
+    """On real no-loss captures of the embedded dataset (imc24's quic-go server, the aioquic client): IACK sends a lone ACK first and the whole
     ServerHello flight is datagrams 2-3; WFC coalesces ACK and ServerHello and only datagram 2 remains;
     aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4 — sometimes with one more
     ACK datagram in the same burst, by timing alone (hence one static mapping per client in the testbed)."""
-    sim = REPO / "data" / "sample" / "raw" / "aioquic_aioquic" / f"noloss-{mode}-rtt9ms-10KB-h3" / "1" / "sim"
+    sim = REPO / "data" / "sample" / "raw" / "quic-go_aioquic" / f"noloss-{mode}-rtt9ms-10KB-h3" / "1" / "sim"
     _, server_datagrams = split_datagrams(sim / "trace_node_right.pcap.gz")
     assert server_datagrams[0].kinds == first_server_datagram
     calibration = calibrate(sim / "trace_node_left.pcap.gz", sim / "trace_node_right.pcap.gz")
@@ -180,7 +180,7 @@ def test_tidy_drops_a_server_keylog_only_when_the_client_keylog_holds_its_secret
 
     from quicack.testbed import tidy
 
-    group = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw" / "aioquic_quic-go" / "noloss-iack-rtt9ms-10KB-h3"
+    group = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw" / "quic-go_aioquic" / "noloss-iack-rtt9ms-10KB-h3"
     duplicate, own = tmp_path / "1", tmp_path / "2"
     for run, server_source in ((duplicate, group / "1" / "client" / "keys.log"), (own, group / "2" / "client" / "keys.log")):
         (run / "client").mkdir(parents=True)
@@ -198,8 +198,8 @@ def test_kept_runs_are_read_from_the_recorded_group_and_must_all_be_there(tmp_pa
 
     from quicack.testbed.run import kept_runs
 
-    testbed = {"dataset": "sample", "clients": ["quinn"], "modes": ["wfc"], "scenarios": ["drop_server_flight"], "rtts_ms": [9],
-               "repetitions": 10, "kept_repetitions": 3}  # fmt: skip
+    testbed = {"dataset": "sample", "server": "quic-go", "clients": ["quinn"], "modes": ["wfc"], "scenarios": ["drop_server_flight"],
+               "rtts_ms": [9], "repetitions": 10, "kept_repetitions": 3}  # fmt: skip
     (group,) = expand(testbed)
     recorded = REPO / "data" / "sample" / "raw" / group.key
     copy = tmp_path / group.key
