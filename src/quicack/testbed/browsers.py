@@ -302,6 +302,7 @@ def _processes_mentioning(text: str) -> list[int]:
 def stop_browser(popen: subprocess.Popen[bytes], browser: str, work: Path) -> str:
     """End the browser: ask it to quit (its logs end cleanly), then signal what is left. Returns how it ended."""
     how = "exited by itself"
+    _normal_scheduling([popen.pid, *_processes_mentioning(str(work))])
     if popen.poll() is None:
         deadline = time.monotonic() + _QUIT_GRACE_S
         asked = _marionette_quit(work / "profile", _QUIT_GRACE_S) if browser == FIREFOX else _signal(popen.pid, signal.SIGINT)
@@ -321,6 +322,24 @@ def stop_browser(popen: subprocess.Popen[bytes], browser: str, work: Path) -> st
     for pid in _processes_mentioning(str(work)):
         _signal(pid, signal.SIGKILL)
     return how
+
+
+def _normal_scheduling(pids: list[int]) -> None:
+    """Every thread of ``pids`` back to SCHED_OTHER before the browser is asked to quit. The recorder runs under
+    ``chrt -f`` (the download is measured at that priority); a quitting Chromium's zygotes reap their children in a
+    kernel loop that waits for work a normal-priority thread must do, and at SCHED_FIFO they spun both cores for
+    minutes (load average 75) until demoted."""
+    for pid in pids:
+        try:
+            threads = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                continue
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
