@@ -24,4 +24,4 @@ else
     echo "== cargo: not installed, the compiled core's tests skipped (quicack runs its pure-Python engines)"
 fi
 echo "== pytest"
-python3 -m pytest -ra "$@"
+python3 -m pytest -ra --durations=25 "$@"

@@ -21,7 +21,7 @@ from quicack.reference import paper_table
 from quicack.stages import derive_stage, ingest_stage
 
 RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
-GROUPS = ("aioquic_aioquic", "aioquic_quic-go", "aioquic_ngtcp2", "aioquic_quinn")
+GROUPS = ("quic-go_aioquic", "quic-go_quic-go", "quic-go_ngtcp2", "quic-go_quinn")
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +47,16 @@ def one(frame: pl.DataFrame, **where) -> dict:
 
 def test_runs_carry_the_drop_lists_and_the_calibration(tables):
     runs = tables["runs"]
-    row = one(runs, run_id="aioquic_quic-go/drop_client_flight-wfc-rtt100ms-10KB-h3/3")
-    # The second client flight is quic-go's static mapping (imc24 Table 4), the same for every mode and RTT.
-    assert (row["drop_to_client"], row["drop_to_server"]) == ("", "3_4")
-    assert (row["calibrated_first_server_flight"], row["calibrated_second_client_flight"]) == (None, "3_4")
+    row = one(runs, run_id="quic-go_quic-go/drop_client_flight-wfc-rtt100ms-10KB-h3/3")
+    # The second client flight is quic-go's static mapping (imc24 Table 4), the same for every mode and RTT: its
+    # one-datagram ClientHello (X25519 alone) is datagram 1, and v0.65 sends the flight in two datagrams.
+    assert (row["drop_to_client"], row["drop_to_server"]) == ("", "2_3")
+    assert (row["calibrated_first_server_flight"], row["calibrated_second_client_flight"]) == (None, "2_3")
     lost_flight = runs.filter(pl.col("scenario") == "drop_client_flight")
     assert lost_flight.group_by("client_impl").agg(pl.col("drop_to_server").n_unique())["drop_to_server"].to_list() == [1] * 4
-    server_row = one(runs, run_id="aioquic_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3/1")
-    # IACK: quic-go's two ClientHello datagrams get two instant ACKs, the ServerHello flight is 3-4.
-    assert (server_row["drop_to_client"], server_row["calibrated_first_server_flight"]) == ("3_4", "3_4")
+    server_row = one(runs, run_id="quic-go_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3/1")
+    # IACK: one instant ACK (datagram 1), then the ServerHello flight in datagrams 2-3, all of it dropped.
+    assert (server_row["drop_to_client"], server_row["calibrated_first_server_flight"]) == ("2_3", "2_3")
     # No calibration in no-loss runs: null, not an invented empty list.
     assert runs.filter(pl.col("scenario") == "noloss")["calibrated_second_client_flight"].null_count() == runs.filter(pl.col("scenario") == "noloss").height
 
@@ -70,7 +71,9 @@ def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
     expected = small_runs.filter(pl.col("client_impl").is_in(qlog_frame_clients)).height
     assert expected > 100 and qlogged.filter(pl.col("file_bytes") == 10240).height == expected
     difference = qlogged["ttfb_qlog_minus_capture_ms"]
-    assert abs(difference.median()) < 1.0 and difference.abs().max() < 3.0
+    # A client process may stall now and then (one ngtcp2 run logged its first response datagrams 55 ms after they
+    # arrived): at most one run in a hundred.
+    assert abs(difference.median()) < 1.0 and (difference.abs() >= 3.0).sum() <= difference.len() / 100
     # The 10 MB transfers were captured with a 128 B snap length: the body packets are not
     # decrypted, so the capture cannot tell when the body began (null, not a later guess).
     transfers = client.filter(pl.col("file_bytes") > 1_000_000)
@@ -78,20 +81,24 @@ def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
     # quinn's qlog has no frames: qlog TTFB unknown, capture TTFB still there.
     quinn = client.filter((pl.col("client_impl") == "quinn") & (pl.col("file_bytes") == 10240) & pl.col("run_id").is_in(captured_runs(tables)))
     assert quinn["ttfb_ms"].null_count() == quinn.height and quinn["ttfb_capture_ms"].null_count() == 0
-    # HTTP/3: the body starts 14 bytes into stream 0 (HEADERS + DATA header); the first STREAM
-    # frame carries both, so TTFB is that frame's arrival, not the server's SETTINGS (stream 3),
-    # which arrives a round trip earlier.
-    run = "aioquic_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
-    frames = tables["frames"].filter((pl.col("run_id") == run) & (pl.col("source") == "qlog") & (pl.col("vantage") == "client"))
-    settings = frames.filter((pl.col("stream_id") == 3) & (pl.col("event") == "received"))["time_ms"].min()
-    body = frames.filter((pl.col("stream_id") == 0) & (pl.col("event") == "received") & (pl.col("offset") == 0))["time_ms"].min()
+    # HTTP/3: quic-go's server sends the response's HEADERS frame (83 bytes) in a STREAM frame of its own and the body
+    # from offset 83 on: TTFB is the arrival of the frame that holds the body's first byte, not of the first STREAM
+    # frame on stream 0, nor of the server's SETTINGS (stream 3).
+    run = "quic-go_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
+    frames = tables["frames"].filter((pl.col("run_id") == run) & (pl.col("source") == "qlog") & (pl.col("vantage") == "client")
+                                     & (pl.col("event") == "received"))  # fmt: skip
+    settings = frames.filter(pl.col("stream_id") == 3)["time_ms"].min()
+    request = frames.filter(pl.col("stream_id") == 0)
+    headers_only = request.filter(pl.col("offset") == 0).row(0, named=True)
+    body = request.filter((pl.col("offset") <= headers_only["length"]) & (pl.col("offset") + pl.col("length") > headers_only["length"]))
     ttfb = one(client, run_id=run)["ttfb_ms"]
-    assert ttfb == body and ttfb > settings + 9.0
+    assert headers_only["length"] == 83 and ttfb == body["time_ms"].min() > headers_only["time_ms"] and ttfb > settings
 
 
 def test_body_start_is_the_same_for_every_response_of_the_same_size(tables):
-    """final_size - file_bytes: HEADERS (aioquic's response headers are of fixed length) plus the
-    DATA frame header, 14 bytes for every 10 KB HTTP/3 response; 0 would mean hq."""
+    """final_size - file_bytes: HEADERS plus the DATA frame header. quic-go's http3 file server sends status,
+    content length and type, Last-Modified, Date and Accept-Ranges: 83 or 84 bytes before the body (the Date's
+    QPACK Huffman code varies by a byte with the second), for every 10 KB HTTP/3 response; 0 would mean hq."""
     from quicack.metrics.ttfb import body_start_offsets
 
     starts = body_start_offsets(tables["runs"], tables["frames"]).join(tables["runs"], on="run_id")
@@ -100,7 +107,7 @@ def test_body_start_is_the_same_for_every_response_of_the_same_size(tables):
     ok_small_runs = tables["runs"].filter(
         (pl.col("file_bytes") == 10240) & (pl.col("status") == "ok") & (pl.col("run_id").is_in(captured_runs(tables)) | (pl.col("client_impl") != "quinn"))
     )
-    assert small.height == ok_small_runs.height > 100 and small["body_start"].unique().to_list() == [14]
+    assert small.height == ok_small_runs.height > 100 and set(small["body_start"].unique().to_list()) <= {83, 84}
 
 
 def test_ttfb_skips_a_headers_only_packet(tables):
@@ -108,7 +115,7 @@ def test_ttfb_skips_a_headers_only_packet(tables):
     not 'first STREAM frame', decides."""
     from quicack.metrics.ttfb import ttfb_by_source
 
-    run = "aioquic_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
+    run = "quic-go_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
     runs = tables["runs"].filter(pl.col("run_id") == run)
     frames = tables["frames"].filter(pl.col("run_id") == run)
     packets = tables["packets"].filter(pl.col("run_id") == run)
@@ -167,8 +174,8 @@ def test_second_flight_datagrams(tables):
     for client in ("aioquic", "quic-go"):
         assert one(flights, client_impl=client, mode="iack")["second_flight_datagrams"] == one(flights, client_impl=client, mode="wfc")["second_flight_datagrams"]
     assert one(flights, client_impl="aioquic", mode="wfc")["second_flight_datagrams"].startswith("2_3_4")
-    # quic-go's ClientHello takes two datagrams, so its second flight starts at datagram 3.
-    assert one(flights, client_impl="quic-go", mode="wfc")["second_flight_datagrams"].startswith("3")
+    # quic-go's ClientHello fits one datagram (X25519 alone), so its second flight starts at datagram 2.
+    assert one(flights, client_impl="quic-go", mode="wfc")["second_flight_datagrams"].startswith("2")
 
 
 def test_coalescence_of_the_first_server_flight(tables):
@@ -186,11 +193,12 @@ def test_retransmissions_and_pto_expiries(tables):
     # of ~3 × a 2–3 ms first sample is close to the handshake's own processing time.
     noloss = handshakes.filter((pl.col("scenario") == "noloss") & (pl.col("rtt_ms") >= 9.0))
     assert noloss["client_retransmitted_packets"].sum() == 0 and noloss["server_retransmitted_packets"].sum() == 0
-    # Dropping the ServerHello flight after an instant ACK: quic-go probes with PINGs (no data
-    # resent) until aioquic's server PTO (200 ms default, no RTT sample) resends the flight.
-    run = one(handshakes, run_id="aioquic_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3/1")
-    assert run["client_pto_expiries"] == 3 and run["client_retransmitted_packets"] == 0
-    assert run["server_pto_expiries"] == 1 and run["server_spurious_retransmissions"] == 0
+    # Dropping the ServerHello flight after an instant ACK: quic-go probes with PINGs (no data resent), at ~45 and
+    # ~113 ms, until the server's PTO (quic-go: 200 ms default, no RTT sample) resends the flight.
+    run = one(handshakes, run_id="quic-go_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3/1")
+    assert run["client_pto_expiries"] == 2 and run["client_retransmitted_packets"] == 0
+    # quic-go's PTO sends its Initial probe twice (RFC 9002 §6.2.4 allows two): the second copy is spurious.
+    assert run["server_pto_expiries"] == 1 and run["server_spurious_retransmissions"] == 1
     assert 195.0 < run["server_first_probe_ms"] < 215.0
     # Without loss no endpoint waits for a timer (at most a stray run).
     assert noloss["client_pto_expiries"].sum() <= 2 and noloss["server_pto_expiries"].sum() <= 2
@@ -200,7 +208,7 @@ def test_retransmissions_and_pto_expiries(tables):
     assert logged.height > 100 and agreement > 0.8
     # connections carries the same counts per endpoint.
     connections = tables["connections"].filter(pl.col("run_id") == run["run_id"])
-    assert one(connections, vantage="client")["pto_expiries"] == 3
+    assert one(connections, vantage="client")["pto_expiries"] == 2
     assert one(connections, vantage="server")["pto_expiries"] == 1
 
 
@@ -217,7 +225,7 @@ def test_rtt_samples_exposed_versus_possible(tables):
 
 def test_summary_counts_failed_runs_instead_of_using_them(tables):
     handshakes = tables["handshake_runs"]
-    run = "aioquic_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
+    run = "quic-go_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
     failed = handshakes.with_columns(pl.when(pl.col("run_id") == run).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status"))
     row = one(summary.summarize(failed, "ttfb_capture_ms"), client_impl="quic-go", mode="iack", scenario="noloss", rtt_ms=9.0)
     # Repetitions 4–10 of this configuration have no capture: missing, counted, not used.
@@ -240,23 +248,21 @@ def test_guidelines_follow_the_measured_ttfb(tables):
 
 def test_server_ack_delay_per_space_and_repetition(tables):
     acks = first_server_acks(tables["frames"]).join(tables["runs"], on="run_id")
-    # aioquic sends its first Initial ACK after a small positive delay and ACKs in Handshake.
-    initial_delays = acks.filter(pl.col("pn_space") == "initial")["ack_delay_ms"]
-    # (A single stall of the Python server under load can reach 100 ms; the bulk cannot.)
-    assert (initial_delays >= 0.0).all() and initial_delays.quantile(0.95) < 10.0
-    assert acks.filter(pl.col("pn_space") == "initial")["ack_delay_ms"].median() > 0.1
+    # quic-go writes ACK Delay 0 into its Initial ACKs (imc24 Table 3: 0.0), the instant ACK and the ACK coalesced with
+    # the ServerHello alike, whatever time passed.
+    initial = acks.filter(pl.col("pn_space") == "initial")
+    assert initial.height > 100 and (initial["ack_delay_ms"] == 0.0).all()
     table = server_ack_delay_table(tables["runs"], tables["frames"])
-    assert table["server_impl"].to_list() == ["aioquic"]
+    assert table["server_impl"].to_list() == ["quic-go"]
     assert {"initial_1", "initial_2", "initial_3"} <= set(table.columns)
-    # Our aioquic server in WFC acknowledges the ClientHello with the ServerHello, after the TLS
-    # work: a larger ACK Delay than the instant ACK.
     by_mode = server_ack_delay_table(tables["runs"], tables["frames"], by=("server_impl", "mode"))
-    assert one(by_mode, mode="wfc")["initial_1"] > one(by_mode, mode="iack")["initial_1"]
+    # Its IACK and WFC runs, and quic-go as released (mode null: the handshake test case of Table 3).
+    assert set(by_mode["mode"].to_list()) == {"iack", "wfc", None} and (by_mode["initial_1"] == 0.0).all()
 
 
 def test_server_ack_delay_from_a_qir_layout_capture_without_run_json(tmp_path):
     """QIR public logs: <server>_<client>/<testcase>/{sim,client,server}, no run.json."""
-    source = RAW / "aioquic_quic-go" / "noloss-wfc-rtt9ms-10KB-h3" / "1"
+    source = RAW / "quic-go_quic-go" / "noloss-wfc-rtt9ms-10KB-h3" / "1"
     run = tmp_path / "raw" / "aioquic_quic-go" / "handshake"
     # Captures and keys only, as the QIR publishes them for handshake tests.
     shutil.copytree(source / "sim", run / "sim")

@@ -270,19 +270,20 @@ def _run(tmp_path: Path, name: str, *args: str) -> dict:
 
 @pytest.mark.slow
 def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path, graph, reference_use):
-    """The pipeline's commands on a recorded run group (captures and qlogs of quic-go <-> aioquic) and a day of the
-    embedded scan, then every notebook on the database they make: each imports only modules of its computed code and
-    reads only reference files of its computed inputs."""
+    """The pipeline's commands on a recorded run group (captures and qlogs of ngtcp2 <-> aioquic, imc24 Table 3) and a
+    day of the embedded scan, then every notebook on the database they make: each imports only modules of its computed
+    code and reads only reference files of its computed inputs (a small group: the notebooks need a database, not
+    many runs)."""
     parquet, db = tmp_path / "parquet", tmp_path / "quicack.duckdb"
     scan_part = "@scan@hamburg@2024-08-07"
     commands = {
-        "ingest-group": ["--raw", str(SAMPLE_RAW), "--group", "quic-go_aioquic", "--dataset", "sample", "--parquet", str(parquet)],
+        "ingest-group": ["--raw", str(SAMPLE_RAW), "--group", "ngtcp2_aioquic", "--dataset", "sample", "--parquet", str(parquet)],
         "dataset-issues": ["--raw", str(SAMPLE_RAW), "--parquet", str(parquet)],
-        "derive-group": ["--parquet", str(parquet), "--group", "quic-go_aioquic"],
+        "derive-group": ["--parquet", str(parquet), "--group", "ngtcp2_aioquic"],
         "scan-part": ["--root", str(SCAN / "raw"), "--part", scan_part, "--parquet", str(parquet),
                       "--prefix-to-asn", str(SCAN / "prefix_asn.csv")],
         "build-db": ["--parquet", str(parquet), "--db", str(db), "--summary", str(tmp_path / "summary.txt"),
-                     "--parts", "quic-go_aioquic", scan_part, "_dataset", "--description", str(SAMPLE_RAW.parent / "dataset.yaml"),
+                     "--parts", "ngtcp2_aioquic", scan_part, "_dataset", "--description", str(SAMPLE_RAW.parent / "dataset.yaml"),
                      "--scan-description", str(SCAN / "dataset.yaml"), "--path-checks", str(SAMPLE_RAW.parent / "path_check.csv")],
     }
     ran = {command: _run(tmp_path, command, command, *args) for command, args in commands.items()}

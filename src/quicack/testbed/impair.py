@@ -36,9 +36,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from netfilterqueue import COPY_META, COPY_PACKET, NetfilterQueue, Packet
+if TYPE_CHECKING:
+    # Only the queue loop needs the binding: the pure rules (carries_short_header, thinning) import without it, so
+    # tests and the ingest that read them collect on a machine without libnetfilter-queue.
+    from netfilterqueue import NetfilterQueue, Packet
 
 PR_SET_TIMERSLACK = 29
 QUIC_V2 = 0x6B3343CF
@@ -288,6 +291,8 @@ def serve_pairs(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+
+    from netfilterqueue import COPY_META, COPY_PACKET, NetfilterQueue
 
     directions = [d for _, c2s, s2c in pairs for d in (c2s, s2c)]
     bound: list[NetfilterQueue] = []
