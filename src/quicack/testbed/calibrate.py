@@ -4,8 +4,9 @@ imc24 compares *equal information loss* (Appendix E, Table 4): implementations c
 datagram indices to drop differ per client and mode. From a baseline run of the same client and mode we find
 
 * the **remaining first server flight** (``drop_to_client``): the burst of server datagrams from the first one
-  that carries a Handshake packet (ending at a gap > 10 ms or when the client's Handshake flight reaches the
-  server, so PTO retransmissions are not included), minus datagram 1 — in WFC
+  that carries a Handshake packet, and the Initial-only datagrams the server sent within 10 ms before it (a
+  ServerHello in an Initial of its own), ending at a gap > 10 ms or when the client's Handshake flight reaches the
+  server (so PTO retransmissions are not included), minus datagram 1 — in WFC
   datagram 1 carries the coalesced ACK+ServerHello and is kept; in IACK datagram 1 is the instant ACK and the
   whole ServerHello flight is dropped (imc24 §4.2: WFC 2, IACK 2_3);
 * the **second client flight** (``drop_to_server``): the client's datagrams sent after the first server
@@ -91,6 +92,11 @@ def calibrate(left_pcap: Path, right_pcap: Path) -> Calibration:
     if first_hs is None:
         notes.append("no server Handshake packet in baseline")
     else:
+        # The flight begins before its first Handshake datagram where the server sent its ServerHello in an
+        # Initial of its own just before it (quic-go answering a two-datagram ClientHello: instant ACK, ServerHello,
+        # then Handshake): those Initials of the same burst belong to it, datagram 1 included (left out below).
+        server_flight = [d.index for d in r_s2c if d.index < first_hs.index and d.kinds[:1] == ("initial",)
+                         and first_hs.time_ns - d.time_ns <= _FLIGHT_GAP_NS]  # fmt: skip
         prev_t = first_hs.time_ns
         for d in r_s2c:
             if d.index < first_hs.index:
