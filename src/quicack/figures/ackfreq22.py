@@ -386,9 +386,12 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendere
     what = f"{WHERE}: satellite, no loss, AR 2 or 10, an unpaced sender (runs.pacing = false)"
     if "pacing" not in runs.columns:
         raise MissingData(f"no runs.pacing column, so no run of the {what}")
-    candidates = ackfreq22_fig4_runs(runs, paced=False).filter(
-        pl.col("ack_ratio").is_in(list(FIG5_ACK_RATIOS)) & (pl.col("ack_delay_ms") == 25.0)
-    )
+    # Any receiver: the unpaced sender (quiche's NewReno) sends to ngtcp2, whose ACK delay is its own default
+    # (ack_delay_ms null: ngtcp2's max_ack_delay, 25 ms, the paper's d).
+    candidates = ackfreq22_runs(runs, receivers=None, paced=False).filter(
+        (pl.col("path") == ACKFREQ22_SATELLITE) & ~pl.col("lossy") & pl.col("ack_ratio").is_in(list(FIG5_ACK_RATIOS))
+        & pl.col("ack_delay_ms").fill_null(25.0).eq(25.0)
+    )  # fmt: skip
     selected = require_runs(candidates, f"of the {what}")
     ok = _ok(selected).with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("configuration"))
     cwnd = cwnd_of_runs(ok, metrics_logged)
