@@ -84,7 +84,7 @@ def test_endpoint_from_the_qir_folders_or_the_file_name():
 
 
 def test_a_recorded_run_is_found_with_all_its_files():
-    group = "aioquic_quic-go"
+    group = "quic-go_aioquic"
     assert group in run_groups(SAMPLE_RAW)
     runs = list(discover_runs(SAMPLE_RAW / group, SAMPLE_RAW))
     first = next(r for r in runs if r.run_id == f"{group}/noloss-iack-rtt9ms-10KB-h3/1")

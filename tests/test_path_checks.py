@@ -51,8 +51,8 @@ def test_tab01_sets_the_probes_beside_the_profiles(tmp_path: Path) -> None:
     from quicack.ingest import ingest_group
     from quicack.metrics.ack_runs import quic_ack_runs
 
-    group = "aioquic_aioquic"
-    testcase = "ack_ratio-iack-ackfreq22-vdsl-1MB-h3-ar2-d25ms-D"
+    group = "quinn_quinn"  # the calibration's pair: the quinn server's paced NewReno, AR by ACK_FREQUENCY
+    testcase = "ack_ratio-none-ackfreq22-vdsl-1MB-hq-ccnewreno-paced-ar2-d25ms-D"
     shutil.copytree(REPO / "data" / "sample" / "raw" / group / testcase, tmp_path / group / testcase)
     tables = ingest_group(tmp_path, group, "sample")
     ack_runs = quic_ack_runs(tables["runs"], tables["datagrams"], tables["packets"], tables["frames"])

@@ -87,7 +87,9 @@ def test_documented_schema_neqo_main_schema_raw_sizes_and_wall_clock():
     assert f.filter(pl.col("frame_type") == "stream")["length"].to_list() == [11, 1000]
     last_ack = f.filter(pl.col("frame_type") == "ack").row(-1, named=True)
     assert last_ack["ack_ranges"] == [{"low": 4, "high": 4}, {"low": 0, "high": 2}]
-    assert (last_ack["largest_acked"], last_ack["first_ack_range"], last_ack["ack_delay_ms"]) == (4, 0, 1.5)
+    # neqo logs the undecoded ACK Delay field / 1000 (real Firefox logs, tests/test_browsers.py): 1.5 at the peer's
+    # exponent 3 is 1,500 × 2^3 µs.
+    assert (last_ack["largest_acked"], last_ack["first_ack_range"], last_ack["ack_delay_ms"]) == (4, 0, 12.0)
     assert r.metrics_logged["smoothed_rtt_ms"].to_list() == [20.25, 20.23]
     ep = r.endpoints.row(0, named=True)
     assert (ep["local_max_ack_delay_ms"], ep["peer_max_ack_delay_ms"], ep["peer_ack_delay_exponent"]) == (20, 25, 3)

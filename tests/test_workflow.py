@@ -356,8 +356,9 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
     # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
     # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
-    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile)
-    assert "artefacts: 49 (16 drawn, 33 not drawn)" in rendering
+    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
+    # ACK-ratio senders' table (no long download: placeholder)
+    assert "artefacts: 50 (16 drawn, 34 not drawn)" in rendering
     assert "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths" in rendering
     assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
     assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
@@ -391,22 +392,22 @@ def _issues_by_path(db: Path) -> dict[str, list[tuple[str, str]]]:
 
 def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(tmp_path):
     """A copy of two embedded run groups with what a careless or hostile raw folder holds: a folder link inside a
-    group (`latest -> 1`), a loop (`client/loop -> ..`), a link to a group (`alias -> quinn_aioquic`), a hidden run
+    group (`latest -> 1`), a loop (`client/loop -> ..`), a link to a group (`alias -> aioquic_aioquic`), a hidden run
     group, a .git folder, a group and files linked from outside the raw folder. Every run counts once, nothing is
     dropped without a row, nothing outside the raw folder is read unless configured, and a rejected file's content
     never reaches ingest_issues or summary.txt."""
     raw = tmp_path / "raw"
-    shutil.copytree(SAMPLE_RAW / "quinn_aioquic", raw / "quinn_aioquic")
+    shutil.copytree(SAMPLE_RAW / "aioquic_aioquic", raw / "aioquic_aioquic")
     shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", raw / ".ngtcp2_aioquic")  # a hidden run group
     elsewhere = tmp_path / "elsewhere"
-    shutil.copytree(SAMPLE_RAW / "quic-go_aioquic", elsewhere / "quic-go_aioquic")
+    shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", elsewhere / "ngtcp2_aioquic")
     (elsewhere / "secret.txt").write_bytes(SECRET)
     (raw / ".git").mkdir()
     (raw / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (raw / "alias").symlink_to("quinn_aioquic", target_is_directory=True)
-    (raw / "outside").symlink_to(elsewhere / "quic-go_aioquic", target_is_directory=True)
+    (raw / "alias").symlink_to("aioquic_aioquic", target_is_directory=True)
+    (raw / "outside").symlink_to(elsewhere / "ngtcp2_aioquic", target_is_directory=True)
     (raw / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
-    (testcase,) = [p for p in (raw / "quinn_aioquic").iterdir() if p.is_dir()]
+    (testcase,) = [p for p in (raw / "aioquic_aioquic").iterdir() if p.is_dir()]
     (testcase / "latest").symlink_to("1", target_is_directory=True)
     (testcase / "1" / "client" / "loop").symlink_to("..", target_is_directory=True)
     (testcase / "1" / "sim" / "stolen.pcap").symlink_to(elsewhere / "secret.txt")
@@ -416,7 +417,7 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     db = results / "t" / "quicack.duckdb"
     done = snakemake(published(db), *config_for(raw, results))
     assert done.returncode == 0, done.stderr[-3000:]
-    embedded_runs = sorted(p.relative_to(SAMPLE_RAW).as_posix() for g in ("quinn_aioquic", "ngtcp2_aioquic")
+    embedded_runs = sorted(p.relative_to(SAMPLE_RAW).as_posix() for g in ("aioquic_aioquic", "ngtcp2_aioquic")
                            for p in (SAMPLE_RAW / g).glob("*/*") if p.is_dir())
     assert runs_in(db) == sorted(r.replace("ngtcp2_aioquic", ".ngtcp2_aioquic") for r in embedded_runs)
     issues = _issues_by_path(db)
@@ -441,7 +442,7 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     # rejected as what they are, named with the reason and without their content.
     done = snakemake(published(db), *config_for(raw, results, "follow_external_symlinks=true"))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(runs_in(db)) == len(embedded_runs) + len(list((elsewhere / "quic-go_aioquic").glob("*/*/run.json")))
+    assert len(runs_in(db)) == len(embedded_runs) + len(list((elsewhere / "ngtcp2_aioquic").glob("*/*/run.json")))
     issues = _issues_by_path(db)
     assert "outside" not in issues
     assert any("not a pcap or pcapng file" in message for _, message in issues[f"{rel}/1/sim/stolen.pcap"])
@@ -452,17 +453,17 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
         assert not any(secret in text for secret in shown), text
 
 
-SUBSET_GROUPS = ("aioquic_quiche", "ngtcp2_aioquic", "quic-go_aioquic", "quinn_aioquic", "quinn_quinn")
+SUBSET_GROUPS = ("aioquic_aioquic", "ngtcp2_aioquic", "quiche_ngtcp2")
 # Hand-made hostile description (a dataset.yaml is the user's text): a line break before a LaTeX command, and a
 # mathtext fragment that does not parse.
 HOSTILE_DESCRIPTION = """name: subset
 kind: other
-title: "Five groups of the embedded runs\\n\\\\input{/etc/passwd} at $\\\\frac{1}{$ each"
+title: "Three groups of the embedded runs\\n\\\\input{/etc/passwd} at $\\\\frac{1}{$ each"
 """
 
 
 def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leaves_rendering_txt(tmp_path):
-    """Five embedded run groups (the handshake test case, quiche's client-only runs, quinn's ACK-ratio runs): imc24
+    """Three embedded run groups (the handshake test case of two servers, quiche's ACK-ratio runs to ngtcp2): imc24
     Fig. 3 finds no captured handshake there and is a placeholder saying so; the title's LaTeX and mathtext stay
     text; and when one artefact's notebook fails, rendering.txt still says what was drawn and what failed."""
     raw = tmp_path / "data" / "raw"
@@ -480,7 +481,7 @@ def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leave
     assert all((out / "figures" / f"imc24-fig03.{fmt}").stat().st_size > 1000 for fmt in ("pdf", "png"))
     tex = (out / "tables" / "imc24-tab03.tex").read_text()
     assert not [line for line in tex.splitlines() if "\\input" in line and not line.startswith("%")], tex
-    assert tex.splitlines()[-1].startswith("% Dataset 'subset': Five groups of the embedded runs \\input{/etc/passwd}")
+    assert tex.splitlines()[-1].startswith("% Dataset 'subset': Three groups of the embedded runs \\input{/etc/passwd}")
 
     # One artefact fails (its published Parquet damaged: hand-made), the others were drawn: rendering.txt says so.
     (snapshot,) = (out / "snapshots").iterdir()
