@@ -58,7 +58,8 @@ def test_tab01_sets_the_probes_beside_the_profiles(tmp_path: Path) -> None:
     ack_runs = quic_ack_runs(tables["runs"], tables["datagrams"], tables["packets"], tables["frames"])
     table = ackfreq22_tab01_paths(tables["runs"], tables["datagrams"], ack_runs, read_path_checks(SAMPLE_CHECKS)).artefact
     vdsl = table.filter(pl.col("profile") == "ackfreq22-vdsl").row(0, named=True)
-    assert vdsl["runs"] == 5 and abs(vdsl["probe_rtt_ms"] - 30) < 1
+    # The probe's RTT: 30 ms configured plus the two links' serialisation and the impairment's release (0.7–1.0 ms).
+    assert vdsl["runs"] == 5 and 0 <= vdsl["probe_rtt_ms"] - 30 < 1.5
     assert vdsl["probe_s2c_mbit"] > 38 and vdsl["measured_peak_s2c_mbit"] < vdsl["probe_s2c_mbit"]
     without = ackfreq22_tab01_paths(tables["runs"], tables["datagrams"], ack_runs).artefact
     assert "probe_s2c_mbit" not in without.columns

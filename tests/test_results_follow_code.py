@@ -329,6 +329,8 @@ class TouchedCopy:
         self.config = [
             "--config", f"raw_dir={data / 'sample' / 'raw'}", f"scan_dir={data / 'scan' / 'raw'}",
             f"scan_prefix_to_asn={SCAN / 'prefix_asn.csv'}", f"results_dir={root / 'results'}",
+            # The run groups are links to the embedded dataset's folders, outside this raw folder: followed on request.
+            "follow_external_symlinks=true",
         ]  # fmt: skip
 
     def snakemake(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
