@@ -71,7 +71,10 @@ def test_a_damaged_archive_says_so_handmade(tmp_path: Path) -> None:
 def test_the_embedded_dataset_is_unpacked_from_its_archive() -> None:
     stored = parts(REPO / "data" / "sample" / "raw.tar.xz")
     assert stored and all(part.stat().st_size <= PART_BYTES for part in stored)
-    assert sum(part.stat().st_size for part in stored) < 40e6
+    # The data budget: what the checkout keeps under data/ (the archive's parts, the scan, the reference tables) under
+    # 60 MB; the unpacked dataset is a link into the cache, not followed and not counted.
+    kept = [Path(folder) / name for folder, _, names in os.walk(REPO / "data") for name in names]
+    assert sum(path.lstat().st_size for path in kept if not path.is_symlink()) < 60e6
     raw = REPO / "data" / "sample" / "raw"
     assert (raw / MARKER).is_file(), "install.sh unpacks data/sample/raw.tar.xz"
     # unpacked outside the repository and linked: data/ holds only what git tracks
