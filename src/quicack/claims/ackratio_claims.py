@@ -14,7 +14,7 @@ from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
 from quicack.metrics.ack_policy import ack_policy_of_runs
-from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
+from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
@@ -197,10 +197,8 @@ def anatomy_measured(tables: Tables, protocol: str) -> Measured:
 def table3_volume(tables: Tables, protocol: str, ack_ratio: int, lossy: bool) -> Measured:
     """rethink Table III: return KB per 10 MB forward (medians over runs; 2 MB loss runs scaled ×5), per receiver."""
     setup = f"{protocol.upper()} AR 1:{ack_ratio}, {'1 % loss, 2 MB scaled to 10 MB' if lossy else 'no loss, 10 MB'}"
-    if "datagrams" not in tables:
-        return Measured.unmeasured("no datagrams table")
     try:
-        _selected, table = volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))
+        table = claims_volume_table(tables)
     except MissingData as missing:
         return Measured.unmeasured(str(missing))
     rows = table.filter((pl.col("protocol") == protocol) & (pl.col("receiver_ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy))

@@ -11,7 +11,7 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.ack_policy import captured_acks, default_ack_policies
-from quicack.metrics.rethink_volume import reduced_wire, volume_per_configuration
+from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import counted_median, return_packet_sizes
 from quicack.metrics.selection import RETHINK_PROFILE, MissingData, default_ack_policy_runs, rethink_runs
 from quicack.models import ack_overhead as model
@@ -117,10 +117,8 @@ def return_size_median(tables: Tables, browser: str) -> Measured:
 
 def return_volume(tables: Tables, browser: str, lossy: bool) -> Measured:
     """rethink Table III: the browser's return KB per 10 MB forward (2 MB loss runs scaled ×5)."""
-    if "datagrams" not in tables:
-        return Measured.unmeasured("no datagrams table")
     try:
-        _selected, table = volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))
+        table = claims_volume_table(tables)
     except MissingData as missing:
         return Measured.unmeasured(str(missing))
     rows = table.filter((pl.col("configuration") == f"{browser} (own policy)") & (pl.col("lossy") == lossy))

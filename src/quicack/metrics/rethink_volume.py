@@ -4,7 +4,7 @@ and tcpquic figures and by the claims, which set the paper's numbers beside thes
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
@@ -64,6 +64,14 @@ def reduced_wire(
     if rows_in(ok["run_id"], datagrams, tcp_segments) == 0:
         raise MissingData(f"no captured packets of the {what}")
     return per_run_batches(WireReduction(reduce), ok["run_id"], datagrams, tcp_segments)
+
+
+def claims_volume_table(tables: Mapping[str, RunRows]) -> pl.DataFrame:
+    """The per-configuration volume table of a claims run's tables (rethink Table III's claims, the browsers' and the
+    stacks'); MissingData without a datagrams table or without the runs."""
+    if "datagrams" not in tables:
+        raise MissingData("no datagrams table")
+    return volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))[1]
 
 
 def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
