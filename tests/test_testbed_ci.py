@@ -40,7 +40,10 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
         if r.run_json["scenario"] == "drop_client_flight":
             assert r.run_json["drop_to_server"] or r.run_json["drop_to_client"]
         elif r.run_json["scenario"] == "ack_ratio":
-            assert r.run_json["path_profile"] == "ackfreq22-4g" and r.run_json["queue_c2s_packets"] == 159
+            from quicack.reference import path_profile
+
+            assert r.run_json["path_profile"] == "ackfreq22-4g"
+            assert r.run_json["queue_c2s_packets"] == path_profile("ackfreq22-4g")["c2s_queue_packets"] == 80
         else:  # the handshake run against quic-go: no loss, no IACK/WFC
             assert r.run_json["server_impl"] == "quic-go" and r.run_json["mode"] is None
 

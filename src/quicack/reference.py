@@ -55,6 +55,7 @@ PATH_PROFILE_COLUMNS = {
     "s2c_rate_mbit": pl.Float64,
     "c2s_rate_mbit": pl.Float64,
     "rtt_ms": pl.Float64,
+    "table1_rtt_ms": pl.Float64,
     "s2c_delay_ms": pl.Float64,
     "c2s_delay_ms": pl.Float64,
     "s2c_loss_percent": pl.Float64,
