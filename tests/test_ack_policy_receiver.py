@@ -328,7 +328,7 @@ def test_malformed_policies_are_refused_by_hand_made_values() -> None:
 
 def test_path_profiles_are_consistent_per_direction() -> None:
     profiles = path_profiles()
-    nullable = ("paper_ack_delay_vs_rtt", "table1_loss_percent", "note")  # rethink has no Table 1; a note only where needed
+    nullable = ("paper_ack_delay_vs_rtt", "table1_loss_percent", "table1_rtt_ms", "note")  # rethink has no Table 1; a note only where needed
     assert profiles["profile"].is_unique().all() and profiles.null_count().drop(nullable).sum_horizontal()[0] == 0
     assert ((profiles["s2c_delay_ms"] + profiles["c2s_delay_ms"]) == profiles["rtt_ms"]).all()
     bdp_bytes = profiles["s2c_rate_mbit"] * 1e6 * profiles["rtt_ms"] / 1000 / 8
@@ -344,6 +344,15 @@ def test_path_profiles_are_consistent_per_direction() -> None:
     assert (ackfreq22.filter(~lossy).select("s2c_loss_percent", "c2s_loss_percent").to_numpy() == 0).all()
     assert (ackfreq22.filter(lossy).select("s2c_loss_percent", "c2s_loss_percent").to_numpy() == 1).all()
     assert sorted(ackfreq22.filter(~lossy)["table1_loss_percent"]) == [0.001, 0.1, 0.5]
+    # Table 1's median RTT is emulated as the base RTT, but for 4G: its base RTT is fitted to Table 4's loss-free times,
+    # and a full forward queue (1 BDP of the base path) brings it to Table 1's median.
+    assert sorted(ackfreq22.filter(~lossy)["table1_rtt_ms"]) == [30, 95, 638]
+    four_g = ackfreq22.filter(pl.col("profile").str.starts_with("ackfreq22-4g"))
+    assert (four_g["rtt_ms"] == 48).all() and ackfreq22.join(four_g, on="profile", how="anti").select(
+        (pl.col("rtt_ms") == pl.col("table1_rtt_ms")).all()).item()
+    full_queue_rtt_ms = four_g["rtt_ms"] + four_g["s2c_queue_bytes"] * 8 / (four_g["s2c_rate_mbit"] * 1e3)
+    assert ((full_queue_rtt_ms - four_g["table1_rtt_ms"]).abs() <= 1.0).all()
+    assert four_g["note"].str.contains("fitted to the paper's own loss-free 1 MB times").all()
     assert ackfreq22["loss_model"].str.contains("§5.6").all() and ackfreq22.filter(~lossy)["loss_model"].str.contains("§5.5").all()
     with pytest.raises(KeyError, match="ackfreq22-4g"):
         path_profile("no-such-path")

@@ -107,7 +107,7 @@ def ackfreq22_tab01_paths(
     )
     profiles = path_profiles().filter(pl.col("paper") == "ackfreq22")
     table = profiles.select(
-        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "s2c_loss_percent", "c2s_loss_percent", "ack_delay_ms",
+        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "table1_rtt_ms", "s2c_loss_percent", "c2s_loss_percent", "ack_delay_ms",
         "paper_ack_delay_vs_rtt",
     ).join(measured, on="profile", how="left")  # fmt: skip
     probed = "Not probed (no path_checks table). "
@@ -130,7 +130,9 @@ def ackfreq22_tab01_paths(
             "fastest second stays below the probed rate where it ends in slow start (ackratio-senders shows the 10 MB ones). "
         )
     note = (
-        "Configured columns: data/reference/path_profiles.csv (Table 1, and §5.6's 1 % loss in the -loss1 profiles). Measured: "
+        "Configured columns: data/reference/path_profiles.csv (Table 1, and §5.6's 1 % loss in the -loss1 profiles); rtt_ms is "
+        "the emulated base RTT, table1_rtt_ms Table 1's median measured RTT — they differ for 4G only, whose base RTT is fitted "
+        "to Table 4's loss-free times (the profile's note). Measured: "
         "median first round trip at the client-side capture; forward loss as loss clusters (runs of consecutive lost server "
         "packets, gaps in the client's ACK ranges — queue overflows in slow start count too) per forward data packet; the "
         "median over runs of the fastest 1 s of server IP bytes (1 MB downloads rarely leave slow start, so the fastest "
