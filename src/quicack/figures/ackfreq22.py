@@ -2,7 +2,7 @@
 return-path bytes by component, Fig. 4 with Eq. (3), Tables 4 and 5, Figs. 5 and 6, and the Eq. (1)–(5) table.
 
 The paper measured quicly (client and server modified, NewReno, no pacing) over a real satellite, 4G and VDSL path; here
-native stacks download 1 MB over emulated paths with Table 1's rates and RTTs, without Table 1's measured loss and with
+native stacks download 1 MB over emulated paths with Table 1's rates and RTTs (4G's base RTT fitted to Table 4), without Table 1's measured loss and with
 §5.6's 1 % in the -loss1 profiles (data/reference/path_profiles.csv, its loss_model column): without loss the quinn
 client, asked for the policy by the quinn server's ACK_FREQUENCY frames (NewReno, paced); with loss the aioquic client
 with quicack's ACK policy (D, NR and 3A from one receiver) from the same quinn server; for Fig. 5 ngtcp2 from quiche's
@@ -42,7 +42,7 @@ STAND_INS = (
     "in its run.json: without loss the quinn client asked for the policy by the quinn server's ACK_FREQUENCY frames "
     "(NewReno, paced), with loss the aioquic client with quicack's ACK policy (D, NR and 3A from one receiver) from the "
     "same quinn server, for Fig. 5 ngtcp2 (--ack-thresh) from quiche's unpaced NewReno; over emulated paths with Table 1's "
-    "rates and RTT. Table 1's measured loss is not emulated, §5.6's 1 % is (data/reference/path_profiles.csv, loss_model)."
+    "rates and RTT (4G: a 48 ms base RTT fitted to Table 4, its queue bringing a full path to Table 1's 95 ms). Table 1's measured loss is not emulated, §5.6's 1 % is (data/reference/path_profiles.csv, loss_model)."
 )
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "Satellite"}
 LOSS_LABELS = {False: "no loss", True: "1 % loss"}
@@ -136,7 +136,8 @@ def ackfreq22_tab01_paths(
         "median first round trip at the client-side capture; forward loss as loss clusters (runs of consecutive lost server "
         "packets, gaps in the client's ACK ranges — queue overflows in slow start count too) per forward data packet; the "
         "median over runs of the fastest 1 s of server IP bytes (1 MB downloads rarely leave slow start, so the fastest "
-        "second shows what the path delivers, not the mean). Return-path loss is not measured in the downloads: only the client "
+        "second shows what the path delivers, not the mean; a download shorter than 1 s, as over 4G and VDSL, counts all its "
+        "bytes, about 8.8 Mbit). Return-path loss is not measured in the downloads: only the client "
         "side is captured. " + probed + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)
