@@ -227,10 +227,26 @@ def test_chromiums_netlog_is_complete_and_logs_every_ack_the_capture_shows(whole
     assert captured.height > 5 and set(captured["largest_acked"]) <= logged
 
 
-def _acks_by_phase(frames: pl.DataFrame, run_id: str) -> tuple[pl.Series, pl.Series]:
+# Both browsers acknowledge at once while a packet below the newest is newly missing (Chromium: the 4 packets after a
+# gap, kMaxPacketsAfterNewMissing; RFC 9000 13.2.1), so a bottleneck drop in slow start turns a stretch of a live run
+# into ACKs of 1 or 2 packets whatever the policy. An ACK whose top range holds at least 5 packets was sent under the
+# decimation policy alone.
+POLICY_ONLY_FIRST_ACK_RANGE = 4
+
+
+def _acks_by_phase(frames: pl.DataFrame, run_id: str, policy_only: bool = False) -> tuple[pl.Series, pl.Series]:
     """How far each of the run's captured ACKs moved the largest acknowledged packet (those that moved it), before
-    packet 100 and from packet 150 on (room for the ACKs in flight when Chromium switches)."""
+    packet 100 and from packet 150 on (room for the ACKs in flight when Chromium switches). ``policy_only`` keeps
+    the ACKs sent while no packet was newly missing (see ``POLICY_ONLY_FIRST_ACK_RANGE``)."""
     advance = captured_acks(frames).filter((pl.col("run_id") == run_id) & (pl.col("largest_acked_advance") > 0))
+    if policy_only:
+        top_ranges = frames.filter(
+            (pl.col("source") == "pcap") & (pl.col("direction") == "c2s") & (pl.col("pn_space") == "appdata")
+            & pl.col("frame_type").is_in(ACK_FRAMES)
+        ).select("run_id", "packet_number", "first_ack_range")  # fmt: skip
+        advance = advance.join(top_ranges, on=["run_id", "packet_number"]).filter(
+            pl.col("first_ack_range") >= POLICY_ONLY_FIRST_ACK_RANGE
+        )
     early = advance.filter(pl.col("largest_acked") < 100)["largest_acked_advance"]
     late = advance.filter(pl.col("largest_acked") >= 150)["largest_acked_advance"]
     return early, late
@@ -301,9 +317,11 @@ def test_a_browser_downloads_through_the_testbed(tmp_path: Path, browser: str) -
     # Only the browser's QUIC flow left its namespace: one client port, no TCP.
     datagrams = pl.concat([b.datagrams for b in batches])
     assert pl.concat([b.tcp_segments for b in batches]).is_empty() and datagrams["direction"].n_unique() == 2
-    _early, late = _acks_by_phase(frames.with_columns(pl.lit("live").alias("run_id")), "live")
+    _early, late = _acks_by_phase(frames.with_columns(pl.lit("live").alias("run_id")), "live", policy_only=True)
     assert late.len() > 10
     # Chromium: every 10th packet after the first 100; neqo: every 2nd (the conditions of tests/data/browser_acks).
+    # Only the ACKs of the policy count: the slow-start overshoot of this path drops from 1 to 25 % of the server's
+    # packets at the bottleneck, run by run, and each drop is followed by immediate ACKs.
     assert _mode(late) == (10 if browser == "chromium" else 2)
     if browser == "firefox":
         assert list((result.run_dir / "client" / "qlog").glob("*.sqlog")), "Firefox's neqo qlog was not kept"
