@@ -1,22 +1,54 @@
-"""Shared fixtures: small QIR-layout datasets assembled from real recorded files."""
+"""Shared fixtures: small QIR-layout datasets assembled from real recorded files; the workflow as the tests run it."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
+from quicack.database import connect
 
 REPO = Path(__file__).resolve().parent.parent
 QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
 
 
-def snakemake(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
-    """The workflow from the repository root on two cores, as the README's commands run it."""
-    return subprocess.run(["snakemake", "--cores", "2", *args], cwd=REPO, capture_output=True, text=True,
+# tests/run_all.sh runs the tests on two pytest-xdist workers, so two workflows can run in the repository at once,
+# each into its own results folder. Snakemake's file locks live in one folder per working directory
+# (.snakemake/locks) that every locked run deletes whole when it ends, so concurrent locked runs race on it (a lock
+# file opened after the other run removed it). The tests run unlocked, except where locking is what they test.
+UNLOCKED = "--nolock"
+
+
+def snakemake(*args: str, timeout_s: float = 600, locked: bool = False) -> subprocess.CompletedProcess:
+    """The workflow from the repository root on two cores, as the README's commands run it (unlocked unless
+    ``locked``: see ``UNLOCKED``)."""
+    lock = [] if locked else [UNLOCKED]
+    return subprocess.run(["snakemake", "--cores", "2", *lock, *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout_s)
+
+
+def published(db: Path) -> str:
+    """The Snakemake target that builds the database ``db``: its receipt (the rule never declares the database
+    itself, which Snakemake would remove before rebuilding it)."""
+    return f"{db}.published"
+
+
+def config_for(raw: Path, results: Path, *extra: str, scan: bool = False) -> list[str]:
+    """The workflow's config for dataset ``t`` from ``raw`` into ``results``; with the embedded scan only when
+    ``scan`` (its 12 scan_part jobs double a small dataset's run and are what the scan's own tests test)."""
+    return ["--config", "dataset=t", f"raw_dir={raw}", f"results_dir={results}", *([] if scan else ["scan_dir="]), *extra]
+
+
+def runs_in(db: Path) -> list[str]:
+    """The run IDs the database ``db`` holds, sorted."""
+    with connect(db) as con:
+        return sorted(r[0] for r in con.execute("SELECT run_id FROM runs").fetchall())
 
 
 def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path | None, meta: dict | None) -> Path:
@@ -69,3 +101,63 @@ def ack_policy_tables() -> dict:
         for name, frame in ingest_group(ACK_POLICY_RAW, group, "ack_policy_fixture").items():
             parts.setdefault(name, []).append(frame)
     return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+
+
+SAMPLE_RAW = REPO / "data" / "sample" / "raw"
+
+
+def _shared_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this test run shares (each worker's base folder is popen-gw<N> in the
+    run's own), or the run's base folder without workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterable[str], Iterable[str]], dict]:
+    """``sample_tables(groups, names)``: tables ``names`` of the embedded dataset's run ``groups``, each group ingested
+    and derived (the pipeline's ingest and derive stages) once per test run, whichever test file or worker asks
+    first; six test files read the imc24 groups, which took a minute each to ingest again."""
+    from quicack import parquet_store, recovery
+    from quicack.layout import group_key
+    from quicack.stages import derive_stage, ingest_stage
+
+    parquet = _shared_temp(tmp_path_factory) / "sample_parquet"
+    parquet.mkdir(exist_ok=True)
+
+    def ingested(group: str) -> str:
+        key = group_key(group)
+        with (parquet / f"{key}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for a group being ingested, then reads it
+            done = parquet / f"{key}.done"
+            if not done.exists():
+                ingest_stage.ingest_group_stage(SAMPLE_RAW, group, "sample", parquet)
+                derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
+                done.touch()
+        return key
+
+    def read(groups: Iterable[str], names: Iterable[str]) -> dict:
+        parts = sorted({ingested(group) for group in groups})  # in file-name order, as read_table reads a folder
+        return {name: parquet_store.read_table(parquet, name, parts) for name in names}
+
+    return read
+
+
+# The longest test files, longest first (pytest --durations in CI's log: SLURM 5 min, the default pipeline 4 min, the
+# handshake-only dataset 2 min, ...).
+LONGEST_FILES = ("test_slurm.py", "test_workflow.py", "test_workflow_partial_datasets.py", "test_results_follow_code.py",
+                 "test_workflow_rebuilds.py")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest test files first, then the other files with tests marked slow, then the rest; each file's tests in
+    their order. pytest-xdist hands out test files in this order (tests/run_all.sh: --no-loadscope-reorder), so the
+    long ones start at once and none is left to run alone at the end while the other worker idles."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.name in LONGEST_FILES:
+            return LONGEST_FILES.index(item.path.name)
+        return len(LONGEST_FILES) + (item.path not in slow_files)
+
+    items.sort(key=rank)

@@ -23,5 +23,18 @@ if [ -n "$CARGO" ]; then
 else
     echo "== cargo: not installed, the compiled core's tests skipped (quicack runs its pure-Python engines)"
 fi
-echo "== pytest"
-python3 -m pytest -ra --durations=25 "$@"
+# The tests that need no testbed on two workers, one test file per worker at a time (a file's fixtures are built
+# once), the longest files first (tests/conftest.py); then the testbed's, one at a time: they time real traffic
+# through network namespaces and must not share the two cores with other tests. Both parts together are every test.
+# pytest's exit status 5 (no test selected) is not a failure when arguments select tests of one part only.
+status=0
+part() {
+    local code=0
+    python3 -m pytest -ra --durations=25 "$@" || code=$?
+    [ $code = 0 ] || [ $code = 5 ] || status=$code
+}
+echo "== pytest, no testbed (two workers)"
+part -m "not testbed" --numprocesses 2 --dist loadfile --no-loadscope-reorder "$@"
+echo "== pytest, testbed"
+part -m testbed "$@"
+exit $status

@@ -9,42 +9,35 @@ data/sample/README.md says which groups it holds)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
 from quicack.claims.imc24_claims import imc24_claims
 from quicack.figures.imc24_tables import imc24_tab04_client_defaults
 from quicack.figures.imc24_ttfb import imc24_fig05_ttfb_amplification, imc24_fig07_ttfb_client_flight_loss
 from quicack.provenance import DatasetDescription
-from quicack.stages import derive_stage, ingest_stage
+from tests.conftest import SAMPLE_RAW
 
-RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("quic-go_chromium", "quic-go_firefox")
 # imc24's scenarios (the groups' other folders are imc24 Table 3's handshake and the ACK-ratio downloads, mode none).
 IMC24_MODES = ("iack", "wfc")
 
 pytestmark = pytest.mark.skipif(
-    not all((RAW / group).is_dir() for group in GROUPS),
+    not all((SAMPLE_RAW / group).is_dir() for group in GROUPS),
     reason=f"data/sample/raw holds no {' / '.join(GROUPS)} groups (the browsers' imc24 runs; data/sample/README.md)",
 )
 
 
 def _imc24_run_jsons(group: str) -> list[dict]:
-    runs = [json.loads(p.read_text()) for p in sorted((RAW / group).glob("*/*/run.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted((SAMPLE_RAW / group).glob("*/*/run.json"))]
     return [run for run in runs if run["mode"] in IMC24_MODES]
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    parquet = tmp_path_factory.mktemp("browser_imc24") / "parquet"
-    for group in GROUPS:
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: parquet_store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams", "packets")}
+def tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(GROUPS, ("handshake_runs", "runs", "frames", "datagrams", "packets"))
 
 
 @pytest.mark.parametrize("group", GROUPS)
@@ -64,7 +57,7 @@ def test_each_browsers_static_second_flight_mapping_is_calibrated_against_the_qu
     """Table 4's static mapping, from three no-loss WFC baselines each: both ClientHellos take two datagrams
     (X25519MLKEM768), so both second flights start at datagram 3; Firefox's takes four datagrams (an ACK-only one,
     its Finished, two 1-RTT STREAM datagrams), Chromium's three."""
-    calibration = json.loads((RAW / group / "client_flight_calibration.json").read_text())
+    calibration = json.loads((SAMPLE_RAW / group / "client_flight_calibration.json").read_text())
     expected = [3, 4, 5, 6] if group.endswith("firefox") else [3, 4, 5]
     assert calibration["second_client_flight"] == expected
     assert [b["second_client_flight"] for b in calibration["baselines"]] == [expected] * 3

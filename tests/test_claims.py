@@ -7,27 +7,20 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
 from quicack.claims import Measured, agreement, claims_table
 from quicack.claims.imc24_claims import CLAIMS, imc24_claims
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
-from quicack.stages import derive_stage, ingest_stage
 
 REPO = Path(__file__).resolve().parent.parent
-RAW = REPO / "data" / "sample" / "raw"
 # Two clients against imc24's server (quic-go + iack.patch): enough for per-client claims; the others must say
 # "not measured".
 GROUPS = ("quic-go_aioquic", "quic-go_quic-go")
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    parquet = tmp_path_factory.mktemp("claims") / "parquet"
-    for group in GROUPS:
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: parquet_store.read_table(parquet, name) for name in ("handshake_runs", "runs", "frames", "datagrams")}
+def tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(GROUPS, ("handshake_runs", "runs", "frames", "datagrams"))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 # Distributions whose import name differs from their name.
-IMPORT_NAMES = {"pyyaml": "yaml", "duckdb-cli": None, "snakemake-executor-plugin-slurm": None,
+IMPORT_NAMES = {"pyyaml": "yaml", "duckdb-cli": None, "pytest-xdist": None, "snakemake-executor-plugin-slurm": None,
                 "snakemake-executor-plugin-slurm-jobstep": None, "maturin": None}  # fmt: skip
 # Used without an import of their own: the command or the package that uses them, and where.
 USED_OTHERWISE = {
@@ -25,6 +25,7 @@ USED_OTHERWISE = {
     "tabulate": ("to_markdown", "src/quicack/figures/common.py"),  # pandas' Markdown writer
     "ruff": ("ruff check", "tests/run_all.sh"),
     "pytest": ("pytest", "tests/run_all.sh"),
+    "pytest-xdist": ("--numprocesses", "tests/run_all.sh"),
     "duckdb-cli": ("duckdb", "src/quicack/sql_command.py"),  # `quicack sql` without a query opens its shell
     "maturin": ("maturin", "rust/quicack_core/pyproject.toml"),
     "snakemake-executor-plugin-slurm": ("executor: slurm", "profiles/slurm/config.yaml"),

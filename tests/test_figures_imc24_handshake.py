@@ -1,10 +1,8 @@
-"""imc24 Fig. 1, Fig. 3 and Tables 2–4 on the real embedded dataset (data/sample/raw): the sequence
-diagram's content, the guideline cells against the paper, the server ACK delay table and the
-client defaults, built once per module with the pipeline's own stage functions on two groups."""
+"""imc24 Fig. 1, Fig. 3 and Tables 2–4 on the real embedded dataset (data/sample/raw): the sequence diagram's content,
+the guideline cells against the paper, the server ACK delay table and the client defaults, built with the pipeline's
+own stage functions (once per test run: conftest.sample_tables) on two groups."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
@@ -14,19 +12,14 @@ from quicack import parquet_store, recovery
 from quicack.figures import imc24_handshake, imc24_tables
 from quicack.metrics import guidelines, selection
 from quicack.stages import derive_stage, ingest_stage
+from tests.conftest import SAMPLE_RAW
 
-RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("quic-go_aioquic", "quic-go_quic-go")
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    parquet = tmp_path_factory.mktemp("imc24_handshake") / "parquet"
-    for group in GROUPS:
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    names = ("runs", "packets", "frames", "datagrams", "handshake_runs")
-    return {name: parquet_store.read_table(parquet, name) for name in names}
+def tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(GROUPS, ("runs", "packets", "frames", "datagrams", "handshake_runs"))
 
 
 def one(frame: pl.DataFrame, **where) -> dict:
@@ -171,7 +164,7 @@ def test_tab04_paper_beside_ours_and_lower_bounds(tables):
 def test_tab04_lists_only_the_clients_of_the_iack_wfc_runs(tables, tmp_path):
     """Linux TCP's downloads (the ACK-ratio study) have handshake_runs rows too, without a mode: no client row."""
     parquet = tmp_path / "parquet"
-    ingest_stage.ingest_group_stage(RAW, "linux-tcp_linux-tcp", "sample", parquet)
+    ingest_stage.ingest_group_stage(SAMPLE_RAW, "linux-tcp_linux-tcp", "sample", parquet)
     derive_stage.derive_group_stage(parquet, "linux-tcp_linux-tcp", recovery.RecoveryParams())
     tcp = parquet_store.read_table(parquet, "handshake_runs")
     assert set(tcp["client_impl"]) == {"linux-tcp"}

@@ -1,38 +1,29 @@
-"""imc24 TTFB and PTO figures (Fig. 5, 6, 7, 11, 12, 13, 16) on the real embedded dataset: the numbers
-behind them follow the paper's findings where the testbed reproduces them, and each figure has its
-panels and the emulated-data footnote.
+"""imc24 TTFB and PTO figures (Fig. 5, 6, 7, 11, 12, 13, 16) on the real embedded dataset: the numbers behind them
+follow the paper's findings where the testbed reproduces them, and each figure has its panels and the emulated-data
+footnote.
 
-The tables are built once per module with the pipeline's own stage functions on every client's group.
-"""
+The tables are built with the pipeline's own stage functions (once per test run: conftest.sample_tables) on every
+client's group."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
 from quicack.figures import imc24_pto, imc24_ttfb
 from quicack.figures.common import run_accounting, save
 from quicack.metrics import selection, summary
 from quicack.provenance import DatasetDescription
-from quicack.stages import derive_stage, ingest_stage
 
-RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 EMULATED = DatasetDescription("sample", "emulated", "real QUIC implementations over emulated paths")
 GROUPS = ("quic-go_aioquic", "quic-go_go-x-net", "quic-go_ngtcp2", "quic-go_quic-go", "quic-go_quinn", "quic-go_quiche")
 CLIENTS = {group.split("_", 1)[1] for group in GROUPS}
 
 
 @pytest.fixture(scope="module")
-def handshakes(tmp_path_factory) -> pl.DataFrame:
-    parquet = tmp_path_factory.mktemp("imc24_figures") / "parquet"
-    for group in GROUPS:
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return parquet_store.read_table(parquet, "handshake_runs")
+def handshakes(sample_tables) -> pl.DataFrame:
+    return sample_tables(GROUPS, ("handshake_runs",))["handshake_runs"]
 
 
 def by_client(frame: pl.DataFrame, column: str, **where) -> dict[str, float]:

@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
+from quicack import recovery
 from quicack.claims.imc24_claims import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
 from quicack.metrics import guidelines, sweet_spot
 from quicack.metrics.selection import delay_sweep_runs
 from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
 from quicack.reference import paper_table
-from quicack.stages import derive_stage, ingest_stage
 from quicack.testbed.impair import carries_short_header
+from tests.conftest import SAMPLE_RAW
 
-RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 CLIENTS = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche")
 SERVER = "quic-go"  # imc24's server serves every imc24 run
 SWEEP_DELAYS_MS = (0.0, 5.0, 20.0, 50.0, 100.0, 200.0, 400.0)
@@ -31,13 +29,8 @@ LINKTYPE_ETHERNET = 1
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    parquet = tmp_path_factory.mktemp("full_matrix") / "parquet"
-    for client in CLIENTS:
-        group = f"{SERVER}_{client}"
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    return {name: parquet_store.read_table(parquet, name) for name in ("runs", "frames", "datagrams", "handshake_runs")}
+def tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables([f"{SERVER}_{client}" for client in CLIENTS], ("runs", "frames", "datagrams", "handshake_runs"))
 
 
 def test_every_table2_cell_is_measured_by_every_client(tables):
@@ -63,7 +56,7 @@ def test_one_datagram_client_hellos_put_the_large_certificate_above_every_limit(
 def test_short_header_detection_matches_the_decoder_on_a_recorded_capture():
     """impair.carries_short_header (the content rule's test, no keys) agrees with the capture decoder's packet
     types on every datagram of a recorded run, including go-x-net's zero-padded ClientHello datagrams."""
-    run = RAW / f"{SERVER}_go-x-net" / "noloss-iack-rtt9ms-10KB-hq" / "1"
+    run = SAMPLE_RAW / f"{SERVER}_go-x-net" / "noloss-iack-rtt9ms-10KB-hq" / "1"
     capture = run / "sim" / "trace_node_left.pcap.gz"
     kinds: dict[tuple[int, int], set[str]] = {}
     for batch in decode_capture(capture, [run / "client" / "keys.log"], "x"):
@@ -111,7 +104,7 @@ def test_sweet_spot_claims_are_measured(tables):
 
 
 def test_run_json_records_what_the_client_side_only_runs_kept():
-    run = RAW / f"{SERVER}_quic-go" / "noloss_delay_50ms-iack-rtt9ms-10KB-h3" / "1"
+    run = SAMPLE_RAW / f"{SERVER}_quic-go" / "noloss_delay_50ms-iack-rtt9ms-10KB-h3" / "1"
     meta = json.loads((run / "run.json").read_text())
     assert meta["testbed"]["server_side_capture"] is False and meta["cert_delay_ms"] == 50.0
     assert (run / "sim" / "trace_node_left.pcap.gz").exists() and not (run / "sim" / "trace_node_right.pcap.gz").exists()
@@ -142,7 +135,7 @@ def test_fig07_and_fig16_have_ten_repetitions_at_9ms(tables):
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_added_repetitions_drop_what_the_kept_ones_dropped_and_keep_the_client_side(client):
-    for group in sorted((RAW / f"{SERVER}_{client}").glob("drop_client_flight-*-rtt9ms-*")):
+    for group in sorted((SAMPLE_RAW / f"{SERVER}_{client}").glob("drop_client_flight-*-rtt9ms-*")):
         metas = {rep: json.loads((group / str(rep) / "run.json").read_text()) for rep in range(1, 11)}
         assert [r["repetition"] for r in json.loads((group / "group.json").read_text())["runs"]] == list(range(1, 11))
         assert len({tuple(meta["drop_to_server"]) for meta in metas.values()}) == 1

@@ -22,7 +22,7 @@ from quicack.layout import (
     qlog_files,
     run_groups,
 )
-from tests.conftest import REPO
+from tests.conftest import REPO, UNLOCKED
 from tests.test_module_structure import imports_of, module_name
 
 PACKAGE = REPO / "src" / "quicack"
@@ -101,7 +101,7 @@ def test_a_recorded_run_is_found_with_all_its_files():
 def stage_inputs() -> dict[str, set[str]]:
     """The package files each stage rule of the default pipeline lists as inputs (from a dry run)."""
     done = subprocess.run(
-        ["snakemake", "-n", "--forceall", "--cores", "1"], cwd=REPO, capture_output=True, text=True, timeout=300
+        ["snakemake", "-n", "--forceall", "--cores", "1", UNLOCKED], cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-2000:]
     inputs: dict[str, set[str]] = {}

@@ -1,37 +1,30 @@
-"""imc24 testbed metrics on the real embedded dataset (data/sample/raw): TTFB of the response body,
-first PTO, default PTO, second flight, coalescence, server ACK delay, retransmissions, guidelines.
+"""imc24 testbed metrics on the real embedded dataset (data/sample/raw): TTFB of the response body, first PTO, default
+PTO, second flight, coalescence, server ACK delay, retransmissions, guidelines.
 
-The tables are built once per module with the pipeline's own stage functions on four run groups.
-"""
+The tables are built with the pipeline's own stage functions (once per test run: conftest.sample_tables) on four run
+groups."""
 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from quicack import ingest, parquet_store, recovery
+from quicack import ingest
 from quicack.metrics import guidelines, summary
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import second_flight_runs
 from quicack.metrics.server_ack_delay import first_server_acks, server_ack_delay_table
 from quicack.reference import paper_table
-from quicack.stages import derive_stage, ingest_stage
+from tests.conftest import SAMPLE_RAW
 
-RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
 GROUPS = ("quic-go_aioquic", "quic-go_quic-go", "quic-go_ngtcp2", "quic-go_quinn")
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    parquet = tmp_path_factory.mktemp("imc24") / "parquet"
-    for group in GROUPS:
-        ingest_stage.ingest_group_stage(RAW, group, "sample", parquet)
-        derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
-    names = ("runs", "packets", "frames", "datagrams", "connections", "handshake_runs")
-    return {name: parquet_store.read_table(parquet, name) for name in names}
+def tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(GROUPS, ("runs", "packets", "frames", "datagrams", "connections", "handshake_runs"))
 
 
 def captured_runs(tables: dict[str, pl.DataFrame]) -> pl.Series:
@@ -262,7 +255,7 @@ def test_server_ack_delay_per_space_and_repetition(tables):
 
 def test_server_ack_delay_from_a_qir_layout_capture_without_run_json(tmp_path):
     """QIR public logs: <server>_<client>/<testcase>/{sim,client,server}, no run.json."""
-    source = RAW / "quic-go_quic-go" / "noloss-wfc-rtt9ms-10KB-h3" / "1"
+    source = SAMPLE_RAW / "quic-go_quic-go" / "noloss-wfc-rtt9ms-10KB-h3" / "1"
     run = tmp_path / "raw" / "aioquic_quic-go" / "handshake"
     # Captures and keys only, as the QIR publishes them for handshake tests.
     shutil.copytree(source / "sim", run / "sim")

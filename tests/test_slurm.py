@@ -163,12 +163,16 @@ def parquet_tables(results: Path) -> dict[str, pl.DataFrame]:
 
 
 # What both runs make, on three of the embedded run groups (the Table 3 handshakes of two servers, quiche's unpaced
-# ACK-ratio downloads to ngtcp2) and the embedded scan: every ingest, scan, derive and database job, and the
-# notebooks of a testbed table, a scan figure and an ACK-ratio figure. Every rule kind goes through SLURM; the whole
-# dataset and all 50 notebooks twice cost ~13 minutes of the suite for more jobs of the same rules.
+# ACK-ratio downloads to ngtcp2) and one part of the embedded scan (one vantage point's measurement of one day):
+# every ingest, scan, derive and database job, and the notebooks of a testbed table, a scan figure and an ACK-ratio
+# figure. Every rule kind goes through SLURM; the whole dataset and all 50 notebooks twice cost ~13 minutes of the
+# suite, the whole scan 11 more scan_part jobs (≈ 1.5 min through SLURM), for more jobs of the same rules.
 GROUPS_HERE = ("aioquic_aioquic", "ngtcp2_aioquic", "quiche_ngtcp2")
+SCAN_HERE = ("sao-paulo", "2024-08-09")
 RENDERED_HERE = ("imc24-tab03", "imc24-fig14", "ackfreq22-fig05")
-SAMPLE_RAW = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw"
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_RAW = REPO / "data" / "sample" / "raw"
+SAMPLE_SCAN = REPO / "data" / "scan"
 
 
 def raw_subset(tmp_path: Path) -> Path:
@@ -178,13 +182,23 @@ def raw_subset(tmp_path: Path) -> Path:
     return raw
 
 
+def scan_subset(tmp_path: Path) -> Path:
+    """SCAN_HERE's measurement folders in the scan's layout, with the scan's description beside them."""
+    scan = tmp_path / "scan"
+    vantage_point, day = SCAN_HERE
+    for folder in sorted((SAMPLE_SCAN / "raw" / vantage_point / "data").glob(f"{day}T*")):
+        shutil.copytree(folder, scan / "raw" / vantage_point / "data" / folder.name)
+    shutil.copy(SAMPLE_SCAN / "dataset.yaml", scan / "dataset.yaml")
+    return scan / "raw"
+
+
 def targets(results: Path) -> list[str]:
     out = results / DATASET
     return [str(out / "quicack.duckdb.published"), *(str(out / "notebooks" / f"{name}.ipynb") for name in RENDERED_HERE)]
 
 
 def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, tmp_path):
-    raw = raw_subset(tmp_path)
+    raw, scan = raw_subset(tmp_path), scan_subset(tmp_path)
     slurm_results = tmp_path / "through_slurm"
     slurm_logs = tmp_path / "slurm_logs"
     started = time.monotonic()
@@ -196,7 +210,7 @@ def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, 
         # An idle one-node cluster starts a job within a second; the profile's 40 s suit a shared cluster.
         "--slurm-init-seconds-before-status-checks", "1",
         "--slurm-logdir", str(slurm_logs), "--slurm-keep-successful-logs",
-        "--config", f"results_dir={slurm_results}", f"raw_dir={raw}",
+        "--config", f"results_dir={slurm_results}", f"raw_dir={raw}", f"scan_dir={scan}",
         # Each job pays two Snakemake start-ups and a status check (≈ 5 s idle, 20 s at load 6 on 2 cores); a hang
         # still ends the test.
         timeout_s=1800,
@@ -208,7 +222,8 @@ def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, 
 
     local_results = tmp_path / "local"
     started = time.monotonic()
-    local = snakemake(*targets(local_results), "--config", f"results_dir={local_results}", f"raw_dir={raw}", timeout_s=1200)
+    local = snakemake(*targets(local_results), "--config", f"results_dir={local_results}", f"raw_dir={raw}",
+                      f"scan_dir={scan}", timeout_s=1200)
     local_seconds = time.monotonic() - started
     assert local.returncode == 0, local.stderr[-4000:]
     print(f"wall time: through SLURM {slurm_seconds:.0f} s, local {local_seconds:.0f} s")

@@ -4,15 +4,10 @@ idempotence, determinism, strict mode, and the default pipeline on the embedded 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -20,19 +15,9 @@ import pytest
 
 from quicack.database import connect
 from quicack.schema import TABLES
-from tests.conftest import QLOG_FIXTURES, REPO, make_run, snakemake
+from tests.conftest import QLOG_FIXTURES, REPO, config_for, make_run, published, snakemake
 
 LOOPBACK = REPO / "tests" / "data" / "loopback"
-
-
-def published(db: Path) -> str:
-    """The Snakemake target that builds the database ``db``: its receipt (the rule never declares the database
-    itself, which Snakemake would remove before rebuilding it)."""
-    return f"{db}.published"
-
-
-def config_for(raw: Path, results: Path, *extra: str) -> list[str]:
-    return ["--config", "dataset=t", f"raw_dir={raw}", f"results_dir={results}", *extra]
 
 
 def readme_queries() -> list[str]:
@@ -45,7 +30,7 @@ def test_database_has_every_table_commented_and_readme_queries_return_rows(real_
     shutil.copytree(LOOPBACK / "ngtcp2_ngtcp2" / "transfer_10KB" / "1", real_raw / "ngtcp2_ngtcp2" / "transfer_10KB" / "1")
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
-    done = snakemake(published(db), *config_for(real_raw, results))
+    done = snakemake(published(db), *config_for(real_raw, results, scan=True))
     assert done.returncode == 0, done.stderr[-3000:]
     with connect(db) as con:
         views = dict(con.execute("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
@@ -64,7 +49,7 @@ def test_database_has_every_table_commented_and_readme_queries_return_rows(real_
     summary = (results / "t" / "summary.txt").read_text()
     assert "runs: 3 (3 ok" in summary
 
-    again = snakemake(published(db), *config_for(real_raw, results))
+    again = snakemake(published(db), *config_for(real_raw, results, scan=True))
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -77,9 +62,9 @@ def test_ingest_is_deterministic(real_raw, tmp_path):
         parquet = results / "t" / "parquet"
         return {p.relative_to(parquet): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(parquet.rglob("*.parquet"))}
 
-    assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
+    assert snakemake(published(db), *config_for(real_raw, results, scan=True)).returncode == 0
     first = digests()
-    assert snakemake(published(db), "--forceall", *config_for(real_raw, results)).returncode == 0
+    assert snakemake(published(db), "--forceall", *config_for(real_raw, results, scan=True)).returncode == 0
     assert digests() == first
 
 
@@ -231,266 +216,3 @@ def test_run_from_another_directory_keeps_every_render_job(tmp_path):
     jobs = set(re.findall(r"^(\w+)\s+\d+$", done.stdout, flags=re.M))
     notebooks = {f"render_{p.stem.replace('-', '_')}" for p in (REPO / "notebooks").glob("*.py")}
     assert notebooks and notebooks <= jobs and {"ingest_group", "database", "claims"} <= jobs
-
-
-def runs_in(db: Path) -> list[str]:
-    with connect(db) as con:
-        return sorted(r[0] for r in con.execute("SELECT run_id FROM runs").fetchall())
-
-
-def test_removed_and_renamed_groups_leave_every_output(real_raw, tmp_path):
-    """Results follow the dataset: a removed group's runs disappear, a renamed group counts once."""
-    results = tmp_path / "results"
-    db = results / "t" / "quicack.duckdb"
-    assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
-    assert runs_in(db) == ["aioquic_aioquic/transfer/1", "ngtcp2_ngtcp2/transfer/1"]
-
-    shutil.rmtree(real_raw / "ngtcp2_ngtcp2")
-    done = snakemake(published(db), *config_for(real_raw, results))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert runs_in(db) == ["aioquic_aioquic/transfer/1"]
-    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
-    assert not list((results / "t" / "parquet").rglob("ngtcp2_ngtcp2.parquet"))
-
-    (real_raw / "aioquic_aioquic").rename(real_raw / "aioquic_aioquic-renamed")
-    done = snakemake(published(db), *config_for(real_raw, results))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert runs_in(db) == ["aioquic_aioquic-renamed/transfer/1"]
-    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
-
-
-def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw, tmp_path):
-    """The database is renamed into place and its views name a snapshot of the Parquet set: a connection
-    opened before a rebuild keeps answering from the old dataset while the rebuild replaces every file."""
-    results = tmp_path / "results"
-    db = results / "t" / "quicack.duckdb"
-    assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
-    old = connect(db)
-    before = old.execute("SELECT count(*), (SELECT count(*) FROM packets) FROM runs").fetchone()
-    # The rebuild rewrites the aioquic group's files in place of the old ones (one more run in it).
-    shutil.copytree(real_raw / "aioquic_aioquic/transfer/1", real_raw / "aioquic_aioquic/transfer/2")
-    assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
-    assert old.execute("SELECT count(*), (SELECT count(*) FROM packets) FROM runs").fetchone() == before
-    old.close()
-    assert len(runs_in(db)) == 3
-
-
-# A user querying the database in a loop, in a process of its own, while the workflow rebuilds it.
-QUERY_LOOP = """
-import json, sys, time
-from pathlib import Path
-from quicack.database import connect
-db, stop = Path(sys.argv[1]), Path(sys.argv[2])
-answered, failures, seen = 0, [], set()
-while not stop.exists():
-    try:
-        with connect(db) as con:
-            seen.add(con.execute("SELECT count(*) FROM runs").fetchone()[0])
-        answered += 1
-    except Exception as error:
-        failures.append(f"{type(error).__name__}: {error}")
-    time.sleep(0.01)
-print(json.dumps({"answered": answered, "failures": failures[:3], "failed": len(failures), "seen": sorted(seen)}))
-"""
-
-
-def test_queries_in_a_loop_during_a_rebuild_never_fail(real_raw, tmp_path):
-    """A rebuild forced by new content (a run added): queries from another process answer from the old dataset or
-    the new one all along; none finds no database (Snakemake removed the declared database before rebuilding it:
-    120 of 306 such queries failed)."""
-    results = tmp_path / "results"
-    db = results / "t" / "quicack.duckdb"
-    assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
-    stop = tmp_path / "stop"
-    loop = subprocess.Popen([sys.executable, "-c", QUERY_LOOP, str(db), str(stop)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        shutil.copytree(real_raw / "aioquic_aioquic/transfer/1", real_raw / "aioquic_aioquic/transfer/2")
-        rebuilt = snakemake(published(db), *config_for(real_raw, results))
-        assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
-        assert "rule database:" in rebuilt.stdout + rebuilt.stderr
-    finally:
-        stop.touch()
-        out, err = loop.communicate(timeout=120)
-    result = json.loads(out.strip().splitlines()[-1])
-    assert result["failed"] == 0, result["failures"] + [err]
-    assert result["answered"] > 10 and result["seen"] == [2, 3]
-
-
-def test_a_rebuild_killed_while_building_the_database_leaves_the_old_one(real_raw, tmp_path):
-    """The workflow killed (SIGKILL, the whole process group) while build-db writes the new database: the old one
-    answers, and the next run publishes the new one."""
-    results = tmp_path / "results"
-    db = results / "t" / "quicack.duckdb"
-    config = config_for(real_raw, results)
-    assert snakemake(published(db), *config).returncode == 0
-    shutil.copytree(real_raw / "aioquic_aioquic/transfer/1", real_raw / "aioquic_aioquic/transfer/2")
-    building = db.with_name(db.name + ".building")
-    run = subprocess.Popen(["snakemake", "--cores", "2", published(db), *config], cwd=REPO, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
-    while not building.exists() and run.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait()
-    assert building.exists(), "the kill should land while build-db writes the new database"
-    assert runs_in(db) == ["aioquic_aioquic/transfer/1", "ngtcp2_ngtcp2/transfer/1"]
-    assert snakemake("--unlock", *config).returncode == 0
-    again = snakemake(published(db), *config)
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert len(runs_in(db)) == 3 and not building.exists()
-
-
-QIR_AS_FOUND = REPO / "tests" / "data" / "qir_as_found"
-
-
-def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path):
-    """The QIR captures as the imc24 artifact publishes them (fixture: recorded runs in that layout): Table 3 is
-    drawn, every artefact that needs another scenario is a placeholder saying what is missing, the run
-    succeeds, and rendering.txt lists what could not be drawn; strict mode fails on it."""
-    results = tmp_path / "results"
-    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}", "scan_dir=")
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = results / "qir"
-    rendering = (out / "rendering.txt").read_text()
-    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
-    # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
-    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
-    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
-    # ACK-ratio senders' table (no long download: placeholder)
-    assert "artefacts: 50 (16 drawn, 34 not drawn)" in rendering
-    assert "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths" in rendering
-    assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
-    assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
-    assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
-    assert "imc24-fig04-measured: the dataset has no ok run of the Δt sweep" in rendering
-    assert "imc24-tab03" not in rendering
-    table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
-    assert table3.filter(pl.col("server") == "quinn").select("initial_1", "initial_3").row(0) == ("0.4", "no run")
-    footnote = (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1]
-    assert footnote.startswith("EMULATED DATA — dataset 'qir-as-found'")  # from tests/data/qir_as_found/dataset.yaml
-    assert (out / "figures" / "imc24-fig05.png").stat().st_size > 0
-    statuses = sorted(str(p) for p in out.rglob("*.status.json"))
-    strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
-                            capture_output=True, text=True)
-    assert strict.returncode != 0 and "34 artefact(s) could not be drawn" in strict.stderr
-
-
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
-# Hand-made: what an attacker would link to (a stand-in for /etc/passwd, outside the raw folder).
-SECRET = b"root:x:0:0:root:/root:/bin/bash\n"
-
-
-def _issues_by_path(db: Path) -> dict[str, list[tuple[str, str]]]:
-    with connect(db) as con:
-        rows = con.execute("SELECT path, severity, message FROM ingest_issues ORDER BY ALL").fetchall()
-    issues: dict[str, list[tuple[str, str]]] = {}
-    for path, severity, message in rows:
-        issues.setdefault(path, []).append((severity, message))
-    return issues
-
-
-def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(tmp_path):
-    """A copy of two embedded run groups with what a careless or hostile raw folder holds: a folder link inside a
-    group (`latest -> 1`), a loop (`client/loop -> ..`), a link to a group (`alias -> aioquic_aioquic`), a hidden run
-    group, a .git folder, a group and files linked from outside the raw folder. Every run counts once, nothing is
-    dropped without a row, nothing outside the raw folder is read unless configured, and a rejected file's content
-    never reaches ingest_issues or summary.txt."""
-    raw = tmp_path / "raw"
-    shutil.copytree(SAMPLE_RAW / "aioquic_aioquic", raw / "aioquic_aioquic")
-    shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", raw / ".ngtcp2_aioquic")  # a hidden run group
-    elsewhere = tmp_path / "elsewhere"
-    shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", elsewhere / "ngtcp2_aioquic")
-    (elsewhere / "secret.txt").write_bytes(SECRET)
-    (raw / ".git").mkdir()
-    (raw / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (raw / "alias").symlink_to("aioquic_aioquic", target_is_directory=True)
-    (raw / "outside").symlink_to(elsewhere / "ngtcp2_aioquic", target_is_directory=True)
-    (raw / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
-    (testcase,) = [p for p in (raw / "aioquic_aioquic").iterdir() if p.is_dir()]
-    (testcase / "latest").symlink_to("1", target_is_directory=True)
-    (testcase / "1" / "client" / "loop").symlink_to("..", target_is_directory=True)
-    (testcase / "1" / "sim" / "stolen.pcap").symlink_to(elsewhere / "secret.txt")
-    (testcase / "2" / "client" / "qlog" / "stolen.qlog").symlink_to(elsewhere / "secret.txt")
-    (testcase / "3" / "dangling.pcap").symlink_to(tmp_path / "nothing")
-    results = tmp_path / "results"
-    db = results / "t" / "quicack.duckdb"
-    done = snakemake(published(db), *config_for(raw, results))
-    assert done.returncode == 0, done.stderr[-3000:]
-    embedded_runs = sorted(p.relative_to(SAMPLE_RAW).as_posix() for g in ("aioquic_aioquic", "ngtcp2_aioquic")
-                           for p in (SAMPLE_RAW / g).glob("*/*") if p.is_dir())
-    assert runs_in(db) == sorted(r.replace("ngtcp2_aioquic", ".ngtcp2_aioquic") for r in embedded_runs)
-    issues = _issues_by_path(db)
-    rel = testcase.relative_to(raw).as_posix()
-    ((severity, message),) = issues[f"{rel}/latest"]
-    assert severity == "warning" and "not followed" in message
-    assert [severity for severity, _ in issues[f"{rel}/1/client/loop"]] == ["warning"]
-    ((severity, message),) = issues["alias"]
-    assert severity == "warning" and "not a run group" in message
-    ((severity, message),) = issues[".git"]
-    assert severity == "warning" and "hidden folder" in message
-    ((severity, message),) = issues["outside"]
-    assert severity == "error" and "outside the raw folder" in message
-    ((severity, message),) = issues[f"{rel}/1/sim/stolen.pcap"]
-    assert severity == "error" and "outside the raw folder" in message
-    assert [severity for severity, _ in issues[f"{rel}/2/client/qlog/stolen.qlog"]] == ["error"]
-    assert issues[f"{rel}/3/dangling.pcap"] == issues["gone"] == [("warning", "symbolic link to nothing: ignored")]
-    summary = (results / "t" / "summary.txt").read_text()
-    assert "stolen.pcap" in summary and "outside the raw folder" in summary
-
-    # Configured to follow links out of the raw folder: the linked group is read, the linked files are read and
-    # rejected as what they are, named with the reason and without their content.
-    done = snakemake(published(db), *config_for(raw, results, "follow_external_symlinks=true"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert len(runs_in(db)) == len(embedded_runs) + len(list((elsewhere / "ngtcp2_aioquic").glob("*/*/run.json")))
-    issues = _issues_by_path(db)
-    assert "outside" not in issues
-    assert any("not a pcap or pcapng file" in message for _, message in issues[f"{rel}/1/sim/stolen.pcap"])
-    assert any("not a qlog file" in message for _, message in issues[f"{rel}/2/client/qlog/stolen.qlog"])
-    summary = (results / "t" / "summary.txt").read_text()
-    shown = [SECRET[:4].hex(), SECRET[:16].hex(" "), "root:x"]
-    for text in [summary, *(message for rows in issues.values() for _, message in rows)]:
-        assert not any(secret in text for secret in shown), text
-
-
-SUBSET_GROUPS = ("aioquic_aioquic", "ngtcp2_aioquic", "quiche_ngtcp2")
-# Hand-made hostile description (a dataset.yaml is the user's text): a line break before a LaTeX command, and a
-# mathtext fragment that does not parse.
-HOSTILE_DESCRIPTION = """name: subset
-kind: other
-title: "Three groups of the embedded runs\\n\\\\input{/etc/passwd} at $\\\\frac{1}{$ each"
-"""
-
-
-def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leaves_rendering_txt(tmp_path):
-    """Three embedded run groups (the handshake test case of two servers, quiche's ACK-ratio runs to ngtcp2): imc24
-    Fig. 3 finds no captured handshake there and is a placeholder saying so; the title's LaTeX and mathtext stay
-    text; and when one artefact's notebook fails, rendering.txt still says what was drawn and what failed."""
-    raw = tmp_path / "data" / "raw"
-    for group in SUBSET_GROUPS:
-        shutil.copytree(SAMPLE_RAW / group, raw / group)
-    (raw.parent / "dataset.yaml").write_text(HOSTILE_DESCRIPTION)
-    results = tmp_path / "results"
-    out = results / "t"
-    config = config_for(raw, results, "scan_dir=")
-    notebooks = [str(out / "notebooks" / f"{a}.ipynb") for a in ("imc24-fig03", "imc24-tab03")]
-    done = snakemake(published(out / "quicack.duckdb"), *notebooks, *config)
-    assert done.returncode == 0, done.stderr[-3000:]
-    status = json.loads((out / "figures" / "imc24-fig03.status.json").read_text())
-    assert not status["rendered"] and "no ok run of scenario 'noloss'" in status["missing"]
-    assert all((out / "figures" / f"imc24-fig03.{fmt}").stat().st_size > 1000 for fmt in ("pdf", "png"))
-    tex = (out / "tables" / "imc24-tab03.tex").read_text()
-    assert not [line for line in tex.splitlines() if "\\input" in line and not line.startswith("%")], tex
-    assert tex.splitlines()[-1].startswith("% Dataset 'subset': Three groups of the embedded runs \\input{/etc/passwd}")
-
-    # One artefact fails (its published Parquet damaged: hand-made), the others were drawn: rendering.txt says so.
-    (snapshot,) = (out / "snapshots").iterdir()
-    for part in (snapshot / "handshake_runs").glob("*.parquet"):
-        part.unlink()  # a new file, not the hard-linked working one: the workflow sees no change
-        part.write_bytes(b"not parquet")
-    failed = snakemake(str(out / "notebooks" / "imc24-tab04.ipynb"), *config)
-    assert failed.returncode != 0
-    rendering = (out / "rendering.txt").read_text()
-    assert "[not drawn] imc24-fig03: the dataset has no ok run of scenario 'noloss'" in rendering
-    assert f"[failed] imc24-tab04: its job failed or did not run in this run (log: {out / 'logs' / 'render' / 'imc24-tab04.log'})" in rendering
-    assert "imc24-tab03" not in rendering  # drawn

@@ -70,6 +70,9 @@ class ReferenceUse:
         self.readers = {name: (template, parameters[name]) for name, template in reads.items()}
         self._scopes: dict[str, _Scope] = {}
         self._script_trees: dict[str, ast.Module] = {}
+        # What each module's import-time code leads to, followed once: every job imports mostly the same modules.
+        # (Following is a closure, so the files of several starts are the union of each start's.)
+        self._import_time_reads: dict[str, set[Path]] = {}
 
     # --- what names stand for
 
@@ -219,22 +222,27 @@ class ReferenceUse:
                 stack.extend((child, mentioned) for child in ast.iter_child_nodes(node))
         return files
 
-    def _import_time(self, modules: set[str]) -> list[tuple[str, list[ast.AST], bool]]:
-        return [(module, _import_time_nodes(self.graph.module_tree(module).body), False) for module in sorted(modules)]
+    def _import_time(self, modules: set[str]) -> set[Path]:
+        """The files the import-time code of `modules` leads to."""
+        for module in sorted(set(modules) - set(self._import_time_reads)):
+            nodes = _import_time_nodes(self.graph.module_tree(module).body)
+            self._import_time_reads[module] = self._follow([(module, nodes, False)])
+        return set().union(*(self._import_time_reads[module] for module in modules))
 
     def script_reads(self, script: Path) -> set[Path]:
         """The reference files a script (a notebook) reads: its own code and what it calls, and the import-time
         code of every module it imports."""
         key = f"<script {script}>"
         self._script_trees[key] = self.graph.tree(script)
-        return self._follow([(key, list(self._script_trees[key].body), True), *self._import_time(self.graph.script_modules(script))])
+        return self._follow([(key, list(self._script_trees[key].body), True)]) | self._import_time(self.graph.script_modules(script))
 
     def command_reads(self, command: str) -> set[Path]:
         """The reference files `quicack <command>` reads: from the function quicack.cli.COMMANDS names for it (which
         sets the handler), and the import-time code of every module the command imports."""
         module, function = self.graph.commands[command]
-        return self._follow([(module, [self._scope(module).defs[function]], True),
-                             *self._import_time(self.graph.command_modules(command))])
+        return self._follow([(module, [self._scope(module).defs[function]], True)]) | self._import_time(
+            self.graph.command_modules(command)
+        )
 
     def package_reads(self) -> set[Path]:
         """The files every function of the package reads, read once: proves each reader call resolves."""
