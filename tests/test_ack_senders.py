@@ -14,9 +14,9 @@ from quicack.figures.ack_senders import ackratio_senders
 from quicack.ingest import ingest_group
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.path_checks import read_path_checks
+from tests.conftest import SAMPLE_RAW
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 # One long and one short download per sender of the embedded ACK-ratio runs.
 TESTCASES = (
     "quinn_quinn/ack_ratio-none-ackfreq22-satellite-10MB-hq-ccnewreno-paced-ar2-d25ms-D",

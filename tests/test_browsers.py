@@ -240,13 +240,7 @@ def _acks_by_phase(frames: pl.DataFrame, run_id: str, policy_only: bool = False)
     the ACKs sent while no packet was newly missing (see ``POLICY_ONLY_FIRST_ACK_RANGE``)."""
     advance = captured_acks(frames).filter((pl.col("run_id") == run_id) & (pl.col("largest_acked_advance") > 0))
     if policy_only:
-        top_ranges = frames.filter(
-            (pl.col("source") == "pcap") & (pl.col("direction") == "c2s") & (pl.col("pn_space") == "appdata")
-            & pl.col("frame_type").is_in(ACK_FRAMES)
-        ).select("run_id", "packet_number", "first_ack_range")  # fmt: skip
-        advance = advance.join(top_ranges, on=["run_id", "packet_number"]).filter(
-            pl.col("first_ack_range") >= POLICY_ONLY_FIRST_ACK_RANGE
-        )
+        advance = advance.filter(pl.col("first_ack_range") >= POLICY_ONLY_FIRST_ACK_RANGE)
     early = advance.filter(pl.col("largest_acked") < 100)["largest_acked_advance"]
     late = advance.filter(pl.col("largest_acked") >= 150)["largest_acked_advance"]
     return early, late

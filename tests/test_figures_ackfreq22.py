@@ -11,7 +11,6 @@ from the quinn sender with loss, quiche's unpaced NewReno to ngtcp2 for Fig. 5).
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
@@ -29,8 +28,7 @@ from quicack.metrics.client_traffic import (
     model_inputs,
 )
 from quicack.metrics.selection import ackfreq22_fig4_runs
-
-SAMPLE_RAW = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"
+from tests.conftest import SAMPLE_RAW
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ and must say so) and, where it exists, the ACK-ratio preview dataset with the re
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -24,8 +23,8 @@ from quicack.metrics.return_path import (
     wire_packets,
 )
 from quicack.metrics.selection import rethink_runs
+from tests.conftest import SAMPLE_RAW
 
-SAMPLE_RAW = Path(__file__).resolve().parents[1] / "data" / "sample" / "raw"
 # Every QUIC datagram the aioquic client sends in the handshake's first flight is padded to 1,200 B of UDP payload.
 PADDED_INITIAL_IP_BYTES = 1228
 

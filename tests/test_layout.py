@@ -22,12 +22,11 @@ from quicack.layout import (
     qlog_files,
     run_groups,
 )
-from tests.conftest import REPO, UNLOCKED
+from tests.conftest import REPO, SAMPLE_RAW, UNLOCKED
 from tests.test_module_structure import imports_of, module_name
 
 PACKAGE = REPO / "src" / "quicack"
 ANALYSIS_PACKAGES = ("ingest.py", "qlog", "pcap", "metrics", "claims", "figures", "layout", "parquet_store.py", "database.py", "stages")
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 
 
 def quicack_imports(path: Path) -> set[str]:

@@ -22,9 +22,9 @@ from quicack.pcap.columns import assemble_batch
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.decoder_engine import compiled_engine, python_engine, select_engine
 from quicack.pcap.quic import initial_keys
+from tests.conftest import SAMPLE_RAW as SAMPLE
 
 pytestmark = pytest.mark.skipif(compiled_engine() is None, reason="quicack_core is not built (install.sh builds it)")
-SAMPLE = Path(__file__).parent.parent / "data" / "sample" / "raw"
 TABLES = ("datagrams", "packets", "frames", "ingest_issues")
 
 

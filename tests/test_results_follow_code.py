@@ -26,12 +26,11 @@ import pytest
 from quicack.code_graph import CodeGraph
 from quicack.compiled_core import engine_identity, installed_identity, source_files, source_identity
 from quicack.reference_use import READER_MODULE, ReferenceReadError, ReferenceUse
-from tests.conftest import REPO
+from tests.conftest import REPO, SAMPLE_RAW
 
 SOURCE = REPO / "src"
 NOTEBOOKS = REPO / "notebooks"
 REFERENCE = REPO / "data" / "reference"
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 SCAN = REPO / "data" / "scan"
 
 

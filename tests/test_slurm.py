@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import snakemake
+from tests.conftest import REPO, SAMPLE_RAW, snakemake
 
 SLURM_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "sinfo", "scancel")
 MISSING = [program for program in SLURM_PROGRAMS if shutil.which(program) is None]
@@ -170,8 +170,6 @@ def parquet_tables(results: Path) -> dict[str, pl.DataFrame]:
 GROUPS_HERE = ("aioquic_aioquic", "ngtcp2_aioquic", "quiche_ngtcp2")
 SCAN_HERE = ("sao-paulo", "2024-08-09")
 RENDERED_HERE = ("imc24-tab03", "imc24-fig14", "ackfreq22-fig05")
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 SAMPLE_SCAN = REPO / "data" / "scan"
 
 

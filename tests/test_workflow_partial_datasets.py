@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from quicack.database import connect
-from tests.conftest import REPO, config_for, published, runs_in, snakemake
+from tests.conftest import REPO, SAMPLE_RAW, config_for, published, runs_in, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,6 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert strict.returncode != 0 and "34 artefact(s) could not be drawn" in strict.stderr
 
 
-SAMPLE_RAW = REPO / "data" / "sample" / "raw"
 # Hand-made: what an attacker would link to (a stand-in for /etc/passwd, outside the raw folder).
 SECRET = b"root:x:0:0:root:/root:/bin/bash\n"
 

@@ -127,15 +127,16 @@ def captured_acks(frames: pl.DataFrame, vantage: str = "sim_left", direction: st
     of the emulated link), one row each in capture order, with ``largest_acked_advance``: how far its largest
     acknowledged packet number moved beyond every earlier ACK's — on the wire, without the receiver's log, the
     packets an ACK newly acknowledged (exactly so while nothing is lost; a lost packet inside the advance counts
-    as well, and an ACK that only fills a gap advances 0). Needs only the ACK packets decrypted: a capture cut to
-    a short snap length still decrypts ACK-only packets."""
+    as well, and an ACK that only fills a gap advances 0). ``first_ack_range``: the packets below the largest in its
+    top range (small after a gap: receivers acknowledge at once while a packet is newly missing, RFC 9000 §13.2.1).
+    Needs only the ACK packets decrypted: a capture cut to a short snap length still decrypts ACK-only packets."""
     acks = frames.filter(
         (pl.col("source") == "pcap") & (pl.col("vantage") == vantage) & (pl.col("direction") == direction)
         & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES)
     ).sort("run_id", "time_ms", "packet_number")  # fmt: skip
     highest_before = pl.col("largest_acked").cum_max().shift(1).over("run_id")
     return acks.select(
-        "run_id", "time_ms", "packet_number", "largest_acked", "ack_delay_ms",
+        "run_id", "time_ms", "packet_number", "largest_acked", "first_ack_range", "ack_delay_ms",
         pl.when(highest_before.is_null()).then(None)
         .otherwise((pl.col("largest_acked") - highest_before).clip(lower_bound=0))
         .alias("largest_acked_advance"),
