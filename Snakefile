@@ -31,3 +31,7 @@ rule all:
 
 # After `all`: the artifact target builds on its inputs.
 include: "workflow/rules/artifact.smk"
+
+
+# Every rule is defined: the job inputs computed for them are kept for the next start (quicack.job_inputs).
+JOB_INPUTS.save()

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from quicack import job_inputs
 from quicack.code_graph import CodeGraph
 from quicack.compiled_core import engine_identity, installed_identity, source_files, source_identity
+from quicack.job_inputs import WorkflowInputs
 from quicack.reference_use import READER_MODULE, ReferenceReadError, ReferenceUse
 from tests.conftest import REPO, SAMPLE_RAW
 
@@ -139,6 +141,45 @@ def test_a_notebook_reads_its_own_papers_tables(reference_use):
     assert reads("imc24-fig05") == set()
     assert "cdn_asn.csv" in reads("imc24-tab05") and "cdn_asn.csv" in reads("imc24-fig08")
     assert {path.name for path in reference_use.command_reads("scan-part")} == {"cdn_asn.csv"}
+
+
+def test_kept_job_inputs_are_those_of_the_current_source(tmp_path, graph, reference_use, monkeypatch):
+    """The job inputs kept between Snakemake starts (quicack.job_inputs) are what the graph computes; a start with
+    the package unchanged reads them without walking the source; an edit that adds an import is answered from the
+    edited source; a damaged cache file is computed again."""
+    source = tmp_path / "src"
+    shutil.copytree(SOURCE / "quicack", source / "quicack", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / ".snakemake" / "job_inputs.json"
+    notebook = NOTEBOOKS / "imc24-fig14.py"
+    commands = ("build-db", "ingest-group", "scan-part")
+
+    def answers(inputs: WorkflowInputs) -> dict:
+        return {command: inputs.command(command) for command in commands} | {"notebook": inputs.script(notebook)}
+
+    computed = WorkflowInputs(source, REFERENCE, cache)
+    first = answers(computed)
+    computed.save()
+    modules = graph.command_modules("build-db")
+    assert first["build-db"].code == [str(source / p.relative_to(SOURCE)) for p in graph.files(modules)]
+    assert first["scan-part"].reference == sorted(str(p) for p in reference_use.command_reads("scan-part"))
+    assert first["ingest-group"].uses_core and not first["build-db"].uses_core
+
+    def no_walk(*args):
+        raise AssertionError("the source was walked although the package is unchanged")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(job_inputs, "CodeGraph", no_walk)
+        assert answers(WorkflowInputs(source, REFERENCE, cache)) == first
+
+    added = source / "quicack" / "scan" / "classify.py"
+    assert str(added) not in first["build-db"].code
+    path_checks = source / "quicack" / "path_checks.py"
+    path_checks.write_text(path_checks.read_text() + "\nfrom quicack.scan import classify  # noqa: E402, F401\n")
+    edited = answers(WorkflowInputs(source, REFERENCE, cache))
+    assert str(added) in edited["build-db"].code and edited == answers(WorkflowInputs(source, REFERENCE, None))
+
+    cache.write_text('{"fingerprint": ')
+    assert answers(WorkflowInputs(source, REFERENCE, cache)) == edited
 
 
 # --- the compiled core's build identity
