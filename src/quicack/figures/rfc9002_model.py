@@ -63,7 +63,9 @@ def imc24_fig04_sweet_spot(
     reduction, spurious = sweet_spot_grid(cert_delays, rtts, params)
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     shown = np.where(reduction > 0, reduction, np.nan)
-    mesh = ax.pcolormesh(cert_delays, rtts, shown, shading="auto", cmap="viridis", norm=LogNorm(vmin=0.01, vmax=np.nanmax(shown)))
+    # Rasterized inside the vector PDF, as in imc24_sweet_spot: a grid of vector cells is slow to write and to view.
+    mesh = ax.pcolormesh(cert_delays, rtts, shown, shading="auto", cmap="viridis", norm=LogNorm(vmin=0.01, vmax=np.nanmax(shown)),
+                         rasterized=True)
     fig.colorbar(mesh, ax=ax, label="first-PTO reduction / RTT")
     ax.contourf(cert_delays, rtts, spurious.astype(float), levels=[0.5, 1.5], colors="none", hatches=["////"])
     ax.plot(cert_delays, cert_delays / 3, color="red", linestyle="--", linewidth=1.2, label="Δt = 3·RTT (client PTO from the IACK)")
