@@ -34,7 +34,7 @@ part() {
     [ $code = 0 ] || [ $code = 5 ] || status=$code
 }
 echo "== pytest, no testbed (two workers)"
-part -m "not testbed" --numprocesses 2 --dist loadfile --no-loadscope-reorder "$@"
+part -m "not testbed" --numprocesses ${QUICACK_TEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder "$@"
 echo "== pytest, testbed"
 part -m testbed "$@"
 exit $status
