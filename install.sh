@@ -55,20 +55,15 @@ extras=""
 
 # The compiled core of the capture decoder and the qlog reader (rust/quicack_core: pyo3 + RustCrypto, built by
 # maturin, pinned in its pyproject.toml; crates pinned by its Cargo.lock) needs Rust >= its Cargo.toml's
-# rust-version. The first toolchain that is new enough is used: cargo on PATH, ~/.cargo/bin (rustup), /usr/bin.
+# rust-version. The first toolchain that is new enough is used (tools/find_rust.sh, which tests/run_all.sh uses too):
+# cargo on PATH, ~/.cargo/bin (rustup), /usr/bin.
 # When none is, Debian's rustc-web/cargo-web are installed (Debian 12 ships them beside its rustc 1.63, which is too
 # old; they replace Debian's rustc/cargo packages if those are installed). Without any, quicack reads captures and
-# qlogs in pure Python: the same tables, slower. A core built from the same sources is not built again.
-rust_minimum=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' rust/quicack_core/Cargo.toml)
-rust_version() { "$1/rustc" --version 2>/dev/null | sed -n 's/^rustc \([0-9][0-9.]*\).*/\1/p'; }
-new_enough() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$rust_minimum" "$1" | sort -V | head -n 1)" = "$rust_minimum" ]; }
-find_rust() {
-  local dir
-  for dir in "$(dirname "$(command -v cargo 2>/dev/null || echo /nonexistent/cargo)")" "$HOME/.cargo/bin" /usr/bin; do
-    if [ -x "$dir/cargo" ] && new_enough "$(rust_version "$dir")"; then echo "$dir"; return 0; fi
-  done
-  return 0
-}
+# qlogs in pure Python: the same tables, slower. A core built from the same sources is not built again. With --dev, a
+# core that fails to build fails the install (at its end): the test suite requires the core where Rust can build it.
+# shellcheck source=tools/find_rust.sh
+source tools/find_rust.sh
+core_failed=0
 rust_dir=$(find_rust)
 if [ -z "$rust_dir" ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
@@ -92,6 +87,7 @@ if [ -n "$rust_dir" ]; then
       mkdir -p "$(dirname "$core_stamp")" && echo "$core_sources" >"$core_stamp"
     else
       echo "install.sh: building quicack_core failed: captures and qlogs are read in pure Python (same output, slower)" >&2
+      core_failed=1
     fi
   fi
 else
@@ -103,3 +99,7 @@ if [ $dev = 1 ] && [ -x src/implementations/build.sh ]; then
 fi
 # What is in use now (`quicack doctor` says more: tshark, the testbed's programs found).
 echo "installed: $("$python" -m quicack.cli --version)"
+if [ $dev = 1 ] && [ $core_failed = 1 ]; then
+  echo "install.sh --dev: quicack_core did not build with $rust_dir (see above): tests/run_all.sh requires it" >&2
+  exit 1
+fi

@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# The whole test suite: workflow lint, code lint, CITATION.cff, the compiled core's own tests and lint (when Rust is
-# installed), and pytest (testbed tests need root).
+# The whole test suite: the compiled core checked (tests/tools/check_core.sh: where Rust can build it, and always in
+# CI, a missing or stale core fails here), workflow lint, code lint, CITATION.cff, the compiled core's own tests and
+# lint (with the Rust toolchain install.sh builds it with, tools/find_rust.sh), and pytest (testbed tests need root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash tests/tools/check_core.sh
 echo "== snakemake --lint"
 snakemake --lint
 echo "== ruff"
 ruff check src tests bench
 echo "== cffconvert --validate"
 bash tests/tools/validate_citation.sh
-CARGO=$(command -v cargo || true)
-[ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO="$HOME/.cargo/bin/cargo"
-if [ -n "$CARGO" ]; then
-    echo "== cargo test (rust/quicack_core)"
-    "$CARGO" test --locked --manifest-path rust/quicack_core/Cargo.toml
-    if "$CARGO" clippy --version >/dev/null 2>&1; then
+# shellcheck source=../tools/find_rust.sh
+source tools/find_rust.sh
+rust_dir=$(find_rust)
+if [ -n "$rust_dir" ]; then
+    # rust_cargo puts the toolchain's folder first on PATH for cargo only: cargo runs rustc and clippy-driver from
+    # PATH, and a /usr/bin first for pytest below would replace a virtualenv's python3.
+    echo "== cargo test (rust/quicack_core, Rust $(rust_version "$rust_dir") at $rust_dir)"
+    rust_cargo "$rust_dir" test --locked --manifest-path rust/quicack_core/Cargo.toml
+    if rust_cargo "$rust_dir" clippy --version >/dev/null 2>&1; then
         echo "== cargo clippy (rust/quicack_core)"
-        "$CARGO" clippy --locked --manifest-path rust/quicack_core/Cargo.toml --all-targets -- -D warnings
+        rust_cargo "$rust_dir" clippy --locked --manifest-path rust/quicack_core/Cargo.toml --all-targets -- -D warnings
     else
         echo "== cargo clippy: not installed, skipped"
     fi
 else
-    echo "== cargo: not installed, the compiled core's tests skipped (quicack runs its pure-Python engines)"
+    echo "== cargo: no Rust >= $rust_minimum, the compiled core's tests skipped (quicack runs its pure-Python engines)"
 fi
 # The tests that need no testbed on two workers, one test file per worker at a time (a file's fixtures are built
 # once), the longest files first (tests/conftest.py); then the testbed's, one at a time: they time real traffic
