@@ -118,3 +118,14 @@ def test_unrestricted_opens_it(repo: Path, tmp_path: Path, capsys: pytest.Captur
     assert written.read_text(encoding="utf-8").splitlines() == ["answer", "42"]
     code, out, err = sql(repo, capsys, "--unrestricted", f"SELECT * FROM read_csv('{written}')")
     assert (code, out.splitlines()) == (0, ["answer", "42"]), err
+
+
+def test_file_names_with_glob_characters_are_read(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # a folder on a Parquet file's path may hold *, ? or [ (run groups' are %-encoded, the results folder's and the
+    # repository's are not): the view escapes them as [*], DuckDB checks the file the pattern matches
+    snapshot = tmp_path / "results" / "sample" / "snapshots" / "group[1]*?"
+    write_capture_parquet(decode_capture(PCAP / "aioquic_sll.pcap", PCAP / "aioquic_sll.keys.log", "run"), snapshot)
+    files = {name: [snapshot / f"{name}.parquet"] for name in OUTPUT_TABLES}
+    database.build_database(tmp_path / "results" / "sample" / "quicack.duckdb", files, tmp_path)
+    code, out, err = sql(tmp_path, capsys, "SELECT count(*) FROM packets")
+    assert (code, out.splitlines()) == (0, ["count_star()", "32"]), err

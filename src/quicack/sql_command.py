@@ -29,6 +29,7 @@ _READING = {"SELECT", "CALL", "PRAGMA", "SET", "VARIABLE_SET", "CREATE", "DROP",
 _EXPLAIN = re.compile(r"\s*explain\s+(?:\([^)]*\)\s*)?(?:analy[sz]e\s+)?", re.IGNORECASE)
 # The string literals of a view's SQL: the Parquet paths of read_parquet([...]) (quicack.database.build_database).
 _SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
+_GLOB_ESCAPE = re.compile(r"\[([*?[])\]")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +72,11 @@ def restrict(con: duckdb.DuckDBPyConnection) -> None:
     allowed: set[str] = set()
     for (view_sql,) in con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall():
         for literal in _SQL_STRING.findall(view_sql):
-            path = literal.replace("''", "'")
-            # DuckDB checks a relative path as written and then as found on the search path: both are allowed.
-            allowed.update({path, str(search_root / path)})
+            pattern = literal.replace("''", "'")
+            # DuckDB checks a relative path as written, then as found on the search path, and the file its glob
+            # pattern matches (a name's glob characters are escaped as [*]): all are allowed.
+            for path in {pattern, _GLOB_ESCAPE.sub(r"\1", pattern)}:
+                allowed.update({path, str(search_root / path)})
     con.execute(f"SET allowed_paths = {_sql_list(sorted(allowed))}")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
