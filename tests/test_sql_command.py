@@ -85,6 +85,9 @@ ESCAPES = {
     "autoinstall_over_https": "SELECT * FROM read_parquet('https://127.0.0.1:9/x.parquet')",
     "unlock": "SET enable_external_access = true",
     "unlock_then_read": "SET lock_configuration = false; SELECT * FROM read_text('/etc/passwd')",
+    "profiling_output": f"SET profiling_output = '{OUTSIDE}.csv'",
+    "log_to_a_file": f"SELECT * FROM enable_logging(storage = 'file', storage_path = '{OUTSIDE}')",
+    "persistent_secret": "CREATE PERSISTENT SECRET s (TYPE http)",
 }
 
 

@@ -30,6 +30,8 @@ _EXPLAIN = re.compile(r"\s*explain\s+(?:\([^)]*\)\s*)?(?:analy[sz]e\s+)?", re.IG
 # The string literals of a view's SQL: the Parquet paths of read_parquet([...]) (quicack.database.build_database).
 _SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
 _GLOB_ESCAPE = re.compile(r"\[([*?[])\]")
+# enable_logging() can send DuckDB's log to a file: refused (to a file it is not allowed to open, DuckDB aborts).
+_LOGGING = re.compile(r"\benable_logging\b", re.IGNORECASE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +97,8 @@ def refusal(con: duckdb.DuckDBPyConnection, query: str) -> str | None:
         return f"refused: {UNRESTRICTED_HINT}\n{error}"
     except duckdb.Error:  # a syntax error: running the query says it
         return None
+    if _LOGGING.search(query):
+        return f"refused: enable_logging may write DuckDB's log to a file ({UNRESTRICTED_HINT})"
     for statement in statements:
         kind = statement.type.name
         if kind == "EXPLAIN":
