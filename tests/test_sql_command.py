@@ -73,6 +73,8 @@ ESCAPES = {
     "copy_to_a_file": f"COPY (SELECT 1) TO '{OUTSIDE}.csv'",
     "copy_onto_the_dataset": "COPY (SELECT 1 AS a) TO '{repo}/results/sample/snapshots/s1/frames.parquet' (USE_TMP_FILE false)",
     "explain_analyze_copy": f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{OUTSIDE}.csv'",
+    "explain_analyze_copy_onto_the_dataset": "EXPLAIN /* a comment */ ANALYZE COPY (SELECT 1 AS a)"
+    " TO '{repo}/results/sample/snapshots/s1/frames.parquet' (USE_TMP_FILE false)",
     "export_database": f"EXPORT DATABASE '{OUTSIDE}'",
     "attach_writable": f"ATTACH '{OUTSIDE}.duckdb' AS other",
     "read_text": "SELECT * FROM read_text('/etc/shadow')",

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
 def restrict(con: duckdb.DuckDBPyConnection) -> None:
     """Confine ``con`` (opened by quicack.database.connect) to reading the Parquet files its views name: external
     access off but for those files, no extension installed or loaded on demand, the configuration locked."""
-    search_root = Path(con.execute("SELECT current_setting('file_search_path')").fetchone()[0])
+    search_path = con.execute("SELECT current_setting('file_search_path')").fetchone()[0]
+    roots = [Path(folder) for folder in search_path.split(",") if folder]  # DuckDB's list is comma-separated
     allowed: set[str] = set()
     for (view_sql,) in con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall():
         for literal in _SQL_STRING.findall(view_sql):
@@ -78,7 +79,7 @@ def restrict(con: duckdb.DuckDBPyConnection) -> None:
             # DuckDB checks a relative path as written, then as found on the search path, and the file its glob
             # pattern matches (a name's glob characters are escaped as [*]): all are allowed.
             for path in {pattern, _GLOB_ESCAPE.sub(r"\1", pattern)}:
-                allowed.update({path, str(search_root / path)})
+                allowed.update({path, *(str(root / path) for root in roots)})
     con.execute(f"SET allowed_paths = {_sql_list(sorted(allowed))}")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
@@ -103,7 +104,11 @@ def refusal(con: duckdb.DuckDBPyConnection, query: str) -> str | None:
         kind = statement.type.name
         if kind == "EXPLAIN":
             inner = _EXPLAIN.sub("", statement.query, count=1)
-            if inner != statement.query and (reason := refusal(con, inner)) is not None:
+            try:
+                con.extract_statements(inner)
+            except duckdb.Error:  # what EXPLAIN runs could not be told apart (a comment inside EXPLAIN ANALYZE, ...)
+                return f"refused: EXPLAIN of a statement that could not be checked ({UNRESTRICTED_HINT})"
+            if (reason := refusal(con, inner)) is not None:
                 return reason
             continue
         if kind not in _READING:
