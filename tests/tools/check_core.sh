@@ -31,7 +31,8 @@ fi
 state=$("$python" -c '
 from quicack.compiled_core import installed_identity, stale_core_warning
 installed, stale = installed_identity(), stale_core_warning()
-print("missing" if installed is None else f"stale {stale}" if stale else f"ok {installed}")')
+print("missing" if installed is None else f"stale {stale}" if stale else f"ok {installed}")' 2>&1) ||
+  fail "could not ask $python (quicack.compiled_core) about it: $state"
 case "$state" in
   ok*) echo "== quicack_core ${state#ok } is built from these sources${rust_dir:+ (Rust $(rust_version "$rust_dir") at $rust_dir)}" ;;
   stale*) fail "${state#stale }" ;;
@@ -43,5 +44,5 @@ pure-Python engines only)"
     fi
     echo "== quicack_core: no Rust >= $rust_minimum found (cargo on PATH, ~/.cargo/bin, /usr/bin): the compiled core" \
       "and its Rust tests skipped, the pure-Python engines tested (the compiled engines' tests skip)" ;;
-  *) fail "could not ask Python about it: $state" ;;
+  *) fail "unexpected answer of quicack.compiled_core: $state" ;;
 esac
