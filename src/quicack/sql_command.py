@@ -149,7 +149,7 @@ def _prompt(con: duckdb.DuckDBPyConnection, csv: bool) -> int:
         pass
     interactive = sys.stdin.isatty()
     if interactive:
-        print(f"{UNRESTRICTED_HINT}. End a statement with ';', quit with Ctrl-D.")
+        print(f"{UNRESTRICTED_HINT}. End a statement with ';' (SHOW TABLES; lists the tables), quit with Ctrl-D.")
     status, lines = 0, []
     while True:
         try:
