@@ -33,4 +33,4 @@ if tcp_segments is not None:
 description = read_description(db)
 rendered = rethink_claims(views, description)
 save(rendered, out_dir, "rethink-claims", formats, description)
-rendered.artefact.select("claim_id", "paper_value", "ours", "agrees")
+rendered.artefact.select("claim_id", "paper_value", "ours", "verdict")

@@ -18,12 +18,14 @@ from quicack.artifact.overview import (
     END_MARKER,
     caption_rst,
     claims_markdown,
+    counts_sentence,
     generated_section,
     landing_rst,
     read_claims,
     replace_generated,
     status_counts,
 )
+from quicack.claims import NO_EXPLANATION, VERDICTS
 from quicack.claims.ackratio_claims import CLAIMS, ackratio_claims
 from tests.test_claims_ackratio import DESCRIPTION, loopback_tables
 
@@ -51,14 +53,37 @@ def test_counts_per_paper_add_up_to_every_claim(claims_csv):
     claims = read_claims(claims_csv)
     counts = status_counts(claims)
     assert counts["paper"].to_list() == ["ackfreq22", "rethink", "tcpquic", "all"]
+    assert counts.columns == ["paper", "claims", "agree", "differ", "unresolved", "calibrated", "n/a", "unexplained"]
     by_paper = counts.filter(pl.col("paper") != "all")
     for row in by_paper.iter_rows(named=True):
-        assert row["agree"] + row["differ"] + row["n/a"] == row["claims"] == claims.filter(pl.col("paper") == row["paper"]).height
+        assert sum(row[v] for v in VERDICTS) == row["claims"] == claims.filter(pl.col("paper") == row["paper"]).height
+        assert row["unexplained"] <= row["differ"]
     total = counts.filter(pl.col("paper") == "all").row(0, named=True)
     assert total["claims"] == claims.height
-    # The recorded transfers give all three states.
+    # The recorded transfers give agree, differ and n/a (no spread: nothing unresolved; nothing calibrated yet).
     assert total["agree"] > 0 and total["differ"] > 0 and total["n/a"] > 0
-    assert total["agree"] == claims.filter(pl.col("agrees") == True).height  # noqa: E712
+    assert total["agree"] == claims.filter(pl.col("verdict") == "agree").height
+
+
+def test_handmade_verdicts_unresolved_calibrated_and_unexplained_are_counted(claims_csv, tmp_path):
+    """claims.csv's verdicts as a run may give them (three rows of the recorded transfers' file set to the verdicts
+    those transfers do not give): each is counted, and a difference whose explanation starts with ``unexplained:``
+    (or has none) is counted as unexplained."""
+    claims = pl.read_csv(claims_csv, infer_schema_length=None)
+    ids = claims.filter(pl.col("verdict") == "agree")["claim_id"].head(2).to_list()
+    differing = claims.filter(pl.col("verdict") == "differ")["claim_id"].head(1).to_list()
+    edited = claims.with_columns(
+        verdict=pl.when(pl.col("claim_id") == ids[0]).then(pl.lit("unresolved"))
+        .when(pl.col("claim_id") == ids[1]).then(pl.lit("calibrated")).otherwise("verdict"),
+        explanation=pl.when(pl.col("claim_id").is_in(differing)).then(pl.lit(NO_EXPLANATION)).otherwise("explanation"),
+    )  # fmt: skip
+    path = tmp_path / "claims.csv"
+    edited.write_csv(path)
+    before = status_counts(read_claims(claims_csv)).filter(pl.col("paper") == "all").row(0, named=True)
+    after = status_counts(read_claims(path)).filter(pl.col("paper") == "all").row(0, named=True)
+    assert (after["agree"], after["unresolved"], after["calibrated"]) == (before["agree"] - 2, 1, 1)
+    assert after["unexplained"] == before["unexplained"] + 1 and after["differ"] == before["differ"]
+    assert "1 unresolved, 1 calibrated" in counts_sentence(after)
 
 
 def test_landing_page_renders_every_claim_with_its_status_and_links(claims_csv):
@@ -77,7 +102,7 @@ def test_landing_page_renders_every_claim_with_its_status_and_links(claims_csv):
 
 def test_a_caption_lists_its_artefacts_claims_and_explains_the_differing(claims_csv):
     claims = read_claims(claims_csv)
-    artefact = claims.filter(pl.col("status") == "differs")["artefact"][0]
+    artefact = claims.filter(pl.col("status") == "differ")["artefact"][0]
     own = claims.filter(pl.col("artefact") == artefact)
     caption = caption_rst("The hand-written caption.\n", artefact, claims)
     assert caption.startswith("The hand-written caption.")
@@ -86,7 +111,7 @@ def test_a_caption_lists_its_artefacts_claims_and_explains_the_differing(claims_
     for row in own.iter_rows(named=True):
         assert row["claim_id"] in html
     assert f"{own.height} claims:" in html
-    differing = own.filter(pl.col("status") == "differs").row(0, named=True)
+    differing = own.filter(pl.col("status") == "differ").row(0, named=True)
     assert " ".join(differing["explanation"].split())[:40].replace("&", "&amp;") in html
     # An artefact without claims keeps its caption as it is.
     assert caption_rst("Only this.\n", "no-such-artefact", claims) == "Only this.\n"

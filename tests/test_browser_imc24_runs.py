@@ -123,10 +123,15 @@ def test_the_neqo_claims_are_measured_from_firefoxs_runs(tables) -> None:
     claims = imc24_claims(tables, DatasetDescription("sample", "emulated", "testbed runs")).artefact
     row = {r["claim_id"]: r for r in claims.filter(pl.col("claim_id").str.contains("neqo")).to_dicts()}
     # neqo's default PTO: Firefox's first probe before any server datagram, the paper's 300 ms.
-    assert row["imc24-E-tab04-pto-neqo"]["agrees"] and 290 <= row["imc24-E-tab04-pto-neqo"]["ours_low"] <= 310
+    assert 300 <= row["imc24-E-tab04-pto-neqo"]["ours_low"] <= 310, row["imc24-E-tab04-pto-neqo"]
     # One datagram later than the paper's 2,3 (two-datagram ClientHello) and four datagrams long: not the paper's.
     assert row["imc24-E-tab04-flight-neqo"]["ours"] == "iack: 3,4,5,6; wfc: 3,4,5,6"
-    assert row["imc24-E-tab04-flight-neqo"]["agrees"] is False
+    assert row["imc24-E-tab04-flight-neqo"]["verdict"] == "differ"
     # Figs. 5 and 7: three runs per mode each; the spread (Firefox's own processing on the busy machine) is wide.
+    # It widens our interval, not the tolerance: fig. 7's −88.7 ± 116.5 ms once agreed with the paper's +12 ms; the
+    # interval reaches both signs, so it is unresolved, with the runs that would decide it.
     for claim_id in ("imc24-4.1-fig05-neqo", "imc24-4.2-fig07-neqo"):
-        assert row[claim_id]["runs"] == 6 and row[claim_id]["tolerance"] > 10, row[claim_id]
+        claim = row[claim_id]
+        assert claim["runs"] == 6 and claim["ours_low"] - claim["ours_interval_low"] > 10, claim
+        assert claim["verdict"] == "unresolved" and claim["runs_to_resolve"] > 6, claim
+        assert claim["ours_interval_low"] < 0 < claim["ours_interval_high"]

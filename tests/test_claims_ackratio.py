@@ -38,18 +38,18 @@ def test_every_claim_has_a_value_or_says_why_not_and_differences_are_explained(p
     tables = loopback_tables("quic-go_quic-go/transfer_1MB/1", "ngtcp2_ngtcp2/transfer_1MB/1")
     claims = ackratio_claims(paper, tables, DESCRIPTION).artefact
     assert set(claims["claim_id"]) == set(paper_claims(paper)["claim_id"])
-    differing = claims.filter(pl.col("agrees") == False)  # noqa: E712
+    differing = claims.filter(pl.col("verdict") == "differ")
     assert (differing["explanation"].str.strip_chars() != "").all(), differing.select("claim_id", "ours").rows()
-    assert claims.filter(pl.col("agrees").is_null())["ours"].str.starts_with("not measured").all()
+    assert claims.filter(pl.col("verdict") == "n/a")["ours"].str.starts_with("not measured").all()
 
 
 def test_measured_ack_ratio_and_sizes_from_recorded_transfers() -> None:
     tables = loopback_tables("quic-go_quic-go/transfer_1MB/1")
     claims = ackratio_claims("ackfreq22", tables, DESCRIPTION).artefact
     quic_go = claims.filter(pl.col("claim_id") == "ackfreq22-tab02-quic-go-ar").row(0, named=True)
-    assert quic_go["agrees"] is True and quic_go["runs"] == 1 and quic_go["ours_low"] == 2.0
+    assert quic_go["verdict"] == "agree" and quic_go["runs"] == 1 and quic_go["ours_low"] == 2.0
     sizes = claims.filter(pl.col("claim_id") == "ackfreq22-5.2-client-ack-sizes").row(0, named=True)
-    assert sizes["ours_low"] == 61.0 and sizes["agrees"] is True  # quic-go's ACK-only packets on loopback
+    assert sizes["ours_low"] == 61.0 and sizes["verdict"] == "agree"  # quic-go's ACK-only packets on loopback
     # aioquic has no 1 MB run here: its claim says so instead of inventing a number
     aioquic = claims.filter(pl.col("claim_id") == "ackfreq22-tab02-aioquic-ar").row(0, named=True)
-    assert aioquic["agrees"] is None and aioquic["runs"] == 0
+    assert aioquic["verdict"] == "n/a" and aioquic["runs"] == 0

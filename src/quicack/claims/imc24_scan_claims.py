@@ -3,7 +3,7 @@
 version in the text where it differs (``quicack.metrics.scan_quantities``).
 
 On an emulated scan the numbers are what the emulation was configured to produce, not the Internet's, so
-agreement is not decided (``agrees`` null) and the explanation says so; on a real scan (kind ``scan``) it is.
+agreement is not decided (verdict ``n/a``) and the explanation says so; on a real scan (kind ``scan``) it is.
 """
 
 from __future__ import annotations
@@ -185,10 +185,12 @@ CLAIMS: dict[str, ClaimFunction] = {
 def imc24_scan_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """imc24's scan claims beside ours; ``tables``: scan_connections and scan_truth; ``description``: the scan's
     (``read_description(db, "scan")``)."""
-    table = claims_table("imc24", paper_claims("imc24_scan"), CLAIMS, tables)
-    if description.kind == "emulated-scan":
+    emulated = description.kind == "emulated-scan"
+    table = claims_table("imc24", paper_claims("imc24_scan"), CLAIMS, tables, decide=not emulated)
+    if emulated:
         table = table.with_columns(
-            agrees=pl.lit(None, pl.Boolean),
-            explanation=pl.when(pl.col("explanation") == "").then(pl.lit(EMULATED)).otherwise(pl.lit(EMULATED + " ") + pl.col("explanation")),
+            explanation=pl.when(pl.col("explanation") == "")
+            .then(pl.lit(EMULATED))
+            .otherwise(pl.lit(EMULATED + " ") + pl.col("explanation")),
         )
     return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))

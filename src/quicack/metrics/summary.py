@@ -113,7 +113,7 @@ def mode_difference_interval(handshakes: pl.DataFrame, metric: str, by: Sequence
 
 def interval_reach(value: str, low: str, high: str) -> pl.Expr:
     """How far the bootstrap interval [low, high] of a median difference reaches from the value
-    (the larger side): the run-to-run spread a claim's tolerance follows."""
+    (the larger side): the run-to-run spread that widens our interval of a claim (``quicack.claims.Measured``)."""
     return pl.max_horizontal(pl.col(value) - pl.col(low), pl.col(high) - pl.col(value))
 
 

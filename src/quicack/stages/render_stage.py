@@ -9,6 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.claims import VERDICTS
+
 
 def add_render_summary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("statuses", nargs="*", type=Path, help="<artefact>.status.json files written by the notebooks")
@@ -40,6 +42,11 @@ def _merge_claims(args: argparse.Namespace) -> int:
     merged = pl.concat([pl.read_csv(path, infer_schema_length=None) for path in args.tables], how="diagonal_relaxed")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     merged.write_csv(args.out)
-    disagree = merged.filter(pl.col("agrees") == False).height  # noqa: E712 (null = no number)
-    print(f"{merged.height} claims, {disagree} differ from the paper (see the explanation column)")
+    counts = merged["verdict"].value_counts()
+    by_verdict = dict(zip(counts["verdict"].to_list(), counts["count"].to_list(), strict=True))
+    print(
+        f"{merged.height} claims: "
+        + ", ".join(f"{by_verdict.get(v, 0)} {v}" for v in VERDICTS)
+        + " (see the explanation column)"
+    )
     return 0
