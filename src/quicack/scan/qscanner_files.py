@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,8 +107,9 @@ def _without_ragged_rows(data: bytes, path: Path, issues: Issues) -> bytes:
         )
     skipped = ragged.head(-1) if cut else ragged
     for kind, rows in (
-        ("more", skipped.filter(pl.col("fields") > expected)),
-        ("fewer", skipped.filter(pl.col("fields") < expected)),
+        (f"with more fields than the header's {expected}", skipped.filter(pl.col("fields") > expected)),
+        (f"with fewer fields than the header's {expected}", skipped.filter(pl.col("fields").is_between(0, expected))),
+        ("that are not CSV", skipped.filter(pl.col("fields") == NOT_CSV)),
     ):
         if not rows.is_empty():
             named = ", ".join(
@@ -115,11 +117,7 @@ def _without_ragged_rows(data: bytes, path: Path, issues: Issues) -> bytes:
                 for first, count in rows.head(MAX_NAMED_LINES).select("first", "fields").iter_rows()
             )
             more = ", ..." if rows.height > MAX_NAMED_LINES else ""
-            issues.add(
-                path,
-                "warning",
-                f"{rows.height} row(s) with {kind} fields than the header's {expected} skipped: line {named}{more}",
-            )
+            issues.add(path, "warning", f"{rows.height} row(s) {kind} skipped: line {named}{more}")
     dropped = ragged.select(line=pl.int_ranges("first", pl.col("first") + pl.col("lines"))).explode("line")["line"]
     kept = pl.Series(lines, dtype=pl.Utf8).filter(~pl.int_range(len(lines), eager=True).is_in(dropped.implode()))
     return "\n".join(kept).encode("utf-8", "surrogateescape")
@@ -146,19 +144,26 @@ def _records(text: str, lines: list[str]) -> pl.DataFrame:
             )
         )
     spans: dict[str, list[int]] = {"first": [], "lines": [], "fields": []}
-    reader = csv.reader((line + "\n" for line in lines), strict=True)
-    before = 0
-    while True:
+
+    def add(first: int, count: int, fields: int) -> None:
+        for name, value in zip(spans, (first, count, fields), strict=True):
+            spans[name].append(value)
+
+    start = 0  # reading (re)starts at this line
+    while start < len(lines):
+        reader = csv.reader((line + "\n" for line in itertools.islice(lines, start, None)), strict=True)
+        before = 0  # lines read before the record being read
         try:
-            fields = len(next(reader)) or None  # None: a blank line
-        except StopIteration:
+            for record in reader:
+                if record:  # [] is a blank line
+                    add(start + before, reader.line_num - before, len(record))
+                before = reader.line_num
             break
         except csv.Error:
-            fields = NOT_CSV
-        if fields is not None:
-            for name, value in zip(spans, (before, reader.line_num - before, fields), strict=True):
-                spans[name].append(value)
-        before = reader.line_num
+            # A quote in the wrong place, or one never closed (which would take every line after it): the line
+            # where the record starts is not a row; reading goes on at the next.
+            add(start + before, 1, NOT_CSV)
+            start += before + 1
     return pl.DataFrame(spans, schema={"first": pl.Int64, "lines": pl.Int64, "fields": pl.Int64})
 
 
