@@ -31,7 +31,7 @@ def test_malformed_run_json_is_an_issue_and_the_folder_name_is_used(tmp_path):
     row = tables["runs"].row(0, named=True)
     assert (row["server_impl"], row["client_impl"], row["scenario"], row["repetition"]) == ("aioquic", "quic-go", "noloss", 3)
     messages = tables["ingest_issues"]["message"].to_list()
-    assert any("run.json unreadable" in m for m in messages)
+    assert any(m.startswith("run.json is not JSON (") and m.endswith(": described from the folder name") for m in messages)
 
 
 def test_run_without_qlog_is_reported(tmp_path):
@@ -138,7 +138,7 @@ def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
     messages = tables["ingest_issues"]["message"].to_list()
     for field in ("repetition", "drop_to_client", "rtt_ms", "cert_bytes", "mode"):
         assert any(f"'{field}'" in m for m in messages), field
-    assert sum("run.json unreadable" in m for m in messages) == 2
+    assert sum(m.endswith("described from the folder name") for m in messages) == 2
     assert not tables["packets"].is_empty()
 
 
