@@ -299,6 +299,6 @@ def rendering_after_a_failure():
     text, _ = rendering_summary(present, failed)
     out = RESULTS / "rendering.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    out.write_text(text, encoding="utf-8")
     print(f"{out} (written after the failure):\n{text}")
 

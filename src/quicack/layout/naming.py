@@ -232,7 +232,7 @@ def parse_run_folder(path: str | Path) -> dict[str, Any]:
         out["server_impl"], out["client_impl"] = sc.split("_", 1)
     rj = run_dir / RUN_JSON
     if rj.is_file():
-        data = json.loads(rj.read_text())
+        data = json.loads(rj.read_text(encoding="utf-8"))
         out["run_json"] = data
         for k in (
             "server_impl", "client_impl", "scenario", "mode", "rtt_ms", "cert_delay_ms", "file_bytes",
