@@ -192,3 +192,18 @@ def test_a_latin1_locale_and_another_place_give_byte_identical_outputs(tmp_path)
     assert "1 cause(s)" in summary and str(tmp_path) not in summary
     assert "e.g. aioquic_aioquic/handshake-none-rtt30ms-10KB-h3/9/client/qlog/cut.qlog: JSON document damaged" in summary
     assert (reference / "tables" / f"{TABLE}.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — ")
+
+
+def test_quicack_prints_utf8_under_a_latin1_locale(tmp_path):
+    """A query's table (box-drawing characters) and an em dash (the query ASCII: the locale decodes the arguments,
+    rightly). Before: UnicodeEncodeError ('latin-1' codec can't
+    encode characters), whatever the query."""
+    import duckdb
+
+    db = tmp_path / "empty.duckdb"
+    duckdb.connect(str(db)).close()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUTF8", "PYTHONIOENCODING", "LC_ALL", "LANG")}
+    done = subprocess.run(["quicack", "sql", "--db", str(db), "SELECT 'EMULATED DATA ' || chr(8212) || ' t' AS footnote"],
+                          capture_output=True, timeout=120, env=env | latin1_locale(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert "│ EMULATED DATA — t │" in done.stdout.decode("utf-8")
