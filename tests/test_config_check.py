@@ -55,7 +55,9 @@ def test_handmade_yaml_alias_bomb_config_costs_a_message(tmp_path):
     lines += [f"lol{i}: &lol{i} [" + ", ".join([f"*lol{i - 1}"] * 9) + "]" for i in range(1, 10)]
     done = dry_run(tmp_path, "\n".join(lines) + "\n")
     assert done.returncode != 0
-    assert "configuration: more than 100,000 values once its YAML aliases are written out" in done.stdout + done.stderr, done.stdout[-2000:]
+    assert (
+        "configuration: more than 100,000 values once its YAML aliases are written out" in done.stdout + done.stderr
+    ), done.stdout[-2000:]
 
 
 def test_config_check_walks_no_further_than_its_bound():

@@ -10,7 +10,9 @@ from quicack.cli import main
 from quicack.issues import grouped_issues, issue_row, issues_frame
 
 
-def test_a_results_folder_not_named_results_gives_a_database_quicack_sql_opens_from_another_folder(real_raw, tmp_path, monkeypatch):
+def test_a_results_folder_not_named_results_gives_a_database_quicack_sql_opens_from_another_folder(
+    real_raw, tmp_path, monkeypatch
+):
     """Before: the views' paths are relative to the folder the database was built from, which `connect` took for
     the parent of a folder named 'results' (else the database's own folder): "No files found that match the
     pattern" from anywhere."""
@@ -20,7 +22,10 @@ def test_a_results_folder_not_named_results_gives_a_database_quicack_sql_opens_f
     monkeypatch.chdir(repository)  # the Snakemake rules run from the repository, the results inside it
     parquet, db = "analysis/t/parquet", "analysis/t/quicack.duckdb"
     for group in ("aioquic_aioquic", "ngtcp2_ngtcp2"):
-        assert main(["ingest-group", "--raw", str(real_raw), "--group", group, "--dataset", "t", "--parquet", parquet]) == 0
+        assert (
+            main(["ingest-group", "--raw", str(real_raw), "--group", group, "--dataset", "t", "--parquet", parquet])
+            == 0
+        )
     assert main(["build-db", "--parquet", parquet, "--db", db, "--summary", "analysis/t/summary.txt"]) == 0
     done = subprocess.run(
         ["quicack", "sql", "--csv", "--db", str(repository / db), "SELECT count(*) AS n FROM runs"],

@@ -190,8 +190,15 @@ def test_a_latin1_locale_and_another_place_give_byte_identical_outputs(tmp_path)
         assert (moved / name).read_bytes() == (reference / name).read_bytes(), name
     summary = (reference / "summary.txt").read_text(encoding="utf-8")
     assert "1 cause(s)" in summary and str(tmp_path) not in summary
-    assert "e.g. aioquic_aioquic/handshake-none-rtt30ms-10KB-h3/9/client/qlog/cut.qlog: JSON document damaged" in summary
-    assert (reference / "tables" / f"{TABLE}.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — ")
+    assert (
+        "e.g. aioquic_aioquic/handshake-none-rtt30ms-10KB-h3/9/client/qlog/cut.qlog: JSON document damaged" in summary
+    )
+    assert (
+        (reference / "tables" / f"{TABLE}.md")
+        .read_text(encoding="utf-8")
+        .splitlines()[-1]
+        .startswith("EMULATED DATA — ")
+    )
 
 
 def test_quicack_prints_utf8_under_a_latin1_locale(tmp_path):
