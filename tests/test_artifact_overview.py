@@ -139,7 +139,7 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     (results / "figures" / "a-fig01.png").write_bytes((REPO / "README.md").read_bytes())
     (results / "tables" / "a-tab01.csv").write_bytes(claims_csv.read_bytes())
     report = tmp_path / "report.html"
-    report.write_text("<html>report</html>")
+    report.write_text("<html>report</html>", encoding="utf-8")
     members = bundle_members(report, results, REPO)
     first, second = tmp_path / "one.zip", tmp_path / "two.zip"
     assert write_bundle(first, members, "quicack-sample") == len(members)

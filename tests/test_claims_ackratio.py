@@ -23,7 +23,7 @@ def loopback_tables(*runs: str) -> dict[str, pl.DataFrame]:
     rows, packets, frames = [], [], []
     for run in runs:
         folder = LOOPBACK / run
-        meta = json.loads((folder / "run.json").read_text())
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         (qlog,) = (folder / "client" / "qlog").iterdir()
         log = read_qlog(qlog, run_id=run, vantage="client")
         policy = ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering")

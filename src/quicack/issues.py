@@ -40,9 +40,11 @@ CSV_COLUMNS = ("severity", "stage", "cause", "path", "run_id", "message")
 
 def issue_cause() -> pl.Expr:
     """The cause an issue's message states, with what varies between rows of that cause replaced: the path the
-    message starts with, '[N times]', '(capture frame …)', hexadecimal IDs (→ <id>) and numbers (→ N)."""
+    message starts with (the row's own, whatever characters it holds, else a word with a '/'), '[N times]',
+    '(capture frame …)', hexadecimal IDs (→ <id>) and numbers (→ N)."""
     return (
         pl.col("message")
+        .str.strip_prefix(pl.col("path").fill_null("") + ": ")
         .str.replace(r"^\S+/\S+: ", "")
         .str.replace_all(r"\s*\[\d+ times?\]", "")
         .str.replace_all(r"\s*\((?:capture )?(?:frame|record|byte|offset)s?\b[^)]*\)", "")

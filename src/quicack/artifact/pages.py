@@ -30,14 +30,14 @@ def write_report_pages(claims_csv: Path, db: Path, captions: Path, results: Path
     out.mkdir(parents=True, exist_ok=True)
     written = []
     landing = out / LANDING
-    landing.write_text(landing_rst(claims, dataset_footnote(db), targets))
+    landing.write_text(landing_rst(claims, dataset_footnote(db), targets), encoding="utf-8")
     written.append(landing)
     for artefact in ids:
         path = out / f"{artefact}.rst"
-        path.write_text(caption_rst((captions / f"{artefact}.rst").read_text(), artefact, claims))
+        path.write_text(caption_rst((captions / f"{artefact}.rst").read_text(encoding="utf-8"), artefact, claims), encoding="utf-8")
         written.append(path)
     overview = results / MARKDOWN
     relative = {artefact: path.relative_to(results).as_posix() for artefact, path in files.items()}
-    overview.write_text(f"# Claims overview\n\n{dataset_footnote(db)}\n\n" + claims_markdown(claims, relative, heading="##"))
+    overview.write_text(f"# Claims overview\n\n{dataset_footnote(db)}\n\n" + claims_markdown(claims, relative, heading="##"), encoding="utf-8")
     written.append(overview)
     return written

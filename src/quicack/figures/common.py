@@ -96,7 +96,7 @@ def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
     status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
-    status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n")
+    status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
 def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
@@ -154,9 +154,9 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
     frame.write_csv(csv_path)
     pandas_frame = frame.to_pandas()
     md_path = tables_dir / f"{table_id}.md"
-    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{one_line(footnote)}\n")
+    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{one_line(footnote)}\n", encoding="utf-8")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote))
+    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote), encoding="utf-8")
     return [csv_path, md_path, tex_path]
 
 
@@ -164,7 +164,7 @@ def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | No
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
     why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
-    statuses = sorted((json.loads(Path(f).read_text()) for f in status_files), key=lambda s: s["artefact"])
+    statuses = sorted((json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"])
     missing = [s for s in statuses if not s["rendered"]]
     failed = dict(sorted((failed or {}).items()))
     total = len(statuses) + len(failed)
