@@ -291,12 +291,17 @@ def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
 
 
 def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
+    """``frame`` with the paths it names, in its ``path`` column and in its messages (an issue's message starts with
+    the file it is about), relative to the raw folder: where the data sits changes no output."""
     if frame.is_empty():
         return frame
     path = pl.col("path")
-    for prefix in {str(raw_root.resolve()) + "/", str(raw_root) + "/"}:
+    message = pl.col("message") if "message" in frame.columns else None
+    for prefix in sorted({str(raw_root.resolve()) + "/", str(raw_root) + "/"}, key=len, reverse=True):
         path = path.str.strip_prefix(prefix)
-    return frame.with_columns(path)
+        if message is not None:
+            message = message.str.replace_all(prefix, "", literal=True)
+    return frame.with_columns(path, *([message] if message is not None else []))
 
 
 def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
