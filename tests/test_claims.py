@@ -61,7 +61,8 @@ def test_our_values_come_from_the_runs(claims):
     # Table 4: aioquic and quic-go probe after ~200 ms without an RTT sample, like the paper's.
     for client in ("aioquic", "quic-go"):
         row = claim(claims, f"imc24-E-tab04-pto-{client}")
-        assert row["agrees"] and abs(row["ours_low"] - 200.0) < 10.0
+        # A timer fires late, never early: within the machine's timer and send path of Table 4's designated 200 ms.
+        assert 200.0 <= row["ours_low"] < 210.0, row
     # Table 4's second flight: one static mapping per client, so both modes show the same indices;
     # it agrees exactly when those are the paper's 2,3,4. The quic-go client offers X25519 alone here
     # (runs.client_key_share), as the paper's 2024 clients: a one-datagram ClientHello, so its second flight
@@ -102,4 +103,4 @@ def test_per_client_ttfb_claims_take_their_tolerance_from_the_measured_spread(cl
         assert row["tolerance_from"] == "measured spread" and 0.0 < row["tolerance"] < 100.0, row
         assert f"± {row['tolerance']:.1f} ms" in row["ours"]
     fixed = claim(claims, "imc24-E-tab04-pto-quic-go")
-    assert fixed["tolerance_from"] == "reference" and fixed["tolerance"] == 10.0
+    assert fixed["tolerance_from"] == "reference" and fixed["tolerance"] == 0.5  # Table 4's whole milliseconds
