@@ -127,6 +127,50 @@ def test_every_printed_table_cell_is_in_its_rows_quote() -> None:
     assert not absent, absent
 
 
+# Claims whose range is not a number the paper prints, with why: a share for "all"/"every" (1 or 100 %), a bound the
+# words imply ("under 1%" → 0, "a smaller fraction" → below 1), or a value the claim derives from the quoted words.
+DERIVED_RANGES = {
+    **dict.fromkeys(
+        (
+            "imc24-4.1-fig04-spurious",
+            "imc24-4.1-fig05-client-probes",
+            "imc24-E-fig11-aioquic",
+            "imc24-E-fig11-go-x-net",
+            "imc24-E-fig11-quiche",
+            "imc24-F-fig12-wfc-below-100ms",
+            "imc24-F-fig12-iack-at-300ms",
+            "imc24-F-fig13-iack-all-rtts",
+            "imc24-4.3-cf-no-sh-udemy",
+        ),
+        "every cell, run, client or connection: a share of 1 (100 %)",
+    ),
+    "imc24-4.1-fig04-pto-reduction": "the RFC 9002 model: measured / model = 1",
+    "imc24-E-fig11-ngtcp2": "'a smaller fraction': below 1",
+    "imc24-E-fig11-quic-go": "'a smaller fraction': below 1",
+    "ackfreq22-5.4-eq3-error": "errors of at most 0.19 %: from 0",
+    "ackfreq22-5.2-fig3-chromium-share": "'under 1%': from 0",
+    "ackfreq22-5.4-ar10-return-cut": "10 / 2 from Eq. (3), not printed",
+    "rethink-VI-fig5-ar10-return100k": "'full advantage of the 8.5Mbps capacity': the unconstrained 'about 800'",
+}
+
+
+def test_every_claims_range_is_a_number_its_quote_prints() -> None:
+    """A transcription check: the paper's range of a claim (`paper_low`, `paper_high`; a sign for "later"/"slower")
+    is printed in the claim's quote, unless the claim says why not (DERIVED_RANGES)."""
+    absent = []
+    for path in sorted(REFERENCE_DIR.glob("*_claims.csv")):
+        for row in _rows(path).iter_rows(named=True):
+            if row["claim_id"] in DERIVED_RANGES:
+                continue
+            printed = _numbers(comparable_text(row[QUOTE] or ""))
+            for bound in ("paper_low", "paper_high"):
+                if row[bound] not in (None, "", "inf") and abs(float(row[bound])) not in printed:
+                    absent.append(f"{path.name}: {row['claim_id']}: {bound} = {row[bound]}")
+    assert not absent, absent
+    claim_ids = {c for path in REFERENCE_DIR.glob("*_claims.csv") for c in _rows(path)["claim_id"]}
+    assert set(DERIVED_RANGES) <= claim_ids, set(DERIVED_RANGES) - claim_ids
+
+
 def test_a_changed_number_is_not_found_handmade_quote(tmp_path: Path) -> None:
     """The match is exact apart from whitespace: a quote with one digit changed is reported with its claim id;
     the same quote broken over lines and tabs, as the text files print tables, is found."""
