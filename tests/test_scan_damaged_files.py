@@ -126,3 +126,27 @@ def test_connection_info_row_with_an_unclosed_quote_and_a_short_row(tmp_path):
         "1 row(s) that are not CSV skipped: line 3 (a quote in the wrong place or never closed)",
         "1 row(s) with fewer fields than the header's 14 skipped: line 5 (12 fields)",
     ]
+
+
+def test_scan_part_issues_are_the_same_wherever_the_scan_folder_sits(tmp_path):
+    """The pipeline's scan stage (``quicack scan-part``) on the recorded measurement cut to its header, copied to two
+    places (one with a space and a non-ASCII letter in its path): the ingest_issues rows are identical and name the
+    file relative to the scan folder. Before, they named its absolute path."""
+    import subprocess
+
+    from quicack.layout.scan_folders import scan_parts
+
+    written = []
+    for place in ("here", "dossier é x"):
+        folder = copy_measurement(tmp_path / place)
+        (folder / INFO).write_bytes(zstandard.ZstdCompressor().compress(info_text().splitlines(keepends=True)[0].encode()))
+        root = tmp_path / place / "root"
+        [part] = scan_parts(root)
+        out = tmp_path / place / "parquet"
+        done = subprocess.run(["quicack", "scan-part", "--root", str(root), "--part", part, "--parquet", str(out)],
+                              capture_output=True, text=True, encoding="utf-8", timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        written.append(pl.read_parquet(out / "ingest_issues" / "*.parquet").sort("path", "message"))
+    assert written[0].height > 0 and written[0].equals(written[1])
+    assert not written[0]["path"].str.starts_with("/").any()
+    assert not written[0]["message"].str.contains(str(tmp_path), literal=True).any()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame
+from quicack.issues import issue_row, issues_frame, relative_paths
 from quicack.layout import (
     RUN_JSON,
     RunFolder,
@@ -225,7 +225,7 @@ def ingest_group_frames(
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
         qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
-        yield "ingest_issues", _relative_paths(missing, raw_root)
+        yield "ingest_issues", relative_paths(missing, raw_root)
         kept = set(readable([path for path, _ in qlogs], run))
         evidence = Evidence()
         for path, vantage in (q for q in qlogs if q[0] in kept):
@@ -233,8 +233,8 @@ def ingest_group_frames(
             for name in ("packets", "frames", "metrics_logged"):
                 yield name, getattr(result, name)
             # Relative to the raw folder, so that outputs do not depend on where the data sits.
-            yield "endpoints", _relative_paths(result.endpoints, raw_root)
-            yield "ingest_issues", _relative_paths(result.ingest_issues, raw_root)
+            yield "endpoints", relative_paths(result.endpoints, raw_root)
+            yield "ingest_issues", relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
         yield from _ingest_captures(run, raw_root, evidence, limits, readable)
         if row["status"] is None and not from_run_json:
@@ -278,7 +278,7 @@ def _ingest_captures(
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
             for name in ("datagrams", "packets", "frames", "tcp_segments"):
                 yield name, getattr(batch, name)
-            yield "ingest_issues", _relative_paths(batch.ingest_issues, raw_root)
+            yield "ingest_issues", relative_paths(batch.ingest_issues, raw_root)
             evidence.add(batch.frames, batch.datagrams.height)
 
 
@@ -290,18 +290,6 @@ def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
                  "would count twice, or loop); the folder it leads to is read where it is")
 
 
-def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
-    """``frame`` with the paths it names, in its ``path`` column and in its messages (an issue's message starts with
-    the file it is about), relative to the raw folder: where the data sits changes no output."""
-    if frame.is_empty():
-        return frame
-    path = pl.col("path")
-    message = pl.col("message") if "message" in frame.columns else None
-    for prefix in sorted({str(raw_root.resolve()) + "/", str(raw_root) + "/"}, key=len, reverse=True):
-        path = path.str.strip_prefix(prefix)
-        if message is not None:
-            message = message.str.replace_all(prefix, "", literal=True)
-    return frame.with_columns(path, *([message] if message is not None else []))
 
 
 def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
