@@ -1,0 +1,120 @@
+"""IP fragments are reassembled, as tshark does, and fragments that cannot make a datagram are named.
+
+tests/data/pcap/aioquic_ipv4_fragments.pcap is a real aioquic download over a veth with MTU 576
+(tests/data/pcap/record_fragmented.sh): Linux cut the client's first Initial, and every other datagram above 576
+bytes, into fragments. Read fragment by fragment, the first client Initial was lost and the connection's first
+datagram was a later one (the client was guessed from the ports, and a capture whose first whole datagram is the
+server's took the server for the client). The `_derived_` inputs are that recording with one fragment dropped,
+repeated, or repeated with different bytes (written by `_derive` here).
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+from test_pcap_support import DATA, Capture, decode
+
+from quicack.pcap.decode import decode_capture
+from quicack.pcap.decoder_engine import compiled_engine
+from quicack.pcap.ip_fragments import CONFLICT, MISSING
+
+RECORDED = Capture(DATA / "pcap" / "aioquic_ipv4_fragments.pcap", (DATA / "pcap" / "aioquic_ipv4_fragments.keys.log",))
+TSHARK = shutil.which("tshark")
+ENGINES = ("python", "compiled") if compiled_engine() is not None else ("python",)
+
+
+def _tables(path: Path, engine: str) -> dict[str, pl.DataFrame]:
+    batches = list(decode_capture(path, list(RECORDED.keylogs), "r", "v", engine=engine))
+    return {name: pl.concat([getattr(b, name) for b in batches]) for name in ("datagrams", "packets", "ingest_issues")}
+
+
+def _tshark_udp_times(path: Path) -> list[int]:
+    """time_abs_ns of each frame in which tshark (reassembling IP fragments, its default) finds a UDP datagram."""
+    out = subprocess.run(
+        [TSHARK, "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "frame.time_epoch"],
+        capture_output=True, text=True, check=True, encoding="utf-8",
+    ).stdout  # fmt: skip
+    seconds = [line.split(".") for line in out.split()]
+    return [int(whole) * 1_000_000_000 + int(fraction.ljust(9, "0")) for whole, fraction in seconds]
+
+
+def _records(path: Path) -> tuple[bytes, list[bytes]]:
+    """The file header and the records (each with its 16-byte header) of a little-endian classic pcap."""
+    data = path.read_bytes()
+    records, at = [], 24
+    while at < len(data):
+        (caplen,) = struct.unpack_from("<I", data, at + 8)
+        records.append(data[at : at + 16 + caplen])
+        at += 16 + caplen
+    return data[:24], records
+
+
+def _derive(tmp_path: Path, name: str, change) -> Path:
+    """The recording with its records changed by `change(records)`."""
+    header, records = _records(RECORDED.path)
+    path = tmp_path / f"{name}.pcap"
+    path.write_bytes(header + b"".join(change(records)))
+    return path
+
+
+def test_recorded_fragmented_client_initial_is_reassembled() -> None:
+    decoded = decode(RECORDED)
+    datagrams = decoded.datagrams
+    assert decoded.ingest_issues.height == 0, decoded.ingest_issues["message"].to_list()
+    first = datagrams.row(0, named=True)
+    # the connection starts with the client's first Initial, 1200 bytes in three fragments of 20 header bytes each
+    assert (first["direction"], first["udp_payload_bytes"], first["ip_header_bytes"]) == ("c2s", 1200, 60)
+    initial = decoded.packets.filter(pl.col("direction") == "c2s").row(0, named=True)
+    assert (initial["packet_type"], initial["packet_number"], initial["decrypted"]) == ("initial", 0, True)
+    assert datagrams.height == 11
+    assert decoded.packets["decrypted"].all()
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (the reference dissector)")
+def test_recorded_fragments_give_tsharks_datagrams() -> None:
+    datagrams = decode(RECORDED).datagrams
+    assert datagrams["time_abs_ns"].to_list() == _tshark_udp_times(RECORDED.path)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_missing_fragment_is_named_and_its_datagram_skipped(tmp_path: Path, engine: str) -> None:
+    # record 2 is the middle fragment of the client's first Initial (records 1-3)
+    path = _derive(tmp_path, "missing", lambda records: records[:1] + records[2:])
+    tables = _tables(path, engine)
+    messages = tables["ingest_issues"]["message"].to_list()
+    assert f"{MISSING} (capture frame 1)" in messages
+    assert tables["datagrams"].height == 10
+    if TSHARK is not None:
+        assert tables["datagrams"]["time_abs_ns"].to_list() == _tshark_udp_times(path)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_conflicting_overlap_is_named_and_its_datagram_skipped(tmp_path: Path, engine: str) -> None:
+    def repeat_changed(records: list[bytes]) -> list[bytes]:
+        changed = bytearray(records[1])
+        changed[-1] ^= 0xFF  # the last byte of the second fragment's payload
+        return records[:2] + [bytes(changed)] + records[2:]
+
+    tables = _tables(_derive(tmp_path, "conflict", repeat_changed), engine)
+    messages = tables["ingest_issues"]["message"].to_list()
+    assert f"{CONFLICT} (capture frame 3)" in messages
+    assert tables["datagrams"].height == 10
+    assert tables["datagrams"]["udp_payload_bytes"].to_list()[:2] == [
+        1200,
+        1200,
+    ]  # the server's, then the client's second
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_repeated_fragment_is_reassembled_once(tmp_path: Path, engine: str) -> None:
+    path = _derive(tmp_path, "repeated", lambda records: records[:2] + records[1:])
+    tables = _tables(path, engine)
+    assert tables["ingest_issues"].height == 0
+    recorded = _tables(RECORDED.path, engine)
+    for name in ("datagrams", "packets"):
+        assert tables[name].equals(recorded[name])
