@@ -5,7 +5,8 @@ tests/data/pcap/aioquic_ipv4_fragments.pcap is a real aioquic download over a ve
 bytes, into fragments. Read fragment by fragment, the first client Initial was lost and the connection's first
 datagram was a later one (the client was guessed from the ports, and a capture whose first whole datagram is the
 server's took the server for the client). The `_derived_` inputs are that recording with one fragment dropped,
-repeated, or repeated with different bytes (written by `_derive` here).
+repeated, or repeated with different bytes (written by `_derive` here), and tests/data/pcap/aioquic_ipv6_sll2's
+recording with its IPv6 datagrams cut into fragments by scapy (tests/tools/fragment_ipv6_capture.py).
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ TSHARK = shutil.which("tshark")
 ENGINES = ("python", "compiled") if compiled_engine() is not None else ("python",)
 
 
-def _tables(path: Path, engine: str) -> dict[str, pl.DataFrame]:
-    batches = list(decode_capture(path, list(RECORDED.keylogs), "r", "v", engine=engine))
-    return {name: pl.concat([getattr(b, name) for b in batches]) for name in ("datagrams", "packets", "ingest_issues")}
+IPV6 = DATA / "pcap" / "aioquic_ipv6_sll2.pcap.zst"
+IPV6_FRAGMENTS = DATA / "pcap" / "aioquic_ipv6_fragments_derived.pcap.zst"
+
+
+def _tables(path: Path, engine: str, keylogs: tuple[Path, ...] = RECORDED.keylogs) -> dict[str, pl.DataFrame]:
+    batches = list(decode_capture(path, list(keylogs), "r", "v", engine=engine))
+    tables = ("datagrams", "packets", "frames", "ingest_issues")
+    return {name: pl.concat([getattr(b, name) for b in batches]) for name in tables}
 
 
 def _tshark_udp_times(path: Path) -> list[int]:
@@ -118,3 +124,23 @@ def test_derived_repeated_fragment_is_reassembled_once(tmp_path: Path, engine: s
     recorded = _tables(RECORDED.path, engine)
     for name in ("datagrams", "packets"):
         assert tables[name].equals(recorded[name])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_ipv6_fragments_give_the_recordings_rows(engine: str) -> None:
+    # every datagram above 560 bytes in three fragments, those of the client's first Initial last first
+    keylogs = (DATA / "pcap" / "aioquic_ipv6_sll2.keys.log",)
+    derived, recorded = _tables(IPV6_FRAGMENTS, engine, keylogs), _tables(IPV6, engine, keylogs)
+    assert derived["ingest_issues"].height == 0, derived["ingest_issues"]["message"].to_list()
+    assert derived["datagrams"].drop("ip_header_bytes").equals(recorded["datagrams"].drop("ip_header_bytes"))
+    assert derived["packets"].equals(recorded["packets"]) and derived["frames"].equals(recorded["frames"])
+    # a fragmented datagram's IP header bytes: an IPv6 header and an 8-byte Fragment header per fragment, each
+    # fragment carrying 512 bytes of the UDP datagram (560 bytes in all) but the last
+    expected = [
+        40 if 40 + 8 + payload <= 560 else 48 * -(-(8 + payload) // 512)
+        for payload in derived["datagrams"]["udp_payload_bytes"]
+    ]
+    assert derived["datagrams"]["ip_header_bytes"].to_list() == expected
+    assert 144 in expected and 96 in expected
+    if TSHARK is not None:
+        assert derived["datagrams"]["time_abs_ns"].to_list() == _tshark_udp_times(IPV6_FRAGMENTS)
