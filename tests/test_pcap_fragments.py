@@ -1,10 +1,10 @@
 """IP fragments are reassembled, as tshark does, and fragments that cannot make a datagram are named.
 
 tests/data/pcap/aioquic_ipv4_fragments.pcap is a real aioquic download over a veth with MTU 576
-(tests/data/pcap/record_fragmented.sh): Linux cut the client's first Initial, and every other datagram above 576
-bytes, into fragments. Read fragment by fragment, the first client Initial was lost and the connection's first
-datagram was a later one (the client was guessed from the ports, and a capture whose first whole datagram is the
-server's took the server for the client). The `_derived_` inputs are that recording with one fragment dropped,
+(tests/data/pcap/record_fragmented.sh, the server in IACK mode): Linux cut the client's first Initial, and every
+other datagram above 576 bytes, into fragments; the server's first answer, an ACK-only Initial, went whole. Read
+fragment by fragment, the first client Initial was lost, the server's Initial was the first datagram, and the
+decoder took the server for the client: every datagram in the wrong direction, and warnings that blamed the keylog. The `_derived_` inputs are that recording with one fragment dropped,
 repeated, or repeated with different bytes (written by `_derive` here), and tests/data/pcap/aioquic_ipv6_sll2's
 recording with its IPv6 datagrams cut into fragments by scapy (tests/tools/fragment_ipv6_capture.py).
 """
@@ -75,6 +75,11 @@ def test_recorded_fragmented_client_initial_is_reassembled() -> None:
     first = datagrams.row(0, named=True)
     # the connection starts with the client's first Initial, 1200 bytes in three fragments of 20 header bytes each
     assert (first["direction"], first["udp_payload_bytes"], first["ip_header_bytes"]) == ("c2s", 1200, 60)
+    # then the server's ACK-only Initial, whole (before: taken for the client's)
+    server = datagrams.row(1, named=True)
+    assert (server["direction"], server["udp_payload_bytes"], server["ip_header_bytes"]) == ("s2c", 50, 20)
+    directions = "c2s s2c s2c c2s s2c c2s s2c c2s s2c c2s c2s".split()
+    assert datagrams["direction"].to_list() == directions
     initial = decoded.packets.filter(pl.col("direction") == "c2s").row(0, named=True)
     assert (initial["packet_type"], initial["packet_number"], initial["decrypted"]) == ("initial", 0, True)
     assert datagrams.height == 11
@@ -110,10 +115,7 @@ def test_derived_conflicting_overlap_is_named_and_its_datagram_skipped(tmp_path:
     messages = tables["ingest_issues"]["message"].to_list()
     assert f"{CONFLICT} (capture frame 3)" in messages
     assert tables["datagrams"].height == 10
-    assert tables["datagrams"]["udp_payload_bytes"].to_list()[:2] == [
-        1200,
-        1200,
-    ]  # the server's, then the client's second
+    assert tables["datagrams"]["udp_payload_bytes"].to_list()[:2] == [50, 1200]  # the server's first two
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -61,7 +61,7 @@ def test_derived_if_tsoffset_is_added_at_nanosecond_resolution() -> None:
     times = _tables(TSOFFSET, "python")["datagrams"]["time_abs_ns"]
     recorded = _tables(RECORDED, "python")["datagrams"]["time_abs_ns"]
     assert times.to_list() == recorded.to_list()
-    assert times[0] % 1000 == 0 and times[0] // 10**9 == 1_795_871_482  # the recording's microseconds, 2026-11-28
+    assert times[0] % 1000 == 0  # the recording's microseconds
 
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (the reference dissector)")

@@ -4,13 +4,15 @@
 # Linux's default, IP_PMTUDISC_WANT), so the kernel cuts every datagram larger than 576 bytes -- the client's first
 # Initial (1200 bytes of UDP payload) among them -- into fragments before they reach the wire.
 #
-# Usage: record_fragmented.sh OUTDIR PORT BYTES   (root; ip, ethtool, tcpdump on PATH; PYTHONPATH=<repo>/src)
+# Usage: record_fragmented.sh OUTDIR PORT BYTES [MODE]   (root; ip, ethtool, tcpdump on PATH; PYTHONPATH=<repo>/src)
+# MODE: the server's handshake mode (none, iack, wfc; default none). With iack the server first answers with an
+# ACK-only Initial, small enough to go whole: the first whole datagram of the capture is then the server's.
 # Writes OUTDIR/capture.pcap (tcpdump on the client's veth: every fragment as it went over the wire) and
 # OUTDIR/keys.log (the client's and the server's TLS secrets, SSLKEYLOGFILE format).
 # Addresses 198.18.0.1 (client) and 198.18.0.2 (server), from the benchmarking range 198.18.0.0/15 the testbed uses;
 # the namespaces have no other interface, so nothing leaves the machine. Both namespaces are deleted at the end.
 set -eu
-out=$1; port=$2; bytes=$3
+out=$1; port=$2; bytes=$3; mode=${4:-none}
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 client_ns=qack-frag-c; server_ns=qack-frag-s
 work=$(mktemp -d)
@@ -42,7 +44,7 @@ dump=$!
 until grep -q listening "$work/tcpdump.log"; do sleep 0.1; done
 ip netns exec "$server_ns" env PYTHONPATH="$repo/src" python -m quicack.testbed.iack_wfc_server --host 198.18.0.2 \
   --port "$port" --www "$work/www" --keylog "$work/server.keys.log" --qlog-dir "$work/qlog" \
-  --ready-file "$work/ready.json" & server=$!
+  --mode "$mode" --ready-file "$work/ready.json" & server=$!
 until [ -s "$work/ready.json" ]; do kill -0 "$server"; sleep 0.1; done
 ip netns exec "$client_ns" timeout 30 python "$repo/src/implementations/aioquic/aioquic_client.py" --alpn hq \
   --keylog "$work/client.keys.log" --qlog-dir "$work/qlog" --download-dir "$work/dl" \
