@@ -22,7 +22,7 @@ from test_pcap_support import DATA, Capture, decode
 
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.decoder_engine import compiled_engine
-from quicack.pcap.ip_fragments import CONFLICT, MISSING
+from quicack.pcap.ip_fragments import CONFLICT, CUT, MISSING
 
 RECORDED = Capture(DATA / "pcap" / "aioquic_ipv4_fragments.pcap", (DATA / "pcap" / "aioquic_ipv4_fragments.keys.log",))
 TSHARK = shutil.which("tshark")
@@ -146,3 +146,30 @@ def test_derived_ipv6_fragments_give_the_recordings_rows(engine: str) -> None:
     assert 144 in expected and 96 in expected
     if TSHARK is not None:
         assert derived["datagrams"]["time_abs_ns"].to_list() == _tshark_udp_times(IPV6_FRAGMENTS)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_fragment_cut_by_the_snap_length_is_named(tmp_path: Path, engine: str) -> None:
+    def cut_first(records: list[bytes]) -> list[bytes]:
+        first = bytearray(records[0][: 16 + 100])
+        first[8:12] = struct.pack("<I", 100)  # caplen 100 of the first fragment's 586 bytes (snap length 100)
+        return [bytes(first), *records[1:]]
+
+    tables = _tables(_derive(tmp_path, "cut", cut_first), engine)
+    assert f"{CUT} (capture frame 1)" in tables["ingest_issues"]["message"].to_list()
+    assert tables["datagrams"].height == 10
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_derived_pieces_apart_longer_than_linux_waits_are_named(tmp_path: Path, engine: str) -> None:
+    def delay_the_rest(records: list[bytes]) -> list[bytes]:
+        # the client's first Initial's second and third fragments 31 s after its first (Linux waits 30 s)
+        late = []
+        for record in records[1:3]:
+            seconds = struct.unpack_from("<I", record)[0] + 31
+            late.append(struct.pack("<I", seconds) + record[4:])
+        return [records[0], *late, *records[3:]]
+
+    tables = _tables(_derive(tmp_path, "late", delay_the_rest), engine)
+    assert f"{MISSING} [2 times] (capture frame 1, 2)" in tables["ingest_issues"]["message"].to_list()
+    assert tables["datagrams"].height == 10
