@@ -41,7 +41,8 @@ class _Pending:
     total: int | None = None  # the fragmentable part's length, known from the last fragment (more-fragments clear)
     pieces: dict[int, bytes] = field(default_factory=dict)  # offset -> bytes
     header_bytes: dict[int, int] = field(default_factory=dict)  # offset -> header bytes of the fragment on the wire
-    failed: bool = False  # an issue was reported: later pieces are absorbed without another
+    # an issue was reported: the datagram's later pieces are absorbed (for MAX_WAIT_NS), not named a second time
+    failed: bool = False
 
 
 class FragmentReassembly:
@@ -110,10 +111,13 @@ class FragmentReassembly:
         if cut:
             return CUT
         end = offset + len(piece)
-        if end > MAX_IP_PAYLOAD_BYTES or (
-            entry.total is not None and (end > entry.total or not more and end != entry.total)
-        ):
-            return TOO_LONG if end > MAX_IP_PAYLOAD_BYTES else CONFLICT
+        if end > MAX_IP_PAYLOAD_BYTES:
+            return TOO_LONG
+        # two last fragments that disagree on the length, or a piece beyond the last fragment's end
+        if entry.total is not None and (end > entry.total or not more and end != entry.total):
+            return CONFLICT
+        if not more and any(start + len(other) > end for start, other in entry.pieces.items()):
+            return CONFLICT
         for start, other in entry.pieces.items():
             low, high = max(start, offset), min(start + len(other), end)
             if low < high and other[low - start : high - start] != piece[low - offset : high - offset]:
