@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 from test_pcap_support import DATA, Capture, decode
 
+from quicack.pcap import ip_fragments
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.decoder_engine import compiled_engine
 from quicack.pcap.ip_fragments import CONFLICT, CUT, MISSING
@@ -173,3 +174,18 @@ def test_derived_pieces_apart_longer_than_linux_waits_are_named(tmp_path: Path, 
     tables = _tables(_derive(tmp_path, "late", delay_the_rest), engine)
     assert f"{MISSING} [2 times] (capture frame 1, 2)" in tables["ingest_issues"]["message"].to_list()
     assert tables["datagrams"].height == 10
+
+
+@pytest.mark.parametrize("limit", ["MAX_PENDING_DATAGRAMS", "MAX_PENDING_BYTES"])
+def test_derived_interleaved_fragments_beyond_the_memory_bound_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    # the client's first Initial (records 1-3) and the server's first 1200-byte datagram (records 5-7) interleaved,
+    # with room for one datagram's pieces only: the client's is given up when the server's second piece comes
+    path = _derive(tmp_path, "interleaved", lambda r: [r[0], r[4], r[1], r[5], r[2], r[6], r[3], *r[7:]])
+    assert not _tables(path, "python")["ingest_issues"].height  # interleaved, but within the bounds
+    monkeypatch.setattr(ip_fragments, limit, 1 if limit == "MAX_PENDING_DATAGRAMS" else 1000)
+    tables = _tables(path, "python")
+    (missing,) = [message for message in tables["ingest_issues"]["message"] if message.startswith(MISSING)]
+    assert "(capture frame 1, 2, " in missing  # the client's first Initial given up, for a server fragment's room
+    assert tables["datagrams"].height < 11

@@ -22,7 +22,10 @@ from dataclasses import dataclass, field
 from .capture_records import ReadIssue
 
 MAX_WAIT_NS = 30 * 1_000_000_000  # Linux's net.ipv4.ipfrag_time: a datagram's pieces are not waited for longer
-MAX_PENDING_DATAGRAMS = 4096  # datagrams waiting for pieces at one time; beyond, the oldest is given up
+# Datagrams, and bytes of their pieces, waiting at one time; beyond either, the oldest datagram is given up
+# (so a capture of many never-completed large datagrams cannot exhaust memory)
+MAX_PENDING_DATAGRAMS = 4096
+MAX_PENDING_BYTES = 32 << 20
 MAX_IP_PAYLOAD_BYTES = 65_535  # what the 16-bit length and offset fields can describe (no jumbo fragments)
 
 MISSING = "fragments of an IP datagram whose other pieces are not in the capture: the datagram is skipped"
@@ -50,6 +53,7 @@ class FragmentReassembly:
 
     def __init__(self) -> None:
         self.pending: dict[tuple, _Pending] = {}
+        self.pending_bytes = 0
         # datagrams given up (waited too long, or crowded out) while another fragment was added: the caller takes
         # them after each record (`take_issues`)
         self.issues: list[ReadIssue] = []
@@ -77,7 +81,10 @@ class FragmentReassembly:
         problem = self._problem(entry, offset, more, piece, cut)
         if problem is not None:
             entry.failed = True
+            self.pending_bytes -= sum(len(piece) for piece in entry.pieces.values())
+            entry.pieces.clear()
             return ReadIssue(record, "warning", problem)
+        self.pending_bytes += len(piece) - len(entry.pieces.get(offset, b""))
         entry.pieces[offset] = piece
         entry.header_bytes[offset] = header_bytes
         if offset == 0:
@@ -86,8 +93,10 @@ class FragmentReassembly:
             entry.total = offset + len(piece)
         whole = self._whole(entry)
         if whole is None:
+            while self.pending_bytes > MAX_PENDING_BYTES and len(self.pending) > 1:
+                self._give_up(next(iter(self.pending)))
             return None
-        del self.pending[key]
+        self._forget(key)
         assert entry.header is not None  # _whole checked
         return entry.header, whole, sum(entry.header_bytes.values())
 
@@ -101,8 +110,13 @@ class FragmentReassembly:
             self._give_up(key)
         return self.take_issues()
 
-    def _give_up(self, key: tuple) -> None:
+    def _forget(self, key: tuple) -> _Pending:
         entry = self.pending.pop(key)
+        self.pending_bytes -= sum(len(piece) for piece in entry.pieces.values())
+        return entry
+
+    def _give_up(self, key: tuple) -> None:
+        entry = self._forget(key)
         if not entry.failed:
             self.issues.append(ReadIssue(entry.first_record, "warning", MISSING))
 
