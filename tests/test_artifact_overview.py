@@ -180,6 +180,8 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     # Real files stand in for a run's outputs: the zip's contents are files, whatever they hold.
     (results / "figures" / "a-fig01.png").write_bytes((REPO / "README.md").read_bytes())
     (results / "tables" / "a-tab01.csv").write_bytes(claims_csv.read_bytes())
+    (results / "report").mkdir()
+    (results / "report" / "claims-ackfreq22.html").write_text(paper_page_html("ackfreq22", read_claims(claims_csv), ""), encoding="utf-8")
     report = tmp_path / "report.html"
     report.write_text("<html>report</html>")
     members = bundle_members(report, results, REPO)
@@ -190,4 +192,5 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     names = zipfile.ZipFile(first).namelist()
     assert names[0] == "quicack-sample/report.html"
     assert {"quicack-sample/claims.csv", "quicack-sample/figures/a-fig01.png", "quicack-sample/tables/a-tab01.csv",
-            "quicack-sample/repository/ARTIFACT.md", "quicack-sample/repository/LICENSE"} <= set(names)  # fmt: skip
+            "quicack-sample/repository/ARTIFACT.md", "quicack-sample/repository/LICENSE",
+            "quicack-sample/report/claims-ackfreq22.html"} <= set(names)  # fmt: skip
