@@ -141,10 +141,14 @@ def test_no_payload_of_a_title_or_group_name_is_live_in_the_report(report):
     assert sorted(runs_in(report["results"] / "quicack.duckdb")) == sorted([f"{GROUP}/transfer/1", "ngtcp2_ngtcp2/transfer/1"])
     # The tables' Markdown (rendered as CommonMark with tables) and LaTeX, beside the report, carry the title as text.
     tables = report["results"] / "tables"
+    titled = []
     for md in tables.glob("*.md"):
         rendered = MarkdownIt("commonmark").enable("table").render(md.read_text(encoding="utf-8"))
         assert "<img" not in rendered and "<script" not in rendered and "<a href" not in rendered, md.name
-        assert "&lt;img src=x onerror=" in rendered, md.name
+        if "Hostile title" in rendered:  # the scan's tables name the scan's description
+            titled.append(md.name)
+            assert "&lt;img src=x onerror=" in rendered, md.name
+    assert "imc24-claims.md" in titled
     for tex in tables.glob("*.tex"):
         lines = tex.read_text(encoding="utf-8").splitlines()
         assert not [line for line in lines if "PWNED" in line and not line.startswith("%")], tex.name
