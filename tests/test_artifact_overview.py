@@ -103,6 +103,7 @@ def test_a_papers_page_lists_each_of_its_claims_as_text(claims_csv):
 PAYLOADS = {
     "jinja endraw": ("{% endraw %}{{ 7*191 }}{% raw %}", "1337"),
     "jinja expression": ("{{ 7*191 }}", "1337"),
+    "jinja endraw evaluated": ("{% endraw %}{{ 7000+337 }}{% raw %}", "7337"),
     "jinja whitespace control": ("{{- 7*191 -}} {%- if true -%}1338{%- endif -%}", "1337"),
     "jinja comment": ("a {# comment #} b", "a  b"),
     "rst raw html": (".. raw:: html\n\n   <script>alert(1)</script>", "<script>"),
