@@ -9,8 +9,8 @@ from quicack.artifact.pages import report_papers
 
 # The landing page of `snakemake --report`: written by report_pages from claims.csv. Snakemake reads it (and the
 # captions) only when it makes the report, so the paths may name files a run writes. It stays short (Snakemake
-# centres it in the window, and what is taller than the window cannot be scrolled to); each paper's claims are its
-# own entry, a page that the report shows in a frame that scrolls.
+# centres it in the window; it opens with the counts in view); each paper's claims are its own entry, a page that the
+# report shows in a frame that scrolls.
 report: str(REPORT_PAGES_ABSOLUTE / "landing.rst")
 PAPER_CLAIMS_PAGES = [REPORT_PAGES / paper_page_name(paper) for paper in report_papers()]
 

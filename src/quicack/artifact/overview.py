@@ -81,8 +81,9 @@ def _value(row: Mapping[str, object], column: str) -> str:
 # ------------------------------------------------------------------------------------------------
 # The report (``snakemake --report``): its landing page and the captions (Jinja templates of reStructuredText, every
 # text through ``report_text``), and one HTML page per paper with its claims (a report entry of category "claims").
-# Snakemake centres the landing page in the window and what is taller than the window cannot be scrolled to: the
-# landing page stays short (the dataset, the counts, how to read them, where the claims are); the long tables are the
+# Snakemake centres the landing page in the window, and what is taller than the window could not be scrolled to
+# without quicack's stylesheet (workflow/report/report.css): the landing page stays short (the dataset, the counts,
+# how to read them, where the claims are), so that it opens with the counts in view; the long tables are the
 # per-paper pages, which the report shows in a frame of the window's height that scrolls.
 
 CLAIMS_CATEGORY = "claims"
