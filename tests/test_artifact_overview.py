@@ -28,6 +28,7 @@ from quicack.artifact.overview import (
     replace_generated,
     status_counts,
 )
+from quicack.artifact.pages import write_report_pages
 from quicack.claims.ackratio_claims import CLAIMS, ackratio_claims
 from tests.test_claims_ackratio import DESCRIPTION, loopback_tables
 
@@ -158,6 +159,16 @@ def test_a_caption_lists_its_artefacts_claims_and_explains_the_differing(claims_
     assert " ".join(differing["explanation"].split())[:40].replace("&", "&amp;") in html
     # An artefact without claims keeps its caption as it is.
     assert caption_rst("Only this.\n", "no-such-artefact", claims) == "Only this.\n"
+
+
+def test_report_pages_refuse_claims_of_a_paper_without_a_page(claims_csv, tmp_path):
+    """Each paper's page is named before the claims are known (data/reference/papers.csv): a claim of another paper
+    would have no page; it is an error that names the paper, not a claim left out."""
+    claims = pl.read_csv(claims_csv, infer_schema_length=None)
+    other = tmp_path / "claims.csv"
+    claims.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nosuchpaper")).otherwise(pl.col("paper")).alias("paper")).write_csv(other)
+    with pytest.raises(ValueError, match="nosuchpaper"):
+        write_report_pages(other, tmp_path / "no.duckdb", REPO / "workflow" / "report", tmp_path, tmp_path / "report")
 
 
 def test_markdown_has_a_row_per_claim_and_replaces_only_its_section(claims_csv):

@@ -17,7 +17,7 @@ from quicack.artifact.overview import (
     paper_page_name,
     read_claims,
 )
-from quicack.markup import md_text
+from quicack.markup import md_paragraph
 from quicack.provenance import read_description
 from quicack.reference import papers
 
@@ -57,7 +57,7 @@ def write_report_pages(claims_csv: Path, db: Path, captions: Path, results: Path
         texts[page.with_suffix(".rst")] = paper_page_caption(paper, claims)
     for source in sorted(captions.glob("*.rst")):
         texts[out / source.name] = caption_rst(source.read_text(encoding="utf-8"), source.stem, claims)
-    texts[results / MARKDOWN] = f"# Claims overview\n\n{md_text(footnote)}\n\n" + claims_markdown(claims, artefact_paths(claims, ""), heading="##")
+    texts[results / MARKDOWN] = f"# Claims overview\n\n{md_paragraph(footnote)}\n\n" + claims_markdown(claims, artefact_paths(claims, ""), heading="##")
     for path, text in texts.items():
         path.write_text(text, encoding="utf-8")
         written.append(path)
