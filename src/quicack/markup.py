@@ -15,6 +15,7 @@ import string
 
 import polars as pl
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ASCII_PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
@@ -26,8 +27,9 @@ def one_line(text: object) -> str:
 def rst_text(text: object) -> str:
     """Any text as literal reStructuredText inline content, on one line: every ASCII punctuation character
     backslash-escaped, so that nothing in it starts markup — no directive (``.. raw::``, ``.. include::``), role,
-    substitution, link, URI, list or section — wherever the line stands (a paragraph, a list item, a table cell)."""
-    return _ASCII_PUNCTUATION.sub(r"\\\1", one_line(text))
+    substitution, link, URI, list or section — wherever the line stands (a paragraph, a list item, a table cell).
+    Control characters are left out (docutils marks its own escapes with NUL)."""
+    return _ASCII_PUNCTUATION.sub(r"\\\1", _CONTROL.sub("", one_line(text)))
 
 
 def jinja_text(text: str) -> str:
