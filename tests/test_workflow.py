@@ -204,6 +204,15 @@ def test_dataset_must_be_a_name_not_a_path(tmp_path, dataset):
     assert done.returncode != 0 and "dataset" in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("key", ["results_dir", "dataset_description"])
+def test_a_path_that_would_end_the_reports_scripts_is_refused(tmp_path, key):
+    """Snakemake writes the run's paths into the HTML report's scripts unescaped: '</script><script>' in one (a
+    path may hold '/') would run in a reviewer's browser (hand-made path)."""
+    path = tmp_path / "a</script><script>alert(1)</script>"
+    done = snakemake("-n", "--config", f"results_dir={tmp_path}", f"{key}={path}")
+    assert done.returncode != 0 and key in done.stdout + done.stderr and "^[^<]*$" in done.stdout + done.stderr
+
+
 def test_run_from_another_directory_keeps_every_render_job(tmp_path):
     """-s <repo>/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
     config = tmp_path / "mine.yaml"
