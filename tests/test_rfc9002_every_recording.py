@@ -1,0 +1,215 @@
+"""RFC 9002 agreement on every recording: each endpoint of every qlog recorded here (the embedded dataset and the
+qlogs under tests/data) either agrees with the recomputation within its logging resolution, or its deviations are
+reproduced by the cause recorded for its implementation and vantage (src/quicack/metrics/rfc9002_deviations.csv)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from quicack.layout import run_groups
+from quicack.metrics.agreement import (
+    DELTA_COLUMNS,
+    RESOLUTION_FACTOR,
+    SUB_MS_RESOLUTION,
+    WHOLE_MS_RESOLUTION,
+    WITHIN_RESOLUTION,
+    deviation_explanations,
+    estimator_agreement,
+    rfc9002_agreement,
+)
+from quicack.metrics.rtt import recompute_rtt_samples
+from quicack.qlog import read_qlog
+from tests.conftest import REPO, SAMPLE_RAW
+
+KEY = ["run_id", "vantage"]
+# Hand-made (synthetic) qlogs are no recording; every other qlog file under tests/data is one.
+TEST_DATA_QLOGS = sorted(
+    path
+    for path in (REPO / "tests" / "data").rglob("*")
+    if path.is_file() and "qlog" in path.name and "synthetic" not in path.parts
+)
+# Where the causes recorded for an implementation are not fully established (the CSV says so), its endpoints beyond the
+# resolution are listed by the test that shows them, not passed silently.
+OPEN_CAUSES = {("ngtcp2", "client")}
+
+
+def tables_of_test_data_qlogs() -> dict[str, pl.DataFrame]:
+    parts: dict[str, list[pl.DataFrame]] = {"packets": [], "frames": [], "metrics_logged": [], "endpoints": []}
+    for index, path in enumerate(TEST_DATA_QLOGS):
+        result = read_qlog(path, f"{index}:{path.relative_to(REPO)}", None)
+        for name in parts:
+            parts[name].append(getattr(result, name))
+    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+
+
+@pytest.fixture(scope="module")
+def recordings(sample_tables) -> dict[str, dict[str, pl.DataFrame]]:
+    groups = [group for group in run_groups(SAMPLE_RAW) if not group.startswith("linux-tcp")]
+    embedded = sample_tables(groups, ["packets", "frames", "metrics_logged", "endpoints", "rtt_samples", "estimator_agreement"])
+    test_data = tables_of_test_data_qlogs()
+    test_data["rtt_samples"] = recompute_rtt_samples(test_data["packets"], test_data["frames"], test_data["endpoints"])
+    test_data["estimator_agreement"] = estimator_agreement(
+        test_data["rtt_samples"], test_data["metrics_logged"], test_data["endpoints"]
+    )
+    return {"embedded": embedded, "tests/data": test_data}
+
+
+def resolution_of(rows: pl.DataFrame) -> float:
+    logged = rows["smoothed_rtt_logged_ms"].drop_nulls()
+    return WHOLE_MS_RESOLUTION if (logged % 1 == 0).all() else SUB_MS_RESOLUTION
+
+
+def within(deltas: dict[str, float], tolerance: dict[str, float]) -> bool:
+    return all(abs(deltas[q]) <= tolerance[q] + 1e-9 for q in deltas)
+
+
+def max_deltas(rows: pl.DataFrame, columns: dict[str, str] = DELTA_COLUMNS) -> dict[str, float]:
+    return {q: rows[c].abs().max() or 0.0 for q, c in columns.items()}
+
+
+# The causes a replay of the recomputed samples reproduces (``replayed_deviations``).
+REPLAYED_CAUSES = {"samples_not_taken", "rttvar_from_min_rtt", "handshake_ack_delay_ignored", "qlog_ack_delay_unscaled"}
+
+
+def replayed_deviations(rows: pl.DataFrame, samples: pl.DataFrame, causes: set[str], only_logged: bool) -> pl.DataFrame:
+    """The logged state beside RFC 9002 replayed as the recorded causes say the implementation computes it: from its
+    own first sample on (samples_not_taken), with rttvar from min_rtt (rttvar_from_min_rtt); fed every recomputed
+    sample, or with ``only_logged`` only those the implementation logged a change for (samples_not_taken: the
+    others it did not take)."""
+    joined = samples.select("sample_index", "pn_space", "latest_rtt_ms", "ack_delay_ms", "adjusted_rtt_ms", "min_rtt_ms").join(
+        rows.select("sample_index", "smoothed_rtt_logged_ms", "rttvar_logged_ms"), on="sample_index", how="left"
+    ).sort("sample_index")
+    if only_logged:
+        joined = joined.filter(pl.col("smoothed_rtt_logged_ms").is_not_null())
+    start = 0
+    if "samples_not_taken" in causes:
+        # The implementation's first sample: the first logged state with rtt_variance = smoothed_rtt / 2.
+        first = joined.filter(
+            (pl.col("rttvar_logged_ms") - pl.col("smoothed_rtt_logged_ms") / 2).abs() <= 0.01 * pl.col("smoothed_rtt_logged_ms")
+        )
+        start = first["sample_index"].min() if first.height else 0
+    smoothed = rttvar = None
+    out = []
+    for row in joined.filter(pl.col("sample_index") >= start).iter_rows(named=True):
+        adjusted = row["adjusted_rtt_ms"]
+        if "handshake_ack_delay_ignored" in causes and row["pn_space"] == "handshake":
+            adjusted = row["latest_rtt_ms"]
+        if "qlog_ack_delay_unscaled" in causes:
+            # The delay the implementation used: the logged field times 2^ack_delay_exponent (the default 3).
+            delay = 8 * row["ack_delay_ms"]
+            adjusted = row["latest_rtt_ms"] - delay if row["latest_rtt_ms"] >= row["min_rtt_ms"] + delay else row["latest_rtt_ms"]
+        if smoothed is None:
+            smoothed, rttvar = row["latest_rtt_ms"], row["latest_rtt_ms"] / 2
+        else:
+            reference = row["min_rtt_ms"] if "rttvar_from_min_rtt" in causes else smoothed
+            rttvar = 0.75 * rttvar + 0.25 * abs(reference - adjusted)
+            smoothed = 0.875 * smoothed + 0.125 * adjusted
+        out.append({**row, "smoothed_replayed": smoothed, "rttvar_replayed": rttvar})
+    replayed = pl.DataFrame(out, infer_schema_length=None).filter(pl.col("smoothed_rtt_logged_ms").is_not_null())
+    return replayed.select(
+        (pl.col("smoothed_rtt_logged_ms") - pl.col("smoothed_replayed")).alias("smoothed_rtt"),
+        (pl.col("rttvar_logged_ms") - pl.col("rttvar_replayed")).alias("rttvar"),
+        (
+            pl.col("smoothed_rtt_logged_ms") + 4 * pl.col("rttvar_logged_ms")
+            - pl.col("smoothed_replayed") - 4 * pl.col("rttvar_replayed")
+        ).alias("pto"),
+    )
+
+
+def explained(rows: pl.DataFrame, samples: pl.DataFrame, causes: set[str], tables: dict, resolution: float) -> bool:
+    """Whether the recorded ``causes`` reproduce the endpoint's deviations within the resolution."""
+    tolerance = {q: factor * resolution for q, factor in RESOLUTION_FACTOR.items()}
+    if "event_time_offset" in causes:
+        # The implementation's latest_rtt differs from the events' by this much: smoothed_rtt by up to it, rttvar by
+        # up to twice (|smoothed - sample| moves with both), the PTO by up to 9 times.
+        offset = (rows["latest_rtt_logged_ms"] - rows["latest_rtt_ms"]).abs().max() or 0.0
+        tolerance = {q: t + {"smoothed_rtt": 1, "rttvar": 2, "pto": 9}[q] * offset for q, t in tolerance.items()}
+    if causes & REPLAYED_CAUSES:
+        for only_logged in (False, True) if "samples_not_taken" in causes else (False,):
+            replayed = replayed_deviations(rows, samples, causes, only_logged)
+            if replayed.height and within(max_deltas(replayed, {q: q for q in DELTA_COLUMNS}), tolerance):
+                return True
+    if "ack_delay_not_capped" in causes:
+        # neqo: the ACK delay not capped at max_ack_delay (as before the handshake is confirmed).
+        run_id, vantage = rows["run_id"][0], rows["vantage"][0]
+        one = {name: tables[name].filter((pl.col("run_id") == run_id) & (pl.col("vantage") == vantage))
+               for name in ("packets", "frames", "metrics_logged", "endpoints")}  # fmt: skip
+        unconfirmed = one["endpoints"].with_columns(pl.lit(None, pl.Float64).alias("handshake_confirmed_ms"))
+        variant = estimator_agreement(
+            recompute_rtt_samples(one["packets"], one["frames"], unconfirmed), one["metrics_logged"], unconfirmed
+        )
+        if within(max_deltas(variant), tolerance):
+            return True
+    return within(max_deltas(rows), tolerance)
+
+
+def endpoint_verdicts(tables: dict) -> list[dict]:
+    agreement = tables["estimator_agreement"].filter(pl.col("smoothed_rtt_logged_ms").is_not_null())
+    causes = deviation_explanations().group_by("implementation", "vantage").agg(pl.col("cause"))
+    recorded = {(r["implementation"], r["vantage"]): set(r["cause"]) for r in causes.iter_rows(named=True)}
+    samples_by_endpoint = tables["rtt_samples"].partition_by(KEY, as_dict=True)
+    verdicts = []
+    for (run_id, vantage), rows in agreement.partition_by(KEY, as_dict=True).items():
+        implementation = rows["implementation"][0]
+        resolution = resolution_of(rows)
+        bound = {q: f * resolution for q, f in RESOLUTION_FACTOR.items()}
+        deltas = max_deltas(rows)
+        verdict = {"run_id": run_id, "vantage": vantage, "implementation": implementation, **deltas}
+        if within(deltas, bound):
+            verdict["verdict"] = "within resolution"
+        else:
+            causes_here = recorded.get((implementation, vantage), set())
+            samples = samples_by_endpoint[(run_id, vantage)]
+            verdict["verdict"] = "explained" if explained(rows, samples, causes_here, tables, resolution) else "unexplained"
+        verdicts.append(verdict)
+    return verdicts
+
+
+@pytest.mark.parametrize("source", ["embedded", "tests/data"])
+def test_every_endpoint_agrees_within_resolution_or_by_its_recorded_cause(recordings, source):
+    verdicts = endpoint_verdicts(recordings[source])
+    assert len(verdicts) >= (500 if source == "embedded" else 20), "the loop compared (almost) nothing"
+    implementations = {(v["implementation"], v["vantage"]) for v in verdicts}
+    assert len(implementations) >= (5 if source == "embedded" else 3)
+    unexplained = [v for v in verdicts if v["verdict"] == "unexplained" and (v["implementation"], v["vantage"]) not in OPEN_CAUSES]
+    assert not unexplained, f"{len(unexplained)} endpoints deviate beyond the resolution without a reproduced cause: {unexplained[:5]}"
+
+
+def test_open_cause_ngtcp2_client_is_listed_not_hidden(recordings):
+    """ngtcp2 clients on long 10 MB downloads take no sample at some ACKs the recomputation samples: the CSV records
+    that without a cause found, and those endpoints are exactly what stays unexplained."""
+    verdicts = endpoint_verdicts(recordings["embedded"])
+    open_ = [v for v in verdicts if v["verdict"] == "unexplained"]
+    assert {(v["implementation"], v["vantage"]) for v in open_} <= OPEN_CAUSES
+    assert all(v["smoothed_rtt"] < 6.0 for v in open_)
+
+
+def test_rfc9002_agreement_table_explains_every_row_of_the_embedded_dataset(recordings):
+    table = rfc9002_agreement(recordings["embedded"]["estimator_agreement"])
+    assert table.height >= 5
+    assert table["explanation"].null_count() == 0
+    assert not table["explanation"].str.starts_with("no cause recorded").any()
+    assert (table.filter(pl.col("within_resolution"))["explanation"] == WITHIN_RESOLUTION).all()
+    quic_go_client = table.filter((pl.col("implementation") == "quic-go") & (pl.col("vantage") == "client")).row(0, named=True)
+    assert quic_go_client["smoothed_rtt_abs_dev_max_ms"] > 50  # the 89 ms of the issue: shown, not hidden
+    assert "samples_not_taken" in quic_go_client["explanation"]
+
+
+def test_logged_default_before_the_first_sample_is_not_paired_ngtcp2_loopback():
+    """ngtcp2 logs its initial state (smoothed_rtt 333, rtt_variance 166, latest_rtt 0) when it sends its first Initial,
+    at 0 ms, and its first sample at 1 ms (whole-ms clock): the default lay within the pairing window and made a 332 ms
+    'deviation' of sample 0."""
+    path = next((REPO / "tests" / "data" / "loopback" / "ngtcp2_ngtcp2" / "transfer_10KB" / "1" / "client" / "qlog").iterdir())
+    result = read_qlog(path, "run", None)
+    samples = recompute_rtt_samples(result.packets, result.frames, result.endpoints)
+    first = estimator_agreement(samples, result.metrics_logged, result.endpoints).filter(pl.col("sample_index") == 0).row(0, named=True)
+    assert first["smoothed_rtt_logged_ms"] == 1.0
+    assert abs(first["smoothed_delta_ms"]) <= 1.0
+
+
+def test_every_test_data_recording_is_read():
+    assert len(TEST_DATA_QLOGS) >= 40
+    assert all(Path(p).stat().st_size > 0 for p in TEST_DATA_QLOGS)
