@@ -244,3 +244,28 @@ def test_logged_default_before_the_first_sample_is_not_paired_ngtcp2_loopback():
 def test_every_test_data_recording_is_read():
     assert len(TEST_DATA_QLOGS) >= 40
     assert all(Path(p).stat().st_size > 0 for p in TEST_DATA_QLOGS)
+
+
+def test_build_db_stores_the_agreement_table_commented(recordings, tmp_path):
+    import duckdb
+
+    from quicack.schema import RFC9002_AGREEMENT
+    from quicack.stages.database_stage import write_rfc9002_agreement
+
+    parquet = tmp_path / "estimator_agreement.parquet"
+    recordings["embedded"]["estimator_agreement"].write_parquet(parquet)
+    db = tmp_path / "agreement.duckdb"
+    rows = write_rfc9002_agreement(db, {"estimator_agreement": [parquet]})
+    with duckdb.connect(str(db)) as con:
+        comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'rfc9002_agreement'").fetchone()[
+            0
+        ]
+        commented = con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'rfc9002_agreement' AND comment IS NOT NULL"
+        ).fetchone()[0]
+        neqo = con.execute(
+            "SELECT pto_abs_dev_max_ms, explanation FROM rfc9002_agreement WHERE implementation = 'neqo' AND vantage = 'client'"
+        ).fetchone()
+    assert rows >= 5 and comment.startswith("One row per implementation and vantage")
+    assert commented == len(RFC9002_AGREEMENT.columns)
+    assert 25 < neqo[0] < 35 and "ack_delay_not_capped" in neqo[1]  # the 29 ms of the issue, with its cause
