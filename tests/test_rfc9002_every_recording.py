@@ -12,6 +12,7 @@ import pytest
 from quicack.layout import run_groups
 from quicack.metrics.agreement import (
     DELTA_COLUMNS,
+    NOT_COMPARABLE,
     RESOLUTION_FACTOR,
     SUB_MS_RESOLUTION,
     WHOLE_MS_RESOLUTION,
@@ -248,11 +249,22 @@ def test_ngtcp2_takes_no_sample_when_the_largest_acknowledged_packet_is_ack_only
 
 
 def test_rfc9002_agreement_table_explains_every_row_of_the_embedded_dataset(recordings):
-    table = rfc9002_agreement(recordings["embedded"]["estimator_agreement"])
+    embedded = recordings["embedded"]
+    table = rfc9002_agreement(embedded["estimator_agreement"], embedded["endpoints"])
+    qlog_endpoints = (
+        embedded["endpoints"].filter(pl.col("source") == "qlog").select("implementation", "vantage").unique()
+    )
+    assert table.height == qlog_endpoints.height  # every recorded implementation and vantage has its row
     assert table.height >= 5
     assert table["explanation"].null_count() == 0
     assert not table["explanation"].str.starts_with("no cause recorded").any()
+    assert not table["explanation"].str.starts_with("no RTT sample recomputed").any()
     assert (table.filter(pl.col("within_resolution"))["explanation"] == WITHIN_RESOLUTION).all()
+    quinn_client = table.filter((pl.col("implementation") == "quinn") & (pl.col("vantage") == "client")).row(
+        0, named=True
+    )
+    assert quinn_client["endpoints"] >= 100 and quinn_client["samples"] == 0
+    assert quinn_client["explanation"].startswith("not_comparable")
     quic_go_client = table.filter((pl.col("implementation") == "quic-go") & (pl.col("vantage") == "client")).row(
         0, named=True
     )
@@ -291,8 +303,10 @@ def test_build_db_stores_the_agreement_table_commented(recordings, tmp_path):
 
     parquet = tmp_path / "estimator_agreement.parquet"
     recordings["embedded"]["estimator_agreement"].write_parquet(parquet)
+    endpoints = tmp_path / "endpoints.parquet"
+    recordings["embedded"]["endpoints"].write_parquet(endpoints)
     db = tmp_path / "agreement.duckdb"
-    rows = write_rfc9002_agreement(db, {"estimator_agreement": [parquet]})
+    rows = write_rfc9002_agreement(db, {"estimator_agreement": [parquet], "endpoints": [endpoints]})
     with duckdb.connect(str(db)) as con:
         comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'rfc9002_agreement'").fetchone()[
             0
@@ -311,13 +325,31 @@ def test_build_db_stores_the_agreement_table_commented(recordings, tmp_path):
 def test_every_recorded_cause_belongs_to_a_recorded_endpoint(recordings):
     """No stale rows in rfc9002_deviations.csv: each names an implementation and vantage recorded here, and a known
     cause (one the replay or the tolerance reproduces)."""
-    recorded = {
+    compared = {
         (v["implementation"], v["vantage"]) for source in recordings.values() for v in endpoint_verdicts(source)
     }
     causes = deviation_explanations()
     assert causes.height >= 10
-    assert set(causes.select("implementation", "vantage").iter_rows()) <= recorded
-    assert set(causes["cause"]) <= REPLAYED_CAUSES | {"ack_delay_not_capped"}
+    deviations = causes.filter(pl.col("cause") != NOT_COMPARABLE)
+    assert set(deviations.select("implementation", "vantage").iter_rows()) <= compared
+    assert set(deviations["cause"]) <= REPLAYED_CAUSES | {"ack_delay_not_capped"}
+    # "not comparable" only where no endpoint of that implementation and vantage yields a sample, as the data shows
+    embedded = recordings["embedded"]
+    for implementation, vantage in (
+        causes.filter(pl.col("cause") == NOT_COMPARABLE).select("implementation", "vantage").iter_rows()
+    ):
+        ends = (
+            embedded["endpoints"]
+            .filter(
+                (pl.col("source") == "qlog")
+                & (pl.col("implementation") == implementation)
+                & (pl.col("vantage") == vantage)
+            )
+            .select(KEY)
+        )
+        assert ends.height > 0 and (implementation, vantage) not in compared
+        packets = embedded["packets"].filter(pl.col("source") == "qlog").join(ends, on=KEY)
+        assert packets.is_empty() or not packets["frames_logged"].any()
     assert causes.filter(
         (pl.col("explanation").str.len_chars() < 40) | (pl.col("evidence").str.len_chars() < 20)
     ).is_empty()

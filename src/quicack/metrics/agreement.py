@@ -122,39 +122,65 @@ def within_resolution() -> pl.Expr:
     )
 
 
-def rfc9002_agreement(agreement: pl.DataFrame, explanations: pl.DataFrame | None = None) -> pl.DataFrame:
+NOT_COMPARABLE = "not_comparable"
+
+
+def rfc9002_agreement(
+    agreement: pl.DataFrame, endpoints: pl.DataFrame | None = None, explanations: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """The ``rfc9002_agreement`` table: per implementation and vantage of ``agreement`` (estimator_agreement rows),
     the samples, the median / p99 / max absolute deviation of each quantity, the logging resolution, and the
     explanation: "within logging resolution", else the recorded causes (``DEVIATIONS_CSV``), else says none is
-    recorded."""
+    recorded. With ``endpoints`` (the endpoints table), also a row for each implementation and vantage whose qlogs
+    yield no sample to compare, explained by its recorded ``not_comparable`` cause."""
     explanations = deviation_explanations() if explanations is None else explanations
+    cause_text = pl.concat_str(
+        pl.col("cause"), pl.lit(": "), pl.col("explanation"), pl.lit(" [evidence: "), pl.col("evidence"), pl.lit("]")
+    )
     causes = explanations.group_by("implementation", "vantage").agg(
-        pl.concat_str(pl.col("cause"), pl.lit(": "), pl.col("explanation"), pl.lit(" [evidence: "), pl.col("evidence"),
-                      pl.lit("]")).sort().str.join("; ").alias("causes")
+        cause_text.filter(pl.col("cause") != NOT_COMPARABLE).sort().str.join("; ").alias("causes"),
+        cause_text.filter(pl.col("cause") == NOT_COMPARABLE).sort().str.join("; ").alias("not_comparable"),
     )
     stats = [
         stat(pl.col(column).abs()).alias(f"{quantity}_abs_dev_{name}_ms")
         for quantity, column in DELTA_COLUMNS.items()
         for name, stat in (("median", pl.Expr.median), ("p99", lambda e: e.quantile(0.99, "linear")), ("max", pl.Expr.max))
     ]
-    summary = (
+    compared = (
         agreement.filter(pl.col("implementation").is_not_null())
         .group_by("implementation", "vantage")
         .agg(
-            pl.struct(KEY).n_unique().alias("endpoints"),
+            pl.struct(KEY).n_unique().alias("endpoints_with_samples"),
             pl.len().alias("samples"),
             pl.col("smoothed_rtt_logged_ms").is_not_null().sum().alias("samples_compared"),
             *stats,
             logging_resolution().alias("logging_resolution_ms"),
             within_resolution().alias("within_resolution"),
         )
+    )
+    recorded = (
+        endpoints.filter((pl.col("source") == "qlog") & pl.col("implementation").is_not_null())
+        .unique([*KEY, "implementation"])
+        .group_by("implementation", "vantage")
+        .agg(pl.len().alias("endpoints"))
+        if endpoints is not None
+        else compared.select("implementation", "vantage", pl.col("endpoints_with_samples").alias("endpoints"))
+    )
+    summary = (
+        recorded.join(compared, on=["implementation", "vantage"], how="full", coalesce=True)
         .join(causes, on=["implementation", "vantage"], how="left")
         .with_columns(
-            pl.when(pl.col("within_resolution"))
+            pl.col("endpoints").fill_null(pl.col("endpoints_with_samples")),
+            pl.col("endpoints_with_samples", "samples", "samples_compared").fill_null(0),
+        )
+        .with_columns(
+            pl.when(pl.col("samples") == 0)
+            .then(pl.col("not_comparable").fill_null("no RTT sample recomputed and no cause recorded"))
+            .when(pl.col("within_resolution"))
             .then(pl.lit(WITHIN_RESOLUTION))
             .otherwise(pl.col("causes").fill_null("no cause recorded for deviations beyond the logging resolution"))
             .alias("explanation")
         )
         .sort("implementation", "vantage")
     )
-    return RFC9002_AGREEMENT.conform(summary.drop("causes"))
+    return RFC9002_AGREEMENT.conform(summary.drop("causes", "not_comparable"))

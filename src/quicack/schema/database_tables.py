@@ -67,7 +67,8 @@ RFC9002_AGREEMENT = Table(
     (
         Column("implementation", S, "Implementation that wrote the qlogs."),
         Column("vantage", S, "'client' or 'server'."),
-        Column("endpoints", I, "Connections (run and vantage) with at least one recomputed RTT sample."),
+        Column("endpoints", I, "Connections (run and vantage) with a qlog of this implementation at this vantage."),
+        Column("endpoints_with_samples", I, "Of them, those with at least one recomputed RTT sample (0: nothing to compare, the explanation says why)."),
         Column("samples", I, "Recomputed RTT samples."),
         Column("samples_compared", I, "Samples paired with a logged smoothed_rtt (the rest: the implementation logged no change near them)."),
         *(

@@ -50,7 +50,10 @@ def write_rfc9002_agreement(db: Path, files: dict[str, list[Path]]) -> int:
     from quicack.metrics.agreement import rfc9002_agreement
     from quicack.schema import RFC9002_AGREEMENT
 
-    table = rfc9002_agreement(parquet_store.read_files("estimator_agreement", files.get("estimator_agreement", [])))
+    table = rfc9002_agreement(
+        parquet_store.read_files("estimator_agreement", files.get("estimator_agreement", [])),
+        parquet_store.read_files("endpoints", files.get("endpoints", [])),
+    )
     with database.connect(db, read_only=False) as con:
         database.write_commented_table(con, RFC9002_AGREEMENT, table)
     return table.height
