@@ -64,8 +64,12 @@ def estimator_agreement(rtt_samples: pl.DataFrame, metrics: pl.DataFrame, endpoi
     changes = (
         logged_estimates(without_pre_sample_states(metrics))
         .with_columns(pl.int_range(pl.len()).over(KEY).alias("logged_index"))
-        .rename({"time_ms": "logged_time_ms", "smoothed_rtt_ms": "smoothed_rtt_logged_ms", "rtt_variance_ms": "rttvar_logged_ms",
-                 "latest_rtt_ms": "latest_rtt_logged_ms"})
+        .rename({
+            "time_ms": "logged_time_ms",
+            "smoothed_rtt_ms": "smoothed_rtt_logged_ms",
+            "rtt_variance_ms": "rttvar_logged_ms",
+            "latest_rtt_ms": "latest_rtt_logged_ms",
+        })
     )
     pairs = []
     for (run_id, vantage), endpoint_samples in samples.group_by(KEY, maintain_order=True):
@@ -104,7 +108,8 @@ WHOLE_MS_RESOLUTION, SUB_MS_RESOLUTION = 1.0, 0.001
 
 def deviation_explanations() -> pl.DataFrame:
     """The recorded causes (``DEVIATIONS_CSV``)."""
-    return pl.read_csv(DEVIATIONS_CSV, encoding="utf8", schema_overrides={c: pl.Utf8 for c in ("implementation", "vantage")})
+    text_columns = dict.fromkeys(("implementation", "vantage"), pl.Utf8)
+    return pl.read_csv(DEVIATIONS_CSV, encoding="utf8", schema_overrides=text_columns)
 
 
 def logging_resolution() -> pl.Expr:
@@ -144,7 +149,9 @@ def rfc9002_agreement(
     stats = [
         stat(pl.col(column).abs()).alias(f"{quantity}_abs_dev_{name}_ms")
         for quantity, column in DELTA_COLUMNS.items()
-        for name, stat in (("median", pl.Expr.median), ("p99", lambda e: e.quantile(0.99, "linear")), ("max", pl.Expr.max))
+        for name, stat in (
+            ("median", pl.Expr.median), ("p99", lambda e: e.quantile(0.99, "linear")), ("max", pl.Expr.max)
+        )
     ]
     compared = (
         agreement.filter(pl.col("implementation").is_not_null())
