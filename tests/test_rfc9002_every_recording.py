@@ -353,3 +353,25 @@ def test_every_recorded_cause_belongs_to_a_recorded_endpoint(recordings):
     assert causes.filter(
         (pl.col("explanation").str.len_chars() < 40) | (pl.col("evidence").str.len_chars() < 20)
     ).is_empty()
+
+
+def test_quiche_logs_the_ack_delay_field_unscaled(recordings):
+    """The same ACK frames in both qlogs of quic-go_quiche runs: the quic-go server logs the delay it sent, the quiche
+    client 1/8 of it (the encoded field, not times 2^ack_delay_exponent): the cause recorded for quiche."""
+    frames = recordings["embedded"]["frames"].filter(
+        (pl.col("source") == "qlog")
+        & (pl.col("frame_type") == "ack")
+        & pl.col("run_id").str.starts_with("quic-go_quiche/")
+    )
+    match = ["run_id", "pn_space", "packet_number", "largest_acked"]
+    sent = frames.filter((pl.col("vantage") == "server") & (pl.col("event") == "sent")).select(*match, "ack_delay_ms")
+    received = frames.filter((pl.col("vantage") == "client") & (pl.col("event") == "received"))
+    pairs = sent.join(received.select(*match, pl.col("ack_delay_ms").alias("quiche_ms")), on=match).filter(
+        pl.col("quiche_ms") > 0.01
+    )
+    ratio = pairs["ack_delay_ms"] / pairs["quiche_ms"]
+    assert pairs.height >= 20
+    assert 8.0 <= ratio.min() and ratio.max() < 9.0  # 8 = 2^3, plus the 3 low bits the encoding drops
+    assert "qlog_ack_delay_unscaled" in set(
+        deviation_explanations().filter(pl.col("implementation") == "quiche")["cause"]
+    )
