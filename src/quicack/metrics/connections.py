@@ -20,7 +20,8 @@ def logged_pto(smoothed: pl.Expr, rttvar: pl.Expr) -> pl.Expr:
 
 def logged_estimates(metrics: pl.DataFrame) -> pl.DataFrame:
     """Logged (smoothed_rtt, rtt_variance) per update, carried forward where an update omits one
-    (implementations log only changed fields), with consecutive duplicates removed.
+    (implementations log only changed fields), with consecutive duplicates removed; with the latest_rtt logged in
+    the same update (not carried forward: null where the update omits it).
 
     The count of what is left is how many RTT samples the implementation exposed (imc24 App. E:
     "we remove consecutive duplicates", which may merge two samples with equal values).
@@ -33,7 +34,7 @@ def logged_estimates(metrics: pl.DataFrame) -> pl.DataFrame:
     changed = (pl.col("smoothed_rtt_ms") != pl.col("smoothed_rtt_ms").shift(1).over(KEY)) | (
         pl.col("rtt_variance_ms").fill_null(-1.0) != pl.col("rtt_variance_ms").shift(1).over(KEY).fill_null(-1.0)
     )
-    return filled.filter(changed.fill_null(True)).select(*KEY, "time_ms", "smoothed_rtt_ms", "rtt_variance_ms")
+    return filled.filter(changed.fill_null(True)).select(*KEY, "time_ms", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms")
 
 
 def connections_table(

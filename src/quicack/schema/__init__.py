@@ -21,7 +21,7 @@ from .contract import (
     Table,
     ack_ranges_from_json,
 )
-from .database_tables import DATASET_DESCRIPTION, PATH_CHECKS
+from .database_tables import DATASET_DESCRIPTION, PATH_CHECKS, RFC9002_AGREEMENT
 from .derived_tables import ACK_BREAKDOWN, ACK_RUNS, CONNECTIONS, ESTIMATOR_AGREEMENT, HANDSHAKE_RUNS, RTT_SAMPLES
 from .ingest_tables import DATAGRAMS, ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RUNS, TCP_SEGMENTS
 from .scan_tables import SCAN_CONNECTIONS, SCAN_TRUTH
@@ -60,6 +60,6 @@ def tables_written_by(stage: str) -> tuple[str, ...]:
 __all__ = [
     "ACK_BREAKDOWN", "ACK_RANGE", "ACK_RANGES", "ACK_RUNS", "CONNECTIONS", "DATABASE", "DATAGRAMS", "DATASET_DESCRIPTION",
     "DERIVE", "ENDPOINTS", "ESTIMATOR_AGREEMENT", "FRAMES", "HANDSHAKE_RUNS", "INGEST", "INGEST_ISSUES", "METRICS_LOGGED",
-    "PACKETS", "PATH_CHECKS", "RTT_SAMPLES", "RUNS", "SCAN", "SCAN_CONNECTIONS", "SCAN_TRUTH", "STAGES", "TABLES",
-    "TCP_SEGMENTS", "Column", "Table", "ack_ranges_from_json", "tables_written_by",
+    "PACKETS", "PATH_CHECKS", "RFC9002_AGREEMENT", "RTT_SAMPLES", "RUNS", "SCAN", "SCAN_CONNECTIONS", "SCAN_TRUTH",
+    "STAGES", "TABLES", "TCP_SEGMENTS", "Column", "Table", "ack_ranges_from_json", "tables_written_by",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .contract import DATABASE, Column, F, I, S, Table
+from .contract import DATABASE, B, Column, F, I, S, Table
 
 # Not a Parquet view either: what ``python -m quicack.testbed.path_check`` measured of the emulated paths the
 # dataset's runs used (``path_check.csv`` beside the raw folder), stored by ``quicack build-db --path-checks``.
@@ -52,6 +52,33 @@ DATASET_DESCRIPTION = Table(
         Column("url", S, "Where it can be obtained."),
         Column("license", S, "Licence of the data."),
         Column("description_file", S, "Path of the description file the row was read from (null: none)."),
+    ),
+    written_by=(DATABASE,),
+)
+
+
+# Not a Parquet view: ``quicack build-db`` aggregates the dataset's estimator_agreement over every run group and joins
+# the recorded causes of the deviations (quicack.metrics.agreement, src/quicack/metrics/rfc9002_deviations.csv).
+RFC9002_AGREEMENT = Table(
+    "rfc9002_agreement",
+    "One row per implementation and vantage: how far the estimator state the implementation logged (qlog "
+    "recovery:metrics_updated) deviates from RFC 9002 recomputed from the same qlog's packets, over every RTT sample of "
+    "the dataset (estimator_agreement), the logging resolution, and the cause of the deviations beyond it.",
+    (
+        Column("implementation", S, "Implementation that wrote the qlogs."),
+        Column("vantage", S, "'client' or 'server'."),
+        Column("endpoints", I, "Connections (run and vantage) with a qlog of this implementation at this vantage."),
+        Column("endpoints_with_samples", I, "Of them, those with at least one recomputed RTT sample (0: nothing to compare, the explanation says why)."),
+        Column("samples", I, "Recomputed RTT samples."),
+        Column("samples_compared", I, "Samples paired with a logged smoothed_rtt (the rest: the implementation logged no change near them)."),
+        *(
+            Column(f"{quantity}_abs_dev_{stat}_ms", F, f"{stat.capitalize()} of |logged - recomputed| {label}, ms (over the compared samples).")
+            for quantity, label in (("smoothed_rtt", "smoothed_rtt"), ("rttvar", "rttvar"), ("pto", "PTO (smoothed + max(4*rttvar, 1 ms))"))
+            for stat in ("median", "p99", "max")
+        ),
+        Column("logging_resolution_ms", F, "Resolution of the logged values: 1 when every logged smoothed_rtt is a whole millisecond, else 0.001."),
+        Column("within_resolution", B, "True when every deviation is within the resolution's bound (smoothed_rtt and rttvar: 2 x resolution; PTO: 10 x)."),
+        Column("explanation", S, "'within logging resolution', or the cause(s) of the larger deviations with their evidence (qlog lines, the implementation's source); from src/quicack/metrics/rfc9002_deviations.csv."),
     ),
     written_by=(DATABASE,),
 )

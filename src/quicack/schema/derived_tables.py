@@ -204,6 +204,9 @@ ESTIMATOR_AGREEMENT = Table(
         Column("smoothed_rtt_logged_ms", F, "smoothed_rtt the implementation logged at or after the sample (carried forward)."),
         Column("rttvar_ms", F, "rttvar recomputed per RFC 9002."),
         Column("rttvar_logged_ms", F, "rtt_variance the implementation logged at or after the sample (null if it never logs it)."),
+        Column("latest_rtt_ms", F, "latest_rtt of the recomputed sample: from the qlog's packet event timestamps."),
+        Column("latest_rtt_logged_ms", F, "latest_rtt the implementation logged in the paired update (null if that update omits it): "
+               "beside latest_rtt_ms it shows how far the implementation's own send/receive times differ from its qlog's event times."),
         Column("smoothed_delta_ms", F, "smoothed_rtt_logged_ms - smoothed_rtt_ms."),
         Column("rttvar_delta_ms", F, "rttvar_logged_ms - rttvar_ms."),
         Column("pto_delta_ms", F, "Logged-state PTO minus recomputed PTO (smoothed + max(4*rttvar, 1 ms), no max_ack_delay)."),

@@ -1,5 +1,5 @@
 """The database stage (`quicack build-db`): the current Parquet parts -> a snapshot, the DuckDB file of commented
-views over it (quicack.database), the dataset's description and path checks stored beside them, and the ingest
+views over it (quicack.database), the dataset's description, path checks and RFC 9002 agreement summary stored beside them, and the ingest
 summary (results/<dataset>/summary.txt); published by a rename, so that readers see the old database or the new."""
 
 from __future__ import annotations
@@ -44,6 +44,21 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     return Summary("\n".join(lines) + "\n", errors, warnings)
 
 
+def write_rfc9002_agreement(db: Path, files: dict[str, list[Path]]) -> int:
+    """Store the table rfc9002_agreement in ``db``: the dataset's estimator_agreement over every run group,
+    per implementation and vantage, with the recorded causes (quicack.metrics.agreement); returns its rows."""
+    from quicack.metrics.agreement import rfc9002_agreement
+    from quicack.schema import RFC9002_AGREEMENT
+
+    table = rfc9002_agreement(
+        parquet_store.read_files("estimator_agreement", files.get("estimator_agreement", [])),
+        parquet_store.read_files("endpoints", files.get("endpoints", [])),
+    )
+    with database.connect(db, read_only=False) as con:
+        database.write_commented_table(con, RFC9002_AGREEMENT, table)
+    return table.height
+
+
 def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parquet", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
@@ -81,6 +96,7 @@ def build_db(args: argparse.Namespace) -> int:
     # new one, never a mix, and a failed build leaves no half-made database behind.
     building = args.db.with_name(args.db.name + ".building")
     counts = database.build_database(building, snapshot, repo_root)
+    counts["rfc9002_agreement"] = write_rfc9002_agreement(building, snapshot)
     try:
         for given in (args.description, args.scan_description):
             if given is not None and not given.is_file():
