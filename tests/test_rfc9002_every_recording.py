@@ -375,3 +375,22 @@ def test_quiche_logs_the_ack_delay_field_unscaled(recordings):
     assert "qlog_ack_delay_unscaled" in set(
         deviation_explanations().filter(pl.col("implementation") == "quiche")["cause"]
     )
+
+
+def test_the_report_table_sets_every_implementation_beside_appendix_e(recordings) -> None:
+    """imc24-rfc9002-agreement (the report's table of rfc9002_agreement): one row per implementation and vantage of
+    the embedded dataset, each explained, and imc24 App. E's finding beside the implementations the paper had —
+    aioquic's RTT-variance formula, which the recomputation finds again as its recorded cause."""
+    from quicack.figures.imc24_pto import imc24_rfc9002_agreement_table
+    from quicack.metrics.agreement import rfc9002_agreement
+
+    embedded = recordings["embedded"]
+    agreement = rfc9002_agreement(embedded["estimator_agreement"], embedded["endpoints"])
+    table = imc24_rfc9002_agreement_table(agreement).artefact
+    assert table.height == agreement.height >= 5
+    assert table["explanation"].str.len_chars().min() > 0 and not table["explanation"].str.contains("no cause recorded").any()
+    aioquic = table.filter((pl.col("implementation") == "aioquic") & (pl.col("vantage") == "client")).row(0, named=True)
+    assert "different formula to calculate RTT variance" in aioquic["imc24_appendix_e"]
+    assert "rttvar_from_min_rtt" in aioquic["explanation"]
+    quinn = table.filter(pl.col("implementation") == "quinn")
+    assert quinn.height > 0 and (quinn["imc24_appendix_e"] == "not among the paper's clients").all()
