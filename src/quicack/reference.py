@@ -43,6 +43,9 @@ CLAIM_COLUMNS = {
     "unit": pl.Utf8,
     "tolerance": pl.Float64,
     "explanation": pl.Utf8,
+    "quote": pl.Utf8,
+    "tolerance_reason": pl.Utf8,
+    "calibrated": pl.Boolean,
 }
 
 

@@ -10,9 +10,10 @@ from functools import partial
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_table
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
+from quicack.claims.table_cells import CellClaims, with_cells
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume
@@ -218,6 +219,7 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
     **ACKFREQ22_MEASURED,
     **ACKFREQ22_BROWSERS,
+    **ackfreq22_cells.FINDINGS,
 }
 RETHINK: dict[str, ClaimFunction] = {
     "rethink-V-simple-quic-ack": formula(model.quic_ack().size, "B"),
@@ -246,29 +248,44 @@ TCPQUIC: dict[str, ClaimFunction] = {
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 
 
-def _beside_ours(
-    paper: str, reference: pl.DataFrame, functions: dict[str, ClaimFunction], tables: Tables, description: DatasetDescription
-) -> Rendered:
+def _beside_ours(paper: str, claims: CellClaims, tables: Tables, description: DatasetDescription) -> Rendered:
     """One ACK-ratio paper's claims beside ours; formula claims hold for any dataset, measured ones name it."""
-    table = claims_table(paper, reference, functions, tables)
+    table = claims_table(paper, claims.reference, claims.functions, tables)
     return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
 
 
-# Each artefact names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads
-# from the source which reference files and functions a notebook uses (quicack.reference_use).
+# Each paper's claims: its claims file with their functions, and its tables' cells (quicack.claims.table_cells). Each
+# names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads from the source
+# which reference files and functions a notebook uses (quicack.reference_use).
+def ackfreq22_reference() -> CellClaims:
+    """ackfreq22's claims: ackfreq22_claims.csv and every cell of Tables 4 and 5."""
+    return with_cells(paper_claims("ackfreq22"), ACKFREQ22, *ackfreq22_cells.table_cells())
+
+
+def rethink_reference() -> CellClaims:
+    return with_cells(paper_claims("rethink"), RETHINK)
+
+
+def tcpquic_reference() -> CellClaims:
+    return with_cells(paper_claims("tcpquic"), TCPQUIC)
+
+
+REFERENCES = {"ackfreq22": ackfreq22_reference, "rethink": rethink_reference, "tcpquic": tcpquic_reference}
+
+
 def ackfreq22_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The ackfreq22-claims artefact."""
-    return _beside_ours("ackfreq22", paper_claims("ackfreq22"), ACKFREQ22, tables, description)
+    return _beside_ours("ackfreq22", ackfreq22_reference(), tables, description)
 
 
 def rethink_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The rethink-claims artefact."""
-    return _beside_ours("rethink", paper_claims("rethink"), RETHINK, tables, description)
+    return _beside_ours("rethink", rethink_reference(), tables, description)
 
 
 def tcpquic_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The tcpquic-claims artefact."""
-    return _beside_ours("tcpquic", paper_claims("tcpquic"), TCPQUIC, tables, description)
+    return _beside_ours("tcpquic", tcpquic_reference(), tables, description)
 
 
 def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription) -> Rendered:
