@@ -105,3 +105,73 @@ def test_direction_verdicts_flip_when_the_runs_order_flips_handmade(ackfreq22_ta
     assert _row(claims, "ackfreq22-tab04-satellite-noloss-larger-ar-faster")["verdict"] == AGREE
     for path in ("4g", "vdsl", "satellite"):
         assert _row(claims, f"ackfreq22-5.6-tab05-noloss-timer-grows-with-ar-{path}")["verdict"] == DIFFER
+
+
+# rethink Table III: the quinn pair, quiche → ngtcp2, Linux TCP and the Chromium browser over the rethink paths.
+RETHINK_GROUPS = ("quinn_quinn", "quiche_ngtcp2", "linux-tcp_linux-tcp", "quic-go_chromium")
+
+
+@pytest.fixture(scope="module")
+def rethink_tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(RETHINK_GROUPS, ("runs", "packets", "frames", "datagrams", "tcp_segments"))
+
+
+def rethink_cells() -> dict[str, float]:
+    """Each printed cell of Table III (12 rows × KB and %) by its claim id, with its value in the table file; the KB
+    cells the claims file claims keep its ids (TCP's, Chromium's at AR 1:10)."""
+    cells = {}
+    for loss, implementation, ratio, kb, percent in (
+        paper_table("rethink", "tab03")
+        .select("loss", "implementation", "ack_ratio", "return_kb", "return_percent")
+        .iter_rows()
+    ):
+        suffix = f"ar{ratio}-{'noloss' if loss == 'no loss' else 'loss'}"
+        kb_id = f"rethink-tab3-{implementation.lower()}-{suffix}"
+        if implementation == "TCP":
+            kb_id = f"rethink-tab3-tcp-{suffix}"
+        elif implementation == "Chromium" and ratio == "10":
+            kb_id = f"rethink-tab3-chromium-{suffix.split('-')[1]}"
+        cells[kb_id] = float(kb)
+        cells[f"rethink-tab3-{implementation.lower()}-{suffix}-percent"] = float(percent)
+    assert len(cells) == 24
+    return cells
+
+
+def test_every_cell_of_rethink_table_iii_is_a_claim_with_the_tables_value() -> None:
+    reference = REFERENCES["rethink"]().reference
+    values = dict(reference.select("claim_id", "paper_low").iter_rows())
+    for claim_id, value in rethink_cells().items():
+        assert values[claim_id] == value, claim_id
+    assert reference["claim_id"].is_unique().all()
+
+
+def test_rethink_table_iii_cells_and_comparisons_on_the_embedded_runs(rethink_tables) -> None:
+    claims = ackratio_claims("rethink", rethink_tables, DESCRIPTION).artefact
+    cells = claims.filter(pl.col("claim_id").is_in(list(rethink_cells())))
+    assert cells.height == 24
+    # Chromium runs with its own policy: no Chromium receiver at AR 1:2, said so; every other cell is measured.
+    unmeasured = cells.filter(pl.col("verdict") == "n/a")["claim_id"].sort().to_list()
+    assert unmeasured == sorted(
+        f"rethink-tab3-chromium-ar2-{loss}{m}" for loss in ("noloss", "loss") for m in ("", "-percent")
+    )
+    differing = cells.filter(pl.col("verdict") == DIFFER)
+    assert (differing["explanation"].str.strip_chars() != "").all() and (
+        differing["explanation"] != NO_EXPLANATION
+    ).all()
+    # quicly's cell: quinn 263 KB and ngtcp2 579 KB stand in for it, both away from the paper's 343 KB.
+    quicly = _row(claims, "rethink-tab3-quicly-ar2-noloss")
+    assert quicly["verdict"] == DIFFER and round(quicly["ours_low"]) == 263 and round(quicly["ours_high"]) == 579
+    # §V: QUIC more than TCP: quinn less than Linux TCP (which acknowledges nearly every segment here), ngtcp2 more.
+    more = _row(claims, "rethink-V-tab3-quic-more-than-tcp")
+    assert more["verdict"] == DIFFER and more["ours_low"] < 0 < more["ours_high"]
+    assert _row(claims, "rethink-VII-fig2b-ar10-less-with-loss")["verdict"] == AGREE
+    assert _row(claims, "rethink-V-tab3-loss-adds-tcp")["verdict"] == AGREE
+    tcpquic = ackratio_claims("tcpquic", rethink_tables, DESCRIPTION).artefact
+    assert _row(tcpquic, "tcpquic-conclusion-x5-thinned-tcp")["verdict"] == DIFFER
+    assert _row(tcpquic, "tcpquic-conclusion-quic-more-ack-volume")["verdict"] == DIFFER
+
+
+def test_rethink_direction_flips_when_the_runs_ack_ratios_are_swapped_handmade(rethink_tables) -> None:
+    flipped = {**rethink_tables, "runs": _swap_ack_ratios_handmade(rethink_tables["runs"], 2, 10)}
+    claims = ackratio_claims("rethink", flipped, DESCRIPTION).artefact
+    assert _row(claims, "rethink-VII-fig2b-ar10-less-with-loss")["verdict"] == DIFFER

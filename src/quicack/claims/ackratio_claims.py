@@ -10,7 +10,7 @@ from functools import partial
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_table
+from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_table, rethink_cells
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
 from quicack.claims.table_cells import CellClaims, with_cells
@@ -237,6 +237,7 @@ RETHINK: dict[str, ClaimFunction] = {
         for protocol in ("quic", "tcp") for ratio in (2, 10) for lossy in (False, True)
     },
     **RETHINK_BROWSERS,
+    **rethink_cells.RETHINK_FINDINGS,
 }
 TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp": partial(anatomy_share, case="tcp_cumulative"),
@@ -244,6 +245,7 @@ TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp-loss": partial(anatomy_share, case="tcp_loss"),
     "tcpquic-anatomy-tcp-measured": partial(anatomy_measured, protocol="tcp"),
     "tcpquic-anatomy-quic-measured": partial(anatomy_measured, protocol="quic"),
+    **rethink_cells.TCPQUIC_FINDINGS,
 }
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 
@@ -263,7 +265,8 @@ def ackfreq22_reference() -> CellClaims:
 
 
 def rethink_reference() -> CellClaims:
-    return with_cells(paper_claims("rethink"), RETHINK)
+    """rethink's claims: rethink_claims.csv and every printed cell of Table III (KB and %)."""
+    return with_cells(paper_claims("rethink"), RETHINK, *rethink_cells.table_cells())
 
 
 def tcpquic_reference() -> CellClaims:
