@@ -9,6 +9,7 @@ import pytest
 
 from quicack.claims import AGREE, DIFFER, NO_EXPLANATION
 from quicack.claims.ackratio_claims import REFERENCES, ackratio_claims
+from quicack.claims.imc24_claims import imc24_claims
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims, paper_table
 
@@ -113,7 +114,7 @@ RETHINK_GROUPS = ("quinn_quinn", "quiche_ngtcp2", "linux-tcp_linux-tcp", "quic-g
 
 @pytest.fixture(scope="module")
 def rethink_tables(sample_tables) -> dict[str, pl.DataFrame]:
-    return sample_tables(RETHINK_GROUPS, ("runs", "packets", "frames", "datagrams", "tcp_segments"))
+    return sample_tables(RETHINK_GROUPS, ("runs", "packets", "frames", "datagrams", "tcp_segments", "ack_runs"))
 
 
 def rethink_cells() -> dict[str, float]:
@@ -166,6 +167,12 @@ def test_rethink_table_iii_cells_and_comparisons_on_the_embedded_runs(rethink_ta
     assert more["verdict"] == DIFFER and more["ours_low"] < 0 < more["ours_high"]
     assert _row(claims, "rethink-VII-fig2b-ar10-less-with-loss")["verdict"] == AGREE
     assert _row(claims, "rethink-V-tab3-loss-adds-tcp")["verdict"] == AGREE
+    # §VII on Fig. 3: thinning Linux's ACKs (6,943 → 3,926 return packets) is a 1.8× cut, inside 2-3 ± 0.5.
+    thinning = _row(claims, "rethink-VII-fig3-tcp-thinning-reduction")
+    assert thinning["verdict"] == AGREE and 1.7 < thinning["ours_low"] < 1.9
+    # Fig. 4: AR 1:10 takes as long as AR 1:2 to within one 600 ms window step (quinn 0.56 s sooner, ngtcp2 0.04 s later).
+    alike = _row(claims, "rethink-VII-fig4-cwnd-alike-across-ar")
+    assert alike["verdict"] == AGREE and -0.6 < alike["ours_low"] < -0.5 and 0 < alike["ours_high"] < 0.1
     tcpquic = ackratio_claims("tcpquic", rethink_tables, DESCRIPTION).artefact
     assert _row(tcpquic, "tcpquic-conclusion-x5-thinned-tcp")["verdict"] == DIFFER
     assert _row(tcpquic, "tcpquic-conclusion-quic-more-ack-volume")["verdict"] == DIFFER
@@ -175,3 +182,46 @@ def test_rethink_direction_flips_when_the_runs_ack_ratios_are_swapped_handmade(r
     flipped = {**rethink_tables, "runs": _swap_ack_ratios_handmade(rethink_tables["runs"], 2, 10)}
     claims = ackratio_claims("rethink", flipped, DESCRIPTION).artefact
     assert _row(claims, "rethink-VII-fig2b-ar10-less-with-loss")["verdict"] == DIFFER
+
+
+# imc24 §4.1 (Fig. 5) per client and Appendix D's summary of Table 3: the quiche and go-x-net clients, and the servers
+# whose first Initial ACK Table 3 reads (aioquic, ngtcp2, quinn as released; quic-go).
+IMC24_GROUPS = (
+    "quic-go_quiche",
+    "quic-go_go-x-net",
+    "aioquic_aioquic",
+    "ngtcp2_aioquic",
+    "quinn_aioquic",
+    "quic-go_quic-go",
+)
+
+
+@pytest.fixture(scope="module")
+def imc24_tables(sample_tables) -> dict[str, pl.DataFrame]:
+    return sample_tables(IMC24_GROUPS, ("handshake_runs", "runs", "frames", "datagrams"))
+
+
+def test_imc24_per_client_fig05_findings_and_appendix_d_summary(imc24_tables) -> None:
+    claims = imc24_claims(imc24_tables, DESCRIPTION).artefact
+    # The paper's quiche and go-x-net lost with IACK; quiche 0.30.0 and x/net v0.62.0 gain 9.1 and 8.6 ms here.
+    for client in ("quiche", "go-x-net"):
+        loses = _row(claims, f"imc24-4.1-fig05-{client}-iack-loses")
+        assert loses["verdict"] == DIFFER and loses["ours_interval_low"] > 0 and loses["runs"] == 20, client
+        assert loses["explanation"].startswith("A difference in versions")
+    # App. D: the non-zero delays among ours (aioquic, quinn) lie in 0.4-15.2 ms; quic-go and ngtcp2 report 0 as in Table 3.
+    assert _row(claims, "imc24-D-tab03-nonzero-range")["verdict"] == AGREE
+    zero = _row(claims, "imc24-D-tab03-zero-delay-servers")
+    assert zero["verdict"] == AGREE and zero["ours"].startswith("0 ms: ngtcp2, quic-go of")
+
+
+def _swap_modes_handmade(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """A hand-made modification of real runs: each IACK run labelled WFC and each WFC run IACK."""
+    swapped = pl.when(pl.col("mode") == "iack").then(pl.lit("wfc")).when(pl.col("mode") == "wfc").then(pl.lit("iack"))
+    return handshakes.with_columns(swapped.otherwise(pl.col("mode")).cast(handshakes.schema["mode"]).alias("mode"))
+
+
+def test_imc24_per_client_direction_flips_when_the_modes_are_swapped_handmade(imc24_tables) -> None:
+    flipped = {**imc24_tables, "handshake_runs": _swap_modes_handmade(imc24_tables["handshake_runs"])}
+    claims = imc24_claims(flipped, DESCRIPTION).artefact
+    for client in ("quiche", "go-x-net"):
+        assert _row(claims, f"imc24-4.1-fig05-{client}-iack-loses")["verdict"] == AGREE, client

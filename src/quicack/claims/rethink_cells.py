@@ -263,11 +263,61 @@ def quic_over_thinned_tcp(tables: Tables) -> Measured:
     )
 
 
+def _download_seconds_per_receiver(tables: Tables, ratio: int) -> dict[str, pl.Series]:
+    """Per QUIC receiver (the browsers left out): the 10 MB download time (s, ``ack_runs.download_time_ms``, Table 4's
+    metric) of each ok loss-free rethink run at AR 1:``ratio``."""
+    runs = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (ratio,)).filter(
+        (pl.col("status") == "ok")
+        & (pl.col("protocol") == "quic")
+        & ~pl.col("client_impl").is_in(list(BROWSER_RECEIVERS))
+    )
+    if "ack_runs" not in tables or runs.is_empty():
+        return {}
+    times = runs.join(tables["ack_runs"], on="run_id").select(
+        "client_impl", (pl.col("download_time_ms") / 1000.0).alias("s")
+    )
+    return {client: group["s"] for (client,), group in times.drop_nulls("s").group_by("client_impl")}
+
+
+def cwnd_alike_across_ar(tables: Tables) -> Measured:
+    """rethink Fig. 4 ('similar CC behaviour' at AR 1:2 and 1:10): per QUIC receiver the 10 MB download time at AR 1:10
+    minus at AR 1:2 (s; the window's growth sets it), their range."""
+    two, ten = _download_seconds_per_receiver(tables, 2), _download_seconds_per_receiver(tables, 10)
+    differences = {
+        c: median_difference(ten[c], two[c], "s", "AR 1:10 − AR 1:2, 10 MB, no loss") for c in two.keys() & ten.keys()
+    }
+    return _range_over_receivers(differences, "AR 1:10 − AR 1:2 download time")
+
+
+def tcp_thinning_reduction(tables: Tables) -> Measured:
+    """rethink §VII on Fig. 3: how many times fewer return packets Linux TCP's ACKs make after in-network thinning (our
+    AR 1:10 runs: thinned in the router) than without (AR 1:2), 10 MB, no loss; medians over runs."""
+    counts = {}
+    for ratio in (2, 10):
+        runs = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (ratio,)).filter(
+            (pl.col("status") == "ok") & (pl.col("protocol") == "tcp")
+        )
+        if runs.is_empty() or "datagrams" not in tables:
+            return Measured.unmeasured(f"no Linux TCP run at AR 1:{ratio} over {RETHINK_PROFILE}")
+        try:
+            per_run = reduced_wire(
+                ok_with_labels(runs), tables["datagrams"], tables.get("tcp_segments"), return_volume, "TCP thinning"
+            )
+        except MissingData as missing:
+            return Measured.unmeasured(str(missing))
+        counts[ratio] = (float(per_run["return_packets"].median()), per_run.height)
+    value = counts[2][0] / counts[10][0]
+    text = f"{value:.2f}× ({counts[2][0]:.0f} return packets without thinning, {counts[10][0]:.0f} thinned; medians over runs)"
+    return Measured(value, value, text, counts[2][1] + counts[10][1])
+
+
 RETHINK_FINDINGS: dict[str, ClaimFunction] = {
     "rethink-V-tab3-quic-more-than-tcp": quic_minus_tcp_volume,
     "rethink-VII-fig2b-ar10-less-with-loss": partial(ar10_reduces_volume, lossy=True),
     "rethink-V-tab3-loss-adds-quic": partial(loss_adds_volume, protocol="quic"),
     "rethink-V-tab3-loss-adds-tcp": partial(loss_adds_volume, protocol="tcp"),
+    "rethink-VII-fig4-cwnd-alike-across-ar": cwnd_alike_across_ar,
+    "rethink-VII-fig3-tcp-thinning-reduction": tcp_thinning_reduction,
 }
 TCPQUIC_FINDINGS: dict[str, ClaimFunction] = {
     "tcpquic-conclusion-quic-more-ack-volume": quic_minus_tcp_volume,
