@@ -132,6 +132,21 @@ def return_size_median(tables: Tables, protocol: str) -> Measured:
     return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 
+def quic_over_tcp_ack_size(tables: Tables) -> Measured:
+    """tcpquic's conclusion ('each ACK is at least 1.5x-2x larger' without loss), measured: each QUIC receiver's median
+    return-path packet size after the first RTT over Linux TCP's (rethink Fig. 1's runs: 10 MB, no loss, AR 1:2)."""
+    tcp_sizes, tcp_runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2, return_packet_sizes)
+    if not tcp_runs:
+        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, 'tcp', 2)} run")
+    tcp = counted_median(tcp_sizes, "ip_bytes")
+    values = {}
+    for client in _rethink_clients(tables, RETHINK_PROFILE, "quic", 2):
+        sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, "quic", 2, return_packet_sizes, client)
+        if runs:
+            values[client] = (counted_median(sizes, "ip_bytes") / tcp, runs + tcp_runs)
+    return _per_client(values, f"× Linux TCP's {tcp:.0f} B", _setup(RETHINK_PROFILE, "quic", 2), "{:.2f}")
+
+
 def ack_bytes_reduction(tables: Tables) -> Measured:
     """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs),
     per receiver with runs at both ratios."""
@@ -246,6 +261,7 @@ TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp-measured": partial(anatomy_measured, protocol="tcp"),
     "tcpquic-anatomy-quic-measured": partial(anatomy_measured, protocol="quic"),
     **rethink_cells.TCPQUIC_FINDINGS,
+    "tcpquic-conclusion-ack-at-least-1.5x": quic_over_tcp_ack_size,
 }
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 
