@@ -23,6 +23,8 @@ if [ $dev = 1 ]; then
   # Debian's browsers as HTTP/3 clients of the testbed (quicack.testbed.browsers): Chromium (Google QUIC), Firefox ESR
   # (neqo), and certutil for Firefox's profile trusting the testbed's CA.
   apt_packages+=(chromium firefox-esr libnss3-tools)
+  # Chromium's WebDriver: tests/test_report_html.py opens the HTML report in headless Chromium (selenium).
+  apt_packages+=(chromium-driver)
   # src/implementations/build.sh: patch applies quic-go/iack.patch (imc24's IACK/WFC server); cmake and libclang-dev
   # build BoringSSL for the quiche client (bindgen loads libclang.so itself).
   apt_packages+=(patch cmake libclang-dev)

@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--captures-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write:
-        write_all(args.write, json.loads(args.captures_json.read_text()), args.batch_rows)
+        write_all(args.write, json.loads(args.captures_json.read_text(encoding="utf-8")), args.batch_rows)
         return 0
     if args.old_src is None:  # required, but not of the workers (which get --write)
         parser.error("the following arguments are required: --old-src")
@@ -84,7 +84,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="quicack-compare-") as tmp:
         work = Path(tmp)
         listing = work / "captures.json"
-        listing.write_text(json.dumps(captures))
+        listing.write_text(json.dumps(captures), encoding="utf-8")
         ours = str(REPO / "src")
         runs = {"old": (str(args.old_src.resolve()), None), "python": (ours, "python"), "compiled": (ours, "compiled")}
         for name, (source, engine) in runs.items():

@@ -121,7 +121,7 @@ def main() -> int:
         inputs.append(("qlog", ["--qlog", str(args.qlog)]))
     if args.capture:
         inputs.append(("pcap", ["--capture", str(args.capture), "--keylog", str(args.keylog)]))
-    print(f"load before {open('/proc/loadavg').read().split()[0]}")
+    print(f"load before {open('/proc/loadavg', encoding='utf-8').read().split()[0]}")
     for kind, input_args in inputs:
         spent: dict[str, list[float]] = {name: [] for name in cores}
         for _ in range(args.repeat):
@@ -129,7 +129,7 @@ def main() -> int:
                 env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), folder]))
                 command = [sys.executable, __file__, "--child", kind, *input_args]
                 spent[name].append(json.loads(subprocess.run(command, env=env, check=True, capture_output=True,
-                                                             text=True).stdout))
+                                                             text=True, encoding="utf-8").stdout))
         first = next(iter(cores))
         for name, times in spent.items():
             ratio_best = min(times) / min(spent[first])
@@ -137,7 +137,7 @@ def main() -> int:
             print(f"{kind} export CPU s  {name:<10} best {min(times):.3f}  median {statistics.median(times):.3f}  "
                   f"/ {first}: {ratio_best:.2f} best, {ratio_median:.2f} median  (runs: "
                   f"{', '.join(f'{t:.3f}' for t in times)})")
-    print(f"load after {open('/proc/loadavg').read().split()[0]}")
+    print(f"load after {open('/proc/loadavg', encoding='utf-8').read().split()[0]}")
     return 0
 
 

@@ -86,7 +86,7 @@ def make_long_qlog(source: Path, events: int, out: Path) -> int:
 def timed(command: list[str], src: Path) -> dict[str, float]:
     """Peak RSS (MiB) and wall seconds of ``command`` under /usr/bin/time -v, with ``src`` first on PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run(["/usr/bin/time", "-v", *command], env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(["/usr/bin/time", "-v", *command], env=env, capture_output=True, text=True, check=False, encoding="utf-8")
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))

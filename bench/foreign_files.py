@@ -71,10 +71,10 @@ def tshark_packets(pcap: Path, keylog: Path | None) -> list[dict]:
         options = []
         if keylog is not None:
             nss = Path(tmp) / "keys.log"
-            nss.write_text(re.sub(r"(?m)^QUIC_", "", keylog.read_text(errors="replace")))
+            nss.write_text(re.sub(r"(?m)^QUIC_", "", keylog.read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
             options = ["-o", f"tls.keylog_file:{nss}"]
         text = subprocess.run(["tshark", "-r", str(pcap), *options, "-T", "json", "-Y", "quic"], capture_output=True,
-                              text=True, check=True).stdout
+                              text=True, check=True, encoding="utf-8").stdout
     out = []
     for record in json.loads(text or "[]", object_pairs_hook=_keep_duplicates):
         layers = record["_source"]["layers"]
@@ -175,7 +175,7 @@ def main() -> int:
         print("tshark is needed (the reference dissector)", file=sys.stderr)
         return 2
     captures, qlogs = [], []
-    for line in args.list.read_text().splitlines():
+    for line in args.list.read_text(encoding="utf-8").splitlines():
         words = line.split("#")[0].split()
         if not words:
             continue

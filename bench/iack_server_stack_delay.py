@@ -123,7 +123,7 @@ def main() -> None:
         diff = "–" if r["first_rtt_wfc_minus_iack_ms"] is None else f"{r['first_rtt_wfc_minus_iack_ms']:.2f}"
         print(f"| {name} | {r['certificate']} ({r['cert_bytes']:,} B) | {r['iack_runs']}/{r['wfc_runs']} | {r['server_ack']} | "
               f"{r['server_hello']} | {r['client_gap']} | {ratio} | {diff} |")  # fmt: skip
-    (a.out / "stack_delay.json").write_text(json.dumps(table.to_dicts(), indent=1))
+    (a.out / "stack_delay.json").write_text(json.dumps(table.to_dicts(), indent=1), encoding="utf-8")
     print(f"\n{a.out / 'stack_delay.json'}")
 
 

@@ -41,10 +41,10 @@ def render_once(checkout: Path, notebook: str, db: Path, work: Path) -> tuple[fl
         "papermill", "--kernel", "python3", "--cwd", str(checkout), str(staged), str(executed),
         "-p", "db", str(db), "-p", "out_dir", str(work / "out"), "-p", "formats", "png", "-p", "dataset", db.parent.name,
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, encoding="utf-8")
     if done.returncode:
         sys.exit(f"{notebook} failed with {checkout} on {db}:\n{done.stderr[-2000:]}")
-    wall, kib = timing.read_text().split()[-2:]
+    wall, kib = timing.read_text(encoding="utf-8").split()[-2:]
     return float(wall), float(kib) / 1024
 
 

@@ -69,7 +69,7 @@ class Runs:
 def timed(command: list[str], runs: Runs, env: dict[str, str] | None = None) -> None:
     """One run under /usr/bin/time -v: wall, user + system CPU and peak RSS go into `runs`."""
     result = subprocess.run(
-        ["/usr/bin/time", "-v", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        ["/usr/bin/time", "-v", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, encoding="utf-8"
     )
     if result.returncode != 0:
         raise RuntimeError(f"{command[0]} failed: {result.stderr[-2000:]}")
@@ -102,12 +102,12 @@ def sample_inputs(work: Path) -> dict[str, tuple[Path, Path]]:
     small = work / "small.pcap"
     small.write_bytes(gzip.decompress((SMALL_RUN / "sim" / "trace_node_left.pcap.gz").read_bytes()))
     small_keys = work / "small.keys.log"
-    small_keys.write_text("".join(p.read_text() for p in sorted(SMALL_RUN.glob("*/keys.log"))))
+    small_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8")
     inputs["small"] = (small, small_keys)
     captures = sorted(SAMPLE.glob("*/*/*/sim/trace_node_left.pcap.gz"))
     merged, merged_keys = work / "handshakes.pcap", work / "handshakes.keys.log"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(merged), *map(str, captures)], check=True)
-    merged_keys.write_text("".join(p.read_text() for p in sorted(SAMPLE.glob("*/*/*/*/keys.log"))))
+    merged_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SAMPLE.glob("*/*/*/*/keys.log"))), encoding="utf-8")
     inputs["handshakes"] = (merged, merged_keys)
     return inputs
 
@@ -115,7 +115,7 @@ def sample_inputs(work: Path) -> dict[str, tuple[Path, Path]]:
 def prefix_input(work: Path, fraction: int) -> tuple[Path, Path]:
     """The first 1/fraction of the large input's records (editcap), with its whole keylog."""
     capture = LARGE / "capture.pcap"
-    listing = subprocess.run(["capinfos", "-M", "-c", str(capture)], capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(["capinfos", "-M", "-c", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8").stdout
     count = int(re.search(r"Number of packets:\s+(\d+)", listing).group(1))
     prefix = work / f"prefix{fraction}.pcap"
     subprocess.run(["editcap", "-F", "pcap", "-r", str(capture), str(prefix), f"1-{count // fraction}"], check=True)
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if shutil.which("tshark") is None:
         print("tshark not found", file=sys.stderr)
         return 1
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
     with tempfile.TemporaryDirectory(prefix="quicack-bench-") as tmp:
         work = Path(tmp)
         inputs = sample_inputs(work) if {"small", "handshakes"} & set(args.inputs) else {}
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                     timed(command, results[tool], env)
             packets, connections = packets_in(out)
             rows.append((name, capture.stat().st_size / 1e6, connections, packets, results))
-        load_after = open("/proc/loadavg").read().split()[:3]
+        load_after = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
     print(
         f"load average (1/5/15 min) before {'/'.join(load_before)}, after {'/'.join(load_after)}, {os.cpu_count()} CPUs"
     )

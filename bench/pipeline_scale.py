@@ -46,7 +46,7 @@ def run_pipeline(raw: Path, dataset: str, results: Path, cores: int) -> tuple[fl
         "--config", f"dataset={dataset}", f"raw_dir={raw}", f"results_dir={results}",
     ]  # fmt: skip
     started = time.monotonic()
-    with log.open("w") as out:
+    with log.open("w", encoding="utf-8") as out:
         status = subprocess.run(command, cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - started
     done.set()
@@ -63,7 +63,7 @@ def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float]]]:
         relative = path.relative_to(folder)
         rule = relative.with_suffix("").as_posix() if relative.parts[0] == "render" else relative.parts[0]
         rule = rule.removesuffix(".tsv")
-        with path.open() as stream:
+        with path.open(encoding="utf-8") as stream:
             for row in csv.DictReader(stream, delimiter="\t"):
                 rss = float(row["max_rss"]) if row["max_rss"] not in ("", "NA", "-") else float("nan")
                 jobs[rule].append((float(row["s"]), rss))

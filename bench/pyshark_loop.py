@@ -70,13 +70,13 @@ def tshark_packets(capture: Path, keylog: Path) -> int:
     """QUIC packets tshark dissects (one header form per packet). quicack's packets table also has a row for a
     datagram's padding after its last packet, and pyshark a quic layer for it: their counts are a little higher."""
     out = subprocess.run(["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-Y", "quic", "-T", "fields",
-                          "-e", "quic.header_form"], capture_output=True, text=True, check=True).stdout  # fmt: skip
+                          "-e", "quic.header_form"], capture_output=True, text=True, check=True, encoding="utf-8").stdout  # fmt: skip
     return sum(len([v for v in line.split(",") if v]) for line in out.splitlines())
 
 
 def pyshark_packets(capture: Path, keylog: Path) -> int:
     command = [sys.executable, __file__, "--worker", str(capture), str(keylog)]
-    return int(subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()[-1])
+    return int(subprocess.run(command, capture_output=True, text=True, check=True, encoding="utf-8").stdout.split()[-1])
 
 
 def inputs(work: Path, captures: int) -> dict[str, tuple[Path, Path]]:
@@ -85,17 +85,17 @@ def inputs(work: Path, captures: int) -> dict[str, tuple[Path, Path]]:
     small = work / "small.pcap"
     small.write_bytes(gzip.decompress((SMALL_RUN / "sim" / "trace_node_left.pcap.gz").read_bytes()))
     small_keys = work / "small.keys.log"
-    small_keys.write_text("".join(p.read_text() for p in sorted(SMALL_RUN.glob("*/keys.log"))))
+    small_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8")
     every = sorted(SAMPLE.glob("*/*/*/sim/trace_node_left.pcap.gz"))
     chosen = [c for c in every if not c.parents[2].name.startswith("ack_ratio")][:captures]
     merged, merged_keys = work / "sample.pcap", work / "sample.keys.log"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(merged), *map(str, chosen)], check=True)
-    merged_keys.write_text("".join(p.read_text() for c in chosen for p in sorted(c.parents[1].glob("*/keys.log"))))
+    merged_keys.write_text("".join(p.read_text(encoding="utf-8") for c in chosen for p in sorted(c.parents[1].glob("*/keys.log"))), encoding="utf-8")
     return {"small": (small, small_keys), "sample": (merged, merged_keys)}
 
 
 def run(args: argparse.Namespace) -> int:
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
     rows = []
     with tempfile.TemporaryDirectory(prefix="quicack-bench-pyshark-") as tmp:
         work = Path(tmp)
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             seen = {"quicack": ours, "pyshark loop": pyshark_packets(capture, keylog),
                     "tshark -T fields": tshark_packets(capture, keylog)}  # fmt: skip
             rows.append((name, capture.stat().st_size / 1e6, seen, results))
-    load_after = open("/proc/loadavg").read().split()[:3]
+    load_after = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
     print(f"load average (1/5/15 min) before {'/'.join(load_before)}, after {'/'.join(load_after)}, {os.cpu_count()} CPUs; "
           f"best / median of {args.repeat}")  # fmt: skip
     print(f"{'input':<7} {'MB':>5}  {'tool':<17} {'QUIC packets':>12} {'wall best/med s':>16} {'CPU best/med s':>15} {'peak RSS MB':>11}")

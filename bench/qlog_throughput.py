@@ -130,10 +130,10 @@ def main() -> None:
 
 
 def run_child(path: Path, out_dir: Path, env: dict[str, str]) -> None:
-    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    load = Path("/proc/loadavg").read_text(encoding="utf-8").split()[0] if Path("/proc/loadavg").exists() else "?"
     out = subprocess.run(
         [sys.executable, __file__, "--child", str(path), "--out", str(out_dir)],
-        check=True, capture_output=True, text=True, env=env,
+        check=True, capture_output=True, text=True, env=env, encoding="utf-8",
     )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     mb = r["bytes"] / 1e6

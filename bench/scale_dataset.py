@@ -106,7 +106,7 @@ def copy_run(run_dir: Path, run_id: str, src_root: Path, dst_root: Path, copies:
                         description[name] = description[name][: -len(old_id)] + new_id
                 description["repetition"] = new_repetition
                 description["synthesised_copy_of"] = run_id
-                out.write_text(json.dumps(description, indent=1))
+                out.write_text(json.dumps(description, indent=1), encoding="utf-8")
             else:
                 shutil.copy2(path, out)
     return {
@@ -126,7 +126,7 @@ def _write(path: Path, data: bytes, compress: bool) -> None:
 
 
 def extend_group_json(path: Path, out: Path, copies: int) -> None:
-    description = json.loads(path.read_text())
+    description = json.loads(path.read_text(encoding="utf-8"))
     runs = description.get("runs")
     if isinstance(runs, list):
         description["runs"] = runs + [
@@ -135,7 +135,7 @@ def extend_group_json(path: Path, out: Path, copies: int) -> None:
             for entry in runs
             if isinstance(entry, dict) and isinstance(entry.get("repetition"), int)
         ]
-    out.write_text(json.dumps(description, indent=1))
+    out.write_text(json.dumps(description, indent=1), encoding="utf-8")
 
 
 def synthesise(src: Path, dst: Path, copies: int, jobs: int, seed: int) -> None:
@@ -185,7 +185,7 @@ def tshark_counts(capture: Path, keylog: Path | None) -> int:
     command = ["tshark", "-r", str(capture), "-Y", "quic", "-T", "fields", "-e", "quic.frame_type"]
     if keylog is not None:
         command[1:1] = ["-o", f"tls.keylog_file:{keylog}"]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    output = subprocess.run(command, check=True, capture_output=True, text=True, encoding="utf-8").stdout
     return sum(len([t for t in line.split(",") if t]) for line in output.splitlines())
 
 

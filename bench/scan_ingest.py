@@ -33,7 +33,7 @@ AUTHORS_FIELDS = (
 
 def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of a command, by GNU time."""
-    done = subprocess.run(["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True)
+    done = subprocess.run(["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True, encoding="utf-8")
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
     hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
     rss_kb = float(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
@@ -54,7 +54,7 @@ def plain_file(folder: Path, name: str, work: Path) -> Path | None:
 
 
 def packet_count(capture: Path) -> int:
-    out = subprocess.run(["capinfos", "-c", "-M", str(capture)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["capinfos", "-c", "-M", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8").stdout
     return int(re.search(r"Number of packets:\s+(\d+)", out).group(1))
 
 
@@ -106,7 +106,7 @@ def main() -> int:
             if not args.no_tshark and shutil.which("tshark"):
                 fields = [arg for field in AUTHORS_FIELDS for arg in ("-e", field)]
                 keys = ["-o", f"tls.keylog_file:{keylog}"] if keylog else []
-                with (work / "pcap.csv").open("w") as sink:
+                with (work / "pcap.csv").open("w", encoding="utf-8") as sink:
                     t_wall, t_rss = timed(
                         ["tshark", "-n", "-r", str(folder / "capture.pcap"), *keys, "-Y", "quic", "-T", "fields", "-E", "separator=|",
                          "-E", "aggregator=,", *fields],
@@ -118,7 +118,7 @@ def main() -> int:
     with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, tbl_cols=-1, tbl_width_chars=400):
         print(pl.DataFrame(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"measurement": str(args.measurement), "packets_total": total, "rows": rows}, indent=1))
+    args.json.write_text(json.dumps({"measurement": str(args.measurement), "packets_total": total, "rows": rows}, indent=1), encoding="utf-8")
     return 0
 
 

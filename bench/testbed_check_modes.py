@@ -60,7 +60,7 @@ def tshark_frames(run: Path, n: int = 3) -> str:
         ["tshark", "-r", str(cap), "-o", f"tls.keylog_file:{keys}", "-Y", "udp.srcport == 443",
          "-T", "fields", "-e", "frame.time_relative", "-e", "udp.length", "-e", "quic.long.packet_type",
          "-e", "quic.frame_type", "-e", "tls.handshake.type"],
-        capture_output=True, text=True,
+        capture_output=True, text=True, encoding="utf-8",
     )  # fmt: skip
     return "\n".join(out.stdout.splitlines()[:n]) + "\n"
 
@@ -74,7 +74,7 @@ def main() -> None:
     gaps: dict[tuple[str, float, float], list[float]] = {}
     shown: Counter[str] = Counter()
     for rj in sorted(a.raw.rglob("run.json")):
-        meta = json.loads(rj.read_text())
+        meta = json.loads(rj.read_text(encoding="utf-8"))
         mode = meta.get("mode")
         if mode not in counts:
             continue

@@ -122,7 +122,7 @@ def from_raw(raw: Path) -> dict:
     """Applied vs configured one-way delay in recorded runs, per configured delay and direction."""
     errs: dict[tuple[float, str, bool], list[float]] = {}
     for rj in sorted(raw.rglob("run.json")):
-        meta = json.loads(rj.read_text())
+        meta = json.loads(rj.read_text(encoding="utf-8"))
         sim = rj.parent / "sim"
         lp = next(iter(sorted(sim.glob("trace_node_left.pcap*"))), None)
         rp = next(iter(sorted(sim.glob("trace_node_right.pcap*"))), None)
@@ -170,7 +170,7 @@ def main() -> None:
                 print(f"{k:28s} n={r['matched']:6d} p50={r['p50_abs_error_ms']:.4f} ms p99={r['p99_abs_error_ms']:.4f} ms "
                       f"max={r['max_abs_error_ms']:.4f} ms mean={r['mean_error_ms']:+.4f} ms")  # fmt: skip
         if a.json:
-            a.json.write_text(json.dumps(res, indent=1))
+            a.json.write_text(json.dumps(res, indent=1), encoding="utf-8")
         return
     netns.require_root()
     results = {}
@@ -184,7 +184,7 @@ def main() -> None:
                   f"p99={r['p99_abs_error_ms']:.4f} ms max={r['max_abs_error_ms']:.4f} ms "
                   f"mean={r['mean_error_ms']:+.4f} ms", flush=True)  # fmt: skip
     if a.json:
-        a.json.write_text(json.dumps(results, indent=1))
+        a.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def snakemake(*args: str, timeout_s: float = 600, locked: bool = False) -> subpr
     ``locked``: see ``UNLOCKED``)."""
     lock = [] if locked else [UNLOCKED]
     return subprocess.run(["snakemake", "--cores", "2", *lock, *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout_s)
+                          timeout=timeout_s, encoding="utf-8")
 
 
 def published(db: Path) -> str:
@@ -60,7 +60,7 @@ def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path
             (run / vantage / "qlog").mkdir(exist_ok=True)
             shutil.copy(source, run / vantage / "qlog" / source.name)
     if meta is not None:
-        (run / "run.json").write_text(json.dumps(meta))
+        (run / "run.json").write_text(json.dumps(meta), encoding="utf-8")
     return run
 
 
@@ -127,7 +127,7 @@ def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterabl
 
     def ingested(group: str) -> str:
         key = group_key(group)
-        with (parquet / f"{key}.lock").open("w") as lock:
+        with (parquet / f"{key}.lock").open("w", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for a group being ingested, then reads it
             done = parquet / f"{key}.done"
             if not done.exists():

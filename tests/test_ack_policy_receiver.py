@@ -253,13 +253,13 @@ def test_the_runs_table_and_the_run_folder_name_say_the_same_policy(runs) -> Non
         from_folder = parse_run_folder(RAW / run["raw_path"])
         for column in ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering"):
             assert from_folder[column] == run[column], (run["run_id"], column)
-        recorded = json.loads((RAW / run["raw_path"] / "run.json").read_text())["receiver_ack_policy"]
+        recorded = json.loads((RAW / run["raw_path"] / "run.json").read_text(encoding="utf-8"))["receiver_ack_policy"]
         assert recorded["ack_ratio"] == run["ack_ratio"] and recorded["reordering"] == run["ack_reordering"]
 
 
 def test_the_fixture_config_is_valid_and_expands_into_one_labelled_group_per_policy() -> None:
-    schema = yaml.safe_load(TESTBED_SCHEMA.read_text())
-    cfg = yaml.safe_load((FIXTURE / "testbed.yaml").read_text())["testbed"]
+    schema = yaml.safe_load(TESTBED_SCHEMA.read_text(encoding="utf-8"))
+    cfg = yaml.safe_load((FIXTURE / "testbed.yaml").read_text(encoding="utf-8"))["testbed"]
     jsonschema.validate(cfg, schema)
     groups = expand(cfg)
     assert len({g.key for g in groups}) == 9
@@ -270,7 +270,7 @@ def test_the_fixture_config_is_valid_and_expands_into_one_labelled_group_per_pol
 
 def test_configs_without_a_policy_keep_their_groups(tmp_path: Path) -> None:
     for name in ("testbed.yaml", "testbed_ci.yaml"):
-        cfg = yaml.safe_load((REPO / "config" / name).read_text())["testbed"]
+        cfg = yaml.safe_load((REPO / "config" / name).read_text(encoding="utf-8"))["testbed"]
         groups = expand(cfg)
         unset = [g for g in groups if not g.scenario.startswith("ack_ratio")]
         assert len(unset) >= 5  # the imc24 matrix (CI: its five groups)
@@ -287,7 +287,7 @@ def test_configs_without_a_policy_keep_their_groups(tmp_path: Path) -> None:
 
 
 def test_schema_rejects_two_delays_and_unknown_policies() -> None:
-    schema = yaml.safe_load(TESTBED_SCHEMA.read_text())
+    schema = yaml.safe_load(TESTBED_SCHEMA.read_text(encoding="utf-8"))
     base = {"dataset": "x", "clients": ["aioquic"], "modes": ["iack"], "scenarios": ["ack_ratio"], "rtts_ms": [40]}
     jsonschema.validate(base | {"receiver_ack_policy": {"ack_ratio": 10, "ack_delay_rtt_fraction": 0.25}}, schema)
     for bad in ({"ack_ratio": 10, "ack_delay_ms": 25, "ack_delay_rtt_fraction": 0.25}, {"ack_ratio": 0},

@@ -75,7 +75,7 @@ def test_quinn_acknowledges_as_its_server_asks_with_ack_frequency(on_wire, ratio
 def test_quinn_with_d_sends_an_immediate_ack_per_loss_and_with_nr_none(tables, on_wire) -> None:
     d = _one(on_wire, "ack_ratio_loss-none-rtt40ms-1MB-hq-ar10-d25ms-D")
     nr = _one(on_wire, "ack_ratio_loss-none-rtt40ms-1MB-hq-ar10-d25ms-NR")
-    lost = [json.loads((RAW / run["raw_path"] / "run.json").read_text())["impairment"]["s2c"]["lost_indices"]
+    lost = [json.loads((RAW / run["raw_path"] / "run.json").read_text(encoding="utf-8"))["impairment"]["s2c"]["lost_indices"]
             for run in (d, nr)]  # fmt: skip
     assert lost[0] == lost[1] and lost[0]  # the same seeded losses in both runs
     # Reordering Threshold 1 (D) adds at most one ACK per out-of-order arrival, 0 (NR) none; some of D's immediate
@@ -144,8 +144,8 @@ def test_an_unpaced_server_connection_never_waits_for_its_pacer(tmp_path: Path) 
 
 
 def test_the_fixture_config_is_valid_and_every_group_round_trips() -> None:
-    raw_cfg = yaml.safe_load((FIXTURE / "testbed.yaml").read_text())["testbed"]
-    jsonschema.validate(raw_cfg, yaml.safe_load(TESTBED_SCHEMA.read_text()))
+    raw_cfg = yaml.safe_load((FIXTURE / "testbed.yaml").read_text(encoding="utf-8"))["testbed"]
+    jsonschema.validate(raw_cfg, yaml.safe_load(TESTBED_SCHEMA.read_text(encoding="utf-8")))
     groups = expand(raw_cfg)
     assert len({g.key for g in groups}) == 10
     for group in groups:

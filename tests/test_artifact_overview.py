@@ -4,6 +4,8 @@ and unmeasured claims)."""
 
 from __future__ import annotations
 
+import html as html_module
+import re
 import zipfile
 from pathlib import Path
 
@@ -21,10 +23,13 @@ from quicack.artifact.overview import (
     counts_sentence,
     generated_section,
     landing_rst,
+    paper_page_caption,
+    paper_page_html,
     read_claims,
     replace_generated,
     status_counts,
 )
+from quicack.artifact.pages import write_report_pages
 from quicack.claims import NO_EXPLANATION, VERDICTS
 from quicack.claims.ackratio_claims import CLAIMS, ackratio_claims
 from tests.test_claims_ackratio import DESCRIPTION, loopback_tables
@@ -43,10 +48,12 @@ def claims_csv(tmp_path_factory) -> Path:
 
 
 def rendered_html(rst: str, targets: list[str]) -> str:
-    """As Snakemake's report renders a caption: Jinja first, then reStructuredText with a link target per entry."""
+    """As Snakemake's report renders a caption or its landing page (snakemake.report): Jinja first (its environment's
+    settings), then reStructuredText with docutils' defaults (``raw`` and ``include`` on) and a link target per
+    entry."""
     links = "\n".join(f".. _{t}: javascript:app.showResultInfo('{t}')" for t in targets)
-    text = jinja2.Environment().from_string(rst + "\n\n" + links + "\n").render()
-    return publish_parts(text, writer="html", settings_overrides={"report_level": 2, "halt_level": 5})["body"]
+    text = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(rst + "\n\n" + links + "\n").render()
+    return publish_parts(text, writer="html")["body"]
 
 
 def test_counts_per_paper_add_up_to_every_claim(claims_csv):
@@ -86,18 +93,80 @@ def test_handmade_verdicts_unresolved_calibrated_and_unexplained_are_counted(cla
     assert "1 unresolved, 1 calibrated" in counts_sentence(after)
 
 
-def test_landing_page_renders_every_claim_with_its_status_and_links(claims_csv):
+def test_landing_page_is_short_and_links_each_paper_to_its_claims_page(claims_csv):
     claims = read_claims(claims_csv)
-    targets = {a: f"{a}.png" for a in claims["artefact"].unique().to_list()}
-    rst = landing_rst(claims, "EMULATED DATA — dataset 'loopback': a *test* | with markup_", targets)
-    html = rendered_html(rst, list(targets.values()))
+    pages = [f"claims-{paper}.html" for paper in ("ackfreq22", "rethink", "tcpquic")]
+    html = rendered_html(landing_rst(claims, "EMULATED DATA — dataset 'loopback': a *test* | with markup_"), pages)
     assert "system-message" not in html, html[html.find("system-message") - 500 :][:1500]
-    for row in claims.iter_rows(named=True):
-        assert row["claim_id"] in html
-    # Each link names a report entry; markup characters of the texts stay literal.
-    assert html.count("javascript:app.showResultInfo") == claims.height
+    # The counts, each paper linked to its page's entry; no claim row (they are on the papers' pages).
+    for page in pages:
+        assert html.count(f"javascript:app.showResultInfo('{page}')") == 1
+    counts = status_counts(claims).filter(pl.col("paper") == "all").row(0, named=True)
+    assert f"<td>{counts['claims']}</td>" in html
+    assert not [claim_id for claim_id in claims["claim_id"].to_list() if claim_id in html]
     assert "a *test* | with markup_" in html
-    assert "Reducing the acknowledgement frequency in IETF QUIC" in html  # the paper's title from papers.csv
+    assert len(html) < 6000
+
+
+def test_a_papers_page_lists_each_of_its_claims_as_text(claims_csv):
+    claims = read_claims(claims_csv)
+    for paper in ("ackfreq22", "rethink", "tcpquic"):
+        page = paper_page_html(paper, claims, "EMULATED DATA — <b>dataset</b> & co")
+        own = claims.filter(pl.col("paper") == paper)
+        assert page.count("<tr id=") == own.height
+        for row in own.iter_rows(named=True):
+            assert f'<tr id="{row["claim_id"]}">' in page
+        assert "EMULATED DATA — &lt;b&gt;dataset&lt;/b&gt; &amp; co" in page and "<b>dataset" not in page
+        assert "Reducing the acknowledgement frequency in IETF QUIC" in paper_page_html("ackfreq22", claims, "")
+        caption = rendered_html(paper_page_caption(paper, claims), [])
+        assert "system-message" not in caption and f"{own.height} claims:" in caption
+    # A paper without claims in this dataset gets a page that says so.
+    assert "This dataset gives no claim of this paper" in paper_page_html("imc24", claims, "")
+
+
+# Hand-made: what a hostile dataset.yaml or folder name would carry. Each payload, if live, leaves a trace that the
+# rendered page must not hold: a product of a Jinja expression, an element, a file's text, a javascript: link.
+PAYLOADS = {
+    "jinja endraw": ("{% endraw %}{{ 7*191 }}{% raw %}", "1337"),
+    "jinja expression": ("{{ 7*191 }}", "1337"),
+    "jinja endraw evaluated": ("{% endraw %}{{ 7000+337 }}{% raw %}", "7337"),
+    "jinja whitespace control": ("{{- 7*191 -}} {%- if true -%}1338{%- endif -%}", "1337"),
+    "jinja comment": ("a {# comment #} b", "a  b"),
+    "rst raw html": (".. raw:: html\n\n   <script>alert(1)</script>", "<script>"),
+    "rst include": (".. include:: {marker}", "MARKER-5b1e0c"),
+    "rst raw after endraw": ("{% endraw %}\n\n.. raw:: html\n\n   <b>live</b>\n\n{% raw %}", "<b>live</b>"),
+    "rst role": (":raw:`<b>r</b>` :math:`x^2`", "<math"),
+    "rst substitution": ("|sub| and [1]_ and name_", 'href="#'),
+    "rst uri": ("javascript:alert(1)", 'href="javascript:alert'),
+    "html": ('<img src=x onerror="alert(1)">', "<img"),
+    "section underline": ("=====", "<hr"),
+}
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_no_payload_is_live_on_the_landing_page_a_caption_or_a_papers_page(claims_csv, payload, tmp_path):
+    marker = tmp_path / "marker.txt"
+    marker.write_text("MARKER-5b1e0c\n", encoding="utf-8")
+    text, trace = PAYLOADS[payload]
+    text = text.replace("{marker}", str(marker))
+    claims = read_claims(claims_csv)
+    # The text as the dataset's title (the footnote) and as every text column of one claim (a cell starts with it).
+    hostile = claims.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(text)).otherwise(pl.col(c)).alias(c)
+        for c in ("statement", "paper_value", "ours", "explanation")
+    )
+    artefact = hostile["artefact"][0]
+    pages = [f"claims-{paper}.html" for paper in ("ackfreq22", "rethink", "tcpquic")]
+    for where, html in (
+        ("landing", rendered_html(landing_rst(hostile, text), pages)),
+        ("caption", rendered_html(caption_rst("Caption.\n", artefact, hostile.with_columns(pl.lit("differs").alias("status"))), [])),
+        ("page", paper_page_html(hostile["paper"][0], hostile, text)),
+    ):  # fmt: skip
+        assert trace not in html, (where, html[:2000])
+        assert "system-message" not in html, (where, html[:2000])
+        # The text is shown as it was written (one line).
+        shown = " ".join(html_module.unescape(re.sub(r"<[^>]+>", "", html)).split())
+        assert " ".join(text.split()) in shown, (where, shown[:2000])
 
 
 def test_a_caption_lists_its_artefacts_claims_and_explains_the_differing(claims_csv):
@@ -115,6 +184,16 @@ def test_a_caption_lists_its_artefacts_claims_and_explains_the_differing(claims_
     assert " ".join(differing["explanation"].split())[:40].replace("&", "&amp;") in html
     # An artefact without claims keeps its caption as it is.
     assert caption_rst("Only this.\n", "no-such-artefact", claims) == "Only this.\n"
+
+
+def test_report_pages_refuse_claims_of_a_paper_without_a_page(claims_csv, tmp_path):
+    """Each paper's page is named before the claims are known (data/reference/papers.csv): a claim of another paper
+    would have no page; it is an error that names the paper, not a claim left out."""
+    claims = pl.read_csv(claims_csv, infer_schema_length=None)
+    other = tmp_path / "claims.csv"
+    claims.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nosuchpaper")).otherwise(pl.col("paper")).alias("paper")).write_csv(other)
+    with pytest.raises(ValueError, match="nosuchpaper"):
+        write_report_pages(other, tmp_path / "no.duckdb", REPO / "workflow" / "report", tmp_path, tmp_path / "report")
 
 
 def test_markdown_has_a_row_per_claim_and_replaces_only_its_section(claims_csv):
@@ -138,8 +217,10 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     # Real files stand in for a run's outputs: the zip's contents are files, whatever they hold.
     (results / "figures" / "a-fig01.png").write_bytes((REPO / "README.md").read_bytes())
     (results / "tables" / "a-tab01.csv").write_bytes(claims_csv.read_bytes())
+    (results / "report").mkdir()
+    (results / "report" / "claims-ackfreq22.html").write_text(paper_page_html("ackfreq22", read_claims(claims_csv), ""), encoding="utf-8")
     report = tmp_path / "report.html"
-    report.write_text("<html>report</html>")
+    report.write_text("<html>report</html>", encoding="utf-8")
     members = bundle_members(report, results, REPO)
     first, second = tmp_path / "one.zip", tmp_path / "two.zip"
     assert write_bundle(first, members, "quicack-sample") == len(members)
@@ -148,4 +229,5 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     names = zipfile.ZipFile(first).namelist()
     assert names[0] == "quicack-sample/report.html"
     assert {"quicack-sample/claims.csv", "quicack-sample/figures/a-fig01.png", "quicack-sample/tables/a-tab01.csv",
-            "quicack-sample/repository/ARTIFACT.md", "quicack-sample/repository/LICENSE"} <= set(names)  # fmt: skip
+            "quicack-sample/repository/ARTIFACT.md", "quicack-sample/repository/LICENSE",
+            "quicack-sample/report/claims-ackfreq22.html"} <= set(names)  # fmt: skip

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _imc24_run_jsons(group: str) -> list[dict]:
-    runs = [json.loads(p.read_text()) for p in sorted((SAMPLE_RAW / group).glob("*/*/run.json"))]
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((SAMPLE_RAW / group).glob("*/*/run.json"))]
     return [run for run in runs if run["mode"] in IMC24_MODES]
 
 
@@ -57,7 +57,7 @@ def test_each_browsers_static_second_flight_mapping_is_calibrated_against_the_qu
     """Table 4's static mapping, from three no-loss WFC baselines each: both ClientHellos take two datagrams
     (X25519MLKEM768), so both second flights start at datagram 3; Firefox's takes four datagrams (an ACK-only one,
     its Finished, two 1-RTT STREAM datagrams), Chromium's three."""
-    calibration = json.loads((SAMPLE_RAW / group / "client_flight_calibration.json").read_text())
+    calibration = json.loads((SAMPLE_RAW / group / "client_flight_calibration.json").read_text(encoding="utf-8"))
     expected = [3, 4, 5, 6] if group.endswith("firefox") else [3, 4, 5]
     assert calibration["second_client_flight"] == expected
     assert [b["second_client_flight"] for b in calibration["baselines"]] == [expected] * 3

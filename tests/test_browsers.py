@@ -101,9 +101,9 @@ def test_the_firefox_profile_trusts_the_servers_ca_and_forces_http3(tmp_path: Pa
                                     30, None, cert_paths("xlarge").chain)  # fmt: skip
     argv = browsers.firefox_command(Path("/usr/lib/firefox-esr/firefox-esr"), dl, tmp_path)
     assert argv[1:4] == ["--headless", "--no-remote", "--marionette"] and argv[-1] == f"https://{SERVER_NAME}:8443/1MB"
-    listed = subprocess.run(["certutil", "-L", "-d", f"sql:{tmp_path / 'profile'}"], capture_output=True, text=True, check=True)
+    listed = subprocess.run(["certutil", "-L", "-d", f"sql:{tmp_path / 'profile'}"], capture_output=True, text=True, check=True, encoding="utf-8")
     assert "quicack test CA" in listed.stdout and "C,," in listed.stdout
-    user_js = (tmp_path / "profile" / "user.js").read_text()
+    user_js = (tmp_path / "profile" / "user.js").read_text(encoding="utf-8")
     for pref in ('"network.http.http3.alt-svc-mapping-for-testing", "quicack.test;h3=:8443"',
                  '"network.dns.forceResolve", "198.19.0.2"', '"network.http.http3.enable_qlog", true',
                  '"network.http.http3.disable_when_third_party_roots_found", false'):  # fmt: skip
@@ -130,7 +130,7 @@ def test_a_download_counts_only_once_the_browser_has_left_no_partial_file(tmp_pa
 @pytest.mark.parametrize("raw", [WHOLE, ACKS], ids=["10KB", "1MB"])
 def test_every_download_arrived_whole_and_names_the_browser(raw: Path) -> None:
     for run_json in sorted(raw.glob("*/*/*/run.json")):
-        run = json.loads(run_json.read_text())
+        run = json.loads(run_json.read_text(encoding="utf-8"))
         assert run["status"] == "ok" and run["downloaded"]["sha256"] == run["file_sha256"], run_json
         assert run["downloaded"]["bytes"] == run["file_bytes"]
         assert run["testbed"]["client_confined_to_its_flow"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.claims.ackratio_claims import CLAIMS, REFERENCES, ackratio_claims
+from quicack.claims.ackratio_claims import CLAIMS, REFERENCES, ackratio_claims, quick_acks_per_run, tcp_quick_acks
 from quicack.provenance import DatasetDescription
 from quicack.qlog import read_qlog
 from quicack.reference import paper_claims
@@ -23,7 +23,7 @@ def loopback_tables(*runs: str) -> dict[str, pl.DataFrame]:
     rows, packets, frames = [], [], []
     for run in runs:
         folder = LOOPBACK / run
-        meta = json.loads((folder / "run.json").read_text())
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         (qlog,) = (folder / "client" / "qlog").iterdir()
         log = read_qlog(qlog, run_id=run, vantage="client")
         policy = ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering")
@@ -54,3 +54,16 @@ def test_measured_ack_ratio_and_sizes_from_recorded_transfers() -> None:
     # aioquic has no 1 MB run here: its claim says so instead of inventing a number
     aioquic = claims.filter(pl.col("claim_id") == "ackfreq22-tab02-aioquic-ar").row(0, named=True)
     assert aioquic["verdict"] == "n/a" and aioquic["runs"] == 0
+
+
+def test_tcp_quick_acks_are_counted_at_the_receiver_from_ack_numbers(sample_tables) -> None:
+    """rethink §III-A: Linux quick-ACKs "at least the first 8 packets". In the embedded 10 MB Linux TCP run over
+    rethink's satellite path the receiver's first 22 ACKs of data each acknowledge one 1,448 B segment, the 23rd two
+    (its client-side capture). Counting ACKs against data arrivals, with the ACKs read after the return link (300 ms
+    later, when 10 more segments had arrived), found 2."""
+    tables = sample_tables(("linux-tcp_linux-tcp",), ("runs", "tcp_segments"))
+    measured = tcp_quick_acks(tables)
+    assert (measured.low, measured.high, measured.runs) == (22.0, 22.0, 1), measured
+    per_run = quick_acks_per_run(tables["tcp_segments"])
+    # the 1 % loss run (2 MB) starts the same way: loss comes later
+    assert per_run.filter(pl.col("run_id").str.contains("loss1-2MB-tcp-ar2"))["quick_acks"].to_list() == [22]

@@ -58,7 +58,7 @@ def aioquic_server(tmp_path_factory: pytest.TempPathFactory):
     workdir = tmp_path_factory.mktemp("server")
     ready_file = workdir / "ready.json"
     port = _free_udp_port()
-    log = (workdir / "server.log").open("w")
+    log = (workdir / "server.log").open("w", encoding="utf-8")
     process = subprocess.Popen(
         [
             sys.executable, "-m", "quicack.testbed.iack_wfc_server",
@@ -71,7 +71,7 @@ def aioquic_server(tmp_path_factory: pytest.TempPathFactory):
         deadline = time.monotonic() + 20
         while not ready_file.exists():
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"testbed server did not start: {(workdir / 'server.log').read_text()}")
+                pytest.fail(f"testbed server did not start: {(workdir / 'server.log').read_text(encoding='utf-8')}")
             time.sleep(0.05)
         yield f"https://127.0.0.1:{port}"
     finally:
@@ -105,7 +105,7 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
     )
     argv, extra_env = client_command(req)
     result = subprocess.run(
-        argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=req.timeout_s + exit_grace_s(impl), cwd=tmp_path
+        argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=req.timeout_s + exit_grace_s(impl), cwd=tmp_path, encoding="utf-8"
     )
     assert result.returncode == 0, f"{impl} exited {result.returncode}: {result.stderr[-2000:]}"
 
@@ -114,7 +114,7 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
     expected = hashlib.sha256(file_bytes(FILE_NAME)).hexdigest()
     assert hashlib.sha256(downloaded.read_bytes()).hexdigest() == expected
 
-    keylog = req.keylog_path.read_text()
+    keylog = req.keylog_path.read_text(encoding="utf-8")
     assert "CLIENT_HANDSHAKE_TRAFFIC_SECRET " in keylog
     assert "SERVER_TRAFFIC_SECRET_0 " in keylog
 
@@ -126,7 +126,7 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
     qlogs = [p for p in req.qlog_dir.iterdir() if p.is_file() and p.stat().st_size > 0]
     assert qlogs, f"{impl} wrote no qlog in {req.qlog_dir}"
     header = json.loads(
-        qlogs[0].read_text().lstrip("\x1e").splitlines()[0] if qlogs[0].suffix == ".sqlog" else qlogs[0].read_text()
+        qlogs[0].read_text(encoding="utf-8").lstrip("\x1e").splitlines()[0] if qlogs[0].suffix == ".sqlog" else qlogs[0].read_text(encoding="utf-8")
     )
     assert "qlog_version" in header or "file_schema" in header
 
@@ -145,7 +145,7 @@ def test_client_without_server_gives_up_in_time_and_saves_nothing(tmp_path: Path
     started = time.monotonic()
     # A browser may take its quit budget after the timeout (exit_grace_s beyond the others' 10 s).
     allowed = req.timeout_s + 3 + exit_grace_s(impl) - exit_grace_s("aioquic")
-    result = subprocess.run(argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=30 + allowed, cwd=tmp_path)
+    result = subprocess.run(argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=30 + allowed, cwd=tmp_path, encoding="utf-8")
     assert time.monotonic() - started < allowed, f"{impl} ignored its timeout"
     assert not (req.download_dir / FILE_NAME).exists()
     if exit_status_is_reliable(impl):

@@ -35,7 +35,7 @@ USED_OTHERWISE = {
 
 def pinned() -> dict[str, str]:
     """Every requirement of pyproject.toml (dependencies and extras): name → version specifier."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     requirements = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
     return {m.group(1).lower(): m.group(2) for m in (re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", r) for r in requirements)}
 
@@ -44,7 +44,7 @@ def imported_top_level_modules() -> set[str]:
     modules: set[str] = set()
     for folder in ("src", "tests", "bench", "notebooks"):
         for path in (REPO / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
                 if isinstance(node, ast.Import):
                     modules.update(alias.name.split(".")[0] for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -61,14 +61,14 @@ def test_every_pinned_dependency_is_imported_or_run() -> None:
             continue
         if name in USED_OTHERWISE:
             needle, where = USED_OTHERWISE[name]
-            assert needle in (REPO / where).read_text(), f"{name}: {needle!r} is no longer in {where}"
+            assert needle in (REPO / where).read_text(encoding="utf-8"), f"{name}: {needle!r} is no longer in {where}"
             continue
         unused.append(name)
     assert not unused, f"pinned in pyproject.toml but neither imported nor run: {unused}"
 
 
 def test_environment_yml_mirrors_the_pins() -> None:
-    environment = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
+    environment = yaml.safe_load((REPO / "environment.yml").read_text(encoding="utf-8"))["dependencies"]
     conda = {}
     for entry in environment:
         if isinstance(entry, dict):

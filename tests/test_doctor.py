@@ -16,7 +16,7 @@ from quicack.testbed.clients import TESTBED_CLIENTS, client_executable
 
 def quicack(*args: str, **environment: str) -> str:
     done = subprocess.run([sys.executable, "-m", "quicack.cli", *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, **environment}, timeout=120)  # fmt: skip
+                          env={**os.environ, **environment}, timeout=120, encoding="utf-8")  # fmt: skip
     return done.stdout
 
 
@@ -37,7 +37,7 @@ def test_an_engine_chosen_by_the_environment_is_reported_as_chosen():
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_doctor_reports_tshark_and_every_testbed_client_as_found_or_not():
     report = quicack("doctor")
-    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True, check=True, encoding="utf-8").stdout.splitlines()[0]
     assert tshark.strip() in report
     lines = {line.split()[0] + " " + line.split()[1]: line for line in report.splitlines() if line.startswith("  ") and len(line.split()) > 2}
     for client in TESTBED_CLIENTS:

@@ -105,7 +105,7 @@ def test_sweet_spot_claims_are_measured(tables):
 
 def test_run_json_records_what_the_client_side_only_runs_kept():
     run = SAMPLE_RAW / f"{SERVER}_quic-go" / "noloss_delay_50ms-iack-rtt9ms-10KB-h3" / "1"
-    meta = json.loads((run / "run.json").read_text())
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert meta["testbed"]["server_side_capture"] is False and meta["cert_delay_ms"] == 50.0
     assert (run / "sim" / "trace_node_left.pcap.gz").exists() and not (run / "sim" / "trace_node_right.pcap.gz").exists()
     assert not (run / "server").exists()  # no server qlog, and its keylog duplicated the client's
@@ -136,8 +136,8 @@ def test_fig07_and_fig16_have_ten_repetitions_at_9ms(tables):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_added_repetitions_drop_what_the_kept_ones_dropped_and_keep_the_client_side(client):
     for group in sorted((SAMPLE_RAW / f"{SERVER}_{client}").glob("drop_client_flight-*-rtt9ms-*")):
-        metas = {rep: json.loads((group / str(rep) / "run.json").read_text()) for rep in range(1, 11)}
-        assert [r["repetition"] for r in json.loads((group / "group.json").read_text())["runs"]] == list(range(1, 11))
+        metas = {rep: json.loads((group / str(rep) / "run.json").read_text(encoding="utf-8")) for rep in range(1, 11)}
+        assert [r["repetition"] for r in json.loads((group / "group.json").read_text(encoding="utf-8"))["runs"]] == list(range(1, 11))
         assert len({tuple(meta["drop_to_server"]) for meta in metas.values()}) == 1
         # What the impairment program really dropped in each run is that list.
         assert all(meta["impairment"]["c2s"]["dropped_indices"] == meta["drop_to_server"] for meta in metas.values())

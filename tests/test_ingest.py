@@ -26,12 +26,12 @@ def test_ingest_group_reads_runs_and_both_vantages(real_raw):
 def test_malformed_run_json_is_an_issue_and_the_folder_name_is_used(tmp_path):
     raw = tmp_path / "raw"
     run = make_run(raw, "aioquic_quic-go/noloss/3", QLOG_FIXTURES / "aioquic" / "client.qlog", None, None)
-    (run / "run.json").write_text("{not json")  # hand-made malformed input
+    (run / "run.json").write_text("{not json", encoding="utf-8")  # hand-made malformed input
     tables = ingest.ingest_group(raw, "aioquic_quic-go", "t")
     row = tables["runs"].row(0, named=True)
     assert (row["server_impl"], row["client_impl"], row["scenario"], row["repetition"]) == ("aioquic", "quic-go", "noloss", 3)
     messages = tables["ingest_issues"]["message"].to_list()
-    assert any("run.json unreadable" in m for m in messages)
+    assert any(m.startswith("run.json is not JSON (") and m.endswith(": described from the folder name") for m in messages)
 
 
 def test_run_without_qlog_is_reported(tmp_path):
@@ -127,7 +127,7 @@ def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
     for repetition, meta in variants.items():
         make_run(raw, f"aioquic_quic-go/noloss/{repetition}", QLOG_FIXTURES / "aioquic" / "client.qlog", None, meta)
     deep = make_run(raw, "aioquic_quic-go/noloss/5", QLOG_FIXTURES / "aioquic" / "client.qlog", None, None)
-    (deep / "run.json").write_text("[" * 100_000 + "]" * 100_000)
+    (deep / "run.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     as_folder = make_run(raw, "aioquic_quic-go/noloss/6", QLOG_FIXTURES / "aioquic" / "client.qlog", None, None)
     (as_folder / "run.json").mkdir()
     tables = ingest.ingest_group(raw, "aioquic_quic-go", "t")
@@ -138,7 +138,7 @@ def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
     messages = tables["ingest_issues"]["message"].to_list()
     for field in ("repetition", "drop_to_client", "rtt_ms", "cert_bytes", "mode"):
         assert any(f"'{field}'" in m for m in messages), field
-    assert sum("run.json unreadable" in m for m in messages) == 2
+    assert sum(m.endswith("described from the folder name") for m in messages) == 2
     assert not tables["packets"].is_empty()
 
 

@@ -55,7 +55,7 @@ def read_in_child(kind: str, path: Path) -> tuple[float, int, str]:
     """(seconds, peak RSS in MiB, issue messages) of reading ``path`` in a fresh process."""
     env = {"PYTHONPATH": str(Path(quicack.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", READ_IN_CHILD, kind, str(path)], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=120, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     seconds, rss, *messages = done.stdout.splitlines()
     return float(seconds), int(rss), "\n".join(messages)
@@ -120,12 +120,12 @@ def test_limits_from_the_config_section_and_back_to_options():
 def test_config_schema_knows_every_limit():
     import yaml
 
-    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
     properties = schema["properties"]["limits"]["properties"]
     assert set(properties) == {f for f in Limits.__dataclass_fields__}
     for name, spec in properties.items():
         assert spec["default"] == getattr(DEFAULT_LIMITS, name), name
-    config = yaml.safe_load((Path(__file__).parents[1] / "config/config.yaml").read_text())
+    config = yaml.safe_load((Path(__file__).parents[1] / "config/config.yaml").read_text(encoding="utf-8"))
     assert limits_from_mapping(config["limits"]) == DEFAULT_LIMITS
 
 

@@ -143,7 +143,7 @@ def test_a_killed_unpack_is_never_taken_for_the_dataset_and_the_rerun_repairs_it
     (unpacked,) = cache.iterdir()
     assert not (unpacked / "raw").exists()  # only the staging folder of the killed process
 
-    rerun = subprocess.run(_unpack_command(archive, link), env=env, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(_unpack_command(archive, link), env=env, capture_output=True, text=True, timeout=300, encoding="utf-8")
     assert rerun.returncode == 0 and "unpacked" in rerun.stdout, rerun.stderr
     assert _contents(link) == _contents(LOOPBACK)
     assert not list(cache.glob("*/.raw.unpacking-*"))  # the killed one's staging folder removed

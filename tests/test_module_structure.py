@@ -100,7 +100,7 @@ def test_no_module_is_longer_than_it_should_be():
     long = {
         str(path.relative_to(PACKAGE)): length
         for path in MODULES.values()
-        if (length := len(path.read_text().splitlines())) > MAX_LINES
+        if (length := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert set(long) <= OVER_LENGTH, {k: v for k, v in long.items() if k not in OVER_LENGTH}
 
@@ -117,7 +117,7 @@ def _modules_mentioning(pattern: str) -> set[str]:
     return {
         str(path.relative_to(PACKAGE))
         for path in MODULES.values()
-        if not str(path.relative_to(PACKAGE)).startswith("testbed/") and found.search(path.read_text())
+        if not str(path.relative_to(PACKAGE)).startswith("testbed/") and found.search(path.read_text(encoding="utf-8"))
     }
 
 
@@ -130,5 +130,5 @@ def test_one_home_per_concept():
     assert _modules_mentioning(r"\bwritten_by=") <= {
         f"schema/{name}.py" for name in ("ingest_tables", "derived_tables", "scan_tables", "database_tables")
     }
-    smk = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    smk = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
     assert "tables_written_by(INGEST)" in smk and "tables_written_by(DERIVE)" in smk and "tables_written_by(SCAN)" in smk

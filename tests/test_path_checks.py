@@ -67,6 +67,6 @@ def test_tab01_sets_the_probes_beside_the_profiles(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_a_path_check_is_refused_handmade(tmp_path: Path) -> None:
     wrong = tmp_path / "path_check.csv"
-    wrong.write_text("name,rate\nx,1\n")  # hand-made: malformed input
+    wrong.write_text("name,rate\nx,1\n", encoding="utf-8")  # hand-made: malformed input
     with pytest.raises(PathChecksError, match="not a path-check file"):
         read_path_checks(wrong)

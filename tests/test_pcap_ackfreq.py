@@ -66,13 +66,13 @@ def test_ack_frequency_and_immediate_ack_are_decoded() -> None:
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (the reference dissector)")
 def test_tshark_4_0_does_not_know_the_draft_04_frames() -> None:
-    version = subprocess.run([TSHARK, "-v"], capture_output=True, text=True, check=True).stdout
+    version = subprocess.run([TSHARK, "-v"], capture_output=True, text=True, check=True, encoding="utf-8").stdout
     if "TShark (Wireshark) 4.0." not in version:
         pytest.skip("this documents tshark 4.0's dissector")
     result = subprocess.run(
         [TSHARK, "-r", str(CAPTURE), "-o", f"tls.keylog_file:{KEYLOG}", "-Y", "quic", "-T", "fields",
          "-E", "occurrence=a", "-e", "quic.frame_type", "-e", "quic.af.ignore_order", "-e", "_ws.expert.message"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, encoding="utf-8",
     )  # fmt: skip
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     unknown_0x1f = sum(message.count("Unknown Frame Type 0x1f") for _, _, message in rows)

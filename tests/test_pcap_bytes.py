@@ -18,7 +18,8 @@ CAPTURES = find_captures()
 
 
 def wire_udp_bytes(capture: Capture) -> tuple[int, int]:
-    """(number of UDP datagrams, total IP-datagram bytes of them) straight from the capture records."""
+    """(number of UDP datagrams, total IP-datagram bytes of them) straight from the capture records. A datagram
+    the sender's kernel fragmented counts once (its first fragment), its bytes those of every fragment."""
     count = total = 0
     with open_capture(capture.path) as stream:
         for record in read_link_records(stream):
@@ -31,10 +32,13 @@ def wire_udp_bytes(capture: Capture) -> tuple[int, int]:
             version = data[offset] >> 4
             if version == 4 and data[offset + 9] == 17:
                 total += int.from_bytes(data[offset + 2 : offset + 4], "big")
-                count += 1
+                count += not int.from_bytes(data[offset + 6 : offset + 8], "big") & 0x1FFF  # fragment offset 0
             elif version == 6 and data[offset + 6] == 17:
                 total += 40 + int.from_bytes(data[offset + 4 : offset + 6], "big")
                 count += 1
+            elif version == 6 and data[offset + 6] == 44 and data[offset + 40] == 17:  # a Fragment header
+                total += 40 + int.from_bytes(data[offset + 4 : offset + 6], "big")
+                count += not int.from_bytes(data[offset + 42 : offset + 44], "big") & 0xFFF8
     return count, total
 
 

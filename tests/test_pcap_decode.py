@@ -135,7 +135,7 @@ def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) 
     # still arrive, the files must be in place, and the status must be the command's.
     capture, keylog = DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"
     command = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)]
-    done = subprocess.run([*command, "--print"], capture_output=True, text=True)
+    done = subprocess.run([*command, "--print"], capture_output=True, text=True, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == pl.read_parquet(tmp_path / "packets.parquet").height
     assert "packets" in done.stderr and sorted(p.name for p in tmp_path.iterdir()) == sorted(
@@ -143,7 +143,7 @@ def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) 
     )
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"not a capture at all")
-    failed = subprocess.run([*command[:3], str(junk), "--out", str(tmp_path / "junk")], capture_output=True, text=True)
+    failed = subprocess.run([*command[:3], str(junk), "--out", str(tmp_path / "junk")], capture_output=True, text=True, encoding="utf-8")
     assert failed.returncode == 1 and "not a pcap or pcapng file" in failed.stderr
 
 

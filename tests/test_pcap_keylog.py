@@ -34,8 +34,8 @@ def test_draft_era_labels_are_the_same_secrets() -> None:
 def test_crlf_comments_and_other_connections_variant_of_a_real_keylog(tmp_path: Path) -> None:
     """aioquic 0.7.0's draft-22 keylog rewritten as a Windows tool would keep it (CRLF, a byte order mark, comments),
     with another connection's secrets (pcap2qlog's) before its own: the capture decrypts as with the original."""
-    original = (DRAFT22.with_suffix(".keys.log")).read_text()
-    other = (FOREIGN / "pcap2qlog_local_ssl.key").read_text()
+    original = (DRAFT22.with_suffix(".keys.log")).read_text(encoding="utf-8")
+    other = (FOREIGN / "pcap2qlog_local_ssl.key").read_text(encoding="utf-8")
     text = "\ufeff# SSLKEYLOGFILE\r\n" + other.replace("\n", "\r\n") + "# ours\r\n\r\n" + original.replace("\n", "\r\n")
     variant = tmp_path / "keys.log"
     variant.write_bytes(text.encode())
@@ -54,8 +54,8 @@ def test_no_keylog_given_only_when_none_was(tmp_path: Path) -> None:
     assert any("packets not decrypted: no keylog given" in m for m in none.ingest_issues["message"])
     # a keylog without any secret QUIC uses (the EXPORTER_SECRET line of a real one: hand-made from it)
     exporter = tmp_path / "exporter.keys.log"
-    exporter.write_text("".join(line + "\n" for line in (FOREIGN / "pcap2qlog_local_ssl.key").read_text().splitlines()
-                                if line.startswith("EXPORTER_SECRET")))
+    exporter.write_text("".join(line + "\n" for line in (FOREIGN / "pcap2qlog_local_ssl.key").read_text(encoding="utf-8").splitlines()
+                                if line.startswith("EXPORTER_SECRET")), encoding="utf-8")
     wrong = decode(Capture(capture, (exporter,)))
     messages = wrong.ingest_issues["message"].to_list()
     assert not any("no keylog given" in m for m in messages)

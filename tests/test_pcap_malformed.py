@@ -125,11 +125,11 @@ def test_malformed_garbage_udp(tmp_path: Path) -> None:
 
 def test_malformed_keylog_with_wrong_secrets(tmp_path: Path) -> None:
     lines = []
-    for line in SMALL_KEYS.read_text().splitlines():
+    for line in SMALL_KEYS.read_text(encoding="utf-8").splitlines():
         label, client_random, secret = line.split()
         lines.append(f"{label} {client_random} {'ab' * (len(secret) // 2)}")
     wrong = tmp_path / "wrong.keys.log"
-    wrong.write_text("\n".join(lines) + "\nnot a keylog line\n")
+    wrong.write_text("\n".join(lines) + "\nnot a keylog line\n", encoding="utf-8")
     tables = decode_all(SMALL, wrong)
     packets = tables["packets"]
     assert packets.filter(pl.col("packet_type") == "initial")["decrypted"].all()  # Initial keys need no keylog

@@ -64,13 +64,13 @@ def tshark_output(capture: Capture) -> str:
     """tshark's JSON for a capture, decrypted with the capture's keylogs."""
     with tempfile.TemporaryDirectory() as tmp:
         keylog = Path(tmp) / "keys.log"
-        text = "".join(p.read_text() for p in capture.keylogs)
-        keylog.write_text(re.sub(r"(?m)^QUIC_", "", text))
+        text = "".join(p.read_text(encoding="utf-8") for p in capture.keylogs)
+        keylog.write_text(re.sub(r"(?m)^QUIC_", "", text), encoding="utf-8")
         result = subprocess.run(
             [TSHARK, "-r", str(capture.path), "-o", f"tls.keylog_file:{keylog}", "-T", "json", "-Y", "quic"],
             capture_output=True,
             text=True,
-            check=True,
+            check=True, encoding="utf-8",
         )
     return result.stdout
 

@@ -56,7 +56,7 @@ def test_a_missing_description_is_unknown_and_says_so(tmp_path):
 )
 def test_hand_made_bad_description_files_fail_with_the_file_and_the_reason(tmp_path, text, message):
     path = tmp_path / "dataset.yaml"
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(DescriptionError) as error:
         load_description(path, "x")
     assert str(path) in str(error.value) and message in str(error.value)
@@ -116,7 +116,7 @@ def test_build_db_refuses_a_bad_description_and_leaves_no_database(tmp_path, cap
     from quicack.cli import main
 
     bad = tmp_path / "dataset.yaml"
-    bad.write_text("name: x\nkind: bogus\ntitle: t\n")  # hand-made, malformed
+    bad.write_text("name: x\nkind: bogus\ntitle: t\n", encoding="utf-8")  # hand-made, malformed
     (tmp_path / "parquet").mkdir()
     db = tmp_path / "quicack.duckdb"
     common = ["build-db", "--parquet", str(tmp_path / "parquet"), "--db", str(db), "--summary", str(tmp_path / "summary.txt")]
@@ -124,6 +124,19 @@ def test_build_db_refuses_a_bad_description_and_leaves_no_database(tmp_path, cap
     assert not db.exists() and "kind 'bogus'" in capsys.readouterr().err
     assert main([*common, "--description", str(SAMPLE)]) == 0
     assert read_description(db).kind == "emulated"
+
+
+def test_build_db_names_a_handmade_latin1_description_instead_of_a_traceback(tmp_path, capsys):
+    from quicack.cli import main
+
+    latin1 = tmp_path / "dataset.yaml"
+    latin1.write_bytes("name: x\nkind: emulated\ntitle: Caf\u00e9 runs\n".encode("latin-1"))  # hand-made: not UTF-8
+    (tmp_path / "parquet").mkdir()
+    db = tmp_path / "quicack.duckdb"
+    argv = ["build-db", "--parquet", str(tmp_path / "parquet"), "--db", str(db), "--summary", str(tmp_path / "summary.txt")]
+    assert main([*argv, "--description", str(latin1)]) == 2
+    assert not db.exists()
+    assert f"{latin1}: not UTF-8 text (byte 0xe9 at offset 33); save it as UTF-8" in capsys.readouterr().err
 
 
 # Hand-made hostile titles (a dataset.yaml is the user's text): a line break followed by a LaTeX command, a mathtext
@@ -146,12 +159,12 @@ def test_a_hostile_title_stays_text_in_every_output_format(tmp_path, title):
     # a table whose cells carry such text too (a folder name or an explanation)
     table = pl.DataFrame({"run_id": ["group_1/\\input{/etc/passwd}"], "share_%": [0.5]})
     save(Rendered(table, runs=None), tmp_path, "t-tab", "", description)
-    tex = (tmp_path / "t-tab.tex").read_text()
+    tex = (tmp_path / "t-tab.tex").read_text(encoding="utf-8")
     live = [line for line in tex.splitlines() if not line.startswith("%")]
     assert not any("\\input" in line or "\\immediate" in line or "\\write" in line for line in live), tex
     assert "\\textbackslash input\\{/etc/passwd\\}" in tex and "share\\_\\%" in tex
     assert tex.splitlines()[-1] == "% " + " ".join((f"Dataset 'd': {title}; source: " + "$$ \\input{x}.").split())
-    note = (tmp_path / "t-tab.md").read_text().splitlines()[-1]
+    note = (tmp_path / "t-tab.md").read_text(encoding="utf-8").splitlines()[-1]
     assert note.startswith("Dataset 'd': ") and "\\input" in note  # the note is one line, the text kept
     # figures: a drawn one and a placeholder save in every format, the '$' text drawn as it is
     fig, ax = plt.subplots()

@@ -169,7 +169,7 @@ def test_malformed_json_seq_without_header_record(tmp_path: Path):
 
 def test_malformed_document_without_traces(tmp_path: Path):
     p = tmp_path / "x.qlog"
-    p.write_text('{"qlog_version": "0.3", "hello": 1}')
+    p.write_text('{"qlog_version": "0.3", "hello": 1}', encoding="utf-8")
     (severity, message), = _issues(read_qlog(p, "r"))
     assert severity == "error" and "no 'traces'" in message
 
@@ -204,9 +204,9 @@ def test_bad_file_among_good_ones_the_rest_goes_on(tmp_path: Path):
 
 
 def test_malformed_non_numeric_metric_values_become_null_with_a_warning(tmp_path: Path):
-    text = NGTCP2.read_text().replace('"smoothed_rtt":26', '"smoothed_rtt":"abc"', 1)
+    text = NGTCP2.read_text(encoding="utf-8").replace('"smoothed_rtt":26', '"smoothed_rtt":"abc"', 1)
     p = tmp_path / "x.sqlog"
-    p.write_text(text)
+    p.write_text(text, encoding="utf-8")
     r = read_qlog(p, "r")
     full = read_qlog(NGTCP2, "r")
     assert r.metrics_logged.height == full.metrics_logged.height
@@ -218,12 +218,12 @@ def test_malformed_non_numeric_metric_values_become_null_with_a_warning(tmp_path
 def test_numeric_strings_and_floats_where_ints_belong_are_converted_without_a_warning(tmp_path: Path):
     # The fast column-wise batch builder is strict; such values take the row-oriented constructor, which converts
     # them as before (mvfst-like numeric strings, a float packet number) and reports nothing.
-    text = NGTCP2.read_text()
+    text = NGTCP2.read_text(encoding="utf-8")
     assert '"packet_number":1}' in text and '"packet_number":2}' in text and '"smoothed_rtt":26' in text
     text = text.replace('"packet_number":1}', '"packet_number":"1"}', 1).replace(
         '"smoothed_rtt":26', '"smoothed_rtt":"26"', 1).replace('"packet_number":2}', '"packet_number":2.0}', 1)
     p = tmp_path / "x.sqlog"
-    p.write_text(text)
+    p.write_text(text, encoding="utf-8")
     r, full = read_qlog(p, "r"), read_qlog(NGTCP2, "r")
     assert _issues(r) == _issues(full)
     for table in ("packets", "frames", "metrics_logged"):
@@ -297,7 +297,7 @@ def _read_in_subprocess(path: Path) -> tuple[int, str]:
             "print(r.packets.height); print(*r.ingest_issues['message'], sep='\\n')")
     env = {"PYTHONPATH": str(Path(quicack.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=120, encoding="utf-8")
     return done.returncode, done.stdout + done.stderr
 
 

@@ -11,7 +11,7 @@ QLOG_DATA = Path(__file__).parent / "data" / "qlog"
 
 def direct_events(path: Path) -> list[dict]:
     """Every event of a qlog file as a dict (name, time, data), parsed with the standard library only."""
-    text = Path(path).read_text()
+    text = Path(path).read_text(encoding="utf-8")
     # note: str.strip() treats RS (0x1e) as whitespace, so test the raw start
     if text[:1] == "\x1e" or '"NDJSON"' in text[:200]:
         records = [json.loads(r) for r in text.replace("\x1e", "\n").split("\n") if r.strip()]

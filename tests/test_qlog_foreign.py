@@ -35,7 +35,7 @@ def test_quic_trace_converter_server_in_capitals() -> None:
     """quictrace2qlog's vantage_point {"type": "SERVER"}, event_fields in capitals, time_units "us": every packet has
     a direction, times and RTTs in ms (the raw file's first sample: 126536 us)."""
     r = _read("quictrace2qlog_example_github_prefix.qlog")
-    text = (QLOG / "quictrace2qlog_example_github_prefix.qlog").read_text()
+    text = (QLOG / "quictrace2qlog_example_github_prefix.qlog").read_text(encoding="utf-8")
     assert r.packets.height == text.count('"PACKET_SENT"') + text.count('"PACKET_RECEIVED"')
     assert r.packets["direction"].null_count() == 0
     sent = r.packets.filter(pl.col("event") == "sent")
@@ -67,7 +67,7 @@ def test_pcap2qlog_network_vantage_takes_its_flow_and_raw_ack_delay_is_said() ->
 
 
 def _raw_ack_delays(path: Path) -> list[str]:
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     return [part.split('"', 1)[0] for part in text.split('"ack_delay": "')[1:]]
 
 
@@ -93,7 +93,7 @@ def test_quicx_ack_frames_without_rtt_sample_say_why() -> None:
     assert rtt.height == 0
     connections = connections_table(r.packets, r.frames, r.metrics_logged, r.endpoints, rtt,
                                     RUNS.conform(pl.DataFrame({"run_id": ["r"]})))
-    text = (QLOG / "quicx_hello_world_client.sqlog").read_text()
+    text = (QLOG / "quicx_hello_world_client.sqlog").read_text(encoding="utf-8")
     received_acks = sum('"frame_type":"ack"' in line for line in text.splitlines() if "packet_received" in line)
     assert connections["no_rtt_sample_reason"].to_list() == [
         f"{received_acks} ACK frames received, but none of its 5 sent packets is known to be ack-eliciting (their "
@@ -106,7 +106,7 @@ def test_old_aioquic_qlog_units_match_its_capture(stem: str, units: str | None) 
     """aioquic 0.9.14 (qlog draft-01, time_units "us") and 0.8.4 (whole milliseconds, no time_units): the client's
     ACK delays are those of the capture recorded with it (tests/data/foreign/<stem>.pcap), to the unit logged."""
     path = QLOG / f"{stem}.client.qlog"
-    header = json.loads(path.read_text())["traces"][0].get("configuration", {})
+    header = json.loads(path.read_text(encoding="utf-8"))["traces"][0].get("configuration", {})
     assert header.get("time_units") == units
     r = read_qlog(path, "r")
     assert r.ingest_issues.height == 0, _messages(r)
@@ -138,7 +138,7 @@ def test_unknown_frames_keep_their_names_handmade_picoquic_and_multipath_names(t
                {"time": 1.0, "name": "transport:packet_received",
                 "data": {"header": {"packet_type": "1RTT", "packet_number": 7}, "frames": frames}}]
     path = tmp_path / "handmade.sqlog"
-    path.write_text("".join("\x1e" + json.dumps(record) + "\n" for record in records))
+    path.write_text("".join("\x1e" + json.dumps(record) + "\n" for record in records), encoding="utf-8")
     for engine in ENGINES:
         r = read_qlog(path, "r", engine=engine)
         received = r.frames.filter(pl.col("event") == "received")

@@ -111,7 +111,7 @@ def test_real_quic_go_main_schema_header_with_mixed_event_names():
     r = read_qlog(path, "r")
     ep = r.endpoints.row(0, named=True)
     assert ep["local_max_ack_delay_ms"] == 26.0 and ep["time_origin_abs_ns"] is not None
-    header = json.loads(path.read_text().split("\x1e")[1])
+    header = json.loads(path.read_text(encoding="utf-8").split("\x1e")[1])
     wall = header["trace"]["common_fields"]["reference_time"]["wall_clock_time"]
     from datetime import datetime
 
@@ -123,7 +123,7 @@ def test_real_go_x_net_absolute_reference_and_detection():
     """go-x-net: JSON-SEQ 0.3, vantage name "go quic", reference_time in Unix-epoch ms with relative times."""
     path = _qlog("aioquic_go-x-net/transfer_10KB/1", "client")
     r = read_qlog(path, "r")
-    header = json.loads(path.read_text().split("\x1e")[1])
+    header = json.loads(path.read_text(encoding="utf-8").split("\x1e")[1])
     ref_ms = header["trace"]["common_fields"]["reference_time"]
     first_initial_ms = next(e["time"] for e in direct_events(path) if e["name"] == "transport:packet_sent")
     assert abs(r.endpoints["time_origin_abs_ns"][0] - (ref_ms + first_initial_ms) * 1e6) < 1e3

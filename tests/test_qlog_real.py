@@ -203,7 +203,7 @@ def test_ack_ranges_largest_and_first_range(path: Path):
 
 def test_ngtcp2_singleton_acked_ranges():
     """ngtcp2 writes single-packet ranges as [n]; they become [n, n]."""
-    raw = (NGTCP2 / "client.sqlog").read_text()
+    raw = (NGTCP2 / "client.sqlog").read_text(encoding="utf-8")
     assert '"acked_ranges":[[0]]' in raw
     r = read_qlog(NGTCP2 / "client.sqlog", "run")
     assert [{"low": 0, "high": 0}] in r.frames["ack_ranges"].drop_nulls().to_list()
@@ -235,7 +235,7 @@ def test_multi_connection_json_document_splits_by_trace():
     """A JSON document with two traces (aioquic's in-memory QuicLogger after two connections): one endpoints row
     per connection; the first keeps the run id, the second is "<run_id>#<ODCID>"."""
     r = read_qlog(AIOQUIC / "client_two_connections.qlog", "run")
-    doc = json.loads((AIOQUIC / "client_two_connections.qlog").read_text())
+    doc = json.loads((AIOQUIC / "client_two_connections.qlog").read_text(encoding="utf-8"))
     odcids = [t["common_fields"]["ODCID"] for t in doc["traces"]]
     assert r.endpoints["run_id"].to_list() == ["run", f"run#{odcids[1]}"]
     assert r.endpoints["group_id"].to_list() == odcids
@@ -262,13 +262,13 @@ def test_multi_connection_json_seq_concatenation(tmp_path: Path):
 
 def test_vantage_from_path_when_the_log_has_none(tmp_path: Path):
     """Without vantage_point.type, the QIR layout (.../server/qlog/x) decides, or the caller's vantage."""
-    text = (NGTCP2 / "server.sqlog").read_text().replace('"type":"server"', '"type":"unknown"', 1)
+    text = (NGTCP2 / "server.sqlog").read_text(encoding="utf-8").replace('"type":"server"', '"type":"unknown"', 1)
     p = tmp_path / "server" / "qlog" / "x.sqlog"
     p.parent.mkdir(parents=True)
-    p.write_text(text)
+    p.write_text(text, encoding="utf-8")
     assert read_qlog(p, "r").endpoints["vantage"][0] == "server"
     q = tmp_path / "x.sqlog"
-    q.write_text(text)
+    q.write_text(text, encoding="utf-8")
     assert read_qlog(q, "r", vantage="server").endpoints["vantage"][0] == "server"
     r = read_qlog(q, "r")
     assert r.packets["direction"].null_count() == r.packets.height

@@ -67,12 +67,12 @@ def test_every_import_named_as_text_is_one_the_graph_reads():
     dynamic = {
         str(path.relative_to(SOURCE / "quicack"))
         for path in (SOURCE / "quicack").rglob("*.py")
-        if re.search(r"\bimport_module\(|__import__\(", path.read_text()) and not path.is_relative_to(SOURCE / "quicack" / "testbed")
+        if re.search(r"\bimport_module\(|__import__\(", path.read_text(encoding="utf-8")) and not path.is_relative_to(SOURCE / "quicack" / "testbed")
     }
     assert dynamic == {"lazy_names.py", "cli.py", "fuzz/runner.py"}
-    assert re.search(r'"quicack\.fuzz\.runner:run_command"', (SOURCE / "quicack" / "fuzz" / "runner.py").read_text())
+    assert re.search(r'"quicack\.fuzz\.runner:run_command"', (SOURCE / "quicack" / "fuzz" / "runner.py").read_text(encoding="utf-8"))
     for package in ("layout", "pcap", "scan"):
-        assert "lazy_names(__name__, _MODULES)" in (SOURCE / "quicack" / package / "__init__.py").read_text()
+        assert "lazy_names(__name__, _MODULES)" in (SOURCE / "quicack" / package / "__init__.py").read_text(encoding="utf-8")
 
 
 def test_a_subcommand_reaches_its_own_module_not_the_others(graph):
@@ -94,10 +94,10 @@ def test_package_data_a_module_names_is_among_its_code(tmp_path):
     code input of whatever reaches that module (hand-made package: the mechanism, on a file of known content)."""
     package = tmp_path / "quicack"
     package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "table.csv").write_text("a,b\n")
-    (package / "reader.py").write_text('from pathlib import Path\n\nTABLE = Path(__file__).with_name("table.csv")\n')
-    (package / "user.py").write_text("from quicack.reader import TABLE\n")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "table.csv").write_text("a,b\n", encoding="utf-8")
+    (package / "reader.py").write_text('from pathlib import Path\n\nTABLE = Path(__file__).with_name("table.csv")\n', encoding="utf-8")
+    (package / "user.py").write_text("from quicack.reader import TABLE\n", encoding="utf-8")
     graph = CodeGraph(tmp_path)
     assert graph.files(graph.reach(["quicack.user"])) == sorted(
         [package / "__init__.py", package / "reader.py", package / "table.csv", package / "user.py"]
@@ -117,7 +117,7 @@ def test_every_reference_reader_is_declared_and_every_call_resolves(graph, refer
     assert {path.name for path in reference_use.package_reads()} == {path.name for path in REFERENCE.glob("*.csv")}
     outside = [
         str(path.relative_to(SOURCE)) for path in (SOURCE / "quicack").rglob("*.py")
-        if path.name != "reference.py" and "REFERENCE_DIR" in path.read_text()
+        if path.name != "reference.py" and "REFERENCE_DIR" in path.read_text(encoding="utf-8")
     ]  # fmt: skip
     assert outside == []
 
@@ -126,7 +126,7 @@ def test_a_reader_called_with_a_variable_is_refused(tmp_path):
     """A notebook or module that reads a reference file the workflow cannot name makes the DAG fail, not miss it."""
     shutil.copytree(SOURCE / "quicack", tmp_path / "quicack", ignore=shutil.ignore_patterns("__pycache__"))
     script = tmp_path / "notebook.py"
-    script.write_text("from quicack.reference import paper_table\n\npaper = 'imc24'\npaper_table(paper, 'tab02')\n")
+    script.write_text("from quicack.reference import paper_table\n\npaper = 'imc24'\npaper_table(paper, 'tab02')\n", encoding="utf-8")
     with pytest.raises(ReferenceReadError, match="non-literal paper"):
         ReferenceUse(CodeGraph(tmp_path), REFERENCE).script_reads(script)
 
@@ -174,11 +174,11 @@ def test_kept_job_inputs_are_those_of_the_current_source(tmp_path, graph, refere
     added = source / "quicack" / "scan" / "classify.py"
     assert str(added) not in first["build-db"].code
     path_checks = source / "quicack" / "path_checks.py"
-    path_checks.write_text(path_checks.read_text() + "\nfrom quicack.scan import classify  # noqa: E402, F401\n")
+    path_checks.write_text(path_checks.read_text(encoding="utf-8") + "\nfrom quicack.scan import classify  # noqa: E402, F401\n", encoding="utf-8")
     edited = answers(WorkflowInputs(source, REFERENCE, cache))
     assert str(added) in edited["build-db"].code and edited == answers(WorkflowInputs(source, REFERENCE, None))
 
-    cache.write_text('{"fingerprint": ')
+    cache.write_text('{"fingerprint": ', encoding="utf-8")
     assert answers(WorkflowInputs(source, REFERENCE, cache)) == edited
 
 
@@ -196,19 +196,19 @@ def test_the_core_identity_follows_its_sources_and_the_data_it_embeds(tmp_path):
     first = source_identity(crate)
     assert re.fullmatch(r"\d+\.\d+\.\d+\+[0-9a-f]{16}", first)
     lib = crate / "src" / "lib.rs"
-    original = lib.read_text()
-    lib.write_text(original + "\n// edited\n")
+    original = lib.read_text(encoding="utf-8")
+    lib.write_text(original + "\n// edited\n", encoding="utf-8")
     assert source_identity(crate) != first
-    lib.write_text(original)
+    lib.write_text(original, encoding="utf-8")
     assert source_identity(crate) == first
     # A file outside the crate that a Rust source names by a relative literal (what the build embeds).
     data = tmp_path / "src" / "quicack" / "embedded.csv"
     data.parent.mkdir(parents=True)
-    data.write_text("name,type\n")
-    (crate / "build.rs").write_text((crate / "build.rs").read_text() + '\n// "../../src/quicack/embedded.csv"\n')
+    data.write_text("name,type\n", encoding="utf-8")
+    (crate / "build.rs").write_text((crate / "build.rs").read_text(encoding="utf-8") + '\n// "../../src/quicack/embedded.csv"\n', encoding="utf-8")
     assert data.resolve() in source_files(crate)
     named = source_identity(crate)
-    data.write_text("name,type\nack,2\n")
+    data.write_text("name,type\nack,2\n", encoding="utf-8")
     assert source_identity(crate) != named
 
 
@@ -227,12 +227,12 @@ def test_without_the_core_the_engines_are_python_and_nothing_warns(tmp_path):
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(
         "import sys\n\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'quicack_core':\n            raise ImportError('hidden')\n\nsys.meta_path.insert(0, Hide())\n"
+        "        if name == 'quicack_core':\n            raise ImportError('hidden')\n\nsys.meta_path.insert(0, Hide())\n", encoding="utf-8"
     )
     code = ("from quicack.compiled_core import engine_identity, installed_identity, stale_core_warning; "
             "print(engine_identity(), installed_identity(), stale_core_warning(), sep='|')")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), str(SOURCE)])}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8").stdout
     assert out.strip() == "pcap python, qlog python|None|None"
     assert engine_identity() == engine_identity()
 
@@ -303,9 +303,9 @@ def _run(tmp_path: Path, name: str, *args: str) -> dict:
     out = tmp_path / f"{name}.json"
     env = {**os.environ, "PYTHONPATH": str(SOURCE)}
     done = subprocess.run([sys.executable, "-c", DRIVER, str(out), str(REFERENCE), *args], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)
+                          capture_output=True, text=True, cwd=tmp_path, encoding="utf-8")
     assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
-    return json.loads(out.read_text())
+    return json.loads(out.read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
@@ -376,7 +376,7 @@ class TouchedCopy:
     def snakemake(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         environment = {**os.environ, "PYTHONPATH": str(self.root / "src"), **(env or {})}
         done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args, *self.config], cwd=self.root, env=environment,
-                              capture_output=True, text=True, timeout=900)
+                              capture_output=True, text=True, timeout=900, encoding="utf-8")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done
 
@@ -448,7 +448,8 @@ def _triggered(planned: dict[str, list[tuple[str, set[str]]]], path: str) -> dic
     }  # fmt: skip
 
 
-RENDER_AFTER = {"render_summary", "report_pages", "all"}
+# (report_pages reads claims.csv, not the figures: a figure that changes no claim does not rewrite the report pages.)
+RENDER_AFTER = {"render_summary", "all"}
 
 
 @pytest.mark.slow

@@ -199,19 +199,19 @@ def test_handmade_target_that_never_answered(tmp_path):
 
 def test_handmade_prefix_files_give_origin_as_and_cdn(tmp_path):
     pyasn = tmp_path / "ipasn.dat"
-    pyasn.write_text("; IP-ASN32-DAT file\n198.19.0.0/16\t64500\n198.19.0.12/32\t13335\n10.0.0.0/8\t{1,2}\n")
+    pyasn.write_text("; IP-ASN32-DAT file\n198.19.0.0/16\t64500\n198.19.0.12/32\t13335\n10.0.0.0/8\t{1,2}\n", encoding="utf-8")
     issues = Issues("")
     table = read_prefix_table(pyasn, issues)
     assert len(issues.rows) == 1  # the AS set
     found = dict(table.origin_asns(pl.Series(["198.19.0.12", "198.19.0.11", "192.0.2.1"])).iter_rows())
     assert found == {"198.19.0.12": 13335, "198.19.0.11": 64500}
     csv = tmp_path / "prefixes.csv"
-    csv.write_text("prefix,asn\n198.19.0.12/32,13335\n")
+    csv.write_text("prefix,asn\n198.19.0.12/32,13335\n", encoding="utf-8")
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "quicack.cli", "scan", str(QSCANNER), "--out", str(out), "--prefix-to-asn", str(csv)],
         capture_output=True,
-        text=True,
+        text=True, encoding="utf-8",
     )
     assert done.returncode == 0, done.stderr
     rows = pl.read_parquet(out / "scan_connections.parquet")

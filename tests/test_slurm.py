@@ -82,13 +82,13 @@ def wait_for(condition, what: str, logs: list[Path]) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not condition():
         if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {log}\n{log.read_text(errors='replace')[-2000:]}" for log in logs if log.exists())
+            tails = "\n".join(f"--- {log}\n{log.read_text(encoding='utf-8', errors='replace')[-2000:]}" for log in logs if log.exists())
             raise TimeoutError(f"{what} not reached within {STARTUP_TIMEOUT_S} s\n{tails}")
         time.sleep(0.5)
 
 
 def node_state(env: dict[str, str]) -> str:
-    shown = subprocess.run(["sinfo", "--noheader", "--Node", "--format=%T"], env=env, capture_output=True, text=True)
+    shown = subprocess.run(["sinfo", "--noheader", "--Node", "--format=%T"], env=env, capture_output=True, text=True, encoding="utf-8")
     return shown.stdout.strip() if shown.returncode == 0 else ""
 
 
@@ -109,11 +109,11 @@ def slurm_cluster(monkeypatch) -> Iterator[dict[str, str]]:
         key.chmod(0o400)
         node = socket.gethostname().split(".")[0]
         conf = state / "slurm.conf"
-        conf.write_text(slurm_conf(state, node))
+        conf.write_text(slurm_conf(state, node), encoding="utf-8")
         monkeypatch.setenv("SLURM_CONF", str(conf))
         env = dict(os.environ)
         logs = [state / "munged.log", state / "slurmctld.log", state / "slurmd.log", state / "daemons.out"]
-        out = (state / "daemons.out").open("w")
+        out = (state / "daemons.out").open("w", encoding="utf-8")
 
         def start(*command: str) -> None:
             daemons.append(subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT))
@@ -143,7 +143,7 @@ def slurm_cluster(monkeypatch) -> Iterator[dict[str, str]]:
 def slurm_jobs(env: dict[str, str]) -> dict[str, str]:
     """Every job the cluster knows (finished ones for MinJobAge): SLURM job id -> state."""
     listed = subprocess.run(["squeue", "--states=all", "--noheader", "--format=%i|%T"], env=env,
-                            capture_output=True, text=True, check=True)
+                            capture_output=True, text=True, check=True, encoding="utf-8")
     return dict(line.split("|") for line in listed.stdout.split())
 
 
@@ -231,7 +231,7 @@ def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, 
     assert jobs and set(jobs.values()) == {"COMPLETED"}, jobs
     job_logs = sorted(slurm_logs.rglob("*.log"))
     assert {log.stem for log in job_logs} == set(jobs)
-    rules_through_slurm = set().union(*(rules_in(log.read_text()) for log in job_logs))
+    rules_through_slurm = set().union(*(rules_in(log.read_text(encoding="utf-8")) for log in job_logs))
     local_rules = rules_in(local.stderr)
     rendered_rules = {f"render_{name.replace('-', '_')}" for name in RENDERED_HERE}
     assert {"ingest_group", "scan_part", "derive_group", "database", *rendered_rules} <= local_rules

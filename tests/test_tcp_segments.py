@@ -58,14 +58,14 @@ def measured_ack_ratio(frame: pl.DataFrame) -> float:
 
 
 def test_the_fixture_config_is_a_valid_testbed_config() -> None:
-    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow" / "schemas" / "testbed.schema.yaml").read_text())
+    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow" / "schemas" / "testbed.schema.yaml").read_text(encoding="utf-8"))
     jsonschema.validate(load_config(RAW.parent / "testbed.yaml"), schema)
 
 
 def test_the_fixture_is_the_four_runs_with_both_captures() -> None:
     assert sorted(RUNS) == ["ar1", "ar10", "ar2", "loss"] and len(CAPTURES) == 8
     for run in RUNS.values():
-        meta = json.loads((run / "run.json").read_text())
+        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
         assert meta["status"] == "ok" and meta["transport"] == "tcp" and meta["app_protocol"] == "tcp"
         # no keylog, no qlog: the kernel's TCP writes neither
         assert not list(run.rglob("*.log")) and not list(run.rglob("qlog"))
@@ -108,7 +108,7 @@ def test_linux_options_are_nop_padded_timestamps_and_sack() -> None:
     syn = frame.filter(pl.col("flags") == 2).row(0, named=True)
     assert (syn["timestamp_option_bytes"], syn["other_option_bytes"]) == (10, 10)
     # the loss the impairment reports is what the server retransmitted
-    lost = json.loads((RUNS["loss"] / "run.json").read_text())["impairment"]["s2c"]["lost_indices"]
+    lost = json.loads((RUNS["loss"] / "run.json").read_text(encoding="utf-8"))["impairment"]["s2c"]["lost_indices"]
     assert lost and segments(_capture("ar2", "left"))["sack_blocks"].sum() == 0
 
 
@@ -145,7 +145,7 @@ def test_router_ack_thinning_forwards_every_fifth_pure_ack() -> None:
     c2s = left.filter(pl.col("direction") == "c2s").sort("segment_index")
     forwarded = _thinned(c2s, 5).select(columns)
     assert right.filter(pl.col("direction") == "c2s").sort("segment_index").select(columns).equals(forwarded)
-    meta = json.loads((RUNS["ar10"] / "run.json").read_text())
+    meta = json.loads((RUNS["ar10"] / "run.json").read_text(encoding="utf-8"))
     assert meta["impairment"]["c2s"]["thinned_tcp_acks"] == c2s.height - forwarded.height > 50
     near, far = measured_ack_ratio(left), measured_ack_ratio(right)
     assert 1.2 <= near <= 2.0 and 4.0 <= far / near <= 5.5
@@ -188,7 +188,7 @@ def _tshark_fields(path: Path) -> list[list[str]]:
         fields = ["ip.len", "tcp.hdr_len", "tcp.len", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags",
                   "tcp.window_size_value", "tcp.option_kind", "tcp.option_len"]  # fmt: skip
         argv = [TSHARK, "-r", str(raw), "-Y", "tcp", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
-        out = subprocess.run([*argv, *(a for f in fields for a in ("-e", f))], capture_output=True, text=True, check=True)
+        out = subprocess.run([*argv, *(a for f in fields for a in ("-e", f))], capture_output=True, text=True, check=True, encoding="utf-8")
     finally:
         raw.unlink()
     return [line.split("\t") for line in out.stdout.splitlines()]

@@ -52,7 +52,7 @@ def test_quicack_folder_without_run_json(tmp_path: Path) -> None:
 def test_quicack_run_json_wins(tmp_path: Path) -> None:
     run = tmp_path / "aioquic_quinn" / make_testcase_name("noloss", "iack", 100, "10KB", "h3") / "1"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"drop_to_server": [2, 3], "cert_delay_ms": 0.0}))
+    (run / "run.json").write_text(json.dumps({"drop_to_server": [2, 3], "cert_delay_ms": 0.0}), encoding="utf-8")
     d = parse_run_folder(run)
     assert d["drop_to_server"] == [2, 3] and d["rtt_ms"] == 100.0 and "run_json" in d
 
@@ -114,7 +114,7 @@ def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_th
         expand(base | {"extra": [more | {"repetitions": 3}]})
     # The embedded dataset's config: the 9 ms groups of Figs. 5–7 and 16 go to ten repetitions, keeping 1–3, for
     # all six clients (quiche's too).
-    testbed = yaml.safe_load((REPO / "config" / "testbed.yaml").read_text())["testbed"]
+    testbed = yaml.safe_load((REPO / "config" / "testbed.yaml").read_text(encoding="utf-8"))["testbed"]
     kept = [g for g in expand(testbed) if g.kept_repetitions]
     assert {(g.scenario, g.rtt_ms, g.repetitions, g.kept_repetitions) for g in kept} == {
         (s, 9.0, 10, 3) for s in ("noloss", "drop_client_flight", "amplification", "drop_server_flight")
@@ -156,15 +156,15 @@ def test_tidy_folds_logs_into_run_json_without_machine_paths(tmp_path: Path) -> 
     (run / "server").mkdir()
     site = sysconfig.get_paths()["purelib"]
     (run / "logs" / "server.stderr").write_text(
-        f'  File "{site}/aioquic/quic/logger.py", line 329\n  File "{tidy.REPO_ROOT}/src/quicack/testbed/server.py", line 183\n'
+        f'  File "{site}/aioquic/quic/logger.py", line 329\n  File "{tidy.REPO_ROOT}/src/quicack/testbed/server.py", line 183\n', encoding="utf-8"
     )
-    (run / "logs" / "client.stdout").write_text("")
-    (run / "logs" / "impairment.json").write_text('{"c2s": {"delay_ms": 4.5}}')
-    (run / "server" / "server_info.json").write_text('{"warm_up_ms": 92.8}')
+    (run / "logs" / "client.stdout").write_text("", encoding="utf-8")
+    (run / "logs" / "impairment.json").write_text('{"c2s": {"delay_ms": 4.5}}', encoding="utf-8")
+    (run / "server" / "server_info.json").write_text('{"warm_up_ms": 92.8}', encoding="utf-8")
     tidy.write_run_json(run, {"status": "ok", "impairment": {"c2s": {"delay_ms": 4.5}}})
 
     assert tidy.tidy_raw(tmp_path) == 1 and tidy.tidy_raw(tmp_path) == 0
-    folded = json.loads((run / "run.json").read_text())
+    folded = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert set(folded["process_output"]) == {"server.stderr"}
     assert folded["process_output"]["server.stderr"] == (
         '  File "<site-packages>/aioquic/quic/logger.py", line 329\n  File "src/quicack/testbed/server.py", line 183\n'

@@ -38,7 +38,7 @@ def _net_namespaces_in_use() -> set[str]:
 
 def _root_state() -> dict[str, object]:
     def run(argv: list[str]) -> str:
-        return subprocess.run(argv, capture_output=True, text=True).stdout
+        return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8").stdout
 
     return {
         "netns": sorted(n for n in netns.list_namespaces() if n.startswith(netns.NS_PREFIX)),
@@ -68,14 +68,14 @@ def _group(client: str = "aioquic", **kw: object):  # type: ignore[no-untyped-de
 def test_successful_run_leaves_nothing(tmp_path: Path, leak_check: None) -> None:
     res = execute_run(_group(), 1, tmp_path)
     assert res.status == "ok", res.failure_reason
-    rj = json.loads((res.run_dir / "run.json").read_text())
+    rj = json.loads((res.run_dir / "run.json").read_text(encoding="utf-8"))
     assert rj["downloaded"]["sha256"] == rj["file_sha256"]
     assert rj["cert_bytes"] == 1212 and rj["server_initial_pto_ms"] == 200.0
     for f in ("client/keys.log", "sim/trace_node_left.pcap", "sim/trace_node_right.pcap"):
         assert (res.run_dir / f).stat().st_size > 0, f
     # The server's secrets: its own keylog, or none because the client's holds every line (tidy drops it).
     server_keylog = res.run_dir / "server" / "keys.log"
-    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text()
+    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(encoding="utf-8")
     assert secrets.count("SERVER_HANDSHAKE_TRAFFIC_SECRET") == 1
     assert list((res.run_dir / "client" / "qlog").iterdir()) and list((res.run_dir / "server" / "qlog").iterdir())
     # The router applied the configured one-way delay (10 ms) to the client's first datagram.
@@ -103,7 +103,7 @@ def test_failed_run_is_data_and_leaves_nothing(tmp_path: Path, leak_check: None)
 def test_sigint_during_run_cleans_up(tmp_path: Path, leak_check: None) -> None:
     cfg = tmp_path / "tb.yaml"
     cfg.write_text("testbed:\n  dataset: t\n  clients: [aioquic]\n  modes: [wfc]\n  scenarios: [amplification]\n"
-                   "  rtts_ms: [300]\n  repetitions: 3\n  compress: false\n")  # fmt: skip
+                   "  rtts_ms: [300]\n  repetitions: 3\n  compress: false\n", encoding="utf-8")  # fmt: skip
     proc = subprocess.Popen([sys.executable, "-m", "quicack.testbed.run", "--config", str(cfg), "--out",
                              str(tmp_path / "raw")], start_new_session=True)  # fmt: skip
     deadline = time.time() + 20

@@ -24,7 +24,7 @@ def _decode(capture: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def test_forward_cut_keeps_sizes_and_the_return_path_frames(tmp_path: Path) -> None:
-    client = json.loads((RUN / "run.json").read_text())["testbed"]["addresses"]["client"]
+    client = json.loads((RUN / "run.json").read_text(encoding="utf-8"))["testbed"]["addresses"]["client"]
     capture = tmp_path / "trace_node_left.pcap.gz"
     shutil.copy(RUN / "sim" / "trace_node_left.pcap.gz", capture)
     before_datagrams, before_frames = _decode(capture)
@@ -42,7 +42,7 @@ def test_forward_cut_keeps_sizes_and_the_return_path_frames(tmp_path: Path) -> N
 
 
 def test_cut_twice_changes_nothing(tmp_path: Path) -> None:
-    client = json.loads((RUN / "run.json").read_text())["testbed"]["addresses"]["client"]
+    client = json.loads((RUN / "run.json").read_text(encoding="utf-8"))["testbed"]["addresses"]["client"]
     capture = tmp_path / "trace_node_left.pcap.gz"
     shutil.copy(RUN / "sim" / "trace_node_left.pcap.gz", capture)
     cut_frames_not_from(capture, client, 48)

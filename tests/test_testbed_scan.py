@@ -27,7 +27,7 @@ pytestmark = [
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_HEADERS = REPO / "tests" / "data" / "qscanner_fixture_headers.tsv"
 COMPRESSED = ["capture.pcap", "key.log", "targets", "truth.csv", *(line.split("\t")[0] for line in
-              FIXTURE_HEADERS.read_text().splitlines() if line and not line.startswith("#") and "csv" in line)]  # fmt: skip
+              FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#") and "csv" in line)]  # fmt: skip
 FOLDER_NAME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{9}\+00:00$")  # date -Ins
 
 
@@ -51,7 +51,7 @@ def tiny_scan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path
 def test_layout_and_qscanner_headers(tiny_scan: tuple[Path, list[Path]]) -> None:
     out, folders = tiny_scan
     assert len(folders) == 2 * 2  # 2 measurements (a top-list day, one series hour) × 2 vantage points
-    headers = dict(line.split("\t") for line in FIXTURE_HEADERS.read_text().splitlines() if not line.startswith("#"))
+    headers = dict(line.split("\t") for line in FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
     for folder in folders:
         assert folder.parent.name == "data" and folder.parent.parent.parent == out / "raw"
         assert FOLDER_NAME.match(folder.name), folder.name
@@ -59,7 +59,7 @@ def test_layout_and_qscanner_headers(tiny_scan: tuple[Path, list[Path]]) -> None
         assert present == {f"{name}.zst" for name in COMPRESSED} | {"logs"}, present
         for name, header in headers.items():
             assert _text(folder / f"{name}.zst").split("\n", 1)[0] == header, (folder, name)
-        assert '"message":"Scanned connections"' in (folder / "logs").read_text()
+        assert '"message":"Scanned connections"' in (folder / "logs").read_text(encoding="utf-8")
 
 
 def test_scanner_output_values(tiny_scan: tuple[Path, list[Path]]) -> None:

@@ -90,7 +90,7 @@ def test_run_folder_of_other_server_has_mode_null(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["testbed.yaml", "testbed_ci.yaml"])
 def test_configs_are_valid(name: str) -> None:
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(load_config(REPO / "config" / name), schema)
 
 
@@ -151,7 +151,7 @@ def test_real_handshake_run_against_other_server(impl: str, tmp_path: Path) -> N
     assert rj["server_version"] and rj["client_impl"] == "aioquic"
     # The server's keylog, unless the client's holds every line of it (the testbed's tidy step then drops it).
     server_keylog = res.run_dir / "server" / "keys.log"
-    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text()
+    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(encoding="utf-8")
     assert secrets.count("SERVER_HANDSHAKE_TRAFFIC_SECRET") == 1
     qlogs = list((res.run_dir / "server" / "qlog").glob("*"))
     assert len(qlogs) == 1 and len(gzip.decompress(qlogs[0].read_bytes())) > 500

@@ -21,7 +21,7 @@ LOOPBACK = REPO / "tests" / "data" / "loopback"
 
 
 def readme_queries() -> list[str]:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "README.md").read_text(encoding="utf-8")
     return re.findall(r"```sql\n(.*?)```", text, flags=re.S)
 
 
@@ -46,7 +46,7 @@ def test_database_has_every_table_commented_and_readme_queries_return_rows(real_
         assert len(queries) >= 3
         for query in queries[1:]:  # the first lists ingest issues, which this clean input has none of
             assert con.execute(query).fetchall(), query
-    summary = (results / "t" / "summary.txt").read_text()
+    summary = (results / "t" / "summary.txt").read_text(encoding="utf-8")
     assert "runs: 3 (3 ok" in summary
 
     again = snakemake(published(db), *config_for(real_raw, results, scan=True))
@@ -71,7 +71,7 @@ def test_ingest_is_deterministic(real_raw, tmp_path):
 def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
     broken = real_raw / "aioquic_aioquic" / "transfer" / "2" / "client" / "qlog"
     broken.mkdir(parents=True)
-    (broken / "broken.qlog").write_text('{"qlog_version": "0.3", "traces": [{"events": [')  # hand-made, cut
+    (broken / "broken.qlog").write_text('{"qlog_version": "0.3", "traces": [{"events": [', encoding="utf-8")  # hand-made, cut
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
     lenient = snakemake(published(db), *config_for(real_raw, results))
@@ -85,7 +85,7 @@ def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
     strict = snakemake(published(db), *config_for(real_raw, results, "strict=true"))
     assert strict.returncode != 0
     assert "ValidationError" not in strict.stderr, strict.stderr[-2000:]
-    assert "strict mode: 1 ingest issue(s); failing" in (results / "t" / "logs" / "database.log").read_text()
+    assert "strict mode: 1 ingest issue(s); failing" in (results / "t" / "logs" / "database.log").read_text(encoding="utf-8")
     assert not db.exists()
 
 
@@ -99,7 +99,7 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     artefacts = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
     assert {"imc24-fig02", "imc24-fig04", "imc24-fig04-measured", "imc24-claims"} <= set(artefacts)
     # Every artefact is drawn from the embedded data (the measured sweet spot from its Δt sweep included).
-    assert f"artefacts: {len(artefacts)} ({len(artefacts)} drawn, 0 not drawn)" in (out / "rendering.txt").read_text()
+    assert f"artefacts: {len(artefacts)} ({len(artefacts)} drawn, 0 not drawn)" in (out / "rendering.txt").read_text(encoding="utf-8")
     for artefact in artefacts:
         if "-fig" in artefact:
             for fmt in ("pdf", "png"):
@@ -108,14 +108,14 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
             for fmt in ("csv", "md", "tex"):
                 assert (out / "tables" / f"{artefact}.{fmt}").stat().st_size > 100, artefact
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
-    assert (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
+    assert (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert con.execute("SELECT part, name, kind FROM dataset_description ORDER BY part").fetchall() == [
             ("runs", "sample", "emulated"),
             ("scan", "scan", "emulated-scan"),
         ]
     # The scan artefacts say that they are drawn from the emulated scan, not from the testbed runs.
-    assert (out / "tables" / "imc24-tab01.md").read_text().splitlines()[-1].startswith("EMULATED SCAN DATA — dataset 'scan': ")
+    assert (out / "tables" / "imc24-tab01.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED SCAN DATA — dataset 'scan': ")
     # Every claim where the embedded data differs from the paper says why.
     claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
     differing = claims.filter(pl.col("verdict") == "differ")
@@ -125,7 +125,7 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     report = tmp_path / "report.html"
     made = snakemake("--report", str(report), "--config", f"results_dir={results}")
     assert made.returncode == 0, made.stderr[-2000:]
-    html = report.read_text(errors="replace")
+    html = report.read_text(encoding="utf-8", errors="replace")
     assert "imc24-fig02" in html and "numerical sweet spot" in html
     # Every rendered artefact is in the report with its caption, tables and claims included.
     for artefact in artefacts:
@@ -133,17 +133,17 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     assert "claims.csv" in html and "EMULATED DATA" in html
     # The landing page is the claims overview of this run; each claim is listed, each caption names its claims.
     assert "Claims overview" in html and all(claim_id in html for claim_id in claims["claim_id"].to_list())
-    assert (out / "claims_overview.md").read_text().count("\n| `") == claims.height
+    assert (out / "claims_overview.md").read_text(encoding="utf-8").count("\n| `") == claims.height
     # ARTIFACT.md's claims section is what this run's claims.csv gives (quicack artifact-claims rewrites it).
     checked = subprocess.run([sys.executable, "-m", "quicack.cli", "artifact-claims", str(out / "claims.csv"), "--check"],
-                             cwd=REPO, capture_output=True, text=True)  # fmt: skip
+                             cwd=REPO, capture_output=True, text=True, encoding="utf-8")  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     # The summary groups the issues by cause; every row is in ingest_issues.csv.
     issues = pl.read_csv(out / "ingest_issues.csv")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert issues.height == con.execute("SELECT count(*) FROM ingest_issues").fetchone()[0]
     causes = issues.select("severity", "stage", "cause").unique().height
-    assert f"{causes} cause(s); every row: ingest_issues.csv" in (out / "summary.txt").read_text()
+    assert f"{causes} cause(s); every row: ingest_issues.csv" in (out / "summary.txt").read_text(encoding="utf-8")
 
 
 def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_path):
@@ -156,7 +156,7 @@ def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_pa
         assert snakemake(published(db.relative_to(REPO)), *config_for(real_raw, results.relative_to(REPO))).returncode == 0
         out = subprocess.run(
             [cli, "-readonly", "-csv", str(db.relative_to(REPO)), "-c", "SELECT count(*) AS n FROM packets"],
-            cwd=REPO, capture_output=True, text=True, timeout=60,
+            cwd=REPO, capture_output=True, text=True, timeout=60, encoding="utf-8",
         )
         assert out.returncode == 0, out.stderr
         assert int(out.stdout.splitlines()[-1]) > 0
@@ -167,7 +167,7 @@ def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_pa
 def test_qlog_command_writes_tables_and_fails_only_when_nothing_is_readable(tmp_path):
     ok = subprocess.run(
         ["quicack", "qlog", str(QLOG_FIXTURES / "ngtcp2"), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, encoding="utf-8",
     )
     assert ok.returncode == 0, ok.stderr
     assert len(ok.stdout.strip().splitlines()) == 2  # one summary line per file
@@ -175,7 +175,7 @@ def test_qlog_command_writes_tables_and_fails_only_when_nothing_is_readable(tmp_
         assert (tmp_path / "out" / f"{table}.parquet").exists()
     garbage = tmp_path / "garbage.qlog"
     garbage.write_bytes(b"\x00\x01 not a qlog")  # hand-made malformed input
-    bad = subprocess.run(["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")], capture_output=True, text=True)
+    bad = subprocess.run(["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")], capture_output=True, text=True, encoding="utf-8")
     assert bad.returncode == 1
 
 
@@ -204,13 +204,22 @@ def test_dataset_must_be_a_name_not_a_path(tmp_path, dataset):
     assert done.returncode != 0 and "dataset" in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("key", ["results_dir", "dataset_description"])
+def test_a_path_that_would_end_the_reports_scripts_is_refused(tmp_path, key):
+    """Snakemake writes the run's paths into the HTML report's scripts unescaped: '</script><script>' in one (a
+    path may hold '/') would run in a reviewer's browser (hand-made path)."""
+    path = tmp_path / "a</script><script>alert(1)</script>"
+    done = snakemake("-n", "--config", f"results_dir={tmp_path}", f"{key}={path}")
+    assert done.returncode != 0 and key in done.stdout + done.stderr and "^[^<]*$" in done.stdout + done.stderr
+
+
 def test_run_from_another_directory_keeps_every_render_job(tmp_path):
     """-s <repo>/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
     config = tmp_path / "mine.yaml"
-    config.write_text(f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n")
+    config.write_text(f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n", encoding="utf-8")
     done = subprocess.run(
         ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", str(config), "-n", "--cores", "1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, encoding="utf-8",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     jobs = set(re.findall(r"^(\w+)\s+\d+$", done.stdout, flags=re.M))

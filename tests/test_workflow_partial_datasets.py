@@ -29,7 +29,7 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}", "scan_dir=")
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
-    rendering = (out / "rendering.txt").read_text()
+    rendering = (out / "rendering.txt").read_text(encoding="utf-8")
     # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
     # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
     # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
@@ -44,12 +44,12 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert "imc24-tab03" not in rendering
     table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
     assert table3.filter(pl.col("server") == "quinn").select("initial_1", "initial_3").row(0) == ("0.4", "no run")
-    footnote = (out / "tables" / "imc24-tab03.md").read_text().splitlines()[-1]
+    footnote = (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1]
     assert footnote.startswith("EMULATED DATA — dataset 'qir-as-found'")  # from tests/data/qir_as_found/dataset.yaml
     assert (out / "figures" / "imc24-fig05.png").stat().st_size > 0
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, encoding="utf-8")
     assert strict.returncode != 0 and "34 artefact(s) could not be drawn" in strict.stderr
 
 
@@ -79,7 +79,7 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     shutil.copytree(SAMPLE_RAW / "ngtcp2_aioquic", elsewhere / "ngtcp2_aioquic")
     (elsewhere / "secret.txt").write_bytes(SECRET)
     (raw / ".git").mkdir()
-    (raw / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (raw / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
     (raw / "alias").symlink_to("aioquic_aioquic", target_is_directory=True)
     (raw / "outside").symlink_to(elsewhere / "ngtcp2_aioquic", target_is_directory=True)
     (raw / "gone").symlink_to(tmp_path / "nowhere", target_is_directory=True)
@@ -111,7 +111,7 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     assert severity == "error" and "outside the raw folder" in message
     assert [severity for severity, _ in issues[f"{rel}/2/client/qlog/stolen.qlog"]] == ["error"]
     assert issues[f"{rel}/3/dangling.pcap"] == issues["gone"] == [("warning", "symbolic link to nothing: ignored")]
-    summary = (results / "t" / "summary.txt").read_text()
+    summary = (results / "t" / "summary.txt").read_text(encoding="utf-8")
     assert "stolen.pcap" in summary and "outside the raw folder" in summary
 
     # Configured to follow links out of the raw folder: the linked group is read, the linked files are read and
@@ -123,7 +123,7 @@ def test_links_and_hidden_groups_in_the_raw_folder_count_once_and_are_reported(t
     assert "outside" not in issues
     assert any("not a pcap or pcapng file" in message for _, message in issues[f"{rel}/1/sim/stolen.pcap"])
     assert any("not a qlog file" in message for _, message in issues[f"{rel}/2/client/qlog/stolen.qlog"])
-    summary = (results / "t" / "summary.txt").read_text()
+    summary = (results / "t" / "summary.txt").read_text(encoding="utf-8")
     shown = [SECRET[:4].hex(), SECRET[:16].hex(" "), "root:x"]
     for text in [summary, *(message for rows in issues.values() for _, message in rows)]:
         assert not any(secret in text for secret in shown), text
@@ -145,17 +145,17 @@ def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leave
     raw = tmp_path / "data" / "raw"
     for group in SUBSET_GROUPS:
         shutil.copytree(SAMPLE_RAW / group, raw / group)
-    (raw.parent / "dataset.yaml").write_text(HOSTILE_DESCRIPTION)
+    (raw.parent / "dataset.yaml").write_text(HOSTILE_DESCRIPTION, encoding="utf-8")
     results = tmp_path / "results"
     out = results / "t"
     config = config_for(raw, results)
     notebooks = [str(out / "notebooks" / f"{a}.ipynb") for a in ("imc24-fig03", "imc24-tab03")]
     done = snakemake(published(out / "quicack.duckdb"), *notebooks, *config)
     assert done.returncode == 0, done.stderr[-3000:]
-    status = json.loads((out / "figures" / "imc24-fig03.status.json").read_text())
+    status = json.loads((out / "figures" / "imc24-fig03.status.json").read_text(encoding="utf-8"))
     assert not status["rendered"] and "no ok run of scenario 'noloss'" in status["missing"]
     assert all((out / "figures" / f"imc24-fig03.{fmt}").stat().st_size > 1000 for fmt in ("pdf", "png"))
-    tex = (out / "tables" / "imc24-tab03.tex").read_text()
+    tex = (out / "tables" / "imc24-tab03.tex").read_text(encoding="utf-8")
     assert not [line for line in tex.splitlines() if "\\input" in line and not line.startswith("%")], tex
     assert tex.splitlines()[-1].startswith("% Dataset 'subset': Three groups of the embedded runs \\input{/etc/passwd}")
 
@@ -166,7 +166,7 @@ def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leave
         part.write_bytes(b"not parquet")
     failed = snakemake(str(out / "notebooks" / "imc24-tab04.ipynb"), *config)
     assert failed.returncode != 0
-    rendering = (out / "rendering.txt").read_text()
+    rendering = (out / "rendering.txt").read_text(encoding="utf-8")
     assert "[not drawn] imc24-fig03: the dataset has no ok run of scenario 'noloss'" in rendering
     assert f"[failed] imc24-tab04: its job failed or did not run in this run (log: {out / 'logs' / 'render' / 'imc24-tab04.log'})" in rendering
     assert "imc24-tab03" not in rendering  # drawn

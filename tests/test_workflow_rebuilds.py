@@ -30,14 +30,14 @@ def test_removed_and_renamed_groups_leave_every_output(real_raw, tmp_path):
     done = snakemake(published(db), *config_for(real_raw, results))
     assert done.returncode == 0, done.stderr[-2000:]
     assert runs_in(db) == ["aioquic_aioquic/transfer/1"]
-    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
+    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text(encoding="utf-8")
     assert not list((results / "t" / "parquet").rglob("ngtcp2_ngtcp2.parquet"))
 
     (real_raw / "aioquic_aioquic").rename(real_raw / "aioquic_aioquic-renamed")
     done = snakemake(published(db), *config_for(real_raw, results))
     assert done.returncode == 0, done.stderr[-2000:]
     assert runs_in(db) == ["aioquic_aioquic-renamed/transfer/1"]
-    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text()
+    assert "runs: 1 (1 ok" in (results / "t" / "summary.txt").read_text(encoding="utf-8")
 
 
 def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw, tmp_path):
@@ -84,7 +84,7 @@ def test_queries_in_a_loop_during_a_rebuild_never_fail(real_raw, tmp_path):
     assert snakemake(published(db), *config_for(real_raw, results)).returncode == 0
     stop = tmp_path / "stop"
     loop = subprocess.Popen([sys.executable, "-c", QUERY_LOOP, str(db), str(stop)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, encoding="utf-8")
     try:
         shutil.copytree(real_raw / "aioquic_aioquic/transfer/1", real_raw / "aioquic_aioquic/transfer/2")
         rebuilt = snakemake(published(db), *config_for(real_raw, results))

@@ -11,6 +11,8 @@ inputs through the readers), ``doctor`` (what this installation runs with; ``qui
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import sys
 from importlib import import_module
 
@@ -53,8 +55,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 
+def _utf8_output() -> None:
+    """Print UTF-8 whatever the locale, as every file is written: the logs the workflow keeps are the same bytes
+    under any locale, and a table's box-drawing characters or a dash never fail to print under a Latin-1 one."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _utf8_output()
     if argv[:1] == ["--version"]:
         # The doctor's one line (it imports the engines): only that subcommand's module is imported for it.
         argv = ["doctor", "--version"]

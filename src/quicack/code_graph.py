@@ -66,7 +66,7 @@ class CodeGraph:
 
     def tree(self, path: Path) -> ast.Module:
         if path not in self._trees:
-            self._trees[path] = ast.parse(path.read_text(), filename=str(path))
+            self._trees[path] = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         return self._trees[path]
 
     def module_tree(self, name: str) -> ast.Module:

@@ -18,7 +18,9 @@ from pathlib import Path
 # The crate in the checkout this package is used from (src/quicack/compiled_core.py -> ../../rust/quicack_core).
 CRATE = Path(__file__).resolve().parents[2] / "rust" / "quicack_core"
 # A path literal in a Rust source that leaves its folder: data the build embeds (build_identity.rs reads the same).
-_OUTSIDE_LITERAL = re.compile(r'"(\.\./[^"]*)"')
+# Printable ASCII only: the crate's files are named so, and a literal like "../…" (in a comment) names no file and
+# could not even be looked up under a locale whose file-system encoding lacks the character.
+_OUTSIDE_LITERAL = re.compile(r'"(\.\./[ !#-~]*)"')
 
 
 def source_files(crate: Path = CRATE) -> list[Path]:
@@ -34,7 +36,7 @@ def source_files(crate: Path = CRATE) -> list[Path]:
     ]
     found = {path.resolve() for path in files}
     for rust in (path for path in files if path.suffix == ".rs"):
-        for literal in _OUTSIDE_LITERAL.findall(rust.read_text(errors="replace")):
+        for literal in _OUTSIDE_LITERAL.findall(rust.read_text(encoding="utf-8", errors="replace")):
             for base in (rust.parent, crate):
                 candidate = (base / literal).resolve()
                 if candidate.is_file():
@@ -53,7 +55,7 @@ def source_identity(crate: Path = CRATE) -> str | None:
     """The identity a build of the checkout's sources has; None without the crate (quicack installed elsewhere)."""
     if not (crate / "Cargo.toml").is_file():
         return None
-    version = tomllib.loads((crate / "Cargo.toml").read_text())["package"]["version"]
+    version = tomllib.loads((crate / "Cargo.toml").read_text(encoding="utf-8"))["package"]["version"]
     return f"{version}+{source_hash(source_files(crate))[:16]}"
 
 

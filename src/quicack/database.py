@@ -7,6 +7,7 @@ Layout: ``results/<dataset>/quicack.duckdb`` beside ``results/<dataset>/parquet/
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,13 +100,31 @@ def connect(db_path: Path, repo_root: Path | None = None, read_only: bool = True
     import duckdb
 
     db_path = Path(db_path).resolve()
-    root = repo_root if repo_root is not None else _guess_repo_root(db_path)
     con = duckdb.connect(str(db_path), read_only=read_only)
+    root = repo_root if repo_root is not None else _view_root(con, db_path) or _guess_repo_root(db_path)
     con.execute(f"SET file_search_path = {sql_string(str(Path(root).resolve()))}")
     # DuckDB keeps the Parquet it has read in memory for the next query (up to its memory limit, 80 % of RAM): a
     # figure reading the packets a batch of runs at a time would then hold them all by its end.
     con.execute("SET enable_external_file_cache = false")
     return con
+
+
+# The first file a view reads (DuckDB stores the list as main.list_value('…', …)).
+_FIRST_VIEW_PATH = re.compile(r"read_parquet\([^']*'((?:[^']|'')*)'")
+
+
+def _view_root(con: duckdb.DuckDBPyConnection, db_path: Path) -> Path | None:
+    """The folder the views' relative paths start from (the one the database was built from): the nearest folder
+    holding ``db_path`` in which a view's first Parquet file exists. Whatever the results folder is called; None
+    when the views name no relative path or the file is gone."""
+    sql = con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal AND sql LIKE '%read_parquet(%' LIMIT 1").fetchone()
+    found = _FIRST_VIEW_PATH.search(sql[0]) if sql else None
+    if found is None:
+        return None
+    relative = re.sub(r"\[([*?\[])\]", r"\1", found.group(1).replace("''", "'"))  # _view_path's escaping undone
+    if Path(relative).is_absolute():
+        return None
+    return next((folder for folder in db_path.parents if (folder / relative).is_file()), None)
 
 
 def _guess_repo_root(db_path: Path) -> Path:

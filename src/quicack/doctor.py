@@ -83,7 +83,7 @@ def tool_version(argv: list[str], timeout_s: float = 20.0) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False, encoding="utf-8")
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = (done.stdout or done.stderr).strip().splitlines()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame
+from quicack.issues import issue_row, issues_frame, relative_paths
 from quicack.layout import (
     RUN_JSON,
     RunFolder,
@@ -39,26 +39,27 @@ QUIC, TCP = "quic", "tcp"  # runs.transport
 INGEST_TABLES = tables_written_by(INGEST)
 
 
-def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False) -> tuple[dict, list[dict]]:
-    """The ``runs`` row of a run folder, from run.json or, failing that, from its path.
+def run_row(
+    run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False
+) -> tuple[dict, list[dict], bool]:
+    """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; whether
+    run.json described it.
 
-    Without run.json (QIR logs as the runner writes them, the imc24 artifact's folders) the status is left
-    null here and inferred from the run's capture after decoding (`infer_status`)."""
+    Without a run.json that can be read (QIR logs as the runner writes them, the imc24 artifact's folders, a
+    run.json emptied or cut) the status is left null here and inferred from the run's data after decoding
+    (`Evidence`)."""
     issues: list[dict] = []
-    meta: dict = {}
     run_json = run.path / RUN_JSON
+    meta: dict | None = None
     if run_json.exists() and not follow_external_symlinks and leaves_raw(run_json, raw_root):
         issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED))
-        meta = _describe_from_path(run, issues, raw_root)
     elif run_json.exists():
-        try:
-            meta = json.loads(run_json.read_text())
-            if not isinstance(meta, dict):
-                raise ValueError("top level is not an object")
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-            issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning", f"run.json unreadable ({error}); run described from its folder name"))
-            meta = {}
-    else:
+        meta, problem = _read_run_json(run_json)
+        if problem is not None:
+            issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning",
+                                    f"{problem}: described from the folder name"))
+    from_run_json = meta is not None
+    if meta is None:
         meta = _describe_from_path(run, issues, raw_root)
     meta = _flatten_path(meta)
     row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
@@ -84,7 +85,28 @@ def run_row(run: RunFolder, dataset: str, raw_root: Path, follow_external_symlin
     if row["status"] not in (None, "ok", "failed"):
         issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
         row["status"] = row["status_source"] = None
-    return row, issues
+    return row, issues, from_run_json
+
+
+def _read_run_json(path: Path) -> tuple[dict | None, str | None]:
+    """run.json's object, or None and what is wrong with the file (said as it is: an empty file is not "unreadable")."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return None, f"run.json unreadable ({error.strerror or error})"
+    if not data.strip():
+        return None, f"run.json is empty ({len(data)} bytes{', whitespace only' if data else ''})"
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        return None, f"run.json is not UTF-8 text ({error.reason} at byte {error.start})"
+    except ValueError as error:
+        return None, f"run.json is not JSON ({error})"
+    except RecursionError:
+        return None, "run.json is nested too deeply to read"
+    if not isinstance(meta, dict):
+        return None, f"run.json holds a{'n' if type(meta).__name__[0] in 'aeiou' else ''} {type(meta).__name__}, not an object"
+    return meta, None
 
 
 def _flatten_path(meta: dict) -> dict:
@@ -142,9 +164,9 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
 
 
 def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> dict:
-    """Settings encoded in folder names (imc24 artifact, QIR logs) when there is no run.json."""
+    """Settings encoded in folder names (imc24 artifact, QIR logs) when there is no run.json that can be read."""
     try:
-        return dict(parse_run_folder(run.path))
+        return dict(parse_run_folder(run.path, read_run_json=False))
     except (ValueError, KeyError) as error:
         issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
         return {}
@@ -198,12 +220,12 @@ def ingest_group_frames(
         return [p for p in paths if p not in refused]
 
     for run in tree.runs:
-        row, run_issues = run_row(run, dataset, raw_root, follow_external_symlinks)
+        row, run_issues, from_run_json = run_row(run, dataset, raw_root, follow_external_symlinks)
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
         qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
-        yield "ingest_issues", _relative_paths(missing, raw_root)
+        yield "ingest_issues", relative_paths(missing, raw_root)
         kept = set(readable([path for path, _ in qlogs], run))
         evidence = Evidence()
         for path, vantage in (q for q in qlogs if q[0] in kept):
@@ -211,11 +233,11 @@ def ingest_group_frames(
             for name in ("packets", "frames", "metrics_logged"):
                 yield name, getattr(result, name)
             # Relative to the raw folder, so that outputs do not depend on where the data sits.
-            yield "endpoints", _relative_paths(result.endpoints, raw_root)
-            yield "ingest_issues", _relative_paths(result.ingest_issues, raw_root)
+            yield "endpoints", relative_paths(result.endpoints, raw_root)
+            yield "ingest_issues", relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
         yield from _ingest_captures(run, raw_root, evidence, limits, readable)
-        if row["status"] is None and not (run.path / RUN_JSON).is_file():
+        if row["status"] is None and not from_run_json:
             row.update(evidence.status())
     if not tree.runs:
         issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
@@ -256,7 +278,7 @@ def _ingest_captures(
         for batch in decode_capture(path, keylogs, run.run_id, limits=limits):
             for name in ("datagrams", "packets", "frames", "tcp_segments"):
                 yield name, getattr(batch, name)
-            yield "ingest_issues", _relative_paths(batch.ingest_issues, raw_root)
+            yield "ingest_issues", relative_paths(batch.ingest_issues, raw_root)
             evidence.add(batch.frames, batch.datagrams.height)
 
 
@@ -268,13 +290,6 @@ def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
                  "would count twice, or loop); the folder it leads to is read where it is")
 
 
-def _relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
-    if frame.is_empty():
-        return frame
-    path = pl.col("path")
-    for prefix in {str(raw_root.resolve()) + "/", str(raw_root) + "/"}:
-        path = path.str.strip_prefix(prefix)
-    return frame.with_columns(path)
 
 
 def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:

@@ -28,6 +28,20 @@ def issues_frame(rows: Iterable[IssueRow]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=INGEST_ISSUES.schema) if rows else INGEST_ISSUES.empty()
 
 
+def relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
+    """``frame`` with the paths it names, in its ``path`` column and in its messages (an issue's message starts with
+    the file it is about), relative to the raw folder: where the data sits changes no output."""
+    if frame.is_empty():
+        return frame
+    path = pl.col("path")
+    message = pl.col("message") if "message" in frame.columns else None
+    for prefix in sorted({str(raw_root.resolve()) + "/", str(raw_root) + "/"}, key=len, reverse=True):
+        path = path.str.strip_prefix(prefix)
+        if message is not None:
+            message = message.str.replace_all(prefix, "", literal=True)
+    return frame.with_columns(path, *([message] if message is not None else []))
+
+
 def count_errors(issues: pl.DataFrame) -> int:
     """How many of the ``ingest_issues`` rows are errors; the rest are warnings."""
     return issues.filter(pl.col("severity") == ERROR).height
@@ -40,9 +54,11 @@ CSV_COLUMNS = ("severity", "stage", "cause", "path", "run_id", "message")
 
 def issue_cause() -> pl.Expr:
     """The cause an issue's message states, with what varies between rows of that cause replaced: the path the
-    message starts with, '[N times]', '(capture frame …)', hexadecimal IDs (→ <id>) and numbers (→ N)."""
+    message starts with (the row's own, whatever characters it holds, else a word with a '/'), '[N times]',
+    '(capture frame …)', hexadecimal IDs (→ <id>) and numbers (→ N)."""
     return (
         pl.col("message")
+        .str.strip_prefix(pl.col("path").fill_null("") + ": ")
         .str.replace(r"^\S+/\S+: ", "")
         .str.replace_all(r"\s*\[\d+ times?\]", "")
         .str.replace_all(r"\s*\((?:capture )?(?:frame|record|byte|offset)s?\b[^)]*\)", "")

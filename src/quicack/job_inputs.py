@@ -67,7 +67,7 @@ class WorkflowInputs:
         if self.cache is None or not self.cache.is_file():
             return {}
         try:
-            kept = json.loads(self.cache.read_text())
+            kept = json.loads(self.cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}  # a damaged cache is only slower: everything is computed again
         return kept.get("answers", {}) if isinstance(kept, dict) and kept.get("fingerprint") == self.fingerprint else {}
@@ -120,7 +120,7 @@ class WorkflowInputs:
         temporary = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
         try:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(json.dumps({"fingerprint": self.fingerprint, "answers": self._answers}, sort_keys=True))
+            temporary.write_text(json.dumps({"fingerprint": self.fingerprint, "answers": self._answers}, sort_keys=True), encoding="utf-8")
             os.replace(temporary, self.cache)
         except OSError:
             temporary.unlink(missing_ok=True)

@@ -159,9 +159,13 @@ def load_description(path: Path | None, dataset: str, part: Part = "runs") -> Da
         return DatasetDescription.undescribed(dataset, part)
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise DescriptionError(f"{path}: not valid YAML ({error})") from error
+    except UnicodeDecodeError as error:
+        raise DescriptionError(
+            f"{path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); save it as UTF-8"
+        ) from error
     return dataclasses.replace(parse_description(data, path), part=part)
 
 

@@ -92,5 +92,5 @@ def write_atomically(path: Path, text: str) -> None:
     """``path`` holds its old content or ``text``, never a part of it (written aside, renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)

@@ -8,6 +8,8 @@ ACK in that packet number space).
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 
 import polars as pl
@@ -48,6 +50,10 @@ CLAIM_COLUMNS = {
     "calibrated": pl.Boolean,
 }
 
+# The column of every reference file (claims and paper tables) that holds the paper's own words or printed table row
+# the value comes from, verbatim from the paper's text (tests/test_reference_quotes.py finds each in it).
+QUOTE = "quote"
+
 
 # data/reference/path_profiles.csv: the papers' network paths, one row per profile (see data/reference/README.md).
 PATH_PROFILE_COLUMNS = {
@@ -85,10 +91,21 @@ def _column_type(name: str) -> type[pl.DataType]:
     return pl.Utf8
 
 
-def paper_table(paper: str, name: str, directory: Path | None = None) -> pl.DataFrame:
-    """``data/reference/<paper>_<name>.csv`` as printed in the paper, typed by column name."""
+def paper_table(paper: str, name: str, directory: Path | None = None, with_quote: bool = False) -> pl.DataFrame:
+    """``data/reference/<paper>_<name>.csv`` as printed in the paper, typed by column name. The ``quote`` column
+    (where the row comes from in the paper's text) is provenance, not a cell of the table: left out unless asked."""
     frame = pl.read_csv(reference_path(paper, name, directory), infer_schema=False)
+    if not with_quote and QUOTE in frame.columns:
+        frame = frame.drop(QUOTE)
     return frame.with_columns(pl.col(c).cast(_column_type(c)) for c in frame.columns)
+
+
+def comparable_text(text: str) -> str:
+    """Text as a quote is matched against a paper's text (both sides alike): Unicode compatibility forms folded
+    (NFKC: the ligature "ﬁ" is "fi", a no-break space a space) and every run of whitespace (line breaks, tabs) one
+    space. Nothing else: case, hyphenation ("acknowl- edgement") and extraction slips stay as the text file has them,
+    so a quote is the text file's words."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
 def read_claims(path: Path) -> pl.DataFrame:

@@ -35,5 +35,5 @@ def keep_client_side_cut(raw: Path) -> None:
     for server_side in raw.glob("*/*/*/sim/trace_node_right.pcap*"):
         server_side.unlink()
     for client_side in raw.glob("*/*/*/sim/trace_node_left.pcap.gz"):
-        run = json.loads((client_side.parents[1] / "run.json").read_text())
+        run = json.loads((client_side.parents[1] / "run.json").read_text(encoding="utf-8"))
         cut_frames_not_from(client_side, run["testbed"]["addresses"]["client"], SERVER_DATAGRAM_SNAPLEN)

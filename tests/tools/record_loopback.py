@@ -116,7 +116,7 @@ def _udp_port_is_bound(port: int) -> bool:
     needle = f":{port:04X} "
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
-            lines = Path(table).read_text().splitlines()[1:]
+            lines = Path(table).read_text(encoding="utf-8").splitlines()[1:]
         except OSError:
             continue
         if any(line.split()[1].endswith(needle.strip()) for line in lines):
@@ -191,7 +191,7 @@ def _server_version(server: str, versions: dict[str, str]) -> str:
         return versions.get("quic-go", "quic-go unknown")
     try:
         package_version = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-server"], capture_output=True, text=True, check=True
+            ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-server"], capture_output=True, text=True, check=True, encoding="utf-8"
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         package_version = "unknown"
@@ -229,7 +229,7 @@ def record(fixture: Fixture, www: Path, versions: dict[str, str]) -> dict:
 
         tcpdump = subprocess.Popen(
             ["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-B", str(CAPTURE_BUFFER_KIB), "-n", "-s", "0", "-w", str(pcap), f"udp port {port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8",
         )  # fmt: skip
         server = None
         failure_reason = None
@@ -241,7 +241,7 @@ def record(fixture: Fixture, www: Path, versions: dict[str, str]) -> dict:
             line = tcpdump.stderr.readline()
             if "listening" not in line:
                 raise RuntimeError(f"tcpdump did not start: {line}")
-            server_log = (server_dir / "server.log").open("w")
+            server_log = (server_dir / "server.log").open("w", encoding="utf-8")
             server = subprocess.Popen(
                 server_argv, env=os.environ | server_env, stdout=server_log, stderr=subprocess.STDOUT, cwd=server_dir
             )
@@ -253,7 +253,7 @@ def record(fixture: Fixture, www: Path, versions: dict[str, str]) -> dict:
             try:
                 result = subprocess.run(
                     client_argv, env=os.environ | client_env, capture_output=True, text=True,
-                    timeout=req.timeout_s + 10, cwd=client_dir,
+                    timeout=req.timeout_s + 10, cwd=client_dir, encoding="utf-8",
                 )  # fmt: skip
                 client_rc, client_stderr = result.returncode, result.stderr
             except subprocess.TimeoutExpired:
@@ -323,7 +323,7 @@ def record(fixture: Fixture, www: Path, versions: dict[str, str]) -> dict:
         "client_command": [_relative(a) for a in client_argv],
         "server_command": [_relative(a) for a in server_argv],
     }
-    (run_dir / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return meta
 
 

@@ -1,11 +1,18 @@
-# Stage 5: what a reviewer opens first. After the claims are known: the report's landing page (the claims overview
-# per paper) and every caption with its artefact's claims (results/<dataset>/report/), the same overview as
-# Markdown (claims_overview.md); on demand (`snakemake artifact --cores all`) the HTML report and one zip of it all.
+# Stage 5: what a reviewer opens first. After the claims are known: the report's landing page (the counts per paper
+# and where each paper's claims are), one page per paper with its claims (a report entry of category "claims") and
+# every caption with its artefact's claims (results/<dataset>/report/), the same overview as Markdown
+# (claims_overview.md); on demand (`snakemake artifact --cores all`) the HTML report and one zip of it all.
+
+from quicack.artifact.overview import paper_page_name
+from quicack.artifact.pages import report_papers
 
 
 # The landing page of `snakemake --report`: written by report_pages from claims.csv. Snakemake reads it (and the
-# captions) only when it makes the report, so the paths may name files a run writes.
+# captions) only when it makes the report, so the paths may name files a run writes. It stays short (Snakemake
+# centres it in the window; it opens with the counts in view); each paper's claims are its own entry, a page that the
+# report shows in a frame that scrolls.
 report: str(REPORT_PAGES_ABSOLUTE / "landing.rst")
+PAPER_CLAIMS_PAGES = [REPORT_PAGES / paper_page_name(paper) for paper in report_papers()]
 
 
 rule report_pages:
@@ -13,10 +20,12 @@ rule report_pages:
         claims=RESULTS / "claims.csv",
         db_receipt=DATABASE_RECEIPT,
         captions=CAPTION_SOURCES,
-        rendered=[render_status(artefact_id) for artefact_id in RENDERED],
         code=command_code("report-pages"),
         reference=command_reference("report-pages"),
     output:
+        # (`report` must not start a line here: the Snakefile parser reads that as the directive.)
+        paper_pages=[report(page, caption=caption_page(page.stem), category="claims") for page in PAPER_CLAIMS_PAGES],
+        paper_captions=[page.with_suffix(".rst") for page in PAPER_CLAIMS_PAGES],
         landing=REPORT_PAGES / "landing.rst",
         captions=[REPORT_PAGES / f"{Path(c).stem}.rst" for c in CAPTION_SOURCES],
         markdown=RESULTS / "claims_overview.md",

@@ -11,6 +11,7 @@ from snakemake.logging import logger
 from snakemake.utils import min_version, validate
 
 from quicack.compiled_core import engine_identity, stale_core_warning
+from quicack.config_check import config_problems
 from quicack.job_inputs import WorkflowInputs
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import check_raw
@@ -22,6 +23,9 @@ from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 min_version("9.0")
 
 
+# Before the schema: what it cannot refuse, and a configuration its error message would print without end.
+if _config_problems := config_problems(config):
+    raise WorkflowError("configuration: " + "; ".join(_config_problems))
 validate(config, "../schemas/config.schema.yaml")
 
 
@@ -299,6 +303,6 @@ def rendering_after_a_failure():
     text, _ = rendering_summary(present, failed)
     out = RESULTS / "rendering.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    out.write_text(text, encoding="utf-8")
     print(f"{out} (written after the failure):\n{text}")
 

@@ -143,7 +143,7 @@ async def download(args: argparse.Namespace) -> None:
         verify_mode=False,
         server_name=url.hostname,
     )
-    keylog = open(args.keylog, "a") if args.keylog else None
+    keylog = open(args.keylog, "a", encoding="utf-8") if args.keylog else None
     configuration.secrets_log_file = keylog
     if args.qlog_dir:
         Path(args.qlog_dir).mkdir(parents=True, exist_ok=True)

@@ -59,13 +59,13 @@ def _artifact_claims(args: argparse.Namespace) -> int:
 
     claims = read_claims(args.claims)
     generated = claims_markdown(claims, artefact_paths(claims))
-    document = args.document.read_text()
+    document = args.document.read_text(encoding="utf-8")
     if args.check:
         if generated_section(document) != generated:
             print(f"{args.document}: its claims section is not what {args.claims} gives: run "
                   f"quicack artifact-claims {args.claims}", file=sys.stderr)  # fmt: skip
             return 1
         return 0
-    args.document.write_text(replace_generated(document, generated))
+    args.document.write_text(replace_generated(document, generated), encoding="utf-8")
     print(f"{args.document}: claims section written from {args.claims}")
     return 0

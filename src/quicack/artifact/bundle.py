@@ -1,5 +1,5 @@
-"""One zip a reviewer can open (``snakemake artifact``): the HTML report, the claims overview, every figure and
-table, the summaries, and the documents that say what it all is (README, ARTIFACT.md, licences, citation)."""
+"""One zip a reviewer can open (``snakemake artifact``): the HTML report, the claims overview (and each paper's claims
+page, also in the report), every figure and table, the summaries, and the documents that say what it all is (README, ARTIFACT.md, licences, citation)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 # From the dataset's results folder: the overview and summaries, then every artefact in each of its formats.
 RESULT_FILES = ("claims.csv", "claims_overview.md", "summary.txt", "rendering.txt", "ingest_issues.csv")
-RESULT_PATTERNS = ("figures/*.pdf", "figures/*.png", "figures/*.svg", "tables/*.csv", "tables/*.md", "tables/*.tex")
+RESULT_PATTERNS = ("figures/*.pdf", "figures/*.png", "figures/*.svg", "tables/*.csv", "tables/*.md", "tables/*.tex",
+                   "report/claims-*.html")  # fmt: skip
 REPOSITORY_FILES = ("README.md", "ARTIFACT.md", "LICENSE", "THIRD_PARTY.md", "CITATION.cff")
 # A fixed time for every member: the same inputs give the same zip, byte for byte.
 _MEMBER_TIME = (1980, 1, 1, 0, 0, 0)

@@ -2,19 +2,21 @@
 of its claims agree, differ or have no number to compare, and every claim with the paper's value, ours, whether
 they agree, why not, and the artefact it belongs to.
 
-Three forms of the same table: the landing page of ``snakemake --report`` (reStructuredText, with links to the
-report's entries), a section appended to each artefact's caption (its own claims), and Markdown (ARTIFACT.md's
-"Reproduced" section and ``results/<dataset>/claims_overview.md``)."""
+Its forms: in ``snakemake --report``, the landing page (reStructuredText: the counts per paper, each paper linked to
+its entry) and one HTML page per paper with its claims (an entry of the report), and a section appended to each
+artefact's caption (its own claims); and Markdown (ARTIFACT.md's "Reproduced" section and
+``results/<dataset>/claims_overview.md``). Every text from data or configuration is escaped for where it lands
+(quicack.markup)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import polars as pl
 
 from quicack.claims import UNEXPLAINED, VERDICTS
+from quicack.markup import html_text, md_text, report_text
 from quicack.reference import papers
 
 # claims.csv's ``verdict`` (quicack.claims.verdict): the status of each claim, counted per paper; ``unexplained``
@@ -86,78 +88,64 @@ def _value(row: Mapping[str, object], column: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------
-# reStructuredText: the report's landing page and the captions
+# The report (``snakemake --report``): its landing page and the captions (Jinja templates of reStructuredText, every
+# text through ``report_text``), and one HTML page per paper with its claims (a report entry of category "claims").
+# Snakemake centres the landing page in the window, and what is taller than the window could not be scrolled to
+# without quicack's stylesheet (workflow/report/report.css): the landing page stays short (the dataset, the counts,
+# how to read them, where the claims are), so that it opens with the counts in view; the long tables are the
+# per-paper pages, which the report shows in a frame of the window's height that scrolls.
 
-_RST_SPECIAL = re.compile(r"([\\`*_|\[\]])")
+CLAIMS_CATEGORY = "claims"
+# What each count means (the landing page and every per-paper page say it).
+STATUS_MEANINGS = {
+    STATUS_AGREES: "our 95 % interval lies inside the paper's range widened by the tolerance of the paper's own numbers",
+    STATUS_DIFFERS: "it lies outside; the explanation says why (or starts with 'unexplained:' and what was ruled out)",
+    STATUS_UNRESOLVED: "our interval is too wide to tell; the explanation says how many runs would decide it",
+    STATUS_CALIBRATED: "a condition of ours was fitted to this number, so it is no evidence",
+    STATUS_NONE: "one side has no number, or agreement is not decided (the emulated scan)",
+}
 
 
-def rst_text(text: object) -> str:
-    """Any text as literal reStructuredText inline content: markup characters escaped, one line, and a leading
-    character that would start a list or an enumeration escaped."""
-    line = " ".join(str(text or "").split())
-    line = _RST_SPECIAL.sub(r"\\\1", line)
-    return "\\" + line if line[:1] in set("-+#•(0123456789") else line
+def paper_page_name(paper: str) -> str:
+    """The file name of the paper's claims page (and so the name of its report entry): ``claims-<paper>.html``."""
+    return f"claims-{paper}.html"
 
 
-def rst_link(artefact: str, targets: Mapping[str, str]) -> str:
-    """A link to the artefact's entry in the report (its PNG or CSV, as Snakemake names the entry), or its name."""
-    target = targets.get(artefact)
-    return f"`{target}`_" if target else rst_text(artefact)
+def rst_link(text: str, target: str) -> str:
+    """A link to the report entry named ``target`` (Snakemake defines one link target per entry: its file name),
+    showing ``text``."""
+    return f"`{report_text(text)} <{report_text(target)}_>`_"
 
 
-def _rst_table(header: list[str], rows: Iterable[list[str]], widths: list[int] | None = None, title: str = "") -> list[str]:
-    lines = [f".. list-table:: {title}".rstrip(), "   :header-rows: 1"]
-    if widths:
-        lines.append(f"   :widths: {' '.join(str(w) for w in widths)}")
-    lines.append("")
+def _rst_table(header: list[str], rows: Iterable[list[str]], title: str = "") -> list[str]:
+    lines = [f".. list-table:: {title}".rstrip(), "   :header-rows: 1", ""]
     for row in [header, *rows]:
         lines += [f"   {'*' if i == 0 else ' '} - {cell}" for i, cell in enumerate(row)]
     return [*lines, ""]
 
 
-def _jinja_literal(lines: list[str]) -> str:
-    """Snakemake renders report texts as Jinja templates: ours is literal text."""
-    return "{% raw %}\n" + "\n".join(lines) + "\n{% endraw %}\n"
-
-
-def landing_rst(claims: pl.DataFrame, footnote: str, targets: Mapping[str, str]) -> str:
-    """The report's landing page: the dataset, counts per paper, then per paper every claim (claim, statement, the
-    paper's value, ours with its runs, status, why, the artefact's entry)."""
+def landing_rst(claims: pl.DataFrame, footnote: str) -> str:
+    """The report's landing page: what the dataset is, the counts per paper (each paper linked to its claims page),
+    how to read them and where each paper's claims are."""
     counts = status_counts(claims)
-    lines = [
-        "Claims overview",
-        "===============",
-        "",
-        rst_text(footnote),
-        "",
-        "Every in-text number of the papers that this dataset can speak to (``claims.csv``), beside ours: *agree* — "
-        "our 95 % interval lies inside the paper's range widened by the tolerance of the paper's own numbers; "
-        "*differ* — it lies outside, and the explanation says why (or starts with *unexplained:*); *unresolved* — "
-        "our interval is too wide to tell, and the explanation says how many runs would decide it; *calibrated* — a "
-        "condition of ours was fitted to this number; *n/a* — one side has no number, or agreement is not decided "
-        "(the emulated scan). "
-        "Each figure's and table's caption lists its own claims.",
-        "",
-    ]
+    lines = ["Claims overview", "===============", "", report_text(footnote), ""]
     lines += _rst_table(
         ["paper", *COUNT_COLUMNS],
-        ([rst_text(r["paper"] if r["paper"] == "all" else paper_title(r["paper"])), *(str(r[c]) for c in COUNT_COLUMNS)]
-         for r in counts.iter_rows(named=True)),
-        [60, *(10 for _ in COUNT_COLUMNS)], "Claims per paper",
+        ([rst_link(r["paper"], paper_page_name(r["paper"])) if r["paper"] != "all" else "all",
+          *(str(r[c]) for c in COUNT_COLUMNS)] for r in counts.iter_rows(named=True)),
+        "Claims per paper (``claims.csv``, this dataset)",
     )  # fmt: skip
-    for row in counts.filter(pl.col("paper") != "all").iter_rows(named=True):
-        paper = row["paper"]
-        title = rst_text(paper_title(paper))
-        lines += [title, "-" * len(title), "", counts_sentence(row) + ".", ""]
-        lines += _rst_table(
-            ["claim", "statement", "paper", "ours (runs)", "status", "why ours differs / how to read it", "artefact"],
-            ([rst_text(c["claim_id"]), rst_text(c["statement"]), rst_text(_value(c, "paper_value")),
-              rst_text(f"{c['ours']} ({c['runs']})"), f"**{c['status']}**", rst_text(c["explanation"]),
-              rst_link(c["artefact"], targets)]
-             for c in claims.filter(pl.col("paper") == paper).iter_rows(named=True)),
-            [12, 18, 10, 14, 6, 32, 8],
-        )  # fmt: skip
-    return _jinja_literal(lines)
+    lines += [
+        "Every in-text number of the papers that this dataset can speak to, beside ours: "
+        + "; ".join(f"**{status}**: {meaning}" for status, meaning in STATUS_MEANINGS.items())
+        + ".",
+        "",
+        f"Each paper's claims, one row each (the paper's value, ours with its runs, why they differ): the paper's "
+        f"entry in the category **{CLAIMS_CATEGORY}** (click the paper above, then the eye icon). Each figure's and "
+        "table's caption lists its own claims.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def caption_rst(caption: str, artefact: str, claims: pl.DataFrame) -> str:
@@ -169,30 +157,86 @@ def caption_rst(caption: str, artefact: str, claims: pl.DataFrame) -> str:
         counts = status_counts(own).filter(pl.col("paper") == "all").row(0, named=True)
         lines += [f"**Claims of this artefact** (``claims.csv``, this dataset): {counts_sentence(counts)}.", ""]
         for c in own.iter_rows(named=True):
-            why = f" — {rst_text(c['explanation'])}" if c["status"] == STATUS_DIFFERS and c["explanation"] else ""
-            lines.append(f"- **{c['status']}** ``{c['claim_id']}``: {rst_text(c['statement'])}; paper "
-                         f"{rst_text(_value(c, 'paper_value'))}, ours {rst_text(c['ours'])}{why}")  # fmt: skip
+            why = f" — {report_text(c['explanation'])}" if c["status"] == STATUS_DIFFERS and c["explanation"] else ""
+            lines.append(f"- **{report_text(c['status'])}** {report_text(c['claim_id'])}: {report_text(c['statement'])}; "
+                         f"paper {report_text(_value(c, 'paper_value'))}, ours {report_text(c['ours'])}{why}")  # fmt: skip
         lines.append("")
     elif artefact == "claims":
         counts = status_counts(claims).filter(pl.col("paper") == "all").row(0, named=True)
-        lines += [f"**All claims** (this dataset): {counts_sentence(counts)}; the report's landing page lists them.", ""]
+        lines += [f"**All claims** (this dataset): {counts_sentence(counts)}; each paper's page in this category "
+                  "lists its own.", ""]  # fmt: skip
     elif artefact.endswith("-claims"):
         paper = artefact.removesuffix("-claims").removesuffix("-scan")
         counts = status_counts(claims).filter(pl.col("paper") == paper)
         if not counts.is_empty():
-            lines += [f"**All {paper} claims** (this dataset): {counts_sentence(counts.row(0, named=True))}; "
-                      "the report's landing page lists them.", ""]  # fmt: skip
+            lines += [f"**All {report_text(paper)} claims** (this dataset): {counts_sentence(counts.row(0, named=True))}; "
+                      f"{report_text(paper_page_name(paper))} in the category **{CLAIMS_CATEGORY}** lists them.", ""]  # fmt: skip
     if not lines:
         return caption
-    return caption.rstrip("\n") + "\n\n" + _jinja_literal(lines)
+    return caption.rstrip("\n") + "\n\n" + "\n".join(lines)
+
+
+def paper_page_caption(paper: str, claims: pl.DataFrame) -> str:
+    """The caption of a paper's claims page in the report."""
+    counts = status_counts(claims).filter(pl.col("paper") == paper)
+    sentence = counts_sentence(counts.row(0, named=True)) if not counts.is_empty() else "no claim of this paper"
+    return (f"Every claim of {report_text(paper_title(paper))} that this dataset speaks to (``claims.csv``): "
+            f"{sentence}. One row each: the paper's value, ours with the runs behind it, the verdict, why ours "
+            "differs or how to read it, and the figure or table it belongs to.\n")  # fmt: skip
+
+
+# The report shows the page in a frame beside its menu (800 px wide in a 1600 px window): the table fits the frame's
+# width (fixed column shares, long words broken) and scrolls top to bottom, its header staying in view; a claim's
+# explanation, often a paragraph, is a second line of its row across the whole width.
+_PAGE_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1rem; color: #1e293b; }
+h1 { font-size: 1.25rem; margin: 0 0 .5rem; }
+p { margin: .4rem 0; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; margin-top: 1rem; }
+th, td { padding: .3rem .4rem; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th { position: sticky; top: 0; background: #e2e8f0; }
+tbody { border-bottom: 1px solid #94a3b8; }
+tbody:nth-of-type(even) { background: #f1f5f9; }
+tr.why td { padding-top: 0; color: #334155; }
+td.claim, td.artefact { font-family: ui-monospace, monospace; font-size: 12px; }
+td.status { font-weight: 600; }
+"""
+# Each column's share of the table's width: claim, statement, paper, ours (runs), status, artefact.
+_PAGE_COLUMNS = (("claim", 17), ("statement", 31), ("paper", 14), ("ours (runs)", 16), ("status", 9), ("artefact", 13))
+
+
+def paper_page_html(paper: str, claims: pl.DataFrame, footnote: str) -> str:
+    """A paper's claims as one HTML page (every text escaped): its title, the dataset, the counts, how to read them,
+    and one table row per claim, the row's id being the claim's."""
+    own = claims.filter(pl.col("paper") == paper)
+    counts = status_counts(own).filter(pl.col("paper") == paper)
+    sentence = counts_sentence(counts.row(0, named=True)) if not counts.is_empty() else "This dataset gives no claim of this paper"
+    meanings = "; ".join(f"<b>{html_text(s)}</b>: {html_text(m)}" for s, m in STATUS_MEANINGS.items())
+    rows = []
+    for c in own.iter_rows(named=True):
+        rows += [
+            f'<tbody><tr id="{html_text(c["claim_id"])}"><td class="claim">{html_text(c["claim_id"])}</td>'
+            f"<td>{html_text(c['statement'])}</td><td>{html_text(_value(c, 'paper_value'))}</td>"
+            f"<td>{html_text(c['ours'])} ({html_text(c['runs'])})</td><td class=\"status\">{html_text(c['status'])}</td>"
+            f'<td class="artefact">{html_text(c["artefact"])}</td></tr>'
+        ]  # fmt: skip
+        if c["explanation"]:
+            rows.append(f'<tr class="why"><td colspan="{len(_PAGE_COLUMNS)}"><i>Why ours differs / how to read it:</i> '
+                        f"{html_text(c['explanation'])}</td></tr>")  # fmt: skip
+        rows.append("</tbody>")
+    return "\n".join([
+        "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{html_text(paper)} claims</title>", f"<style>{_PAGE_STYLE}</style>", "</head>", "<body>",
+        f"<h1>Claims of {html_text(paper_title(paper))}</h1>", f"<p>{html_text(footnote)}</p>",
+        f"<p>{html_text(sentence)}. {meanings}. Each figure's and table's caption in the report lists its own claims.</p>",
+        "<table>", "<colgroup>" + "".join(f'<col style="width: {share}%">' for _, share in _PAGE_COLUMNS) + "</colgroup>",
+        "<thead><tr>" + "".join(f"<th>{html_text(h)}</th>" for h, _ in _PAGE_COLUMNS) + "</tr></thead>",
+        *rows, "</table>", "</body>", "</html>", "",
+    ])  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
 # Markdown: ARTIFACT.md's Reproduced section, results/<dataset>/claims_overview.md
-
-
-def md_text(text: object) -> str:
-    return " ".join(str(text or "").split()).replace("|", "\\|")
 
 
 def claims_markdown(claims: pl.DataFrame, artefact_paths: Mapping[str, str], heading: str = "###") -> str:
@@ -209,7 +253,7 @@ def claims_markdown(claims: pl.DataFrame, artefact_paths: Mapping[str, str], hea
         for c in claims.filter(pl.col("paper") == paper).iter_rows(named=True):
             artefact = artefact_paths.get(c["artefact"], c["artefact"])
             lines.append(f"| `{c['claim_id']}` | {md_text(c['statement'])} | {md_text(_value(c, 'paper_value'))} | "
-                         f"{md_text(c['ours'])} ({c['runs']}) | **{c['status']}** | {md_text(c['explanation'])} | `{artefact}` |")  # fmt: skip
+                         f"{md_text(c['ours'])} ({md_text(c['runs'])}) | **{md_text(c['status'])}** | {md_text(c['explanation'])} | `{artefact}` |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -235,17 +279,8 @@ def generated_section(document: str) -> str:
 
 def artefact_paths(claims: pl.DataFrame, results: str = "results/sample") -> dict[str, str]:
     """Where each claim's artefact is written under ``results`` (the figure's PNG, else the table's CSV: the rule of
-    workflow/rules/common.smk, ``-fig`` in the id is a figure)."""
-    return {a: f"{results}/{'figures' if '-fig' in a else 'tables'}/{a}.{'png' if '-fig' in a else 'csv'}"
+    workflow/rules/common.smk, ``-fig`` in the id is a figure); relative to the results folder when ``results`` is
+    empty."""
+    prefix = f"{results}/" if results else ""
+    return {a: f"{prefix}{'figures' if '-fig' in a else 'tables'}/{a}.{'png' if '-fig' in a else 'csv'}"
             for a in claims["artefact"].unique().to_list()}  # fmt: skip
-
-
-def artefact_files(results: Path, artefact_ids: Iterable[str]) -> dict[str, Path]:
-    """Each artefact's file in the report: the figure's PNG or the table's CSV, where it exists."""
-    found = {}
-    for artefact in artefact_ids:
-        for candidate in (results / "figures" / f"{artefact}.png", results / "tables" / f"{artefact}.csv"):
-            if candidate.is_file():
-                found[artefact] = candidate
-                break
-    return found

@@ -16,7 +16,13 @@ from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
 from quicack.claims.table_cells import CellClaims, with_cells
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
-from quicack.metrics.return_path import counted_median, packets_per_second, return_packet_sizes, return_volume
+from quicack.metrics.return_path import (
+    CLIENT_SIDE,
+    counted_median,
+    packets_per_second,
+    return_packet_sizes,
+    return_volume,
+)
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
     RETHINK_RETURN100K_PROFILE,
@@ -28,7 +34,7 @@ from quicack.models import ack_overhead as model
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 from quicack.rendered import Rendered
-from quicack.run_batches import RunRows
+from quicack.run_batches import RunRows, per_run_batches
 
 # Per table name: a polars frame, or a packet-sized view read a batch of runs at a time (quicack.run_batches).
 Tables = Mapping[str, RunRows]
@@ -178,26 +184,53 @@ def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measure
     return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, {FIG5_RECEIVER}, measured)", runs)
 
 
-def _quick_acks_per_run(wire: pl.DataFrame) -> pl.DataFrame:
-    """Per TCP run: its return packets before the first ACK that covers two data segments (``acks_so_far``)."""
-    ordered = wire.filter(pl.col("after_first_rtt")).sort("run_id", "time_ms").with_columns(
-        pl.col("carries_data").cum_sum().over("run_id").alias("data_so_far"),
-        (pl.col("direction") == "c2s").cum_sum().over("run_id").alias("acks_so_far"),
+def quick_acks_per_run(segments: pl.DataFrame) -> pl.DataFrame:
+    """Per TCP run (``run_id``, ``quick_acks``), at the receiver's capture point (the client side, where its ACKs
+    leave and the data arrives): its pure ACKs that newly acknowledge one data segment each, from its first ACK of
+    data up to the first that newly acknowledges more than one segment (the first delayed ACK), or all of them if
+    none does. Read from the ACK numbers, not from times: the return link delays the ACKs by half an RTT, so counting
+    ACKs against data arrivals across capture points finds stretches that the receiver never sent."""
+    receiver = segments.filter(pl.col("vantage") == CLIENT_SIDE)
+    segment_bytes = (
+        receiver.filter(pl.col("direction") == "s2c")
+        .group_by("run_id", "connection")
+        .agg(pl.col("payload_bytes").max().alias("segment_bytes"))
     )
-    # quick-ACK phase: as many ACKs as data segments; it ends at the first ACK sent after two unacknowledged segments
-    return ordered.filter((pl.col("direction") == "c2s") & (pl.col("data_so_far") >= pl.col("acks_so_far") + 1)).group_by("run_id").agg(
-        pl.col("acks_so_far").min() - 1
+    acks = (
+        receiver.filter((pl.col("direction") == "c2s") & pl.col("pure_ack"))
+        .sort("run_id", "connection", "time_ms")
+        .with_columns((pl.col("ack") - pl.col("ack").shift(1)).over("run_id", "connection").alias("newly_acked"))
+        # the handshake's ACK (no data yet) and duplicate ACKs acknowledge nothing new
+        .filter(pl.col("newly_acked") > 0)
+        .join(segment_bytes, on=["run_id", "connection"])
+        .with_columns(pl.int_range(pl.len()).over("run_id", "connection").alias("acks_before"))
     )
+    per_connection = acks.group_by("run_id", "connection").agg(
+        pl.col("acks_before")
+        .filter(pl.col("newly_acked") > pl.col("segment_bytes"))
+        .min()
+        .fill_null(pl.len())
+        .alias("quick_acks")
+    )
+    # a run downloads over one connection; should a run hold more, its longest quick-ACK phase is the download's
+    return per_connection.group_by("run_id").agg(pl.col("quick_acks").max())
 
 
 def tcp_quick_acks(tables: Tables) -> Measured:
-    """rethink §VI: Linux acknowledges the first data segments one by one (quick ACKs): the return packets before
-    the first ACK that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
-    per_run, runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2, _quick_acks_per_run)
-    if runs == 0:
+    """rethink §III-A: Linux acknowledges at least the first 8 data packets one by one (TCP QUICKACK, AR 1:1): the
+    ACKs before the first one that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
+    ok = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (2,)).filter(
+        (pl.col("status") == "ok") & (pl.col("protocol") == "tcp")
+    )
+    segments = tables.get("tcp_segments")
+    if ok.is_empty() or segments is None:
         return Measured.unmeasured("no Linux TCP run over rethink-satellite (tcp_segments)")
-    value = float(per_run["acks_so_far"].median())
-    return Measured(value, value, f"{value:.0f} quick ACKs (median over runs, measured)", runs)
+    per_run = per_run_batches(quick_acks_per_run, ok["run_id"], segments)
+    if per_run.is_empty():
+        return Measured.unmeasured("no receiver-side capture of a Linux TCP run over rethink-satellite (tcp_segments)")
+    value = float(per_run["quick_acks"].median())
+    text = f"{value:.0f} quick ACKs (one data segment each, at the receiver; median over runs)"
+    return Measured(value, value, text, per_run.height)
 
 
 def anatomy_measured(tables: Tables, protocol: str) -> Measured:

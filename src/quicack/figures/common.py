@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from quicack.markup import md_paragraph, md_text, md_text_expr, one_line, tex_comment  # noqa: E402
 from quicack.provenance import DatasetDescription  # noqa: E402
 from quicack.rendered import Rendered, run_accounting  # noqa: E402
 
@@ -96,7 +97,7 @@ def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
     status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
-    status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n")
+    status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
 def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
@@ -109,17 +110,6 @@ def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
 # Text that comes from the dataset (its description's title, source, name; folder names) is written into each
 # format as text, never as markup of that format: a '$...$' in a title is not mathtext in a figure, a line break
 # followed by '\input{...}' is not a LaTeX command in a .tex table, nor a new line of a Markdown table's note.
-
-
-def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (line breaks of any kind included) as one space."""
-    return " ".join(text.split())
-
-
-def tex_comment(text: str) -> str:
-    """``text`` as one LaTeX comment line: nothing in a comment is read by TeX up to the end of its line, and the
-    text has no line end of its own left."""
-    return f"% {one_line(text)}\n"
 
 
 def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
@@ -147,16 +137,19 @@ def _footnote_top(fig: plt.Figure) -> float:
 
 
 def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:
-    """A table as CSV, Markdown and LaTeX, each with the footnote. The LaTeX cells and column names are escaped
-    (a run's folder name or a claim's explanation is text, and '_' or '%' in it would break the table)."""
+    """A table as CSV, Markdown and LaTeX, each with the footnote. The Markdown and LaTeX cells and column names are
+    escaped (a run's folder name or a claim's explanation is text, and '_' or '%' in it would break the table)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv_path = tables_dir / f"{table_id}.csv"
     frame.write_csv(csv_path)
     pandas_frame = frame.to_pandas()
     md_path = tables_dir / f"{table_id}.md"
-    md_path.write_text(pandas_frame.to_markdown(index=False) + f"\n\n{one_line(footnote)}\n")
+    # Markdown: every text cell, column name and the note as text (a '<', '|' or '[' in a folder name or a title
+    # would be raw HTML, a cell's end or a link).
+    md_frame = frame.with_columns(md_text_expr(pl.col(pl.String))).rename(md_text).to_pandas()
+    md_path.write_text(md_frame.to_markdown(index=False) + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote))
+    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote), encoding="utf-8")
     return [csv_path, md_path, tex_path]
 
 
@@ -164,7 +157,7 @@ def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | No
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
     why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
-    statuses = sorted((json.loads(Path(f).read_text()) for f in status_files), key=lambda s: s["artefact"])
+    statuses = sorted((json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"])
     missing = [s for s in statuses if not s["rendered"]]
     failed = dict(sorted((failed or {}).items()))
     total = len(statuses) + len(failed)

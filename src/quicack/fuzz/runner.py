@@ -201,7 +201,7 @@ def peak_rss_mib() -> float:
     """This process's peak resident set size. VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so a
     worker started from a large process would report its parent's peak."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     except OSError:

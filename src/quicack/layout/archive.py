@@ -155,7 +155,7 @@ def unpack(archive: Path, raw: Path, owned: bool = False) -> str:
         if missing:
             raise ArchiveError(f"{archive}: {len(missing)} of {len(manifest)} files missing or of the wrong size "
                                f"after unpacking (first: {missing[0]})")
-        (staging / MARKER).write_text(_marker_text(wanted, manifest))  # last: the folder is complete
+        (staging / MARKER).write_text(_marker_text(wanted, manifest), encoding="utf-8")  # last: the folder is complete
         _swap_in(staging, raw, wanted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -178,7 +178,7 @@ def unpacked_state(raw: Path, sha256: str | None = None) -> str:
     marker = raw / MARKER
     if not marker.is_file():
         return FOREIGN
-    lines = marker.read_text().splitlines()
+    lines = marker.read_text(encoding="utf-8").splitlines()
     if not lines:
         return INCOMPLETE
     # A marker of one line (the archive's sha256) was written by earlier versions after their last file.

@@ -186,13 +186,15 @@ def _parse_ack_policy(m: re.Match[str]) -> dict[str, Any]:
     }
 
 
-def parse_run_folder(path: str | Path) -> dict[str, Any]:
+def parse_run_folder(path: str | Path, read_run_json: bool = True) -> dict[str, Any]:
     """Settings of the run stored at `path` (a run folder or any file inside one), for either naming.
 
     Keys (present when known): naming ('quicack' or 'imc24'), server_impl, client_impl, testcase, scenario,
     mode ('iack'/'wfc'/None), rtt_ms, one_way_delay_ms, cert_delay_ms, file_size, file_bytes, app_protocol,
     drop_to_client, drop_to_server (1-based datagram indices), repetition, settings (imc24 raw key-values),
-    run_json (the run.json content when the folder has one; its values win).
+    run_json (the run.json content when the folder has one and ``read_run_json``; its values win). Without
+    ``read_run_json`` the settings come from the folder names alone (quicack.ingest reads run.json itself and
+    comes here when it cannot).
     """
     p = Path(path)
     parts = list(p.parts)
@@ -231,8 +233,8 @@ def parse_run_folder(path: str | Path) -> dict[str, Any]:
     if "_" in sc:
         out["server_impl"], out["client_impl"] = sc.split("_", 1)
     rj = run_dir / RUN_JSON
-    if rj.is_file():
-        data = json.loads(rj.read_text())
+    if read_run_json and rj.is_file():
+        data = json.loads(rj.read_text(encoding="utf-8"))
         out["run_json"] = data
         for k in (
             "server_impl", "client_impl", "scenario", "mode", "rtt_ms", "cert_delay_ms", "file_bytes",

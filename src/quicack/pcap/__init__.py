@@ -5,7 +5,7 @@
     write_capture_parquet(batches, out_dir)                       # out_dir/<table>.parquet
 
 Modules, one job each: `capture_file` (pcap/pcapng, gzip/zstd, link layers, IP, UDP) yielding `capture_records`,
-`keylog` (NSS key logs),
+with its parts `pcapng` (pcapng blocks) and `ip_fragments` (IPv4/IPv6 fragments reassembled), `keylog` (NSS key logs),
 `quic` (headers, header protection and AEAD with `cryptography`, key schedule, key phases), `tls` (handshake message names,
 client random, cipher suite, transport parameters), `frames` (the frame walker), `connection` (per-connection
 state and keys), `decode` (datagrams to columnar batches) with its parts `flows` (which connection a datagram

@@ -17,9 +17,13 @@ from quicack.compressed import CorruptCompressedData, open_input
 from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
 from .capture_records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
+from .ip_fragments import FragmentReassembly
 from .tcp import TcpSegment, tcp_segment
 
-__all__ = ["LinkRecord", "ReadIssue", "TlsKeylogSecrets", "UdpDatagram", "open_capture", "read_link_records", "read_udp"]
+__all__ = [
+    "FragmentReassembly", "LinkRecord", "ReadIssue", "TlsKeylogSecrets", "UdpDatagram", "link_to_udp", "open_capture",
+    "read_link_records", "read_udp",
+]  # fmt: skip
 
 PCAP_MAGIC_US_LE = 0xA1B2C3D4
 PCAP_MAGIC_NS_LE = 0xA1B23C4D
@@ -49,6 +53,8 @@ IPPROTO_UDP = 17
 IPPROTO_TCP = 6
 IPV6_EXTENSION_HEADERS = (0, 43, 60)  # hop-by-hop, routing, destination options: skippable
 IPV6_FRAGMENT = 44
+IPV4_MORE_FRAGMENTS = 0x2000
+IPV4_FRAGMENT_FIELDS = 0x3FFF  # more-fragments flag and fragment offset (not DF)
 UDP_HEADER_BYTES = 8
 CHUNK_BYTES = 1 << 20
 IPV4_HEADER = struct.Struct("!BxHHHxB2x4s4s")  # version/IHL, total length, id, flags/fragment, protocol, addresses
@@ -167,9 +173,12 @@ def _ppp_header(data: bytes) -> tuple[int | None, int] | None:
     return ethertype, offset
 
 
-def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatagram | TcpSegment | ReadIssue | None:
+def link_to_udp(
+    record: LinkRecord, address_names: dict[bytes, str], fragments: FragmentReassembly | None = None
+) -> UdpDatagram | TcpSegment | ReadIssue | None:
     """Strip link, IP and UDP headers; a TCP segment's sizes and header fields (`tcp.tcp_segment`); None for
-    anything else (not our business)."""
+    anything else (not our business). An IP fragment goes to `fragments` (`ip_fragments`), and the fragment that
+    completes its datagram gives the whole datagram; None for the others (without `fragments`: an issue each)."""
     data = record.data
     linktype = record.linktype
     if linktype == LINKTYPE_ETHERNET:
@@ -225,6 +234,8 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
         version_ihl, total_length, _id, flags_fragment, protocol, src_raw, dst_raw = IPV4_HEADER.unpack_from(
             data, offset
         )
+        if flags_fragment & IPV4_FRAGMENT_FIELDS:
+            return _ipv4_fragment(record, offset, address_names, fragments)
         if protocol != IPPROTO_UDP:
             if protocol != IPPROTO_TCP:
                 return None
@@ -233,10 +244,6 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
             dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
             return tcp_segment(record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst)
         ihl = (version_ihl & 0x0F) * 4
-        if flags_fragment & 0x3FFF:
-            return ReadIssue(
-                record.record_number, "warning", "fragmented IPv4 UDP datagram skipped (reassembly not supported)"
-            )
         src = address_names.get(src_raw) or _address_name(src_raw, address_names)
         dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
         ip_header_bytes = ihl
@@ -250,13 +257,12 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
         src_raw = data[offset + 8 : offset + 24]
         dst_raw = data[offset + 24 : offset + 40]
         position = offset + 40
+        next_header_at = offset + 6  # the byte that names the header at `position`
         while next_header in IPV6_EXTENSION_HEADERS and len(data) >= position + 2:
             next_header, extension_length = data[position], (data[position + 1] + 1) * 8
-            position += extension_length
+            next_header_at, position = position, position + extension_length
         if next_header == IPV6_FRAGMENT:
-            return ReadIssue(
-                record.record_number, "warning", "fragmented IPv6 UDP datagram skipped (reassembly not supported)"
-            )
+            return _ipv6_fragment(record, offset, position, next_header_at, address_names, fragments)
         if next_header != IPPROTO_UDP:
             if next_header != IPPROTO_TCP:
                 return None
@@ -300,6 +306,88 @@ def link_to_udp(record: LinkRecord, address_names: dict[bytes, str]) -> UdpDatag
     )
 
 
+def _ipv4_fragment(
+    record: LinkRecord, offset: int, address_names: dict[bytes, str], fragments: FragmentReassembly | None
+) -> UdpDatagram | TcpSegment | ReadIssue | None:
+    """An IPv4 fragment (its header at `record.data[offset]`) to `fragments`; the whole datagram when it completes
+    one."""
+    data = record.data
+    version_ihl, total_length, identification, flags_fragment, protocol, src_raw, dst_raw = IPV4_HEADER.unpack_from(
+        data, offset
+    )
+    if fragments is None:
+        return ReadIssue(record.record_number, "warning", "fragmented IPv4 datagram skipped (no reassembly here)")
+    ihl = (version_ihl & 0x0F) * 4
+    if ihl < 20 or total_length < ihl or len(data) < offset + ihl:
+        return ReadIssue(record.record_number, "warning", "IPv4 fragment with inconsistent header lengths: skipped")
+    end = offset + total_length
+    added = fragments.add(
+        (4, src_raw, dst_raw, protocol, identification), record.record_number, record.time_abs_ns,
+        data[offset : offset + ihl], (flags_fragment & 0x1FFF) * 8, bool(flags_fragment & IPV4_MORE_FRAGMENTS),
+        data[offset + ihl : end], ihl, len(data) < end,
+    )  # fmt: skip
+    if type(added) is not tuple:
+        return added
+    header, whole, header_bytes = added
+    packet = bytearray(header)
+    packet[2:4] = (len(packet) + len(whole)).to_bytes(2, "big")
+    packet[6:8] = b"\0\0"  # a whole datagram now: no more fragments, offset 0
+    return _reassembled(record, LINKTYPE_IPV4, bytes(packet) + whole, header_bytes - len(packet), address_names)
+
+
+def _ipv6_fragment(
+    record: LinkRecord,
+    offset: int,
+    position: int,
+    next_header_at: int,
+    address_names: dict[bytes, str],
+    fragments: FragmentReassembly | None,
+) -> UdpDatagram | TcpSegment | ReadIssue | None:
+    """An IPv6 packet whose Fragment header is at `record.data[position]` (its IPv6 header at `offset`, the byte
+    naming the Fragment header at `next_header_at`) to `fragments`; the whole datagram when it completes one."""
+    data = record.data
+    if fragments is None:
+        return ReadIssue(record.record_number, "warning", "fragmented IPv6 datagram skipped (no reassembly here)")
+    if len(data) < position + 8:
+        return ReadIssue(record.record_number, "warning", "IPv6 Fragment header truncated in capture")
+    payload_length = (data[offset + 4] << 8) | data[offset + 5]
+    end = offset + 40 + payload_length
+    if end < position + 8:
+        return ReadIssue(record.record_number, "warning", "IPv6 fragment whose payload length is inconsistent: skipped")
+    offset_flags = (data[position + 2] << 8) | data[position + 3]
+    # The reassembled packet's headers: the first fragment's unfragmentable part, the Fragment header taken out
+    # (RFC 8200 §4.5): the header before it now names what the Fragment header named.
+    header = bytearray(data[offset:position])
+    header[next_header_at - offset] = data[position]
+    added = fragments.add(
+        (6, data[offset + 8 : offset + 40], data[position + 4 : position + 8]), record.record_number,
+        record.time_abs_ns, bytes(header), offset_flags & 0xFFF8, bool(offset_flags & 1), data[position + 8 : end],
+        position + 8 - offset, len(data) < end,
+    )  # fmt: skip
+    if type(added) is not tuple:
+        return added
+    header, whole, header_bytes = added
+    packet = bytearray(header)
+    packet[4:6] = (len(packet) - 40 + len(whole)).to_bytes(2, "big")
+    return _reassembled(record, LINKTYPE_IPV6, bytes(packet) + whole, header_bytes - len(packet), address_names)
+
+
+def _reassembled(
+    record: LinkRecord, linktype: int, packet: bytes, extra_header_bytes: int, address_names: dict[bytes, str]
+) -> UdpDatagram | TcpSegment | ReadIssue | None:
+    """The datagram of a reassembled IP packet, at the record (and time) of the fragment that completed it. Its IP
+    header bytes count the headers of every fragment (`extra_header_bytes`: those beyond the packet's own), so that
+    IP + UDP header + payload bytes still count what went over the wire."""
+    whole = LinkRecord(record.record_number, record.time_abs_ns, linktype, packet, len(packet))
+    converted = link_to_udp(whole, address_names)
+    if type(converted) is UdpDatagram:
+        converted.ip_header_bytes += extra_header_bytes
+    elif type(converted) is TcpSegment:
+        converted.ip_bytes += extra_header_bytes
+        converted.ip_header_bytes += extra_header_bytes
+    return converted
+
+
 def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]:
     """Yield every UDP datagram and TCP segment of a capture, plus issues and embedded keylog secrets, in file order.
 
@@ -311,15 +399,18 @@ def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagra
         yield ReadIssue(None, "error", f"cannot open capture: {error}")
         return
     address_names: dict[bytes, str] = {}
+    fragments = FragmentReassembly()
     number: int | None = None
     with stream:
         try:
             for item in read_link_records(stream, limits):
                 if isinstance(item, LinkRecord):
                     number = item.record_number
-                    converted = link_to_udp(item, address_names)
+                    converted = link_to_udp(item, address_names, fragments)
                     if converted is not None:
                         yield converted
+                    if fragments.issues:
+                        yield from fragments.take_issues()
                 else:
                     yield item
         except CorruptCompressedData as error:
@@ -335,3 +426,4 @@ def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagra
                 f"reading stopped by an unexpected {type(error).__name__}: {error}; records before kept "
                 "(please report this file)",
             )
+        yield from fragments.finish()  # the datagrams still waiting for pieces

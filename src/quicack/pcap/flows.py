@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .columns import CaptureBatch
 
 Flow = tuple[str, int, str, int]  # source address and port, destination address and port
+MIN_CLIENT_INITIAL_DATAGRAM_BYTES = 1200  # RFC 9000 §14.1 (the drafts asked for as much or more)
 
 
 class FlowTracking:
@@ -81,7 +82,11 @@ class FlowTracking:
             if known is not None:  # the connection moved to a new address (migration, NAT rebinding)
                 direction = C2S if known.server.cid_length == len(header.dcid) else S2C
                 return self._register_flow(known, direction, forward, backward)
-            if header.packet_type in ("initial", "0rtt", "unknown"):  # only clients send these first
+            if header.packet_type in ("0rtt", "unknown") or (
+                # only clients send these first; a client pads every datagram with an Initial to 1200 bytes (RFC
+                # 9000 §14.1), so a shorter one is the server's (the client's first Initial is not in the capture)
+                header.packet_type == "initial" and datagram.udp_payload_bytes >= MIN_CLIENT_INITIAL_DATAGRAM_BYTES
+            ):
                 client, server = (datagram.src, datagram.src_port), (datagram.dst, datagram.dst_port)
             else:
                 # Capture started after the client's Initial: guess the client by its (ephemeral, higher) port.

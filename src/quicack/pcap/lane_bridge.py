@@ -18,6 +18,7 @@ from quicack.limits import InputLimitExceeded, Limits
 
 from .capture_file import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
 from .connection import C2S, S2C, Connection, Endpoint
+from .ip_fragments import FragmentReassembly
 from .tcp import TcpSegment
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ class LaneBridge:
         decoder = self  # the CaptureDecoder this is a part of
         lane, issues = decoder.lane, decoder.issues
         address_names: dict[bytes, str] = {}
+        fragments = FragmentReassembly()  # the lane hands IP fragments back as records: reassembled here
         datagrams = 0
         while True:
             decoded, item = lane.next(decoder.rows, check_every - datagrams % check_every)
@@ -122,11 +124,15 @@ class LaneBridge:
             if decoded and not datagrams % check_every and decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()
             if kind is None:
+                for issue in fragments.finish():
+                    issues.add(issue.severity, issue.message, issue.record_number)
                 return
             if kind == "datagram":
                 datagram = UdpDatagram(*item[1:])
             elif kind == "record":
-                converted = link_to_udp(LinkRecord(*item[1:]), address_names)
+                converted = link_to_udp(LinkRecord(*item[1:]), address_names, fragments)
+                for issue in fragments.take_issues() if fragments.issues else ():
+                    issues.add(issue.severity, issue.message, issue.record_number)
                 if converted is None:
                     continue
                 if type(converted) is TcpSegment:

@@ -21,6 +21,7 @@ from .capture_records import MAX_TIME_NS, LinkRecord, ReadIssue, TlsKeylogSecret
 SHB_TYPE_BYTES = b"\x0a\x0d\x0d\x0a"
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 IDB = 0x00000001
+PB = 0x00000002  # obsolete Packet Block: an EPB with 16-bit interface id and drops count (pcapng before 2010)
 SPB = 0x00000003
 NRB = 0x00000004
 ISB = 0x00000005
@@ -29,9 +30,10 @@ DSB = 0x0000000A
 CUSTOM_COPYABLE = 0x00000BAD
 CUSTOM_NOT_COPYABLE = 0x40000BAD
 DSB_TLS_KEYLOG = 0x544C534B
-KNOWN_BLOCK_TYPES = (IDB, SPB, NRB, ISB, EPB, DSB, CUSTOM_COPYABLE, CUSTOM_NOT_COPYABLE)
+KNOWN_BLOCK_TYPES = (IDB, PB, SPB, NRB, ISB, EPB, DSB, CUSTOM_COPYABLE, CUSTOM_NOT_COPYABLE)
 # Smallest body (after type and length, before the trailing length) each block type needs to be read.
-MIN_BODY_BYTES = {IDB: 8, SPB: 4, EPB: 20, DSB: 8}
+MIN_BODY_BYTES = {IDB: 8, PB: 20, SPB: 4, EPB: 20, DSB: 8}
+OPTION_END, OPTION_IF_TSRESOL, OPTION_IF_TSOFFSET = 0, 9, 14
 CHUNK_BYTES = 1 << 20
 
 
@@ -70,7 +72,7 @@ class _Window:
 def read_pcapng(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkRecord | ReadIssue | TlsKeylogSecrets]:
     window = _Window(stream, head)
     endian = "<"
-    interfaces: list[tuple[int, int]] = []  # (linktype, ticks per second)
+    interfaces: list[tuple[int, int, int]] = []  # (linktype, ticks per second, seconds added to every timestamp)
     number = 0
     while window.fill(1):
         if not window.fill(12):
@@ -97,18 +99,22 @@ def read_pcapng(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkR
             continue
         if block_type == IDB:
             linktype = struct.unpack_from(endian + "H", body)[0]
-            interfaces.append((linktype, _ticks_per_second(body[8:], endian)))
-        elif block_type == EPB:
+            interfaces.append((linktype, *_timestamp_options(body[8:], endian)))
+        elif block_type == EPB or block_type == PB:
             number += 1
-            interface_id, ts_high, ts_low, caplen, wire_length = struct.unpack_from(endian + "IIIII", body)
+            if block_type == EPB:
+                interface_id, ts_high, ts_low, caplen, wire_length = struct.unpack_from(endian + "IIIII", body)
+            else:  # the obsolete Packet Block: the same fields, but a 16-bit interface id and drops count
+                interface_id, _drops, ts_high, ts_low, caplen, wire_length = struct.unpack_from(endian + "HHIIII", body)
             if interface_id >= len(interfaces):
                 yield ReadIssue(number, "error", f"packet refers to unknown interface {interface_id}")
                 continue
-            linktype, ticks = interfaces[interface_id]
+            linktype, ticks, offset_s = interfaces[interface_id]
             ticks_total = (ts_high << 32) | ts_low
             time_ns = ticks_total * 1_000_000_000 // ticks if ticks != 1_000_000_000 else ticks_total
-            if time_ns > MAX_TIME_NS:  # 64-bit ticks can exceed the int64 nanoseconds of the tables
-                yield ReadIssue(number, "error", "packet timestamp after the year 2262 (corrupt block): skipped")
+            time_ns += offset_s * 1_000_000_000
+            if abs(time_ns) > MAX_TIME_NS:  # 64-bit ticks (and offsets) can exceed the tables' int64 nanoseconds
+                yield ReadIssue(number, "error", "packet time outside the years 1678-2262 (corrupt block): skipped")
                 continue
             yield LinkRecord(number, time_ns, linktype, body[20 : 20 + caplen], wire_length)
         elif block_type == SPB:
@@ -202,15 +208,20 @@ def _rest_skipped(number: int, corrupt_at: int, problem: str) -> ReadIssue:
     )
 
 
-def _ticks_per_second(options: bytes, endian: str) -> int:
-    """Read if_tsresol (option 9) of an interface description block; default microseconds."""
+def _timestamp_options(options: bytes, endian: str) -> tuple[int, int]:
+    """(ticks per second, seconds to add) of an interface description block's timestamps: its if_tsresol (option
+    9; default microseconds) and if_tsoffset (option 14: a signed 64-bit number of seconds; default 0)."""
+    ticks, offset_s = 1_000_000, 0
     position = 0
     while position + 4 <= len(options):
         code, length = struct.unpack_from(endian + "HH", options, position)
-        if code == 0:
+        if code == OPTION_END:
             break
-        if code == 9 and length >= 1:
-            resolution = options[position + 4] if position + 4 < len(options) else 6
-            return 2 ** (resolution & 0x7F) if resolution & 0x80 else 10**resolution
+        value = options[position + 4 : position + 4 + length]
+        if code == OPTION_IF_TSRESOL and len(value) >= 1:
+            resolution = value[0]
+            ticks = 2 ** (resolution & 0x7F) if resolution & 0x80 else 10**resolution
+        elif code == OPTION_IF_TSOFFSET and len(value) == 8:
+            (offset_s,) = struct.unpack(endian + "q", value)
         position += 4 + ((length + 3) & ~3)
-    return 1_000_000
+    return ticks, offset_s

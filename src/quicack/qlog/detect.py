@@ -17,6 +17,9 @@ from quicack.compressed import compression_of, open_input
 
 HEAD_BYTES = 1024
 RS = 0x1E  # JSON-SEQ record separator (RFC 7464)
+# The UTF-8 byte order mark: some writers (and editors) start a text file with it; JSON readers ignore it there
+# (RFC 8259 §8.1), and so do the qlog readers.
+UTF8_BOM = b"\xef\xbb\xbf"
 
 # Containers: how records are delimited in the file.
 JSON_SEQ = "json-seq"
@@ -70,11 +73,12 @@ def open_binary(path: Path) -> IO[bytes]:
 
 
 def read_head(path: Path, n: int = HEAD_BYTES) -> tuple[bytes, str | None]:
-    """First ``n`` decompressed bytes of ``path`` and the compression used."""
+    """First ``n`` decompressed bytes of ``path`` (after a byte order mark, if it starts with one) and the
+    compression used."""
     with open(path, "rb") as raw:
         kind = compression_of(raw.read(8))
     with open_binary(path) as f:
-        return f.read(n), kind
+        return f.read(n).removeprefix(UTF8_BOM), kind
 
 
 def _field(head: bytes, name: str) -> str | None:

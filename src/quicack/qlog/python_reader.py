@@ -174,9 +174,9 @@ class FileReader:
                 continue
             if rec.__class__ is Damage:
                 kept = sum(c.events for c in self.conns.values())
+                cut = "the file was probably cut while being written; " if rec.at_end else ""
                 self.issue("warning", f"{self.path}: JSON document damaged at byte {rec.offset} ({rec.message}); "
-                                      f"the file was probably cut while being written; kept the {kept} events "
-                                      "before the damage")
+                                      f"{cut}kept the {kept} events before the damage")
                 continue
             doc = rec
             if not isinstance(doc, dict):

@@ -21,7 +21,7 @@ from typing import Any
 from quicack.compressed import CorruptCompressedData, open_input
 from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
-from .detect import JSON, JSON_SEQ, NDJSON
+from .detect import JSON, JSON_SEQ, NDJSON, UTF8_BOM
 from .nesting import too_deep
 
 try:  # orjson parses qlog records ~3-5x faster than the standard library; fall back when absent.
@@ -81,14 +81,24 @@ def iter_seq(path: Path, separator: bytes, limits: Limits = DEFAULT_LIMITS) -> I
                     number += 1
                     yield too_long(offset, number, length, limits)
                     continue
-                if lines and part[:1] == b"\x1e":
-                    part = part[1:]  # RS-prefixed lines: quic-go v0.3x wrote RS before its NDJSON records
+                part = record_text(part, offset, lines)
                 if not part or part.isspace():
                     continue  # blank record (isspace stops at the first non-blank byte; strip() would copy)
                 number += 1
                 yield from parse_records(part, offset, number, last, max_depth)
         except STREAM_ERRORS as exc:
             yield unreadable(next_offset, number, exc)
+
+
+def record_text(part: bytes, offset: int, lines: bool) -> bytes:
+    """A record without what precedes its JSON text: the byte order mark a file may start with (the record at offset
+    0), and in NDJSON the RS quic-go v0.3x wrote before each line. The compiled lane strips the same
+    (rust/quicack_core/src/qlog/split.rs, record_text)."""
+    if offset == 0 and part[:3] == UTF8_BOM:
+        part = part[3:]
+    if lines and part[:1] == b"\x1e":
+        part = part[1:]
+    return part
 
 
 def too_long(offset: int, number: int, length: int, limits: Limits) -> Damage:
@@ -109,10 +119,37 @@ def parse_record(part: bytes, offset: int, number: int, last: bool, max_depth: i
     try:
         value = _loads(part)
     except _JSONError as exc:
+        token = non_json_token(exc)
+        if token is not None:  # the record is whole: a writer's NaN, not a cut
+            return Damage(offset, number, f"invalid JSON ({token})", at_end=False)
         return Damage(offset, number, f"invalid JSON ({exc})", at_end=last)
     if value.__class__ is dict:
         return value
     return Damage(offset, number, f"a JSON {type(value).__name__}, expected an object", at_end=False)
+
+
+# Numbers JSON does not have (RFC 8259 §6), as JavaScript and Python's json.dumps write them.
+_NON_JSON_NUMBER = re.compile(r"-?(?:NaN|Infinity)")
+
+
+def non_json_token(error: Exception | None) -> str | None:
+    """What a JSON parse error met, said as it is, when it is a NaN or an infinity (`non_json_number_at`); None for
+    any other error (a text cut short, a syntax error)."""
+    text, at = getattr(error, "doc", None), getattr(error, "pos", None)
+    if not isinstance(text, str) or not isinstance(at, int):
+        return None
+    return non_json_number_at(text, at)
+
+
+def non_json_number_at(text: str, at: int) -> str | None:
+    """The NaN or infinity at ``at`` of ``text`` with its line and column (1-based, in characters, as the parsers
+    count), or None."""
+    found = _NON_JSON_NUMBER.match(text, at)
+    if found is None:
+        return None
+    line = text.count("\n", 0, at) + 1
+    column = at - text.rfind("\n", 0, at)
+    return f"{found.group()} at line {line}, column {column}: not JSON, which has no NaN or Infinity"
 
 
 def parse_records(part: bytes, offset: int, number: int, last: bool, max_depth: int) -> Iterator[Any]:
@@ -262,12 +299,15 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
         yield Damage(0, 1, f"JSON document larger than {limits.max_document_bytes} bytes "
                            f"({config_key('max_document_bytes')}); not parsed", at_end=False, stops_file=True)
         return
+    if pieces:
+        pieces[0] = pieces[0].removeprefix(UTF8_BOM)
     data = b"".join(pieces)
     del pieces
     if too_deep(data, limits.max_nesting_depth):
         yield Damage(0, 1, f"JSON nested deeper than {limits.max_nesting_depth} levels "
                            f"({config_key('max_nesting_depth')}); not parsed", at_end=False, stops_file=True)
         return
+    failure: Exception | None = None  # the parser's error, where the text is whole
     if stream_error is not None:
         first_error = f"file unreadable after byte {size}: {stream_error}"
     else:
@@ -275,6 +315,7 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
             value = _loads(data)
         except _JSONError as exc:
             first_error = str(exc)
+            failure = exc
         else:
             yield value
             return
@@ -287,31 +328,58 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
         kept = [text[begin:end] for begin, end in _kept_spans(len(text), skipped)]
         try:
             repaired = _loads("".join(kept).encode("utf-8", "surrogatepass"))
-        except _JSONError:
+        except _JSONError as exc:
             repaired = None
+            failure = exc
         if repaired is not None:
             yield repaired
-            yield from (_skipped_event(begin, end) for begin, end in skipped)
+            yield from (_skipped_event(skip) for skip in skipped)
             return
     yield {"traces": traces, "_salvaged": True}
-    yield from (_skipped_event(begin, end) for begin, end in skipped)
+    yield from (_skipped_event(skip) for skip in skipped)
     at = len(text) if damage_at is None else damage_at
+    token = non_json_token(failure) if damage_at is None and failure is not None else None
     if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
         yield Damage(at, 1, f"{stream_error}; the events before byte {at} are kept", at_end=True, stops_file=True)
+    elif token is not None:  # every event was read or skipped; a NaN outside them (a trace's field) is no cut
+        where = _original_position(failure.pos, skipped) if skipped else failure.pos  # type: ignore[union-attr]
+        yield Damage(where, 1, f"invalid JSON document ({non_json_number_at(text, where)})", at_end=False)
     elif damage_at is not None or not skipped or stream_error is not None:
         yield Damage(at, 1, f"invalid JSON document ({first_error})", at_end=True)
 
 
-def _skipped_event(begin: int, end: int) -> Damage:
-    return Damage(begin, 1, f"an event that does not parse, {end - begin} characters", at_end=False, resumed_at=end)
+def _original_position(position: int, skipped: list[Skipped]) -> int:
+    """Where ``position`` of the document without the ``skipped`` spans is in the document."""
+    for skip in skipped:
+        if position < skip.begin:
+            break
+        position += skip.end - skip.begin
+    return position
 
 
-def _kept_spans(length: int, skipped: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+@dataclass(frozen=True)
+class Skipped:
+    """An event of a damaged document that is not read: the span cut out of the document (``begin``-``end``, with
+    a separator next to it), where the event starts (``at``) and, when it is whole but for a NaN or an infinity,
+    what it holds (``why``)."""
+
+    begin: int
+    end: int
+    at: int
+    why: str | None = None
+
+
+def _skipped_event(skip: Skipped) -> Damage:
+    why = skip.why or f"an event that does not parse, {skip.end - skip.at} characters"
+    return Damage(skip.at, 1, why, at_end=False, resumed_at=skip.end)
+
+
+def _kept_spans(length: int, skipped: list[Skipped]) -> Iterator[tuple[int, int]]:
     """The spans of a text of ``length`` left when the ``skipped`` spans (sorted, apart) are cut out."""
     begin = 0
-    for cut, resume in skipped:
-        yield begin, cut
-        begin = resume
+    for skip in skipped:
+        yield begin, skip.begin
+        begin = skip.end
     yield begin, length
 
 
@@ -324,12 +392,12 @@ _AFTER_EVENT = re.compile(r"[ \t\r\n]*[,\]]")
 MAX_RESYNC_CANDIDATES = 10_000
 
 
-def _salvage(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, int]], int | None]:
+def _salvage(text: str) -> tuple[list[dict[str, Any]], list[Skipped], int | None]:
     """A damaged document's traces, each with its header fields found before its ``"events"`` array and the
-    events that parse; the spans of the events skipped; where reading stopped for good (None: it did not)."""
-    decoder = json.JSONDecoder()
+    events that parse; the events skipped; where reading stopped for good (None: it did not). An event is JSON as
+    orjson reads it: one with a NaN or an infinity (which Python's decoder would take) is skipped and named."""
     traces: list[dict[str, Any]] = []
-    skipped: list[tuple[int, int]] = []
+    skipped: list[Skipped] = []
     pos = 0
     for m in _EVENTS_KEY.finditer(text):
         if m.start() < pos:
@@ -340,6 +408,7 @@ def _salvage(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, int]], in
         arrays = "event_fields" in header
         events: list[Any] = []
         i = m.end()
+        kept_end: int | None = None  # where the last event read ends
         ok = True
         while True:
             i = _BETWEEN_EVENTS.match(text, i).end()  # type: ignore[union-attr]  # matches the empty string
@@ -350,22 +419,58 @@ def _salvage(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, int]], in
                 i += 1
                 break
             try:
-                value, i = decoder.raw_decode(text, i)
+                value, i = _JSON_ONLY.raw_decode(text, i)
             except (ValueError, RecursionError) as error:  # JSONDecodeError, or an integer of more than 4300 digits
-                resume = _next_event(decoder, text, max(getattr(error, "pos", None) or i, i), limit, arrays)
-                if resume is None:
-                    ok = False
-                    break
-                skipped.append((i, resume))
-                i = resume
+                skip = _event_with_non_json_number(text, i, kept_end, skipped)
+                if skip is None:
+                    resume = _next_event(_JSON_ONLY, text, max(getattr(error, "pos", None) or i, i), limit, arrays)
+                    if resume is None:
+                        ok = False
+                        break
+                    skip = Skipped(i, resume, i)
+                skipped.append(skip)
+                i = skip.end
                 continue
             events.append(value)
+            kept_end = i
         header["events"] = events
         traces.append(header)
         pos = i
         if not ok:
             return traces, skipped, i
     return traces, skipped, None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Python's decoder reads NaN and the infinities, which JSON (and orjson) do not have; these are refused here, so that
+# an event reads as in an undamaged document.
+_JSON_ONLY = json.JSONDecoder(parse_constant=_refuse_constant)
+_WITH_CONSTANTS = json.JSONDecoder()
+
+
+def _event_with_non_json_number(text: str, at: int, kept_end: int | None, skipped: list[Skipped]) -> Skipped | None:
+    """The event at ``at`` as a `Skipped` when it is whole but for a NaN or an infinity in it, else None. Its span
+    takes the separator before it when an event read precedes it (the separator after it, if any, stays for the
+    next event; a last event leaves no comma before the ']'), else the separator after it."""
+    try:
+        _, end = _WITH_CONSTANTS.raw_decode(text, at)
+        _loads(text[at:end].encode("utf-8", "surrogatepass"))
+    except _JSONError as error:
+        where = getattr(error, "pos", None)
+        why = non_json_number_at(text, at + where) if isinstance(where, int) else None
+        if why is None:
+            return None
+    except (ValueError, RecursionError):
+        return None
+    else:
+        return None  # it parses: what failed was not in this event
+    why = f"an event holding {why}"
+    if kept_end is not None and (not skipped or skipped[-1].end <= kept_end):
+        return Skipped(kept_end, end, at, why)
+    return Skipped(at, _BETWEEN_EVENTS.match(text, end).end(), at, why)  # type: ignore[union-attr]
 
 
 def _next_event(decoder: json.JSONDecoder, text: str, start: int, limit: int, arrays: bool) -> int | None:
@@ -456,7 +561,7 @@ def separator(path: Path, container: str, limits: Limits = DEFAULT_LIMITS) -> by
         return b"\n"
     try:
         with open_input(path, limits) as f:
-            first = f.read(64).lstrip()
+            first = f.read(64).removeprefix(UTF8_BOM).lstrip()
     except STREAM_ERRORS:
         first = b"\x1e"  # unreadable from the start: iter_seq reports it where it happens
     return b"\x1e" if first[:1] == b"\x1e" else b"\n"

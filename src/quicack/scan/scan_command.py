@@ -33,8 +33,14 @@ def add_scan_part_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=scan_part_command)
 
 
-def _write_measurements(writer, folders, prefix_file: Path | None, capture_tables: bool, issues_run_id: str = "") -> None:
-    """Read each measurement folder into ``writer``'s scan tables (and capture tables), printing one line each."""
+def _write_measurements(
+    writer, folders, prefix_file: Path | None, capture_tables: bool, issues_run_id: str = "", root: Path | None = None
+) -> None:
+    """Read each measurement folder into ``writer``'s scan tables (and capture tables), printing one line each. With
+    ``root`` (the pipeline's scan folder) the issues name their files relative to it, as ingest's do to the raw
+    folder: where the scan sits changes no output."""
+    from quicack.issues import relative_paths
+
     from .asn import read_prefix_table
     from .measurement import read_measurement
     from .qscanner_files import Issues
@@ -51,7 +57,8 @@ def _write_measurements(writer, folders, prefix_file: Path | None, capture_table
     for folder in folders:
         tables = read_measurement(folder, prefixes, write_batch if capture_tables else None)
         for name in SCAN_TABLES:
-            writer.write(name, getattr(tables, name))
+            table = getattr(tables, name)
+            writer.write(name, relative_paths(table, root) if name == "ingest_issues" and root is not None else table)
         counts = tables.scan_connections["first_datagram_class"].value_counts(sort=True).rows()
         summary = ", ".join(f"{kind or 'unclassified'} {count}" for kind, count in counts)
         print(f"{folder.scan_id}: {tables.scan_connections.height} connection(s) ({summary}), {tables.ingest_issues.height} issue(s)")
@@ -80,11 +87,11 @@ def scan_part_command(args: argparse.Namespace) -> int:
 
     folders = scan_parts(args.root).get(args.part, [])
     with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:
-        _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part)
+        _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part, root=args.root)
         if not folders:
             from .qscanner_files import Issues
 
             issues = Issues(args.part)
-            issues.add(args.root, "error", f"no measurement folder of part {args.part} below {args.root} (removed while the pipeline ran?)")
+            issues.add(".", "error", f"no measurement folder of part {args.part} in the scan folder (removed while the pipeline ran?)")
             writer.write("ingest_issues", issues.frame())
     return 0

@@ -100,7 +100,7 @@ DATAGRAMS = Table(
         Column("datagram_index", I, "1-based index of the datagram per direction in this capture, as the QUIC Interop Runner droplist counts."),
         TIME_MS,
         Column("time_abs_ns", I, "Capture timestamp, Unix epoch nanoseconds."),
-        Column("ip_header_bytes", I, "IP header bytes (20 for IPv4 without options, 40 for IPv6)."),
+        Column("ip_header_bytes", I, "IP header bytes (20 for IPv4 without options, 40 for IPv6; a fragmented datagram: those of all its fragments)."),
         Column("udp_header_bytes", I, "UDP header bytes (8)."),
         Column("udp_payload_bytes", I, "UDP payload bytes."),
         Column("quic_packets", I, "Number of (coalesced) QUIC packets in the datagram."),

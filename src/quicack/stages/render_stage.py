@@ -30,7 +30,7 @@ def _render_summary(args: argparse.Namespace) -> int:
 
     text, not_drawn = rendering_summary(args.statuses)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    args.out.write_text(text, encoding="utf-8")
     print(text)
     if args.strict and not_drawn:
         print(f"strict mode: {not_drawn} artefact(s) could not be drawn; failing", file=sys.stderr)

@@ -84,7 +84,7 @@ def version(browser: str) -> str | None:
         return None
     env = os.environ | {"HOME": tempfile.gettempdir()}  # both may try to create a profile folder in HOME
     try:
-        out = subprocess.run([str(program), "--version"], capture_output=True, text=True, timeout=30, env=env, check=True)
+        out = subprocess.run([str(program), "--version"], capture_output=True, text=True, timeout=30, env=env, check=True, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return None
     line = out.stdout.strip().splitlines()[0] if out.stdout.strip() else browser
@@ -95,7 +95,7 @@ def version(browser: str) -> str | None:
 
 def _debian_version(package: str) -> str:
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -156,7 +156,7 @@ def chromium_command(program: Path, dl: Download, work: Path) -> list[str]:
     prefs = {"download": {"default_directory": str(work / "downloads"), "prompt_for_download": False,
                           "directory_upgrade": True}, "safebrowsing": {"enabled": False},
              "net": {"network_prediction_options": 2}}  # fmt: skip
-    (profile / "Default" / "Preferences").write_text(json.dumps(prefs))
+    (profile / "Default" / "Preferences").write_text(json.dumps(prefs), encoding="utf-8")
     argv = [
         str(program), "--headless=new", "--no-sandbox", "--enable-quic",
         f"--origin-to-force-quic-on={SERVER_NAME}:{dl.port}",
@@ -221,7 +221,7 @@ def firefox_command(program: Path, dl: Download, work: Path) -> list[str]:
     subprocess.run(["certutil", "-A", "-n", "quicack test CA", "-t", "C,,", "-i", str(ca), "-d", f"sql:{profile}"],
                    check=True, capture_output=True)  # fmt: skip
     lines = [f"user_pref({json.dumps(k)}, {json.dumps(v)});" for k, v in firefox_prefs(dl, work / "downloads").items()]
-    (profile / "user.js").write_text("\n".join(lines) + "\n")
+    (profile / "user.js").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return [str(program), "--headless", "--no-remote", "--marionette", "--profile", str(profile), dl.browser_url]
 
 
@@ -256,7 +256,7 @@ def _marionette_quit(profile: Path, timeout_s: float = 10.0) -> bool:
     while not port_file.is_file() and time.monotonic() < deadline:
         time.sleep(_POLL_S)
     try:
-        port = int(port_file.read_text().strip())
+        port = int(port_file.read_text(encoding="utf-8").strip())
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as conn:
             reader = conn.makefile("rb")
             _marionette_read(reader)  # the server's hello

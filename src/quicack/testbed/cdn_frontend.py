@@ -326,12 +326,12 @@ async def serve(s: FrontendSettings) -> None:
     cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN + HQ_ALPN)
     cfg.load_cert_chain(default.chain, default.key)
     if s.keylog is not None:
-        cfg.secrets_log_file = s.keylog.open("a", buffering=1)
+        cfg.secrets_log_file = s.keylog.open("a", buffering=1, encoding="utf-8")
     store = StoreClient(s.store_host, s.store_port)
     await store.connect()
     cache = CertificateCache(store, s.cache_ttl_s, clock=asyncio.get_running_loop().time)
     s.decisions.parent.mkdir(parents=True, exist_ok=True)
-    decisions = DecisionLog(s.decisions.open("a", buffering=1), s.name, s.iata)
+    decisions = DecisionLog(s.decisions.open("a", buffering=1, encoding="utf-8"), s.name, s.iata)
     protocol_class = type("PopProtocol", (CdnProtocol,), {"iata": s.iata})
     loop = asyncio.get_running_loop()
     transports = []

@@ -34,7 +34,7 @@ class StoreDelay:
     def current_ms(self) -> float:
         if self.control_file is not None:
             try:
-                return float(self.control_file.read_text().strip())
+                return float(self.control_file.read_text(encoding="utf-8").strip())
             except (OSError, ValueError):
                 pass
         return self.default_ms
@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--unavailable", type=Path, help="file with server names to answer with an error")
     ap.add_argument("--preload", type=Path, help="file with one server name per line, certificates made at start")
     a = ap.parse_args(argv)
-    preload = a.preload.read_text().split() if a.preload else []
-    unavailable = frozenset(a.unavailable.read_text().split()) if a.unavailable else frozenset()
+    preload = a.preload.read_text(encoding="utf-8").split() if a.preload else []
+    unavailable = frozenset(a.unavailable.read_text(encoding="utf-8").split()) if a.unavailable else frozenset()
     asyncio.run(serve(a.host, a.port, StoreDelay(a.delay_ms, a.delay_file), preload, unavailable))
 
 

@@ -306,7 +306,7 @@ def _version_of(impl: str, executable: Path) -> str | None:
         # gtlsclient has no --version flag (-v selects the QUIC version).
         return _debian_package_version(_NGTCP2_DEBIAN_PACKAGE, prefix="ngtcp2 (Debian ngtcp2-client) ")
     try:
-        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()
@@ -320,7 +320,7 @@ def _version_of(impl: str, executable: Path) -> str | None:
 def _debian_package_version(package: str, prefix: str) -> str | None:
     try:
         out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True
+            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
         )
     except (OSError, subprocess.SubprocessError):
         return f"{prefix.strip()} unknown"

@@ -375,7 +375,7 @@ def build_configuration(settings: ServerSettings) -> tuple[QuicConfiguration, in
         cfg.quic_logger = IdempotentQlogFileLogger(str(settings.qlog_dir))
     if settings.keylog is not None:
         settings.keylog.parent.mkdir(parents=True, exist_ok=True)
-        cfg.secrets_log_file = settings.keylog.open("a", buffering=1)
+        cfg.secrets_log_file = settings.keylog.open("a", buffering=1, encoding="utf-8")
     return cfg, paths.chain_der_bytes
 
 
@@ -420,7 +420,7 @@ async def serve(settings: ServerSettings, ready_file: Path | None = None) -> Non
     }
     if ready_file is not None:
         tmp = ready_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=1))
+        tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
         tmp.replace(ready_file)
     print(json.dumps({"ready": True} | info), flush=True)
 

@@ -352,7 +352,7 @@ def serve_pairs(
                 summary: dict[str, Any] = {"c2s": c2s.summary(), "s2c": s2c.summary()}
             else:
                 summary = {str(q): {"c2s": c2s.summary(), "s2c": s2c.summary()} for q, c2s, s2c in pairs}
-            summary_path.write_text(json.dumps(summary, indent=1))
+            summary_path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
 def parse_pair(text: str, seed: int) -> tuple[int, Direction, Direction]:

@@ -80,7 +80,7 @@ def require_root() -> None:
 
 
 def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
 
@@ -91,7 +91,7 @@ def ns_argv(ns: str, argv: list[str]) -> list[str]:
 
 
 def list_namespaces() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, encoding="utf-8").stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
@@ -135,7 +135,7 @@ def create(topo: Topology) -> None:
 
 
 def _mac(ns: str, dev: str) -> str:
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True)
+    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
     return out.stdout.strip()
 
 
@@ -162,7 +162,7 @@ def confine_client(topo: Topology, port: int) -> None:
 
 
 def pids_in(ns: str) -> list[int]:
-    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, encoding="utf-8").stdout
     return [int(p) for p in out.split() if p.isdigit()]
 
 
@@ -178,7 +178,7 @@ def destroy(topo: Topology) -> list[str]:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
-        proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+        proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, encoding="utf-8")
         if proc.returncode != 0:
             problems.append(f"ip netns del {ns}: {proc.stderr.strip()}")
     return problems

@@ -69,7 +69,7 @@ def _sink(port: int, seconds: float, report: Path) -> None:
     sock.bind(("0.0.0.0", port))
     sock.settimeout(seconds)
     received, wire_bytes, first, last = 0, 0, None, None
-    report.write_text(json.dumps({"ready": True}))
+    report.write_text(json.dumps({"ready": True}), encoding="utf-8")
     try:
         while True:
             data = sock.recv(65535)
@@ -81,7 +81,7 @@ def _sink(port: int, seconds: float, report: Path) -> None:
             sock.settimeout(2.0)
     except TimeoutError:
         pass
-    report.write_text(json.dumps({"received": received, "wire_bytes": wire_bytes, "first": first, "last": last}))
+    report.write_text(json.dumps({"received": received, "wire_bytes": wire_bytes, "first": first, "last": last}), encoding="utf-8")
 
 
 def _blast(address: str, port: int, rate_bps: float, seconds: float, report: Path) -> None:
@@ -97,7 +97,7 @@ def _blast(address: str, port: int, rate_bps: float, seconds: float, report: Pat
             sock.sendto(PROBE.pack(sent, now) + padding, (address, port))
             sent += 1
         time.sleep(0.001)
-    report.write_text(json.dumps({"sent": sent}))
+    report.write_text(json.dumps({"sent": sent}), encoding="utf-8")
 
 
 def _echo(port: int, seconds: float) -> None:
@@ -134,7 +134,7 @@ def _ping(address: str, port: int, count: int, report: Path) -> None:
             rtts.append((time.time() - sent_at[got]) * 1e3)
     except TimeoutError:
         pass
-    report.write_text(json.dumps({"rtts_ms": rtts}))
+    report.write_text(json.dumps({"rtts_ms": rtts}), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def _transfer(topo: Topology, procs: ProcessSet, work: Path, direction: str, rat
         "--report", str(sender_report))))  # fmt: skip
     sender.popen.wait(timeout=seconds + 30)
     sink.popen.wait(timeout=seconds + 30)
-    return json.loads(sink_report.read_text()) | json.loads(sender_report.read_text())
+    return json.loads(sink_report.read_text(encoding="utf-8")) | json.loads(sender_report.read_text(encoding="utf-8"))
 
 
 def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = None) -> PathMeasurement:
@@ -188,7 +188,7 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
         ping = procs.start("ping", ns_argv(topo.client_ns, _role("ping", "--address", str(topo.server_addr), "--port", str(PORT + 1), "--count", "40", "--report", str(work / "ping.json"))))
         ping.popen.wait(timeout=60)
         echo.stop()
-        rtts = json.loads((work / "ping.json").read_text())["rtts_ms"]
+        rtts = json.loads((work / "ping.json").read_text(encoding="utf-8"))["rtts_ms"]
         results: dict[str, dict[str, float | int | None]] = {}
         for direction in ("s2c", "c2s"):
             rate_bps = float(profile[f"{direction}_rate_mbit"]) * 1e6
@@ -202,7 +202,7 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
                 "loss_probes": below["sent"],
             }
         procs.stop_all()
-        summary = json.loads((work / "impairment.json").read_text()) if (work / "impairment.json").exists() else {}
+        summary = json.loads((work / "impairment.json").read_text(encoding="utf-8")) if (work / "impairment.json").exists() else {}
         lateness = [d.get("max_release_lateness_ms") for d in summary.values() if isinstance(d, dict)]
         lateness = [x for x in lateness if x is not None]
     finally:

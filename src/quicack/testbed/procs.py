@@ -27,7 +27,7 @@ class Managed:
         """CPU time (user + system, its waited-for children included) the running process used so far, from
         /proc; None once it has exited. ``ip netns exec`` execs the program, so this is the program itself."""
         try:
-            fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{self.popen.pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             return None
         # fields[0] is the state (field 3 of proc(5)); utime, stime, cutime, cstime are fields 14–17.
@@ -83,7 +83,7 @@ def wait_until(pred: Callable[[], bool], timeout_s: float, proc: Managed | None 
         if pred():
             return
         if proc is not None and not proc.alive():
-            tail = proc.stderr_path.read_text(errors="replace")[-2000:]
+            tail = proc.stderr_path.read_text(encoding="utf-8", errors="replace")[-2000:]
             raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}) before {what}: {tail}")
         time.sleep(0.01)
     raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")

@@ -34,7 +34,7 @@ class PathImpairment:
 
 
 def _run(argv: list[str]) -> None:
-    p = subprocess.run(argv, capture_output=True, text=True)
+    p = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip()}")
 
@@ -89,5 +89,5 @@ def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, sum
 
 
 def qdisc_stats(topo: Topology) -> str:
-    p = subprocess.run(ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True)
+    p = subprocess.run(ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True, encoding="utf-8")
     return p.stdout

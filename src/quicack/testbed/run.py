@@ -78,7 +78,7 @@ def _www_dir() -> Path:
 
 def _tail(path: Path, n: int = 600) -> str:
     try:
-        return path.read_text(errors="replace")[-n:].strip()
+        return path.read_text(encoding="utf-8", errors="replace")[-n:].strip()
     except OSError:
         return ""
 
@@ -186,7 +186,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         timing.mark("stopped")
         host["loadavg_end"] = list(os.getloadavg())
         if (logs / "impairment.json").exists():
-            impairment = json.loads((logs / "impairment.json").read_text())
+            impairment = json.loads((logs / "impairment.json").read_text(encoding="utf-8"))
 
         got = download_tmp / group.file_name
         if got.exists():
@@ -268,7 +268,7 @@ def _compress_outputs(run_dir: Path) -> None:
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).parent)  # fmt: skip
+                             cwd=Path(__file__).parent, encoding="utf-8")  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -443,7 +443,7 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
     drops the same datagrams."""
     path = raw_root / f"{group.server}_{group.client}" / CLIENT_FLIGHT_FILE
     if path.exists():
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     baselines = [
         _calibrate_baseline(_baseline(group, **CLIENT_FLIGHT_REFERENCE), work, f"client_flight_{i}")
         for i in range(1, CLIENT_FLIGHT_BASELINES + 1)
@@ -454,7 +454,7 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
     chosen = choose_static_flight(flights)
     result = {"second_client_flight": list(chosen), "reference": CLIENT_FLIGHT_REFERENCE, "baselines": baselines}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    path.write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
     return result
 
 
@@ -489,13 +489,13 @@ def kept_runs(group: RunGroup, raw_root: Path) -> tuple[dict[str, Any], list[dic
     """The recorded group.json of `group` and its kept repetitions 1..kept_repetitions (repetition, status,
     failure_reason from each run's run.json); an error when one of them is missing: there is nothing to add to."""
     testcase_dir = raw_root / group.key
-    recorded = json.loads((testcase_dir / GROUP_JSON).read_text())
+    recorded = json.loads((testcase_dir / GROUP_JSON).read_text(encoding="utf-8"))
     runs = []
     for rep in range(1, group.kept_repetitions + 1):
         run_json = testcase_dir / str(rep) / "run.json"
         if not run_json.exists():
             raise FileNotFoundError(f"{group.key}: kept repetition {rep} has no {run_json}")
-        rj = json.loads(run_json.read_text())
+        rj = json.loads(run_json.read_text(encoding="utf-8"))
         runs.append({"repetition": rj["repetition"], "status": rj["status"], "failure_reason": rj["failure_reason"]})
     return recorded, runs
 
@@ -531,12 +531,12 @@ def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  #
         "runs": kept + [{"repetition": r.run_json["repetition"], "status": r.status, "failure_reason": r.failure_reason}
                         for r in results],
     }  # fmt: skip
-    (testcase_dir / GROUP_JSON).write_text(json.dumps(summary, indent=1) + "\n")
+    (testcase_dir / GROUP_JSON).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return results
 
 
 def load_config(path: Path) -> dict[str, Any]:
-    cfg = yaml.safe_load(path.read_text())
+    cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
     return cfg.get("testbed", cfg)
 
 

@@ -64,7 +64,7 @@ def scanner_executable() -> Path:
 
 def write_targets(path: Path, rows: list[tuple[str, str, str]], scid_prefix: str = "") -> None:
     """QScanner's input: ip,sni,port,scid with a header; scid = the row index as 16 hex digits."""
-    with path.open("w", newline="") as f:
+    with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["ip", "sni", "port", "scid"])
         for i, (ip, sni, port) in enumerate(rows):
@@ -123,10 +123,10 @@ def start(p: ScanPlan, job: str, work: Path) -> Testbed:
     impair = procs.start("impair", scan_net.impairment_argv(topo, sys.executable, str(work / "impair_summary.json")))
     wait_until(lambda: b'"ready": true' in impair.stdout_path.read_bytes(), 20.0, impair, "the impairment")
     names = sorted({d.sni for m in p.measurements for d in m.domains})
-    (work / "domains.txt").write_text("\n".join(names) + "\n")
+    (work / "domains.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
     unavailable = sorted({d.sni for m in p.measurements for d in m.domains if d.unavailable})
-    (work / "unavailable.txt").write_text("\n".join(unavailable) + "\n")
-    tb.store_delay_file.write_text(str(p.store["delay_ms_night"]))
+    (work / "unavailable.txt").write_text("\n".join(unavailable) + "\n", encoding="utf-8")
+    tb.store_delay_file.write_text(str(p.store["delay_ms_night"]), encoding="utf-8")
     store = procs.start("cert_store", ns_argv(topo.store.ns, [
         sys.executable, "-m", "quicack.testbed.cert_store", "--host", str(topo.store.addr), "--port", str(STORE_PORT),
         "--delay-file", str(tb.store_delay_file), "--preload", str(work / "domains.txt"),
@@ -154,7 +154,7 @@ def _start_site(tb: Testbed, site: Site) -> Managed:
         return m
     www = tb.work / "www" / site.name
     www.mkdir(parents=True, exist_ok=True)
-    (www / "index.html").write_text(f"<html><body>{site.cdn} (emulated, {site.kind})</body></html>\n")
+    (www / "index.html").write_text(f"<html><body>{site.cdn} (emulated, {site.kind})</body></html>\n", encoding="utf-8")
     req = ServerRequest(impl=site.kind, host=hosts[0], port=443, cert_size="small", www=www,
                         qlog_dir=tb.work / "qlog" / site.name, keylog_path=tb.work / "keylog" / f"{site.name}.log",
                         ready_file=tb.work / f"{site.name}.ready")  # fmt: skip
@@ -177,11 +177,11 @@ def _run_scanner(tb: Testbed, ns: str, name: str, targets: Path, output: Path) -
     m = tb.procs.start(name, ns_argv(ns, _scanner_argv(tb, targets, output)), {"QUIC_GO_DISABLE_GSO": "true"})
     # The bucket's rate bounds the scan's length: twice that (for timeouts and the tail) and at least 10 minutes.
     s = tb.plan.scanner
-    targets_count = max(sum(1 for _ in targets.open()) - 1, 0)
+    targets_count = max(sum(1 for _ in targets.open(encoding="utf-8")) - 1, 0)
     expected_s = targets_count * float(s["bucket_refill_ms"]) / 1000.0
     code = m.popen.wait(timeout=max(600.0, 2 * expected_s + 60.0))
     if code != 0:
-        raise RuntimeError(f"{name} failed ({code}): {m.stderr_path.read_text()[-2000:]}")
+        raise RuntimeError(f"{name} failed ({code}): {m.stderr_path.read_text(encoding='utf-8')[-2000:]}")
     tb.procs.procs.remove(m)
     return time.monotonic() - t0
 
@@ -206,7 +206,7 @@ def measure(tb: Testbed, m: Measurement, vp: VantagePoint, rng: random.Random, o
     shutil.rmtree(step, ignore_errors=True)
     step.mkdir(parents=True)
     store_delay = p.store_delay_ms(m.emulated_time)
-    tb.store_delay_file.write_text(f"{store_delay:.3f}")
+    tb.store_delay_file.write_text(f"{store_delay:.3f}", encoding="utf-8")
 
     warmed = p.warmed(m, vp, rng)
     if warmed:
@@ -231,12 +231,12 @@ def measure(tb: Testbed, m: Measurement, vp: VantagePoint, rng: random.Random, o
             zstd_in_place(folder / name)
     decisions = tb.read_decisions(offsets)
     rows = truth_rows(p, m, vp, decisions, {d.sni for d in warmed}, store_delay, wall_start)
-    with (folder / "truth.csv").open("w", newline="") as f:
+    with (folder / "truth.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, TRUTH_COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     zstd_in_place(folder / "truth.csv")  # like every file of the folder but logs
-    (tb.work / "rates.jsonl").open("a").write(json.dumps({
+    (tb.work / "rates.jsonl").open("a", encoding="utf-8").write(json.dumps({
         "vp": vp.name, "folder": m.folder_name, "connections": len(m.domains), "scan_s": round(scan_s, 3),
     }) + "\n")  # fmt: skip
     return folder
@@ -245,7 +245,7 @@ def measure(tb: Testbed, m: Measurement, vp: VantagePoint, rng: random.Random, o
 def write_prefix_asn(p: ScanPlan, path: Path) -> None:
     """The emulated address plan as a plain ``prefix,asn`` file (what the scan ingest maps origin AS and CDN from)."""
     rows = sorted({(str(s.prefix), s.asn) for s in p.sites})
-    with path.open("w", newline="") as f:
+    with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["prefix", "asn"])
         w.writerows(rows)

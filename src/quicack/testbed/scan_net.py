@@ -31,7 +31,7 @@ _TABLE_BASE = 100
 
 
 def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
 
@@ -181,7 +181,7 @@ def create(topo: ScanTopology) -> None:
 
 
 def _mac(ns: str, dev: str) -> str:
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True)
+    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
     return out.stdout.strip()
 
 
@@ -206,7 +206,7 @@ def destroy(topo: ScanTopology) -> list[str]:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
-        proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+        proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, encoding="utf-8")
         if proc.returncode != 0:
             problems.append(f"ip netns del {ns}: {proc.stderr.strip()}")
     return problems

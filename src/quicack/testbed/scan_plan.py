@@ -125,7 +125,7 @@ class ScanPlan:
 
 def load_config(path: Path) -> dict[str, Any]:
     """The ``scan_testbed`` section of `path`, validated against the schema."""
-    data = yaml.safe_load(path.read_text())
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
     section = data.get("scan_testbed") if isinstance(data, dict) else None
     if section is None:
         raise ValueError(f"{path}: no scan_testbed section")
@@ -136,7 +136,7 @@ def validate_section(section: dict[str, Any]) -> dict[str, Any]:
     """`section` checked against workflow/schemas/testbed_scan.schema.yaml (raises jsonschema.ValidationError)."""
     import jsonschema
 
-    jsonschema.validate(section, yaml.safe_load(SCHEMA.read_text()))
+    jsonschema.validate(section, yaml.safe_load(SCHEMA.read_text(encoding="utf-8")))
     return section
 
 

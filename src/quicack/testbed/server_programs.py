@@ -254,7 +254,7 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
 def udp_listening(ns_argv: list[str], port: int) -> bool:
     """Whether a UDP socket is bound to `port` (``ns_argv`` runs ``ss`` in the server namespace)."""
     try:
-        out = subprocess.run([*ns_argv, "ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, timeout=5)
+        out = subprocess.run([*ns_argv, "ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, timeout=5, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return False
     return bool(out.stdout.strip())
@@ -270,9 +270,9 @@ def server_info(req: ServerRequest) -> dict[str, Any]:
     """What run.json records about the server (aioquic reports it itself through the ready file; the others' sender
     settings are what the testbed configured, ``sender_of``)."""
     if req.impl == "aioquic":
-        return json.loads(req.ready_file.read_text())
+        return json.loads(req.ready_file.read_text(encoding="utf-8"))
     if req.impl == "quic-go":
-        own = json.loads(req.ready_file.read_text())
+        own = json.loads(req.ready_file.read_text(encoding="utf-8"))
         return own | {"server_version": f"quic-go {own['server_version']}", "host": req.host, "port": req.port,
                       "cert_size": req.cert_size, "mode": own["mode"] if own["mode"] != "none" else None,
                       } | sender_of(req.impl, req.congestion_control, req.pacing)  # fmt: skip
@@ -309,7 +309,7 @@ def server_version(impl: str) -> str | None:
     if impl == "ngtcp2":
         try:
             out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", _NGTCP2_DEBIAN_PACKAGE],
-                                 capture_output=True, text=True, timeout=10, check=True)  # fmt: skip
+                                 capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")  # fmt: skip
         except (OSError, subprocess.SubprocessError):
             return "ngtcp2 (Debian ngtcp2-server) unknown"
         return f"ngtcp2 (Debian ngtcp2-server) {out.stdout.strip()}"
@@ -317,7 +317,7 @@ def server_version(impl: str) -> str | None:
     # quinn-server and quiche-server have --version too.
     probe = implementations_dir() / _BUILT_BINARIES[impl]
     try:
-        out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()

@@ -13,7 +13,7 @@ from typing import Any
 
 
 def load_runs(raw: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(raw.rglob("run.json"))]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(raw.rglob("run.json"))]
 
 
 def _size(raw: Path) -> int:

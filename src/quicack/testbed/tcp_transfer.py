@@ -55,7 +55,7 @@ def serve(host: str, port: int, www: Path, ready_file: Path | None) -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     if ready_file is not None:
         ready_file.parent.mkdir(parents=True, exist_ok=True)
-        ready_file.write_text(json.dumps({"host": host, "port": port, "pid": os.getpid()}) + "\n")
+        ready_file.write_text(json.dumps({"host": host, "port": port, "pid": os.getpid()}) + "\n", encoding="utf-8")
     print(json.dumps({"ready": True, "host": host, "port": port}), flush=True)
     while True:
         connection, peer = listener.accept()

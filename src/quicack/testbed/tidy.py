@@ -53,9 +53,9 @@ def fold_into_run_json(run_dir: Path, run_json: dict[str, Any]) -> dict[str, Any
     logs = run_dir / LOGS
     for path in sorted(logs.glob("*")) if logs.is_dir() else []:
         if path.name == "impairment.json":
-            folded.setdefault("impairment", json.loads(path.read_text() or "{}"))
+            folded.setdefault("impairment", json.loads(path.read_text(encoding="utf-8") or "{}"))
         elif path.read_bytes().strip():
-            output[path.name] = scrub_paths(path.read_text(errors="replace"))
+            output[path.name] = scrub_paths(path.read_text(encoding="utf-8", errors="replace"))
         path.unlink()
     if logs.is_dir():
         logs.rmdir()
@@ -64,14 +64,14 @@ def fold_into_run_json(run_dir: Path, run_json: dict[str, Any]) -> dict[str, Any
         folded["failure_reason"] = scrub_paths(folded["failure_reason"])
     info = run_dir / SERVER_INFO
     if info.exists():
-        folded["server_info"] = json.loads(info.read_text() or "{}")
+        folded["server_info"] = json.loads(info.read_text(encoding="utf-8") or "{}")
         info.unlink()
         _remove_if_empty(info.parent)
     return folded
 
 
 def _keylog_lines(path: Path) -> set[str]:
-    return {line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()}
+    return {line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()}
 
 
 def _remove_if_empty(folder: Path) -> bool:
@@ -94,7 +94,7 @@ def drop_redundant_server_keylog(run_dir: Path) -> bool:
 
 def write_run_json(run_dir: Path, data: dict[str, Any]) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_JSON).write_text(json.dumps(data, indent=1, default=str) + "\n")
+    (run_dir / RUN_JSON).write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def tidy_raw(raw_root: Path) -> int:
@@ -107,7 +107,7 @@ def tidy_raw(raw_root: Path) -> int:
         if not (run_dir / LOGS).is_dir() and not (run_dir / SERVER_INFO).exists():
             changed += dropped
             continue
-        write_run_json(run_dir, fold_into_run_json(run_dir, json.loads(run_json_path.read_text())))
+        write_run_json(run_dir, fold_into_run_json(run_dir, json.loads(run_json_path.read_text(encoding="utf-8"))))
         changed += 1
     return changed
 

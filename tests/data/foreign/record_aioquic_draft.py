@@ -92,7 +92,7 @@ def configuration(is_client: bool, version, secrets, logger) -> QuicConfiguratio
 async def run(args: argparse.Namespace, out: Path, cert: Path, key: Path) -> int:
     version = QuicProtocolVersion(0xFF000000 + args.draft) if args.draft else QuicProtocolVersion.VERSION_1
     server_logger, client_logger = QuicLogger(), QuicLogger()
-    with (out / "keys.log").open("a") as secrets:
+    with (out / "keys.log").open("a", encoding="utf-8") as secrets:
         server_config = configuration(False, version, secrets, server_logger)
         if hasattr(server_config, "load_cert_chain"):
             server_config.load_cert_chain(cert, key)
@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace, out: Path, cert: Path, key: Path) -> int
         await asyncio.sleep(0.3)
         server.close()
     for name, logger in (("client", client_logger), ("server", server_logger)):
-        (out / f"{name}.qlog").write_text(json.dumps(logger.to_dict()))
+        (out / f"{name}.qlog").write_text(json.dumps(logger.to_dict()), encoding="utf-8")
     return 0 if received == args.bytes else 1
 
 

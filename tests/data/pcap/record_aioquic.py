@@ -100,7 +100,7 @@ async def run(args: argparse.Namespace, keylog: Path, cert: Path, key: Path) -> 
     host = "::1" if args.ipv6 else "127.0.0.1"
     versions = [QuicProtocolVersion.VERSION_2] if args.v2 else [QuicProtocolVersion.VERSION_1]
     suites = [CipherSuite.CHACHA20_POLY1305_SHA256] if args.chacha else None
-    with keylog.open("a") as secrets:
+    with keylog.open("a", encoding="utf-8") as secrets:
         server_config = QuicConfiguration(is_client=False, alpn_protocols=["hq-interop"], secrets_log_file=secrets)
         server_config.supported_versions = versions
         server_config.max_datagram_frame_size = 65536 if args.datagram else None

@@ -103,7 +103,7 @@ async def record_aioquic(out: Path, cert: Path, key: Path) -> None:
     print("single:", await fetch(QuicFileLogger(str(out / "aioquic" / "client"))))
     multi = QuicLogger()
     print("multi:", await fetch(multi), await fetch(multi))
-    (out / "aioquic" / "client_two_connections.qlog").write_text(json.dumps(multi.to_dict()))
+    (out / "aioquic" / "client_two_connections.qlog").write_text(json.dumps(multi.to_dict()), encoding="utf-8")
     await asyncio.sleep(0.2)
     relay.close()
     server.close()

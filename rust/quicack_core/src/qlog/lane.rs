@@ -11,7 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyTuple};
 
 use super::columns::{arrow_columns, int_value, Rows};
 use super::events::*;
-use super::split::{blank, Split, Splitter};
+use super::split::{blank, record_text, Split, Splitter};
 use super::values::*;
 use crate::arrow::ArrowTable;
 use crate::json::{Obj, Tape, Value};
@@ -211,7 +211,7 @@ impl QlogLane {
                 Split::Record { start, end, offset, last } => (start, end, offset, last),
             };
             let part = &self.split.buf[start..end];
-            let part = if self.lines && part.first() == Some(&0x1e) { &part[1..] } else { part };
+            let part = record_text(part, offset, self.lines);
             if blank(part) {
                 continue;
             }
@@ -219,7 +219,7 @@ impl QlogLane {
             // The record lives in the splitter's buffer, lent out while the event changes the state.
             let buf = std::mem::take(&mut self.split.buf);
             let part = &buf[start..end];
-            let part = if self.lines && part.first() == Some(&0x1e) { &part[1..] } else { part };
+            let part = record_text(part, offset, self.lines);
             let mut tape = std::mem::take(&mut self.tape);
             let handled = match tape.parse(part, self.max_depth) {
                 Ok(doc) => match doc.root() {
@@ -232,7 +232,7 @@ impl QlogLane {
             self.split.buf = buf;
             if !handled {
                 let part = &self.split.buf[start..end];
-                let part = if self.lines && part.first() == Some(&0x1e) { &part[1..] } else { part };
+                let part = record_text(part, offset, self.lines);
                 return Ok((STOP_RECORD, offset, self.number, PyBytes::new_bound(py, part), last).into_py(py));
             }
             if self.pending >= self.batch_events {

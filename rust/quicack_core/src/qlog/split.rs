@@ -86,6 +86,20 @@ impl Splitter {
     }
 }
 
+/// The UTF-8 byte order mark some writers start a text file with (JSON readers ignore it there, RFC 8259 §8.1).
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// A record without what precedes its JSON text (`records.record_text`): the byte order mark a file may start with
+/// (the record at stream offset 0), and in NDJSON (`lines`) the RS quic-go v0.3x wrote before each line.
+pub fn record_text(part: &[u8], offset: u64, lines: bool) -> &[u8] {
+    let part = if offset == 0 { part.strip_prefix(UTF8_BOM).unwrap_or(part) } else { part };
+    if lines && part.first() == Some(&0x1e) {
+        &part[1..]
+    } else {
+        part
+    }
+}
+
 /// bytes.isspace() of Python (and true for empty).
 pub fn blank(part: &[u8]) -> bool {
     part.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))

@@ -55,3 +55,16 @@ fn blank_is_pythons_bytes_isspace() {
     assert!(blank(b"") && blank(b" \t\r\n\x0b\x0c"));
     assert!(!blank(b" x ") && !blank(b"\x1e"));
 }
+
+#[test]
+fn a_byte_order_mark_is_stripped_from_the_first_record_only() {
+    // JSON-SEQ: the mark before the first RS is a record of its own, blank once stripped.
+    assert!(blank(record_text(b"\xef\xbb\xbf", 0, false)));
+    // NDJSON: the mark, then quic-go's RS, then the text.
+    assert_eq!(record_text(b"\xef\xbb\xbf\x1e{\"a\":1}", 0, true), b"{\"a\":1}");
+    assert_eq!(record_text(b"\xef\xbb\xbf{\"a\":1}", 0, false), b"{\"a\":1}");
+    // Anywhere else it is the record's own bytes (and fails to parse there, as in the Python reader).
+    assert_eq!(record_text(b"\xef\xbb\xbf{}", 7, false), b"\xef\xbb\xbf{}");
+    assert_eq!(record_text(b"\x1e{}", 7, false), b"\x1e{}");
+    assert_eq!(record_text(b"\x1e{}", 7, true), b"{}");
+}

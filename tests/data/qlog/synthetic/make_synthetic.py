@@ -219,11 +219,11 @@ def quic_go_draft02() -> str:
 
 
 def main() -> None:
-    (HERE / "picoquic_client.qlog").write_text(picoquic())
-    (HERE / "mvfst_client.qlog").write_text(mvfst())
-    (HERE / "neqo_client.sqlog").write_text(neqo())
-    (HERE / "quinn_client.sqlog").write_text(quinn())
-    (HERE / "quic_go_draft02_client.qlog").write_text(quic_go_draft02())
+    (HERE / "picoquic_client.qlog").write_text(picoquic(), encoding="utf-8")
+    (HERE / "mvfst_client.qlog").write_text(mvfst(), encoding="utf-8")
+    (HERE / "neqo_client.sqlog").write_text(neqo(), encoding="utf-8")
+    (HERE / "quinn_client.sqlog").write_text(quinn(), encoding="utf-8")
+    (HERE / "quic_go_draft02_client.qlog").write_text(quic_go_draft02(), encoding="utf-8")
 
 
 if __name__ == "__main__":
