@@ -26,7 +26,7 @@ from quicack.figures.views import read_view_if_present, read_views
 from quicack.provenance import read_description
 
 # %%
-views = read_views(db, "runs", "packets", "frames", "datagrams")
+views = read_views(db, "runs", "packets", "frames", "datagrams", "ack_runs")
 tcp_segments = read_view_if_present(db, "tcp_segments")  # the Linux TCP runs, where the dataset has them
 if tcp_segments is not None:
     views["tcp_segments"] = tcp_segments

@@ -151,6 +151,35 @@ DERIVED_RANGES = {
     "ackfreq22-5.2-fig3-chromium-share": "'under 1%': from 0",
     "ackfreq22-5.4-ar10-return-cut": "10 / 2 from Eq. (3), not printed",
     "rethink-VI-fig5-ar10-return100k": "'full advantage of the 8.5Mbps capacity': the unconstrained 'about 800'",
+    # Directional findings (claims on the sign of a difference, tests/test_claims_findings.py): 0 is the boundary the
+    # words imply ("larger ARs ... an increase in throughput", "increasing with the AR", "larger than", "worse").
+    **dict.fromkeys(
+        (
+            "ackfreq22-tab04-satellite-noloss-larger-ar-faster",
+            "ackfreq22-tab04-satellite-loss-d-larger-ar-faster",
+            "ackfreq22-5.6-tab05-noloss-timer-grows-with-ar-4g",
+            "ackfreq22-5.6-tab05-noloss-timer-grows-with-ar-vdsl",
+            "ackfreq22-5.6-tab05-noloss-timer-grows-with-ar-satellite",
+            "ackfreq22-5.6-tab05-noloss-timer-larger-long-rtt",
+            "rethink-V-tab3-quic-more-than-tcp",
+            "rethink-VII-fig2b-ar10-less-with-loss",
+            "rethink-V-tab3-loss-adds-quic",
+            "rethink-V-tab3-loss-adds-tcp",
+            "tcpquic-conclusion-quic-more-ack-volume",
+            "imc24-4.1-fig05-quiche-iack-loses",
+            "imc24-4.1-fig05-go-x-net-iack-loses",
+        ),
+        "a direction: the sign of a difference, bounded by 0",
+    ),
+    "rethink-VII-fig4-cwnd-alike-across-ar": "'the similarity in sender behaviour': a difference of 0",
+    **dict.fromkeys(
+        (
+            "imc24-D-fig10-iack-majority-above-Amazon",
+            "imc24-D-fig10-iack-majority-above-Cloudflare",
+            "imc24-D-fig10-iack-majority-above-Google",
+        ),
+        "'the majority': above 50 %",
+    ),
 }
 
 

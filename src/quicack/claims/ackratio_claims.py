@@ -10,9 +10,10 @@ from functools import partial
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_table, rethink_cells
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
+from quicack.claims.table_cells import CellClaims, with_cells
 from quicack.metrics.ack_policy import ack_policy_of_runs
 from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import (
@@ -137,6 +138,21 @@ def return_size_median(tables: Tables, protocol: str) -> Measured:
     return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 
+def quic_over_tcp_ack_size(tables: Tables) -> Measured:
+    """tcpquic's conclusion ('each ACK is at least 1.5x-2x larger' without loss), measured: each QUIC receiver's median
+    return-path packet size after the first RTT over Linux TCP's (rethink Fig. 1's runs: 10 MB, no loss, AR 1:2)."""
+    tcp_sizes, tcp_runs = _rethink_wire(tables, RETHINK_PROFILE, "tcp", 2, return_packet_sizes)
+    if not tcp_runs:
+        return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, 'tcp', 2)} run")
+    tcp = counted_median(tcp_sizes, "ip_bytes")
+    values = {}
+    for client in _rethink_clients(tables, RETHINK_PROFILE, "quic", 2):
+        sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, "quic", 2, return_packet_sizes, client)
+        if runs:
+            values[client] = (counted_median(sizes, "ip_bytes") / tcp, runs + tcp_runs)
+    return _per_client(values, f"× Linux TCP's {tcp:.0f} B", _setup(RETHINK_PROFILE, "quic", 2), "{:.2f}")
+
+
 def ack_bytes_reduction(tables: Tables) -> Measured:
     """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs),
     per receiver with runs at both ratios."""
@@ -251,6 +267,7 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
     **ACKFREQ22_MEASURED,
     **ACKFREQ22_BROWSERS,
+    **ackfreq22_cells.FINDINGS,
 }
 RETHINK: dict[str, ClaimFunction] = {
     "rethink-V-simple-quic-ack": formula(model.quic_ack().size, "B"),
@@ -268,6 +285,7 @@ RETHINK: dict[str, ClaimFunction] = {
         for protocol in ("quic", "tcp") for ratio in (2, 10) for lossy in (False, True)
     },
     **RETHINK_BROWSERS,
+    **rethink_cells.RETHINK_FINDINGS,
 }
 TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp": partial(anatomy_share, case="tcp_cumulative"),
@@ -275,33 +293,51 @@ TCPQUIC: dict[str, ClaimFunction] = {
     "tcpquic-anatomy-tcp-loss": partial(anatomy_share, case="tcp_loss"),
     "tcpquic-anatomy-tcp-measured": partial(anatomy_measured, protocol="tcp"),
     "tcpquic-anatomy-quic-measured": partial(anatomy_measured, protocol="quic"),
+    **rethink_cells.TCPQUIC_FINDINGS,
+    "tcpquic-conclusion-ack-at-least-1.5x": quic_over_tcp_ack_size,
 }
 CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 
 
-def _beside_ours(
-    paper: str, reference: pl.DataFrame, functions: dict[str, ClaimFunction], tables: Tables, description: DatasetDescription
-) -> Rendered:
+def _beside_ours(paper: str, claims: CellClaims, tables: Tables, description: DatasetDescription) -> Rendered:
     """One ACK-ratio paper's claims beside ours; formula claims hold for any dataset, measured ones name it."""
-    table = claims_table(paper, reference, functions, tables)
+    table = claims_table(paper, claims.reference, claims.functions, tables)
     return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
 
 
-# Each artefact names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads
-# from the source which reference files and functions a notebook uses (quicack.reference_use).
+# Each paper's claims: its claims file with their functions, and its tables' cells (quicack.claims.table_cells). Each
+# names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads from the source
+# which reference files and functions a notebook uses (quicack.reference_use).
+def ackfreq22_reference() -> CellClaims:
+    """ackfreq22's claims: ackfreq22_claims.csv and every cell of Tables 4 and 5."""
+    return with_cells(paper_claims("ackfreq22"), ACKFREQ22, *ackfreq22_cells.table_cells())
+
+
+def rethink_reference() -> CellClaims:
+    """rethink's claims: rethink_claims.csv and every printed cell of Table III (KB and %)."""
+    return with_cells(paper_claims("rethink"), RETHINK, *rethink_cells.table_cells())
+
+
+def tcpquic_reference() -> CellClaims:
+    return with_cells(paper_claims("tcpquic"), TCPQUIC)
+
+
+REFERENCES = {"ackfreq22": ackfreq22_reference, "rethink": rethink_reference, "tcpquic": tcpquic_reference}
+
+
 def ackfreq22_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The ackfreq22-claims artefact."""
-    return _beside_ours("ackfreq22", paper_claims("ackfreq22"), ACKFREQ22, tables, description)
+    return _beside_ours("ackfreq22", ackfreq22_reference(), tables, description)
 
 
 def rethink_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The rethink-claims artefact."""
-    return _beside_ours("rethink", paper_claims("rethink"), RETHINK, tables, description)
+    return _beside_ours("rethink", rethink_reference(), tables, description)
 
 
 def tcpquic_claims(tables: Tables, description: DatasetDescription) -> Rendered:
     """The tcpquic-claims artefact."""
-    return _beside_ours("tcpquic", paper_claims("tcpquic"), TCPQUIC, tables, description)
+    return _beside_ours("tcpquic", tcpquic_reference(), tables, description)
 
 
 def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription) -> Rendered:

@@ -164,6 +164,36 @@ def server_first_ack_delay(tables: Tables, server: str) -> Measured:
     return _range(values, runs.height)
 
 
+# Appendix D's summary of Table 3, over the servers our dataset runs (Table 3's rows with a claim of their own).
+TABLE3_SERVERS = ("aioquic", "quic-go", "ngtcp2", "quinn")
+
+
+def nonzero_first_ack_delays(tables: Tables) -> Measured:
+    """Appendix D: the range of the first Initial ACK's ACK Delay over our servers that report more than 0 ms."""
+    measured = {server: server_first_ack_delay(tables, server) for server in TABLE3_SERVERS}
+    nonzero = {server: m for server, m in measured.items() if m.low is not None and m.high is not None and m.high > 0}
+    if not nonzero:
+        return Measured.unmeasured("no server of ours reports a first Initial ACK Delay above 0 ms")
+    low, high = min(m.low for m in nonzero.values()), max(m.high for m in nonzero.values())
+    text = ", ".join(f"{server} {m.text}" for server, m in sorted(nonzero.items()))
+    return Measured(low, high, f"{low:.1f}–{high:.1f} ms ({text})", sum(m.runs for m in nonzero.values()))
+
+
+def zero_delay_servers_match(tables: Tables) -> Measured:
+    """Appendix D: which of our servers report an ACK Delay of 0 ms in their first Initial ACK, against Table 3's
+    printed repetitions of the same servers (imc24_tab03.csv)."""
+    printed = paper_table("imc24", "tab03").filter(pl.col("pn_space") == "initial").drop_nulls("ack_delay_ms")
+    paper_zero = set(printed.group_by("server").agg((pl.col("ack_delay_ms").cast(pl.Float64) == 0).all().alias("zero")).filter("zero")["server"])
+    measured = {server: server_first_ack_delay(tables, server) for server in TABLE3_SERVERS}
+    ours = {server: m for server, m in measured.items() if m.low is not None}
+    if not ours:
+        return Measured.unmeasured("no captures of any of our servers' first Initial ACK")
+    zero = {server for server, m in ours.items() if m.high == 0}
+    expected = paper_zero & set(ours)
+    text = f"0 ms: {', '.join(sorted(zero)) or 'none'} of {', '.join(sorted(ours))} (Table 3: {', '.join(sorted(expected)) or 'none'} of them)"
+    return Measured(None, None, text, sum(m.runs for m in ours.values()), matches=zero == expected)
+
+
 def default_pto_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
     else only a lower bound (open range)."""
@@ -282,6 +312,11 @@ CLAIMS: dict[str, ClaimFunction] = {
         for suffix, scenario in (("", "drop_client_flight"), ("-paper-stack", _paper_stack("drop_client_flight")))
     },
     **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
+    "imc24-D-tab03-nonzero-range": nonzero_first_ack_delays,
+    "imc24-D-tab03-zero-delay-servers": zero_delay_servers_match,
+    # §4.1 per client (Fig. 5): the clients the paper saw lose with an instant ACK.
+    "imc24-4.1-fig05-quiche-iack-loses": partial(ttfb_advantage_of, scenario="amplification", client="quiche"),
+    "imc24-4.1-fig05-go-x-net-iack-loses": partial(ttfb_advantage_of, scenario="amplification", client="go-x-net"),
     # Table 4 and Fig. 11 for the paper's clients that run here as libraries (mvfst and picoquic do not; neqo runs as
     # Firefox ESR's QUIC, below).
     **{f"imc24-E-tab04-pto-{client}": partial(default_pto_of, client=client) for client in TABLE4_CLIENTS},

@@ -138,6 +138,30 @@ def ack_delay_above_rtt(tables: Tables, cdn: str) -> Measured:
     return Measured(value, value, f"{value:.1f} % (authors' code, ACK Delay > 0: {authors['share_percent'][0]:.1f} %)", int(ours["connections"][0]))
 
 
+def iack_ack_delay_share(tables: Tables, cdn: str, above: bool) -> Measured:
+    """Appendix D / Fig. 10's instant-ACK panel: share (%) of a CDN's instant ACKs whose ACK Delay exceeds the RTT
+    (``above``) or does not."""
+    ours = metric.ack_delay_exceeds_rtt(tables["scan_connections"]).filter(
+        (pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.IACK)
+    )
+    if ours.is_empty():
+        return Measured.unmeasured(f"no {cdn} instant ACK with an RTT estimate")
+    value = ours["share_percent"][0] if above else 100.0 - ours["share_percent"][0]
+    what = "above" if above else "at or below"
+    return Measured(value, value, f"{value:.1f} % of {ours['connections'][0]} instant ACKs {what} the RTT", int(ours["connections"][0]))
+
+
+def coalesced_domains_within_1ms(tables: Tables) -> Measured:
+    """Appendix D: share (%) of domains whose coalesced ACK+SH connections' RTT − ACK Delay is within 1 ms (the median
+    over each domain's connections), over all CDNs."""
+    coalesced = metric.ack_delay_vs_rtt(tables["scan_connections"]).filter(pl.col("first_datagram_class") == metric.COALESCED)
+    per_domain = coalesced.drop_nulls("rtt_minus_ack_delay_ms").group_by("sni").agg(pl.col("rtt_minus_ack_delay_ms").abs().median().alias("gap"))
+    if per_domain.is_empty():
+        return Measured.unmeasured("no coalesced ACK+SH with an RTT estimate")
+    value = 100.0 * float((per_domain["gap"] < 1.0).mean())
+    return Measured(value, value, f"{value:.1f} % of {per_domain.height} domains", coalesced.height)
+
+
 def coalesced_faster_everywhere(tables: Tables) -> Measured:
     lines = metric.series_latency(tables["scan_connections"])
     if lines.is_empty():
@@ -177,6 +201,9 @@ CLAIMS: dict[str, ClaimFunction] = {
     },
     "imc24-4.3-cf-pto-inflation": pto_inflation,
     **{f"imc24-D-fig10-{cdn}": partial(ack_delay_above_rtt, cdn=cdn) for cdn in ("Akamai", "Amazon", "Cloudflare", "Fastly", "Meta", "Google", "Others")},
+    **{f"imc24-D-fig10-iack-below-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=False) for cdn in ("Akamai", "Others")},
+    **{f"imc24-D-fig10-iack-majority-above-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=True) for cdn in ("Amazon", "Cloudflare", "Google")},
+    "imc24-D-fig10-coalesced-within-1ms": coalesced_domains_within_1ms,
     "imc24-G-fig15-coalesced-faster": coalesced_faster_everywhere,
     "imc24-G-google-iack-vp": partial(vantage_point_with_most_iack, cdn="Google", expected_place="Sao Paulo"),
 }  # fmt: skip
