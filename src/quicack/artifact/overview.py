@@ -20,7 +20,7 @@ from quicack.markup import html_text, md_text, report_text
 from quicack.reference import papers
 
 # claims.csv's ``verdict`` (quicack.claims.verdict): the status of each claim, counted per paper; ``unexplained``
-# counts the differences whose explanation does not know why (it starts with ``unexplained:``, or is empty).
+# counts the differences whose explanation does not know why (it says ``unexplained:`` and what was ruled out, or is empty).
 STATUS_AGREES, STATUS_DIFFERS, STATUS_UNRESOLVED, STATUS_CALIBRATED, STATUS_NONE = VERDICTS
 STATUSES = VERDICTS
 COUNT_COLUMNS = ("claims", *STATUSES, "unexplained")
@@ -44,7 +44,7 @@ def status_counts(claims: pl.DataFrame) -> pl.DataFrame:
     ``all``."""
     order = {paper: i for i, paper in enumerate(papers()["paper"].to_list())}
     unexplained = (pl.col("status") == STATUS_DIFFERS) & (
-        pl.col("explanation").str.strip_chars().str.to_lowercase().str.starts_with(UNEXPLAINED)
+        pl.col("explanation").str.to_lowercase().str.contains(UNEXPLAINED, literal=True)
         | (pl.col("explanation").str.strip_chars() == "")
     )
     per_paper = (
@@ -99,7 +99,7 @@ CLAIMS_CATEGORY = "claims"
 # What each count means (the landing page and every per-paper page say it).
 STATUS_MEANINGS = {
     STATUS_AGREES: "our 95 % interval lies inside the paper's range widened by the tolerance of the paper's own numbers",
-    STATUS_DIFFERS: "it lies outside; the explanation says why (or starts with 'unexplained:' and what was ruled out)",
+    STATUS_DIFFERS: "it lies outside; the explanation says why (or says 'unexplained:' and what was ruled out)",
     STATUS_UNRESOLVED: "our interval is too wide to tell; the explanation says how many runs would decide it",
     STATUS_CALIBRATED: "a condition of ours was fitted to this number, so it is no evidence",
     STATUS_NONE: "one side has no number, or agreement is not decided (the emulated scan)",
