@@ -65,8 +65,7 @@ def test_engines_agree_on_test_qlogs(path: Path, batch_events: int) -> None:
 
 def test_engines_agree_on_the_embedded_dataset() -> None:
     paths = _sequence_qlogs(REPO / "data" / "sample" / "raw")
-    if not paths:
-        pytest.skip("data/sample/raw is not unpacked (install.sh unpacks it)")
+    assert paths, "recordings missing: no qlog under data/sample/raw (install.sh unpacks it)"
     for path in paths:
         _assert_same(path)
 
