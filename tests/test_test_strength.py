@@ -28,6 +28,8 @@ on every test file.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,7 +225,34 @@ def test_no_test_file_has_a_tautology_or_an_unguarded_asserting_loop() -> None:
     assert findings == [], "\n" + "\n".join(map(str, findings))
 
 
-def test_an_empty_parameter_set_fails_the_collection() -> None:
-    """A parametrize over files found at collection time must fail when none are found, not skip."""
+def test_an_empty_parameter_set_fails_the_collection(tmp_path: Path) -> None:
+    """A parametrize over files found at collection time must fail when none are found, not skip: the setting is in
+    pyproject.toml, and a hand-made test module over an empty list fails under it."""
     options = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
     assert options["empty_parameter_set_mark"] == "fail_at_collect"
+    module = tmp_path / "test_handmade_empty.py"
+    module.write_text(
+        "import pytest\n\n@pytest.mark.parametrize('path', [])\ndef test_a(path):\n    assert path\n", encoding="utf-8"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(REPO / "pyproject.toml"),
+            "--rootdir",
+            str(tmp_path),
+            str(module),
+        ],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=tmp_path,
+    )
+    assert run.returncode != 0 and "Empty parameter set" in run.stdout, run.stdout[-2000:]
