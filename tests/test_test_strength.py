@@ -12,7 +12,8 @@ Two kinds, found from the syntax tree (fast: no test is imported or run):
        (``assert captures``, ``assert len(rows) == 3``, ``assert table.height > 10`` guard ``for r in rows``,
        ``for row in table.iter_rows()``, ``for c in sorted(captures)``); or
     3. an ``assert`` after the loop names a variable the loop's body binds (``compared += 1`` … ``assert compared``);
-    4. a local name bound before the loop to a non-empty literal (``numbers = set(found) | {1, 2}``).
+    4. a local name bound before the loop to a non-empty literal (``numbers = set(found) | {1, 2}``), or to a
+       comprehension without a filter over one (``pages = [f"{p}.html" for p in ("a", "b")]``).
   A loop nested in a guarded loop is judged on its own: the outer loop's variable guards nothing.
   Calls wrapping the iterable (``sorted``, ``enumerate``, ``zip``, ``list``, ``set``, ``reversed``, ``.items()``,
   ``.rows()``, ``.iter_rows()``, …) are looked through: their variables are the iterable's.
@@ -86,6 +87,10 @@ def _is_nonempty_literal(node: ast.expr, literals: set[str]) -> bool:
         return _is_nonempty_literal(node.body, literals) and _is_nonempty_literal(node.orelse, literals)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitOr, ast.Add)):  # set(found) | {1, 2}
         return _is_nonempty_literal(node.left, literals) or _is_nonempty_literal(node.right, literals)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        # [f(x) for x in (1, 2)]: one generator over a non-empty literal, without a filter
+        (generator, *more) = node.generators
+        return not more and not generator.ifs and _is_nonempty_literal(generator.iter, literals)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "walk":
         return True  # ast.walk(tree) yields at least the tree
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
@@ -184,6 +189,7 @@ def scan(source: str, path: str = "<snippet>") -> list[Finding]:
 # --- the scanner on hand-made snippets (the forms it must flag and those it must pass) ---
 
 WEAK_SNIPPETS = {
+    "filtered_comprehension": "def test_a():\n    xs = [p for p in (1, 2) if p > 5]\n    for x in xs:\n        assert x\n",
     "assert_true": "def test_a():\n    assert True\n",
     "assert_constant": "def test_a():\n    assert 1\n",
     "self_comparison": "def test_a():\n    x = f()\n    assert x == x\n",
@@ -195,6 +201,7 @@ WEAK_SNIPPETS = {
     "nested_unguarded": "def test_a():\n    for x in [1, 2]:\n        for y in load(x):\n            assert y\n",
 }
 STRONG_SNIPPETS = {
+    "comprehension_over_literal": "def test_a():\n    pages = [f'{p}.html' for p in ('a', 'b')]\n    for page in pages:\n        assert page\n",
     "literal": "def test_a():\n    for x in (1, 2, 3):\n        assert f(x)\n",
     "module_literal": "CASES = [1, 2]\ndef test_a():\n    for c in CASES:\n        assert c\n",
     "asserted_before": "def test_a():\n    rows = load()\n    assert rows\n    for r in rows:\n        assert r > 0\n",
