@@ -62,6 +62,7 @@ def test_counts_per_paper_add_up_to_every_claim(claims_csv):
     assert counts["paper"].to_list() == ["ackfreq22", "rethink", "tcpquic", "all"]
     assert counts.columns == ["paper", "claims", "agree", "differ", "unresolved", "calibrated", "n/a", "unexplained"]
     by_paper = counts.filter(pl.col("paper") != "all")
+    assert by_paper.height == 3
     for row in by_paper.iter_rows(named=True):
         assert sum(row[v] for v in VERDICTS) == row["claims"] == claims.filter(pl.col("paper") == row["paper"]).height
         assert row["unexplained"] <= row["differ"]

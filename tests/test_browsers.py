@@ -129,7 +129,9 @@ def test_a_download_counts_only_once_the_browser_has_left_no_partial_file(tmp_pa
 
 @pytest.mark.parametrize("raw", [WHOLE, ACKS], ids=["10KB", "1MB"])
 def test_every_download_arrived_whole_and_names_the_browser(raw: Path) -> None:
-    for run_json in sorted(raw.glob("*/*/*/run.json")):
+    run_jsons = sorted(raw.glob("*/*/*/run.json"))
+    assert run_jsons, f"no recorded run under {raw}"
+    for run_json in run_jsons:
         run = json.loads(run_json.read_text(encoding="utf-8"))
         assert run["status"] == "ok" and run["downloaded"]["sha256"] == run["file_sha256"], run_json
         assert run["downloaded"]["bytes"] == run["file_bytes"]

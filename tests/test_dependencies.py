@@ -76,7 +76,9 @@ def test_environment_yml_mirrors_the_pins() -> None:
         else:
             name, _, version = entry.partition("=")
             conda[{"python-duckdb": "duckdb"}.get(name, name)] = "==" + version if version and not version.startswith(">") else version
-    for name, specifier in pinned().items():
+    pins = pinned()
+    assert "polars" in pins and "duckdb" in conda
+    for name, specifier in pins.items():
         if name == "maturin" or not specifier.startswith("=="):
             continue  # maturin: in both, with conda's single '='; ranges (pyyaml, zstandard) are mirrored as ranges
         assert conda.get(name) == specifier, f"{name}: pyproject.toml {specifier}, environment.yml {conda.get(name)}"

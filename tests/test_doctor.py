@@ -40,6 +40,7 @@ def test_doctor_reports_tshark_and_every_testbed_client_as_found_or_not():
     tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True, check=True, encoding="utf-8").stdout.splitlines()[0]
     assert tshark.strip() in report
     lines = {line.split()[0] + " " + line.split()[1]: line for line in report.splitlines() if line.startswith("  ") and len(line.split()) > 2}
+    assert TESTBED_CLIENTS
     for client in TESTBED_CLIENTS:
         line = lines[f"{client} client"]
         path = client_executable(client)

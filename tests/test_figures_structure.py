@@ -41,7 +41,9 @@ def test_a_notebook_calls_exactly_one_render_function(notebook):
 
 @pytest.mark.parametrize("package", ["claims", "metrics"])
 def test_claims_and_metrics_do_not_import_the_figures(package):
-    for path in sorted((PACKAGE / package).rglob("*.py")):
+    paths = sorted((PACKAGE / package).rglob("*.py"))
+    assert paths, f"no module under {PACKAGE / package}"
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
             assert not any(m.startswith("quicack.figures") for m in modules), f"{path.relative_to(REPO)} imports {modules}"
@@ -51,6 +53,8 @@ def test_no_paper_table_is_typed_into_the_code():
     """The papers' values are read from data/reference (quicack.reference); a PAPER_* constant in
     the figures, claims or metrics would be a second home for them."""
     for package in ("figures", "claims", "metrics"):
-        for path in sorted((PACKAGE / package).rglob("*.py")):
+        paths = sorted((PACKAGE / package).rglob("*.py"))
+        assert paths, f"no module under {PACKAGE / package}"
+        for path in paths:
             found = re.findall(r"^PAPER_[A-Z0-9_]+\s*[:=].*\d", path.read_text(encoding="utf-8"), flags=re.M)
             assert not found, f"{path.relative_to(REPO)}: {found}"

@@ -6,6 +6,9 @@ files, damaged gzip/zstd, crafted numbers, deep nesting), fixed seed; see quicac
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -73,8 +76,17 @@ def test_an_idle_worker_is_not_a_hang(monkeypatch):
 def test_fuzz_inputs_are_a_function_of_seed_and_number():
     seeds = find_seeds(DEFAULT_CORPUS, "pcap")
     assert len(seeds) >= 10 and len(find_seeds(DEFAULT_CORPUS, "qlog")) >= 10
-    assert mutated_input(seeds, "pcap", 7, 123) == mutated_input(seeds, "pcap", 7, 123)
-    assert mutated_input(seeds, "pcap", 7, 123) != mutated_input(seeds, "pcap", 8, 123)
+    here = mutated_input(seeds, "pcap", 7, 123)
+    # Another process, with another hash seed, makes the same input: nothing in it depends on the process (a call
+    # compared with itself in one process would not show that).
+    code = ("import hashlib; from quicack.fuzz.corpus import find_seeds; from quicack.fuzz.mutate import mutated_input; "
+            "from quicack.fuzz.runner import DEFAULT_CORPUS; "
+            "i = mutated_input(find_seeds(DEFAULT_CORPUS, 'pcap'), 'pcap', 7, 123); "
+            "print(repr((hashlib.sha256(i.data).hexdigest(), i.suffix, i.mutations)))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    there = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8")
+    assert there.stdout.strip() == repr((hashlib.sha256(here.data).hexdigest(), here.suffix, here.mutations))
+    assert here.data != mutated_input(seeds, "pcap", 8, 123).data
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,7 +34,7 @@ def test_malformed_run_json_is_an_issue_and_the_folder_name_is_used(tmp_path):
     assert any(m.startswith("run.json is not JSON (") and m.endswith(": described from the folder name") for m in messages)
 
 
-def test_run_without_qlog_is_reported(tmp_path):
+def test_handmade_run_without_qlog_is_reported(tmp_path):
     raw = tmp_path / "raw"
     make_run(raw, "aioquic_ngtcp2/noloss/1", None, None, {"status": "failed", "failure_reason": "client timed out"})
     tables = ingest.ingest_group(raw, "aioquic_ngtcp2", "t")
@@ -66,7 +66,7 @@ def test_empty_group_and_empty_dataset_are_reported(tmp_path):
     assert "does not exist" in ingest.dataset_issues(tmp_path / "missing")["message"][0]
 
 
-def test_imc24_artifact_folder_naming_is_read_without_run_json(tmp_path):
+def test_imc24_artifact_folder_naming_handmade_around_real_qlogs_is_read_without_run_json(tmp_path):
     """The original imc24 artifact encodes a run's settings in its folder name; real qlogs inside."""
     raw = tmp_path / "raw"
     group = "logs_delay=4.5ms,c=ngtcp2,drop-to-client=,drop-to-server=2_3_4,file_size=10KB,instant-ack=1_2024-08-14T01:43:00"

@@ -21,7 +21,7 @@ RECORDED = REPO / "data" / "sample" / "raw" / RUN
 @pytest.fixture
 def raw(tmp_path: Path) -> Path:
     if not (RECORDED / "run.json").is_file():
-        pytest.skip("data/sample/raw is not unpacked (install.sh unpacks it)")
+        pytest.fail(f"recording missing: {RECORDED / 'run.json'} (install.sh unpacks data/sample/raw)")
     shutil.copytree(RECORDED, tmp_path / "raw" / RUN)
     return tmp_path / "raw"
 

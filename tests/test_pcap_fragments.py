@@ -40,14 +40,25 @@ def _tables(path: Path, engine: str, keylogs: tuple[Path, ...] = RECORDED.keylog
     return {name: pl.concat([getattr(b, name) for b in batches]) for name in tables}
 
 
-def _tshark_udp_times(path: Path) -> list[int]:
-    """time_abs_ns of each frame in which tshark (reassembling IP fragments, its default) finds a UDP datagram."""
+def _tshark_udp_datagrams(path: Path) -> list[tuple[int, int]]:
+    """(time_abs_ns, UDP payload bytes) of each frame in which tshark (reassembling IP fragments, its default) finds a
+    UDP datagram; never empty (a capture of no datagrams would make the comparison vacuous)."""
     out = subprocess.run(
-        [TSHARK, "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "frame.time_epoch"],
+        [TSHARK, "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "frame.time_epoch", "-e", "udp.length"],
         capture_output=True, text=True, check=True, encoding="utf-8",
     ).stdout  # fmt: skip
-    seconds = [line.split(".") for line in out.split()]
-    return [int(whole) * 1_000_000_000 + int(fraction.ljust(9, "0")) for whole, fraction in seconds]
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert rows, f"tshark finds no UDP datagram in {path.name}"
+    return [(_epoch_ns(epoch), int(udp_length) - 8) for epoch, udp_length in rows]
+
+
+def _epoch_ns(epoch: str) -> int:
+    whole, fraction = epoch.split(".")
+    return int(whole) * 1_000_000_000 + int(fraction.ljust(9, "0"))
+
+
+def _times_and_sizes(datagrams: pl.DataFrame) -> list[tuple[int, int]]:
+    return datagrams.select("time_abs_ns", "udp_payload_bytes").rows()
 
 
 def _records(path: Path) -> tuple[bytes, list[bytes]]:
@@ -90,7 +101,7 @@ def test_recorded_fragmented_client_initial_is_reassembled() -> None:
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (the reference dissector)")
 def test_recorded_fragments_give_tsharks_datagrams() -> None:
     datagrams = decode(RECORDED).datagrams
-    assert datagrams["time_abs_ns"].to_list() == _tshark_udp_times(RECORDED.path)
+    assert _times_and_sizes(datagrams) == _tshark_udp_datagrams(RECORDED.path)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -106,7 +117,7 @@ def test_derived_missing_fragment_is_named_and_its_datagram_skipped(tmp_path: Pa
     assert tables["datagrams"]["direction"].to_list() == "s2c s2c c2s s2c c2s s2c c2s s2c c2s c2s".split()
     assert any(message.startswith("connection seen without its first Initial") for message in messages)
     if TSHARK is not None:
-        assert tables["datagrams"]["time_abs_ns"].to_list() == _tshark_udp_times(path)
+        assert _times_and_sizes(tables["datagrams"]) == _tshark_udp_datagrams(path)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -150,7 +161,7 @@ def test_derived_ipv6_fragments_give_the_recordings_rows(engine: str) -> None:
     assert derived["datagrams"]["ip_header_bytes"].to_list() == expected
     assert 144 in expected and 96 in expected
     if TSHARK is not None:
-        assert derived["datagrams"]["time_abs_ns"].to_list() == _tshark_udp_times(IPV6_FRAGMENTS)
+        assert _times_and_sizes(derived["datagrams"]) == _tshark_udp_datagrams(IPV6_FRAGMENTS)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

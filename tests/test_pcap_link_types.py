@@ -127,7 +127,7 @@ def test_rewritten_ppp_capture_tshark_agrees(tmp_path: Path, reference) -> None:
     path = write_pcap(tmp_path / "ppp.pcap", LINKTYPE_PPP, [(t, b"\x00\x21" + ip) for t, ip in ip_packets()])
     fields = subprocess.run(["tshark", "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "udp.length"],
                             capture_output=True, text=True, check=True, encoding="utf-8").stdout.split()
-    assert len(fields) == reference["datagrams"].height
+    assert len(fields) == reference["datagrams"].height > 0
     assert sorted(int(f) - 8 for f in fields) == sorted(reference["datagrams"]["udp_payload_bytes"].to_list())
 
 

@@ -39,12 +39,14 @@ def _tables(path: Path, engine: str) -> dict[str, pl.DataFrame]:
     return {name: pl.concat([getattr(b, name) for b in batches]) for name in TABLES}
 
 
-def _tshark_times(path: Path) -> list[int]:
+def _tshark_times_and_sizes(path: Path) -> list[tuple[int, int]]:
+    """(time_abs_ns, UDP payload bytes) of each UDP datagram tshark finds."""
     out = subprocess.run(
-        [TSHARK, "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "frame.time_epoch"],
+        [TSHARK, "-r", str(path), "-Y", "udp", "-T", "fields", "-e", "frame.time_epoch", "-e", "udp.length"],
         capture_output=True, text=True, check=True, encoding="utf-8",
     ).stdout  # fmt: skip
-    return [int(whole) * 1_000_000_000 + int(part.ljust(9, "0")) for whole, part in (t.split(".") for t in out.split())]
+    rows = [(t.split("."), int(length) - 8) for t, length in (line.split("\t") for line in out.splitlines())]
+    return [(int(whole) * 1_000_000_000 + int(part.ljust(9, "0")), size) for (whole, part), size in rows]
 
 
 @pytest.mark.parametrize("path", [TSOFFSET, PACKET_BLOCKS], ids=lambda p: p.name)
@@ -67,4 +69,6 @@ def test_derived_if_tsoffset_is_added_at_nanosecond_resolution() -> None:
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (the reference dissector)")
 @pytest.mark.parametrize("path", [TSOFFSET, PACKET_BLOCKS], ids=lambda p: p.name)
 def test_derived_pcapng_forms_give_tsharks_times(path: Path) -> None:
-    assert _tables(path, "python")["datagrams"]["time_abs_ns"].to_list() == _tshark_times(path)
+    theirs = _tshark_times_and_sizes(path)
+    assert len(theirs) == 11  # the recording's datagrams, reassembled from its fragments
+    assert _tables(path, "python")["datagrams"].select("time_abs_ns", "udp_payload_bytes").rows() == theirs

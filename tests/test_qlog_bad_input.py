@@ -215,7 +215,7 @@ def test_malformed_non_numeric_metric_values_become_null_with_a_warning(tmp_path
     assert severity == "warning" and "non-numeric" in message
 
 
-def test_numeric_strings_and_floats_where_ints_belong_are_converted_without_a_warning(tmp_path: Path):
+def test_handmade_numeric_strings_and_floats_where_ints_belong_are_converted_without_a_warning(tmp_path: Path):
     # The fast column-wise batch builder is strict; such values take the row-oriented constructor, which converts
     # them as before (mvfst-like numeric strings, a float packet number) and reports nothing.
     text = NGTCP2.read_text(encoding="utf-8")

@@ -65,8 +65,7 @@ def test_engines_agree_on_test_qlogs(path: Path, batch_events: int) -> None:
 
 def test_engines_agree_on_the_embedded_dataset() -> None:
     paths = _sequence_qlogs(REPO / "data" / "sample" / "raw")
-    if not paths:
-        pytest.skip("data/sample/raw is not unpacked (install.sh unpacks it)")
+    assert paths, "recordings missing: no qlog under data/sample/raw (install.sh unpacks it)"
     for path in paths:
         _assert_same(path)
 
@@ -153,7 +152,7 @@ ODD_TRACE = b"".join(_record(r) for r in [
 
 
 @pytest.mark.parametrize("batch_events", [50_000, 3, 1])
-def test_engines_agree_on_odd_records(tmp_path: Path, batch_events: int) -> None:
+def test_engines_agree_on_handmade_odd_records(tmp_path: Path, batch_events: int) -> None:
     path = tmp_path / "odd.sqlog"
     path.write_bytes(ODD_TRACE)
     _assert_same(path, batch_events)
@@ -184,7 +183,7 @@ def test_a_core_without_the_lane_reads_with_python(monkeypatch: pytest.MonkeyPat
 
 
 
-def test_engines_agree_on_every_frame_type_spelling(tmp_path: Path) -> None:
+def test_engines_agree_on_handmade_events_of_every_frame_type_spelling(tmp_path: Path) -> None:
     """Every name and qlog spelling of frame_types.csv, in three cases, in events the lane takes (not the first)."""
     header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "title": "spellings",
               "trace": {"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "abcd"}}}
@@ -278,7 +277,7 @@ def _traces(draw) -> bytes:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trace=_traces(), batch_events=st.sampled_from([50_000, 3, 1]), lines=st.booleans())
-def test_engines_agree_on_generated_traces(tmp_path_factory: pytest.TempPathFactory, trace: bytes,
+def test_engines_agree_on_generated_handmade_traces(tmp_path_factory: pytest.TempPathFactory, trace: bytes,
                                            batch_events: int, lines: bool) -> None:
     path = tmp_path_factory.mktemp("generated") / ("trace.qlog" if lines else "trace.sqlog")
     path.write_bytes(trace.replace(b"\x1e", b"") if lines else trace)

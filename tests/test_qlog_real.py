@@ -248,7 +248,7 @@ def test_multi_connection_json_document_splits_by_trace():
     assert r.packets.group_by("run_id").len().sort("run_id")["len"].to_list() == counts
 
 
-def test_multi_connection_json_seq_concatenation(tmp_path: Path):
+def test_handmade_concatenation_of_two_json_seq_files_is_two_connections(tmp_path: Path):
     """Two JSON-SEQ files concatenated (two header records): two connections; repeated group ids stay distinct."""
     p = tmp_path / "both.sqlog"
     p.write_bytes((NGTCP2 / "client.sqlog").read_bytes() + (NGTCP2 / "client.sqlog").read_bytes())
@@ -260,7 +260,7 @@ def test_multi_connection_json_seq_concatenation(tmp_path: Path):
     assert r.packets.filter(pl.col("run_id") == f"run#{gid}").drop("run_id").equals(single.packets.drop("run_id"))
 
 
-def test_vantage_from_path_when_the_log_has_none(tmp_path: Path):
+def test_handmade_log_without_vantage_takes_it_from_the_path(tmp_path: Path):
     """Without vantage_point.type, the QIR layout (.../server/qlog/x) decides, or the caller's vantage."""
     text = (NGTCP2 / "server.sqlog").read_text(encoding="utf-8").replace('"type":"server"', '"type":"unknown"', 1)
     p = tmp_path / "server" / "qlog" / "x.sqlog"

@@ -2,6 +2,8 @@
 (logging code read from the public repositories; see tests/data/qlog/synthetic/make_synthetic.py).
 
 Every test name says documented_schema: these check the reader against what the code prints, not a recording.
+quinn, recorded here, is read from its recording (test_qlog_loopback.py: detection, headers without frames, RTTs in
+seconds), not from a hand-made file.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ SYN = QLOG_DATA / "synthetic"
         ("picoquic_client.qlog", "json", "draft-00", "picoquic", "json-draft-00"),
         ("mvfst_client.qlog", "json", "draft-00", "mvfst", "json-draft-00"),
         ("neqo_client.sqlog", "json-seq", "urn:ietf:params:qlog:file:sequential", "neqo", "json-seq-main-schema"),
-        ("quinn_client.sqlog", "json-seq", "0.3", "quinn", "json-seq-0.3"),
         ("quic_go_draft02_client.qlog", "ndjson", "draft-02", "quic-go", "ndjson-draft-02"),
     ],
 )
@@ -95,16 +96,6 @@ def test_documented_schema_neqo_main_schema_raw_sizes_and_wall_clock():
     assert (ep["local_max_ack_delay_ms"], ep["peer_max_ack_delay_ms"], ep["peer_ack_delay_exponent"]) == (20, 25, 3)
     # wall_clock_time 2025-11-21T13:00:00Z is trace time 0; the first Initial is at 0.25 ms
     assert ep["time_origin_abs_ns"] == 1_763_730_000_000_000_000 + 250_000
-
-
-def test_documented_schema_quinn_headers_without_frames():
-    """Quirk (quinn): packets are logged with a header but no frames list: frames_logged false, ack_eliciting null,
-    no frame rows."""
-    r = read_qlog(SYN / "quinn_client.sqlog", "r")
-    assert r.packets["frames_logged"].to_list() == [False, False, False]
-    assert r.packets["ack_eliciting"].null_count() == 3
-    assert r.frames.height == 0
-    assert r.packets["packet_bytes"].to_list() == [1200, 180, 80]
 
 
 def test_documented_schema_quic_go_ndjson_draft02():

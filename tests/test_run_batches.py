@@ -125,6 +125,7 @@ def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, mo
         monkeypatch.setattr(derive_stage, "DERIVE_BATCH_ROWS", rows)
         derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
         derived[label] = {name: parquet_store.read_table(parquet, name) for name in derive_stage.DERIVED_TABLES}
+    assert "ack_runs" in derive_stage.DERIVED_TABLES
     for name in derive_stage.DERIVED_TABLES:
         batched, whole = derived["one_run_each"][name], derived["whole"][name]
         assert batched.height == whole.height, name

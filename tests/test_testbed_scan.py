@@ -52,6 +52,7 @@ def test_layout_and_qscanner_headers(tiny_scan: tuple[Path, list[Path]]) -> None
     out, folders = tiny_scan
     assert len(folders) == 2 * 2  # 2 measurements (a top-list day, one series hour) × 2 vantage points
     headers = dict(line.split("\t") for line in FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+    assert headers, FIXTURE_HEADERS
     for folder in folders:
         assert folder.parent.name == "data" and folder.parent.parent.parent == out / "raw"
         assert FOLDER_NAME.match(folder.name), folder.name

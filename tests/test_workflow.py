@@ -13,7 +13,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from quicack.claims import NO_EXPLANATION
 from quicack.database import connect
+from quicack.reference import REFERENCE_DIR, read_claims
 from quicack.schema import TABLES
 from tests.conftest import QLOG_FIXTURES, REPO, config_for, make_run, published, snakemake
 
@@ -116,10 +118,16 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
         ]
     # The scan artefacts say that they are drawn from the emulated scan, not from the testbed runs.
     assert (out / "tables" / "imc24-tab01.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED SCAN DATA — dataset 'scan': ")
-    # Every claim where the embedded data differs from the paper says why.
+    # Every claim where the embedded data differs from the paper carries its reference row's explanation, and says it
+    # is unexplained exactly where the reference row gives none (any non-empty text would pass NO_EXPLANATION).
     claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
-    differing = claims.filter(pl.col("verdict") == "differ")
-    assert differing.filter(pl.col("explanation").fill_null("").str.strip_chars() == "").is_empty(), differing["claim_id"].to_list()
+    given = pl.concat([read_claims(path).select("claim_id", pl.col("explanation").fill_null("").alias("given"))
+                       for path in sorted(REFERENCE_DIR.glob("*_claims.csv"))])  # fmt: skip
+    differing = claims.filter(pl.col("verdict") == "differ").join(given, on="claim_id", how="left")
+    assert differing.height > 0 and differing["given"].null_count() == 0, differing["claim_id"].to_list()
+    says_why = pl.when(pl.col("given").str.strip_chars() == "").then(pl.col("explanation") == NO_EXPLANATION)
+    says_why = says_why.otherwise(pl.col("explanation").str.contains(pl.col("given"), literal=True))
+    assert differing.filter(~says_why).is_empty(), differing.filter(~says_why)["claim_id"].to_list()
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == len(TABLES)
     report = tmp_path / "report.html"

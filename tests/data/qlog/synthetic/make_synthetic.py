@@ -12,7 +12,8 @@ picoquic, mvfst and neqo cannot be built here, so these files follow each implem
   quic:* names, reference_time object with wall_clock_time, RawInfo frame sizes, "initiator" in parameters_set,
   acked_ranges with [n] singletons in ascending order).
 * quic_go_draft02_client.qlog — NDJSON draft-02 as quic-go v0.2x and QScanner's quic-go fork wrote it.
-* quinn_client.sqlog — JSON-SEQ 0.3 with transport:packet_* events that carry a header but no frames list.
+(quinn is recorded here: tests/data/loopback/aioquic_quinn/, read by tests/test_qlog_loopback.py; the hand-made
+quinn_client.sqlog that stood here is gone.)
 
 Each file is one client connection over a path with a 20 ms RTT: client Initial at t=0, server Initial with
 ACK + CRYPTO at 20 ms, ... Run `python make_synthetic.py` in this folder to regenerate.
@@ -172,25 +173,6 @@ def neqo() -> str:
     return "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events])
 
 
-def quinn() -> str:
-    header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "title": "quinn",
-              "trace": {"vantage_point": {"type": "client"},
-                        "common_fields": {"time_format": "relative", "reference_time": 1763700000000.0,
-                                          "group_id": DCID}}}
-    events = [
-        {"time": 0.0, "name": "transport:packet_sent", "data": {
-            "header": {"packet_type": "initial", "packet_number": 0}, "raw": {"length": 1200}}},
-        {"time": 20.3, "name": "transport:packet_received", "data": {
-            "header": {"packet_type": "initial", "packet_number": 0}, "raw": {"length": 180}}},
-        # RTTs in seconds, as quinn 0.11 writes them (tests/test_qlog_loopback.py reads a real one)
-        {"time": 20.4, "name": "recovery:metrics_updated", "data": {"smoothed_rtt": 0.0203, "rtt_variance": 0.01015,
-                                                                    "latest_rtt": 0.0203, "min_rtt": 0.0203}},
-        {"time": 20.5, "name": "transport:packet_sent", "data": {
-            "header": {"packet_type": "handshake", "packet_number": 0}, "raw": {"length": 80}}},
-    ]
-    return "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events])
-
-
 def quic_go_draft02() -> str:
     """NDJSON draft-02 as quic-go v0.2x (and QScanner's fork) wrote it (qlog/trace.go topLevel: qlog_format NDJSON,
     newline-delimited records without RS, reference_time in Unix-epoch ms, header.packet_size)."""
@@ -222,7 +204,6 @@ def main() -> None:
     (HERE / "picoquic_client.qlog").write_text(picoquic(), encoding="utf-8")
     (HERE / "mvfst_client.qlog").write_text(mvfst(), encoding="utf-8")
     (HERE / "neqo_client.sqlog").write_text(neqo(), encoding="utf-8")
-    (HERE / "quinn_client.sqlog").write_text(quinn(), encoding="utf-8")
     (HERE / "quic_go_draft02_client.qlog").write_text(quic_go_draft02(), encoding="utf-8")
 
 
