@@ -149,7 +149,9 @@ def test_no_payload_of_a_title_or_group_name_is_live_in_the_report(report):
             titled.append(md.name)
             assert "&lt;img src=x onerror=" in rendered, md.name
     assert "imc24-claims.md" in titled
-    for tex in tables.glob("*.tex"):
+    texs = sorted(tables.glob("*.tex"))
+    assert texs, tables
+    for tex in texs:
         lines = tex.read_text(encoding="utf-8").splitlines()
         assert not [line for line in lines if "PWNED" in line and not line.startswith("%")], tex.name
 
