@@ -28,6 +28,7 @@ from quicack.layout import (
     run_groups,
 )
 from quicack.layout.naming import describe_run_id
+from quicack.layout.run_json import KEYS_BY_NAME, missing_keys
 from quicack.layout.runs import EXTERNAL_REFUSED
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
@@ -61,6 +62,12 @@ def run_row(
     from_run_json = meta is not None
     if meta is None:
         meta = _describe_from_path(run, issues, raw_root)
+    else:
+        # A run.json that says part of it (a user's own runs): what it lacks, or leaves null, comes from the folder
+        # name when that follows the testbed's naming; a name that does not is no problem here (run.json is the
+        # description).
+        from_folder = _describe_from_path(run, [], raw_root)
+        meta = {**meta, **{key: value for key, value in from_folder.items() if meta.get(key) is None}}
     meta = _flatten_path(meta)
     row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
@@ -83,7 +90,7 @@ def run_row(
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; inferred from the run's data"))
         row["status"] = row["status_source"] = None
     return row, issues, from_run_json
 
@@ -204,6 +211,7 @@ def ingest_group_frames(
 
     issues: list[dict] = []
     runs: list[dict] = []
+    lacking: dict[str, list[bool]] = {}  # run.json key -> per run lacking it, whether the run had a run.json
     group_root = raw_root / group
     tree = group_tree(group_root, raw_root)
     for link in tree.folder_links:
@@ -237,12 +245,28 @@ def ingest_group_frames(
             yield "ingest_issues", relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
         yield from _ingest_captures(run, raw_root, evidence, limits, readable)
-        if row["status"] is None and not from_run_json:
+        # No status in run.json (or none at all): the run's data tells.
+        if row["status"] is None:
             row.update(evidence.status())
+        for key in missing_keys(row):
+            lacking.setdefault(key.name, []).append(from_run_json)
     if not tree.runs:
         issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+    issues.extend(_missing_key_issue(group, key, had_run_json, len(runs)) for key, had_run_json in lacking.items())
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
     yield "ingest_issues", issues_frame(issues)
+
+
+def _missing_key_issue(group: str, key: str, had_run_json: list[bool], runs: int) -> dict[str, str | None]:
+    """One row per run.json key the group's runs lack: which studies need it (`quicack.layout.run_json`). A warning
+    when a run.json left it out; information when the runs have no run.json at all (QIR logs, the imc24 artifact:
+    their layout has none)."""
+    needed_by = "; ".join(KEYS_BY_NAME[key].needed_by)
+    with_run_json = sum(had_run_json)
+    where = f"{with_run_json} of them with a run.json" if with_run_json else "none with a run.json"
+    return issue_row(group, None, "discover", "warning" if with_run_json else "info",
+                     f"{len(had_run_json)} of {runs} run(s) ({where}) do not say {key!r} (run.json key; the folder name "
+                     f"does not give it): {needed_by} cannot use them (README: Your own runs)")
 
 
 class Evidence:
