@@ -322,6 +322,31 @@ def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(conformed, how="vertical") if conformed else table.empty()
 
 
+def unusable_raw_folder(raw_root: Path, follow_external_symlinks: bool = False) -> str | None:
+    """Why ``raw_root`` cannot be a dataset (a typo, an empty folder, a folder one level off the layout), or None.
+    The workflow fails on it: an empty database would answer every query with nothing and no error."""
+    expected = "<raw_dir>/<server>_<client>/<testcase>/<repetition>/ holding run.json or client/server/sim folders"
+    if not raw_root.is_dir():
+        return f"raw_dir {raw_root} does not exist (expected {expected})"
+    entries = raw_entries(raw_root, follow_external_symlinks)
+    if not entries.groups:
+        return f"raw_dir {raw_root} holds no run group (expected {expected})"
+    runs = [run for group in entries.groups for run in group_tree(raw_root / group, raw_root).runs]
+    if not runs:
+        return f"raw_dir {raw_root} holds no run folder (expected {expected})"
+    if all(_misplaced(run.run_id) for run in runs):
+        return (f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
+                f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too deep?)")
+    return None
+
+
+def _misplaced(run_id: str) -> bool:
+    """Whether a run folder's place names no server, client and test case (`describe_run_id`): raw_dir pointed at a
+    run group (its test cases read as groups) or at a test case."""
+    described = describe_run_id(run_id)
+    return "server_impl" not in described or described.get("testcase", "").isdigit() or "testcase" not in described
+
+
 def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl.DataFrame:
     """Problems of the dataset as a whole (missing or empty raw folder, stray files, folders that are not run groups:
     links, hidden folders without runs)."""
