@@ -4,17 +4,21 @@ named), wrong inputs fail with their reason, and the README's "Your own runs" ta
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from quicack import ingest, recovery
+from quicack.cli import COMMANDS
 from quicack.layout.run_json import markdown_table
 from quicack.metrics.selection import MissingData, require_runs
-from tests.conftest import REPO, SAMPLE_RAW
+from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, config_for, published, snakemake
 
 GROUP = "quic-go_ngtcp2"
 SWEEP = ("noloss-iack-rtt9ms-10KB-h3/1", "noloss-wfc-rtt9ms-10KB-h3/1", "noloss_delay_50ms-iack-rtt9ms-10KB-h3/1")
@@ -75,3 +79,100 @@ def test_a_selection_needing_a_key_the_runs_lack_says_which(tmp_path):
 def test_readme_run_json_table_is_the_schema():
     """The README's table of run.json keys is generated from quicack.layout.run_json (one schema)."""
     assert markdown_table() in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def quicack(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(["quicack", *args], capture_output=True, text=True, encoding="utf-8", cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("raw_dir", "said"),
+    [
+        ("missing", "does not exist"),
+        ("empty", "holds no run group"),
+        (f"raw/{GROUP}", "has no <server>_<client> folder above <testcase>/"),  # a run group given as raw_dir
+    ],
+    ids=["typo", "empty_folder", "one_level_too_deep"],
+)
+def test_a_raw_dir_without_a_dataset_fails_with_the_reason(tmp_path, raw_dir, said):
+    """Before: an empty database and exit 0 (a run group as raw_dir: every run's server and scenario null)."""
+    copy_runs(tmp_path / "raw", SWEEP[:1])
+    (tmp_path / "empty").mkdir()
+    done = quicack("dataset-issues", "--raw", str(tmp_path / raw_dir), "--parquet", str(tmp_path / "parquet"))
+    assert done.returncode == 2 and said in done.stderr
+    fine = quicack("dataset-issues", "--raw", str(tmp_path / "raw"), "--parquet", str(tmp_path / "parquet"))
+    assert fine.returncode == 0, fine.stderr
+
+
+def test_the_workflow_on_a_mistyped_raw_dir_fails_saying_so(tmp_path):
+    done = snakemake(
+        published(tmp_path / "results" / "t" / "quicack.duckdb"), *config_for(tmp_path / "typo", tmp_path / "results")
+    )
+    assert done.returncode != 0 and f"raw_dir {tmp_path / 'typo'} does not exist" in done.stderr
+
+
+def test_pcap_with_a_keylog_that_does_not_exist_fails(tmp_path):
+    """Before: a warning and exit 0, every packet left encrypted."""
+    run = SAMPLE_RAW / GROUP / SWEEP[0]
+    done = quicack(
+        "pcap",
+        str(run / "sim" / "trace_node_left.pcap.gz"),
+        "--keylog",
+        str(run / "client" / "key.log"),
+        "--out",
+        str(tmp_path),
+    )
+    assert done.returncode == 2 and "key.log does not exist" in done.stderr
+    done = quicack(
+        "pcap",
+        str(run / "sim" / "trace_node_left.pcap.gz"),
+        "--keylog",
+        str(run / "client" / "keys.log"),
+        "--out",
+        str(tmp_path),
+    )
+    assert done.returncode == 0 and f"-> {tmp_path}/<table>.parquet" in done.stderr
+    assert (tmp_path / "connections.parquet").is_file()
+
+
+def test_qlog_command_writes_connections_says_where_and_why_and_sql_opens_its_folder(tmp_path):
+    """Before: no connections, no word of where the Parquet went, an issue's reason only in ingest_issues.parquet;
+    quicack sql could not open the folder, refused :memory:, and --csv ended in a ComputeError on list columns."""
+    cut = tmp_path / "cut.qlog"  # hand-made damage: a recorded qlog cut in the middle, as a killed writer leaves it
+    recorded = (QLOG_FIXTURES / "aioquic" / "client.qlog").read_bytes()
+    cut.write_bytes(recorded[: len(recorded) // 2])
+    out = tmp_path / "out"
+    done = quicack("qlog", str(QLOG_FIXTURES / "aioquic"), str(cut), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"-> {out}/: connections.parquet" in done.stderr and "(5 connection(s))" in done.stderr
+    assert "cut.qlog" in done.stderr and "damaged at byte" in done.stderr  # the reason, printed
+    answer = quicack(
+        "sql",
+        "--db",
+        str(out),
+        "--csv",
+        "SELECT vantage, first_rtt_ms IS NOT NULL AS sampled FROM connections ORDER BY ALL",
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert (
+        answer.stdout.splitlines()
+        # The cut copy's connection has no vantage (its header is gone) and no RTT sample (its ACKs are).
+        == ["vantage,sampled", "client,true", "client,true", "client,true", "server,true", ",false"]
+    )
+    nested = quicack("sql", "--db", str(out), "--csv", "SELECT [1, 2] AS l, {'a': 'x'} AS s FROM connections LIMIT 1")
+    assert nested.returncode == 0 and nested.stdout.splitlines()[1] == '"[1, 2]","{""a"": ""x""}"'
+    refused = quicack("sql", "--db", str(out), "SELECT * FROM read_text('/etc/hostname')")
+    assert refused.returncode == 1 and "refused" in refused.stderr  # the sandbox holds for a folder too
+    memory = quicack("sql", "--db", ":memory:", "--csv", "SELECT 42 AS answer")
+    assert (memory.returncode, memory.stdout) == (0, "answer\n42\n")
+
+
+def test_every_option_of_the_user_commands_has_help():
+    top = quicack("--help").stdout
+    assert "QUIC acknowledgement analysis" in top and "The ``quicack`` command" not in top
+    for command in ("qlog", "pcap", "sql"):
+        parser = argparse.ArgumentParser()
+        module, _, function = COMMANDS[command][0].partition(":")
+        getattr(importlib.import_module(module), function)(parser)
+        without = [action.dest for action in parser._actions if not action.help]
+        assert without == [], f"quicack {command}: {without} have no help"
