@@ -16,9 +16,10 @@ import pytest
 
 from quicack import ingest, recovery
 from quicack.cli import COMMANDS
+from quicack.database import connect
 from quicack.layout.run_json import markdown_table
 from quicack.metrics.selection import MissingData, require_runs
-from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, config_for, published, snakemake
+from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, UNLOCKED, config_for, published, snakemake
 
 GROUP = "quic-go_ngtcp2"
 SWEEP = ("noloss-iack-rtt9ms-10KB-h3/1", "noloss-wfc-rtt9ms-10KB-h3/1", "noloss_delay_50ms-iack-rtt9ms-10KB-h3/1")
@@ -176,3 +177,58 @@ def test_every_option_of_the_user_commands_has_help():
         getattr(importlib.import_module(module), function)(parser)
         without = [action.dest for action in parser._actions if not action.help]
         assert without == [], f"quicack {command}: {without} have no help"
+
+
+def readme_example(root: Path) -> str:
+    """The README's "Your own runs" example as a script: its folder moved to ``root``, on the tests' two cores and
+    unlocked (conftest.UNLOCKED), without its last command (every table and figure: minutes, not seconds)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- own-runs-example -->\n```sh\n", 1)[1].split("\n```", 1)[0]
+    commands = block.splitlines()
+    assert commands[-1] == "snakemake --cores all --configfile /tmp/myruns/config.yaml"  # what is left out
+    script = "\n".join(commands[:-1]).replace("/tmp/myruns", str(root))
+    return script.replace("snakemake --cores all", f"snakemake --cores 2 {UNLOCKED}")
+
+
+@pytest.mark.slow
+def test_own_runs_from_the_readme_give_database_query_and_figure_then_a_partial_run_json_degrades(tmp_path):
+    """The whole flow on plain real files (issue 39 item 7): the README's example (no run.json) gives the database,
+    its query answers with statuses inferred from the data, and imc24 Fig. 16 is drawn from the four runs. Then the
+    reporter's partial run.json (status, mode, scenario, rtt_ms, file_bytes): before, imc24-fig04-measured and
+    imc24-claims crashed the run (TypeError in first_pto_reduction_ms); after, the run succeeds, the placeholder names
+    cert_delay_ms, and ingest_issues has one row for the key."""
+    root = tmp_path / "myruns"
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", readme_example(root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = [line for line in done.stdout.splitlines() if "inferred from capture" in line]
+    assert len(answer) == 4 and all(" ok " in line for line in answer), done.stdout
+    out = root / "results" / "myruns"
+    assert json.loads((out / "figures" / "imc24-fig16.status.json").read_text(encoding="utf-8"))["rendered"] is True
+    assert (out / "figures" / "imc24-fig16.png").stat().st_size > 0
+    with connect(out / "quicack.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM scan_connections").fetchone() == (0,)  # scan_dir: "" kept it out
+        said = con.execute(
+            "SELECT severity, message FROM ingest_issues WHERE message LIKE '%cert_delay_ms%'"
+        ).fetchall()
+    assert [severity for severity, _ in said] == ["info", "info"]  # one per run group, none with a run.json
+
+    for run in (root / "raw").glob("*/*/1"):
+        scenario, mode, *_ = run.parent.name.split("-")
+        keys = {"status": "ok", "mode": mode, "scenario": scenario, "rtt_ms": 9.0, "file_bytes": 10240}
+        (run / "run.json").write_text(json.dumps(keys), encoding="utf-8")
+    targets = [out / "figures" / "imc24-fig04-measured.png", out / "tables" / "imc24-claims.csv"]
+    again = snakemake(*map(str, targets), "--configfile", str(root / "config.yaml"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    status = json.loads((out / "figures" / "imc24-fig04-measured.status.json").read_text(encoding="utf-8"))
+    assert status["rendered"] is False and "lack run.json key(s) 'cert_delay_ms'" in status["missing"]
+    with connect(out / "quicack.duckdb") as con:
+        runs = con.execute("SELECT status, status_source, count(*) FROM runs GROUP BY ALL").fetchall()
+        said = con.execute("SELECT severity FROM ingest_issues WHERE message LIKE '%cert_delay_ms%'").fetchall()
+    assert runs == [("ok", "run.json", 4)] and said == [("warning",), ("warning",)]
