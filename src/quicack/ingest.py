@@ -28,10 +28,10 @@ from quicack.layout import (
     run_groups,
 )
 from quicack.layout.naming import describe_run_id
-from quicack.layout.run_json import KEYS_BY_NAME, missing_keys
 from quicack.layout.runs import EXTERNAL_REFUSED
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
+from quicack.schema.run_json import KEYS_BY_NAME, missing_keys
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
@@ -42,9 +42,9 @@ INGEST_TABLES = tables_written_by(INGEST)
 
 def run_row(
     run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False
-) -> tuple[dict, list[dict], bool]:
-    """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; whether
-    run.json described it.
+) -> tuple[dict, list[dict], frozenset[str] | None]:
+    """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; the keys its
+    run.json states (None without a run.json that can be read).
 
     Without a run.json that can be read (QIR logs as the runner writes them, the imc24 artifact's folders, a
     run.json emptied or cut) the status is left null here and inferred from the run's data after decoding
@@ -59,8 +59,8 @@ def run_row(
         if problem is not None:
             issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning",
                                     f"{problem}: described from the folder name"))
-    from_run_json = meta is not None
-    if meta is None:
+    stated = frozenset(meta) if meta is not None else None
+    if stated is None:
         meta = _describe_from_path(run, issues, raw_root)
     else:
         # A run.json that says part of it (a user's own runs): what it lacks, or leaves null, comes from the folder
@@ -92,7 +92,7 @@ def run_row(
     if row["status"] not in (None, "ok", "failed"):
         issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; inferred from the run's data"))
         row["status"] = row["status_source"] = None
-    return row, issues, from_run_json
+    return row, issues, stated
 
 
 def _read_run_json(path: Path) -> tuple[dict | None, str | None]:
@@ -211,7 +211,7 @@ def ingest_group_frames(
 
     issues: list[dict] = []
     runs: list[dict] = []
-    lacking: dict[str, list[bool]] = {}  # run.json key -> per run lacking it, whether the run had a run.json
+    lacking: dict[str, int] = {}  # run.json key -> runs whose run.json does not say it (nor the folder name)
     group_root = raw_root / group
     tree = group_tree(group_root, raw_root)
     for link in tree.folder_links:
@@ -228,7 +228,7 @@ def ingest_group_frames(
         return [p for p in paths if p not in refused]
 
     for run in tree.runs:
-        row, run_issues, from_run_json = run_row(run, dataset, raw_root, follow_external_symlinks)
+        row, run_issues, stated = run_row(run, dataset, raw_root, follow_external_symlinks)
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
@@ -248,25 +248,24 @@ def ingest_group_frames(
         # No status in run.json (or none at all): the run's data tells.
         if row["status"] is None:
             row.update(evidence.status())
-        for key in missing_keys(row):
-            lacking.setdefault(key.name, []).append(from_run_json)
+        # A run.json that leaves out a key an analysis needs: one row per key of the group below. (Runs without
+        # run.json, QIR logs and the imc24 artifact, have none by their layout: the README says what they lack.)
+        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is not.
+        for key in missing_keys(row) if stated is not None else ():
+            if key.name not in stated:
+                lacking[key.name] = lacking.get(key.name, 0) + 1
     if not tree.runs:
         issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
-    issues.extend(_missing_key_issue(group, key, had_run_json, len(runs)) for key, had_run_json in lacking.items())
+    issues.extend(_missing_key_issue(group, key, count, len(runs)) for key, count in lacking.items())
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
     yield "ingest_issues", issues_frame(issues)
 
 
-def _missing_key_issue(group: str, key: str, had_run_json: list[bool], runs: int) -> dict[str, str | None]:
-    """One row per run.json key the group's runs lack: which studies need it (`quicack.layout.run_json`). A warning
-    when a run.json left it out; information when the runs have no run.json at all (QIR logs, the imc24 artifact:
-    their layout has none)."""
-    needed_by = "; ".join(KEYS_BY_NAME[key].needed_by)
-    with_run_json = sum(had_run_json)
-    where = f"{with_run_json} of them with a run.json" if with_run_json else "none with a run.json"
-    return issue_row(group, None, "discover", "warning" if with_run_json else "info",
-                     f"{len(had_run_json)} of {runs} run(s) ({where}) do not say {key!r} (run.json key; the folder name "
-                     f"does not give it): {needed_by} cannot use them (README: Your own runs)")
+def _missing_key_issue(group: str, key: str, lacking: int, runs: int) -> dict[str, str | None]:
+    """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`)."""
+    return issue_row(group, None, "discover", "warning",
+                     f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
+                     f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)")
 
 
 class Evidence:

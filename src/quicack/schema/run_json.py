@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from quicack.schema import RUNS
+from quicack.schema.ingest_tables import RUNS
 
 # The studies, as the README names them, with the artefacts that read the runs of each.
 IMC24 = "imc24 handshake (Tables 3-4, Figs. 5-7, 11-16, claims)"
@@ -27,6 +27,11 @@ class RunJsonKey:
     needed_by: tuple[str, ...]
     example: object
     null_means: str | None = None  # what a null (or absent) value stands for, when it is not "unknown"
+    # The scenarios whose runs need the key (by name or name prefix); None: every run's.
+    scenarios: tuple[str, ...] | None = None
+
+    def needed_for(self, scenario: str | None) -> bool:
+        return self.scenarios is None or (scenario is not None and scenario.startswith(self.scenarios))
 
     @property
     def description(self) -> str:
@@ -41,7 +46,8 @@ RUN_JSON_KEYS: tuple[RunJsonKey, ...] = (
     RunJsonKey("scenario", "string", True, (IMC24, IMC24_SWEEP, ACK_RATIO), "noloss"),
     RunJsonKey("mode", "string", True, (IMC24, IMC24_SWEEP), "wfc"),
     RunJsonKey("rtt_ms", "number", True, (IMC24, IMC24_SWEEP, ACK_RATIO), 9.0),
-    RunJsonKey("cert_delay_ms", "number", False, (IMC24_SWEEP,), 0.0),
+    # Only the Δt sweep's runs (quicack.metrics.selection.delay_sweep_runs) are selected by it.
+    RunJsonKey("cert_delay_ms", "number", False, (IMC24_SWEEP,), 0.0, scenarios=("noloss",)),
     RunJsonKey("file_bytes", "integer", True, (ACK_RATIO,), 10240),
     RunJsonKey("path_profile", "string", True, (ACK_RATIO,), None, "no emulated path profile"),
     RunJsonKey("ack_ratio", "integer", False, (ACK_RATIO,), None, "the client's default ACK policy"),
@@ -61,6 +67,7 @@ def missing_keys(meta: dict, study: str | None = None) -> list[RunJsonKey]:
         if key.name != "status"
         and key.null_means is None
         and meta.get(key.name) is None
+        and key.needed_for(meta.get("scenario"))
         and (study is None or study in key.needed_by)
     ]
 
@@ -75,6 +82,8 @@ def markdown_table() -> str:
             fallback = f"null: {key.null_means}"
         else:
             fallback = "from the folder name" if key.from_folder else "null: the run is left out where needed"
+        if key.scenarios is not None:
+            fallback += f" (needed for scenarios {', '.join(key.scenarios)}*)"
         lines.append(
             f"| `{key.name}` | {key.json_type} | {fallback} | {'; '.join(key.needed_by)} | {key.description} |"
         )
