@@ -53,7 +53,7 @@ def test_a_partial_run_json_keeps_status_inference_and_names_the_missing_key(tmp
     assert set(runs["status_source"]) == {"inferred from capture"}
     assert set(runs["client_impl"]) == {"ngtcp2"} and set(runs["server_impl"]) == {"quic-go"}
     discover = tables["ingest_issues"].filter(pl.col("stage") == "discover")
-    assert discover.select("path", "severity").rows() == [(GROUP, "warning")]
+    assert discover.select("path", "severity").rows() == [(GROUP, "info")]
     assert discover["message"][0].startswith("3 of 3 run(s) have a run.json that does not say 'cert_delay_ms'")
     assert "imc24 Δt sweep" in discover["message"][0]
 
@@ -231,4 +231,4 @@ def test_own_runs_from_the_readme_give_database_query_and_figure_then_a_partial_
     with connect(out / "quicack.duckdb") as con:
         runs = con.execute("SELECT status, status_source, count(*) FROM runs GROUP BY ALL").fetchall()
         said = con.execute("SELECT severity FROM ingest_issues WHERE message LIKE '%cert_delay_ms%'").fetchall()
-    assert runs == [("ok", "run.json", 4)] and said == [("warning",), ("warning",)]
+    assert runs == [("ok", "run.json", 4)] and said == [("info",), ("info",)]

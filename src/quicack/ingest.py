@@ -262,8 +262,10 @@ def ingest_group_frames(
 
 
 def _missing_key_issue(group: str, key: str, lacking: int, runs: int) -> dict[str, str | None]:
-    """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`)."""
-    return issue_row(group, None, "discover", "warning",
+    """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`).
+    Information, not a warning: a run.json may say any subset of its keys (README: Your own runs), so strict mode
+    does not fail on it; the analyses that need the key leave the runs out and say so."""
+    return issue_row(group, None, "discover", "info",
                      f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
                      f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)")
 
