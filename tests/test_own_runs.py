@@ -19,6 +19,7 @@ from quicack.cli import COMMANDS
 from quicack.database import connect
 from quicack.metrics.selection import MissingData, require_runs
 from quicack.schema.run_json import markdown_table
+from quicack.stages.derive_stage import DERIVE_INPUTS
 from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, UNLOCKED, config_for, published, snakemake
 
 GROUP = "quic-go_ngtcp2"
@@ -232,3 +233,21 @@ def test_own_runs_from_the_readme_give_database_query_and_figure_then_a_partial_
         runs = con.execute("SELECT status, status_source, count(*) FROM runs GROUP BY ALL").fetchall()
         said = con.execute("SELECT severity FROM ingest_issues WHERE message LIKE '%cert_delay_ms%'").fetchall()
     assert runs == [("ok", "run.json", 4)] and said == [("info",), ("info",)]
+
+
+def test_fig16_of_a_client_with_one_mode_only_says_both_modes_are_needed(tmp_path):
+    """Before: two empty panels labelled "no value: ngtcp2" above a footnote counting the ok runs; after: a
+    placeholder saying each client needs ok runs in both modes (real runs: WFC only, then both)."""
+    from quicack.figures.imc24_pto import imc24_fig16_pto_improvement
+    from quicack.stages.derive_stage import derive_tables
+
+    raw = copy_runs(tmp_path / "raw", SWEEP[1:2])
+
+    def figure():
+        tables = ingest.ingest_group(raw, GROUP, "t")
+        derived = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())
+        return imc24_fig16_pto_improvement(derived["handshake_runs"])
+
+    assert "no client with ok runs in both modes (IACK and WFC)" in figure().missing
+    shutil.copytree(SAMPLE_RAW / GROUP / SWEEP[0], raw / GROUP / SWEEP[0])
+    assert figure().missing == ""
