@@ -64,6 +64,11 @@ def make_run(raw: Path, run_id: str, client_qlog: Path | None, server_qlog: Path
     return run
 
 
+# Recorded on loopback: no emulated path, no IACK/WFC server mode, no file size recorded. Said as null: a key a
+# run.json leaves out is an ingest_issues row (issue 39), which the workflow tests on this fixture do not expect.
+LOOPBACK_UNSAID = {"mode": None, "rtt_ms": None, "file_bytes": None}
+
+
 @pytest.fixture
 def real_raw(tmp_path: Path) -> Path:
     """Two run groups recorded on loopback: aioquic↔aioquic and ngtcp2↔ngtcp2 (real qlogs)."""
@@ -73,14 +78,14 @@ def real_raw(tmp_path: Path) -> Path:
         "aioquic_aioquic/transfer/1",
         QLOG_FIXTURES / "aioquic" / "client.qlog",
         QLOG_FIXTURES / "aioquic" / "server.qlog",
-        {"client_impl": "aioquic", "server_impl": "aioquic", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3"},
+        {"client_impl": "aioquic", "server_impl": "aioquic", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3", **LOOPBACK_UNSAID},
     )
     make_run(
         raw,
         "ngtcp2_ngtcp2/transfer/1",
         QLOG_FIXTURES / "ngtcp2" / "client.sqlog",
         QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
-        {"client_impl": "ngtcp2", "server_impl": "ngtcp2", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3"},
+        {"client_impl": "ngtcp2", "server_impl": "ngtcp2", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3", **LOOPBACK_UNSAID},
     )
     return raw
 

@@ -139,7 +139,7 @@ def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == pl.read_parquet(tmp_path / "packets.parquet").height
     assert "packets" in done.stderr and sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"{name}.parquet" for name in OUTPUT_TABLES
+        f"{name}.parquet" for name in (*OUTPUT_TABLES, "connections")
     )
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"not a capture at all")

@@ -55,6 +55,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 
+DESCRIPTION = (
+    "quicack: QUIC acknowledgement analysis. Reads packet captures (+ TLS keylogs), qlogs and QUIC scanner output "
+    "into Parquet tables and a DuckDB database (the Snakemake workflow runs the pipeline commands below and renders "
+    "the papers' tables and figures); the user commands work on single files and query the results."
+)
+
+
 def _utf8_output() -> None:
     """Print UTF-8 whatever the locale, as every file is written: the logs the workflow keeps are the same bytes
     under any locale, and a table's box-drawing characters or a dash never fail to print under a Latin-1 one."""
@@ -69,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--version"]:
         # The doctor's one line (it imports the engines): only that subcommand's module is imported for it.
         argv = ["doctor", "--version"]
-    parser = argparse.ArgumentParser(prog="quicack", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="quicack", description=DESCRIPTION)
     parser.add_argument("--version", action="store_true", help="the version and the engines in use, then exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     called = next((arg for arg in argv if not arg.startswith("-")), None)

@@ -31,6 +31,7 @@ from quicack.layout.naming import describe_run_id
 from quicack.layout.runs import EXTERNAL_REFUSED
 from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
+from quicack.schema.run_json import KEYS_BY_NAME, missing_keys
 
 # runs columns that ingest fills itself, never from run.json.
 DERIVED_RUN_COLUMNS = ("series", "status_source")
@@ -41,9 +42,9 @@ INGEST_TABLES = tables_written_by(INGEST)
 
 def run_row(
     run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False
-) -> tuple[dict, list[dict], bool]:
-    """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; whether
-    run.json described it.
+) -> tuple[dict, list[dict], frozenset[str] | None]:
+    """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; the keys its
+    run.json states (None without a run.json that can be read).
 
     Without a run.json that can be read (QIR logs as the runner writes them, the imc24 artifact's folders, a
     run.json emptied or cut) the status is left null here and inferred from the run's data after decoding
@@ -58,9 +59,15 @@ def run_row(
         if problem is not None:
             issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning",
                                     f"{problem}: described from the folder name"))
-    from_run_json = meta is not None
-    if meta is None:
+    stated = frozenset(meta) if meta is not None else None
+    if stated is None:
         meta = _describe_from_path(run, issues, raw_root)
+    else:
+        # A run.json that says part of it (a user's own runs): what it lacks, or leaves null, comes from the folder
+        # name when that follows the testbed's naming; a name that does not is no problem here (run.json is the
+        # description).
+        from_folder = _describe_from_path(run, [], raw_root)
+        meta = {**meta, **{key: value for key, value in from_folder.items() if meta.get(key) is None}}
     meta = _flatten_path(meta)
     row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
@@ -83,9 +90,9 @@ def run_row(
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; recorded as null"))
+        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; inferred from the run's data"))
         row["status"] = row["status_source"] = None
-    return row, issues, from_run_json
+    return row, issues, stated
 
 
 def _read_run_json(path: Path) -> tuple[dict | None, str | None]:
@@ -204,6 +211,7 @@ def ingest_group_frames(
 
     issues: list[dict] = []
     runs: list[dict] = []
+    lacking: dict[str, int] = {}  # run.json key -> runs whose run.json does not say it (nor the folder name)
     group_root = raw_root / group
     tree = group_tree(group_root, raw_root)
     for link in tree.folder_links:
@@ -220,7 +228,7 @@ def ingest_group_frames(
         return [p for p in paths if p not in refused]
 
     for run in tree.runs:
-        row, run_issues, from_run_json = run_row(run, dataset, raw_root, follow_external_symlinks)
+        row, run_issues, stated = run_row(run, dataset, raw_root, follow_external_symlinks)
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
@@ -237,12 +245,29 @@ def ingest_group_frames(
             yield "ingest_issues", relative_paths(result.ingest_issues, raw_root)
             evidence.add(result.frames, datagrams=0)
         yield from _ingest_captures(run, raw_root, evidence, limits, readable)
-        if row["status"] is None and not from_run_json:
+        # No status in run.json (or none at all): the run's data tells.
+        if row["status"] is None:
             row.update(evidence.status())
+        # A run.json that leaves out a key an analysis needs: one row per key of the group below. (Runs without
+        # run.json, QIR logs and the imc24 artifact, have none by their layout: the README says what they lack.)
+        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is not.
+        for key in missing_keys(row) if stated is not None else ():
+            if key.name not in stated:
+                lacking[key.name] = lacking.get(key.name, 0) + 1
     if not tree.runs:
         issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+    issues.extend(_missing_key_issue(group, key, count, len(runs)) for key, count in lacking.items())
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
     yield "ingest_issues", issues_frame(issues)
+
+
+def _missing_key_issue(group: str, key: str, lacking: int, runs: int) -> dict[str, str | None]:
+    """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`).
+    Information, not a warning: a run.json may say any subset of its keys (README: Your own runs), so strict mode
+    does not fail on it; the analyses that need the key leave the runs out and say so."""
+    return issue_row(group, None, "discover", "info",
+                     f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
+                     f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)")
 
 
 class Evidence:
@@ -296,6 +321,31 @@ def _concat(name: str, frames: list[pl.DataFrame]) -> pl.DataFrame:
     table = TABLES[name]
     conformed = [table.conform(f) for f in frames if f is not None and not f.is_empty()]
     return pl.concat(conformed, how="vertical") if conformed else table.empty()
+
+
+def unusable_raw_folder(raw_root: Path, follow_external_symlinks: bool = False) -> str | None:
+    """Why ``raw_root`` cannot be a dataset (a typo, an empty folder, a folder one level off the layout), or None.
+    The workflow fails on it: an empty database would answer every query with nothing and no error."""
+    expected = "<raw_dir>/<server>_<client>/<testcase>/<repetition>/ holding run.json or client/server/sim folders"
+    if not raw_root.is_dir():
+        return f"raw_dir {raw_root} does not exist (expected {expected})"
+    entries = raw_entries(raw_root, follow_external_symlinks)
+    if not entries.groups:
+        return f"raw_dir {raw_root} holds no run group (expected {expected})"
+    runs = [run for group in entries.groups for run in group_tree(raw_root / group, raw_root).runs]
+    if not runs:
+        return f"raw_dir {raw_root} holds no run folder (expected {expected})"
+    if all(_misplaced(run.run_id) for run in runs):
+        return (f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
+                f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too deep?)")
+    return None
+
+
+def _misplaced(run_id: str) -> bool:
+    """Whether a run folder's place names no server, client and test case (`describe_run_id`): raw_dir pointed at a
+    run group (its test cases read as groups) or at a test case."""
+    described = describe_run_id(run_id)
+    return "server_impl" not in described or described.get("testcase", "").isdigit() or "testcase" not in described
 
 
 def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl.DataFrame:

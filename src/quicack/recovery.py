@@ -299,8 +299,13 @@ def pto_evolution(
     return ptos
 
 
-def first_pto_reduction_ms(rtt_ms: float, cert_delay_ms: float, params: RecoveryParams = RecoveryParams()) -> float:
-    """First PTO with wait-for-certificate minus first PTO with instant ACK (= 3·Δt when 4·rttvar > kGranularity)."""
+def first_pto_reduction_ms(
+    rtt_ms: float | None, cert_delay_ms: float | None, params: RecoveryParams = RecoveryParams()
+) -> float | None:
+    """First PTO with wait-for-certificate minus first PTO with instant ACK (= 3·Δt when 4·rttvar > kGranularity);
+    None when the RTT or Δt is unknown (a run whose run.json does not say its cert_delay_ms)."""
+    if rtt_ms is None or cert_delay_ms is None:
+        return None
     wfc = pto_evolution(rtt_ms + cert_delay_ms, rtt_ms, 1, params=params)[0]
     iack = pto_evolution(rtt_ms, rtt_ms, 1, params=params)[0]
     return wfc - iack

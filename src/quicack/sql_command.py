@@ -35,9 +35,14 @@ _LOGGING = re.compile(r"\benable_logging\b", re.IGNORECASE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", nargs="?")
-    parser.add_argument("--db", type=Path, default=DEFAULT_DB)
-    parser.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    parser.add_argument("query", nargs="?", help="SQL to run (without one: a query prompt; statements end with ;)")
+    parser.add_argument(
+        "--db",
+        default=str(DEFAULT_DB),
+        help=f"the database file (default: {DEFAULT_DB}), a folder of quicack Parquet (the output of quicack qlog / "
+        "pcap: <table>.parquet; or a results parquet/ folder: <table>/*.parquet), each table a view, or :memory:",
+    )
+    parser.add_argument("--csv", action="store_true", help="print CSV instead of a table (list columns as JSON)")
     parser.add_argument(
         "--unrestricted",
         action="store_true",
@@ -48,23 +53,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.db.exists():
-        print(f"no database at {args.db}: run `snakemake --cores all` first, or pass --db", file=sys.stderr)
+    db = Path(args.db)
+    if args.db != MEMORY and not db.exists():
+        print(f"no database at {db}: run `snakemake --cores all` first, or pass --db", file=sys.stderr)
         return 1
-    if args.query is None and args.unrestricted:
+    if args.query is None and args.unrestricted and db.is_file():
         shell = shutil.which("duckdb")
         if shell is None:
             print("the DuckDB CLI is not installed: pip install duckdb-cli", file=sys.stderr)
             return 1
-        os.execv(shell, [shell, "-readonly", str(args.db)])
+        os.execv(shell, [shell, "-readonly", str(db)])
     from quicack import database
 
-    with database.connect(args.db) as con:
+    with database.connect(db) if db.is_file() else parquet_folder(None if args.db == MEMORY else db) as con:
         if not args.unrestricted:
             restrict(con)
         if args.query is not None:
             return _answer(con, args.query, args.csv, args.unrestricted)
         return _prompt(con, args.csv)
+
+
+MEMORY = ":memory:"
+
+
+def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
+    """An in-memory database with a view per quicack table found in ``folder`` (none for :memory:):
+    ``<table>.parquet`` (what quicack qlog / pcap write) or ``<table>/*.parquet`` (a results parquet/ folder). The
+    views name their files, as the database's do, so that `restrict` allows exactly them."""
+    import duckdb
+
+    from quicack.database import sql_string
+    from quicack.schema import TABLES
+
+    con = duckdb.connect(MEMORY)
+    for name in TABLES if folder is not None else ():
+        files = [folder / f"{name}.parquet"] if (folder / f"{name}.parquet").is_file() else sorted((folder / name).glob("*.parquet"))
+        if files:
+            paths = ", ".join(sql_string(str(path.resolve())) for path in files)
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{paths}], union_by_name = true)")
+    return con
 
 
 def restrict(con: duckdb.DuckDBPyConnection) -> None:
@@ -133,7 +160,9 @@ def _answer(con: duckdb.DuckDBPyConnection, query: str, csv: bool, unrestricted:
             print(f"query failed: {error}", file=sys.stderr)
         return 1
     if csv:
-        sys.stdout.write(frame.write_csv())
+        # CSV has no lists or structs: such a column is written as its JSON text.
+        nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+        sys.stdout.write(frame.with_columns(pl.col(nested).map_elements(_json, return_dtype=pl.String)).write_csv())
     else:
         with pl.Config(tbl_rows=50, tbl_cols=20, fmt_str_lengths=60):
             print(frame)
@@ -164,6 +193,12 @@ def _prompt(con: duckdb.DuckDBPyConnection, csv: bool) -> int:
     if "\n".join(lines).strip():  # a last statement without its ';'
         status = _answer(con, "\n".join(lines), csv, unrestricted=False) or status
     return status
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value.to_list() if hasattr(value, "to_list") else value, ensure_ascii=False)
 
 
 def _sql_list(items: list[str]) -> str:

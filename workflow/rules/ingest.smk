@@ -48,4 +48,6 @@ rule ingest_dataset_issues:
     conda:
         CONDA_ENV
     shell:
-        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} {params.follow} > {log:q} 2>&1"
+        # A raw_dir that holds no dataset fails the run: its reason is printed, not only kept in the log.
+        "quicack dataset-issues --raw {params.raw:q} --parquet {params.parquet:q} {params.follow} > {log:q} 2>&1 "
+        "|| {{ cat {log:q} >&2; exit 1; }}"

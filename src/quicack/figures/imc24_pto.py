@@ -62,6 +62,9 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
     runs = require_runs(pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"])
     setup_style()
     table = pto_improvement_table(handshakes, scenarios)
+    if table.filter(pl.col("pto_improvement_ms").is_not_null()).is_empty():
+        # WFC − IACK needs both: panels of clients with runs in one mode only would be empty.
+        raise MissingData(f"no client with ok runs in both modes (IACK and WFC) at one RTT ({runs.height} runs of it in the dataset)")
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
@@ -88,7 +91,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
                 rows["rtt_ms"].to_numpy() * dodge, median, yerr=spread, marker=marker, markersize=4, linewidth=1, color=color, capsize=2, elinewidth=0.8,
             )
         if without:
-            ax.text(0.03, 0.97, "no value: " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
+            ax.text(0.03, 0.97, "no value (needs IACK and WFC runs): " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
         ax.set_xscale("log")
         rtts = sorted(part["rtt_ms"].unique().to_list())
         ax.set_xticks(rtts, [f"{r:g}" for r in rtts])

@@ -46,7 +46,9 @@ def imc24_fig04_measured_sweet_spot(handshakes: pl.DataFrame, runs: pl.DataFrame
     measured ÷ model printed in each cell. Right: spurious retransmissions — share of IACK runs in which
     the client sent a PTO probe (nothing was lost, so every probe is spurious): filled where most did,
     open where none or few did, over the model's hatched region Δt ≥ 3·RTT."""
-    selected = require_runs(delay_sweep_runs(handshakes, runs), "of the Δt sweep (scenarios noloss, noloss_delay_<Δt>ms)")
+    selected = require_runs(
+        delay_sweep_runs(handshakes, runs), "of the Δt sweep (scenarios noloss, noloss_delay_<Δt>ms)", keys=sweet_spot.CELL
+    )
     cells = sweet_spot.sweet_spot_cells(selected)
     require_runs(selected.filter(pl.col("mode") == "iack"), "of the Δt sweep with IACK")
     summary = sweet_spot.agreement_summary(cells)

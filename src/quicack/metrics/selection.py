@@ -19,12 +19,18 @@ class MissingData(LookupError):
     says so, and the pipeline goes on (``strict: true`` turns it into a failure)."""
 
 
-def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None) -> pl.DataFrame:
-    """``runs`` unchanged when at least one is ok (with ``metric`` measured, if given), else MissingData
-    naming ``what`` was looked for."""
+def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys: Sequence[str] = ()) -> pl.DataFrame:
+    """``runs`` unchanged when at least one is ok (with ``metric`` measured, if given, and the run parameters
+    ``keys`` known), else MissingData naming ``what`` was looked for and, when ok runs lack a parameter, which
+    run.json key would fill it."""
     usable = runs.filter(pl.col("status") == "ok")
     if metric is not None:
         usable = usable.filter(pl.col(metric).is_not_null())
+    if keys and not usable.is_empty():
+        lacking = [key for key in keys if usable[key].null_count() == usable.height]
+        if lacking:
+            said = ", ".join(repr(key) for key in lacking)
+            raise MissingData(f"no ok run {what} says its {said}: the {usable.height} ok run(s) of it lack run.json key(s) {said}")
     if usable.is_empty():
         measured = f" with {metric}" if metric is not None else ""
         raise MissingData(f"no ok run{measured} {what} ({runs.height} runs of it in the dataset)")

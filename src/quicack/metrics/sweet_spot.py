@@ -38,7 +38,8 @@ def _model(cells: pl.DataFrame) -> pl.DataFrame:
 def per_client(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> pl.DataFrame:
     """Per (Δt, RTT, client): median first PTO per mode over the ok runs, its WFC − IACK difference, and
     the IACK / WFC runs with a client probe."""
-    ok = sweep_runs.filter(pl.col("status") == "ok")
+    # A run that does not say its Δt or RTT (run.json without cert_delay_ms) has no cell.
+    ok = sweep_runs.filter((pl.col("status") == "ok") & pl.all_horizontal(pl.col(CELL).is_not_null()))
     iack, wfc = pl.col("mode") == "iack", pl.col("mode") == "wfc"
     probed = pl.col(PROBES) > 0
     return (

@@ -102,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
     if "polars" not in sys.modules:
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # A keylog named but not there (a typo) would leave every packet undecrypted with exit 0: refused instead.
+    if missing := [str(path) for path in args.keylog if not path.is_file()]:
+        print(f"error: keylog {', '.join(missing)} does not exist", file=sys.stderr)
+        return 2
     from quicack.issues import ERROR
+    from quicack.stages.derive_stage import write_folder_connections
 
     from .decode import decode_capture  # and polars
 
@@ -124,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+    counts["connections"] = write_folder_connections(args.out)  # the per-connection summary, as the pipeline's
     summary = ", ".join(f"{count} {name}" for name, count in counts.items())
-    print(f"{args.capture}: {summary} -> {args.out}", file=sys.stderr)
+    print(f"{args.capture}: {summary} -> {args.out}/<table>.parquet; query: quicack sql --db {args.out} "
+          '"SELECT * FROM connections"', file=sys.stderr)
     for severity, message in issues:
         print(f"  {severity}: {message}", file=sys.stderr)
     return 1 if counts["packets"] == 0 and any(severity == ERROR for severity, _ in issues) else 0

@@ -15,7 +15,7 @@ from quicack.limits import add_limit_arguments, limits_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument("paths", nargs="+", type=Path, help="qlog files (.qlog, .sqlog, JSON, NDJSON; .gz/.zst too) or folders of them")
     parser.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
     add_limit_arguments(parser)
     parser.set_defaults(handler=run)
@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from quicack.metrics.rtt import recompute_rtt_samples
+    from quicack.stages.derive_stage import write_folder_connections
 
     from .parquet import FileSummary, write_qlog_parquet
 
@@ -43,7 +44,23 @@ def run(args: argparse.Namespace) -> int:
                        limits=limits_from_args(args))
     if not files:
         print("no qlog files found", file=sys.stderr)
+    connections = write_folder_connections(args.out)
+    print_outputs(args.out, connections)
     return 0 if readable else 1
+
+
+def print_outputs(out: Path, connections: int) -> None:
+    """Where the tables went, and every issue's reason (not only in ingest_issues.parquet): on stderr."""
+    import polars as pl
+
+    tables = sorted(p.name for p in out.glob("*.parquet"))
+    print(f"-> {out}/: {', '.join(tables)} ({connections} connection(s)); query: quicack sql --db {out} "
+          "\"SELECT * FROM connections\"", file=sys.stderr)
+    issues = out / "ingest_issues.parquet"
+    if issues.is_file():
+        # The message names the file.
+        for severity, message in pl.read_parquet(issues).select("severity", "message").iter_rows():
+            print(f"  {severity}: {message}", file=sys.stderr)
 
 
 def qlog_command(argv: list[str]) -> int:

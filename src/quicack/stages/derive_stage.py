@@ -70,6 +70,21 @@ def derive_tables(read: dict[str, pl.DataFrame], params: recovery.RecoveryParams
     }
 
 
+def write_folder_connections(out_dir: Path, params: recovery.RecoveryParams = recovery.RecoveryParams()) -> int:
+    """``<out_dir>/connections.parquet``, the per-connection summary as `derive_tables` computes it, from the
+    ``<table>.parquet`` files the one-file commands (``quicack qlog``, ``quicack pcap``) wrote there (a table they do
+    not write is empty); its row count."""
+    from quicack.schema import TABLES
+
+    read = {
+        name: TABLES[name].conform(pl.read_parquet(path)) if (path := out_dir / f"{name}.parquet").is_file() else TABLES[name].empty()
+        for name in DERIVE_INPUTS
+    }
+    with parquet_store.TableWriter.in_folder(out_dir, ["connections"]) as writer:
+        writer.write("connections", derive_tables(read, params)["connections"])
+    return writer.rows["connections"]
+
+
 def with_capture_retransmissions(connections: pl.DataFrame, handshakes: pl.DataFrame) -> pl.DataFrame:
     """Fill connections.pto_expiries / spurious_retransmissions of each endpoint from the
     capture-derived counts in handshake_runs (client_* for the client row, server_* for the server)."""

@@ -4,6 +4,7 @@ input problems (`quicack dataset-issues`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from quicack import ingest, parquet_store
@@ -57,5 +58,9 @@ def _ingest_group(args: argparse.Namespace) -> int:
 
 
 def _dataset_issues(args: argparse.Namespace) -> int:
+    # A raw folder that holds no dataset (a typo, an empty or misplaced folder) fails the run with the reason.
+    if (reason := ingest.unusable_raw_folder(args.raw, args.follow_external_symlinks)) is not None:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2
     dataset_issues_stage(args.raw, args.parquet, args.follow_external_symlinks)
     return 0
