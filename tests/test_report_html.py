@@ -237,8 +237,10 @@ def check_report_in_browser(driver, path: Path, claims: pl.DataFrame, screenshot
     # Each paper: its link on the landing page, then the entry's eye button, as a reviewer clicks them.
     for paper in claims["paper"].unique(maintain_order=True).to_list():
         page = f"claims-{paper}.html"
+        # From the landing page as the report opens, for each paper (a reviewer's back to the start).
         driver.switch_to.default_content()
-        driver.execute_script("app.setView({content: 'rulegraph', navbarMode: 'menu'})")
+        driver.get(path.resolve().as_uri())
+        _wait(driver, lambda d: d.execute_script(_LANDING_BOX))
         link = _wait(
             driver,
             lambda d, paper=paper: d.find_element(

@@ -461,7 +461,7 @@ RENDER_AFTER = {"render_summary", "all"}
 @pytest.mark.slow
 def test_a_figure_module_or_a_papers_table_rerenders_only_the_notebooks_that_use_it(touched):
     """Two edits at once, each of them to one notebook's inputs only: imc24_ttfb.py (five figures) and imc24's Table 3
-    values (its table, not Tables 2 and 4 drawn by the same module, not the other papers). And a third that no job
+    values (its table and imc24's claims, not Tables 2 and 4 drawn by the same module, not the other papers). And a third that no job
     uses: the compiled core's sources, whose installed build is what the jobs run; the run warns once that it differs."""
     ttfb, table, core = "src/quicack/figures/imc24_ttfb.py", "data/reference/imc24_tab03.csv", "rust/quicack_core/src/lib.rs"
     stale = installed_identity() not in (None, source_identity(touched.root / "rust" / "quicack_core"))
@@ -470,8 +470,10 @@ def test_a_figure_module_or_a_papers_table_rerenders_only_the_notebooks_that_use
         planned, output = touched.planned()
     figures = {f"render_imc24_fig{n}" for n in ("05", "06", "07", "12", "13")}
     assert _triggered(planned, ttfb) == dict.fromkeys(figures, 1)
-    assert _triggered(planned, table) == {"render_imc24_tab03": 1}
-    assert set(planned) == figures | {"render_imc24_tab03"} | RENDER_AFTER
+    # Table 3's values are the table's and imc24's claims' (App. D's summary of Table 3): both, nothing else; the
+    # claims then merge again and the report's pages follow them.
+    assert _triggered(planned, table) == {"render_imc24_tab03": 1, "render_imc24_claims": 1}
+    assert set(planned) == figures | {"render_imc24_tab03", "render_imc24_claims", "claims", "report_pages"} | RENDER_AFTER
     assert output.count("is not built from") == int(installed_identity() is not None)
 
 

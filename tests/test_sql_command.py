@@ -15,6 +15,7 @@ from quicack import database
 from quicack.cli import main
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.pcap_command import OUTPUT_TABLES, write_capture_parquet
+from quicack.stages.database_stage import write_rfc9002_agreement
 
 PCAP = Path(__file__).parent / "data" / "pcap"
 README = Path(__file__).parents[1] / "README.md"
@@ -29,6 +30,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_capture_parquet(capture, snapshot)
     files = {name: [snapshot / f"{name}.parquet"] for name in OUTPUT_TABLES}
     database.build_database(root / "results" / "sample" / "quicack.duckdb", files, root)
+    # As build-db does after the views: the dataset-wide table the README queries too (empty: no qlog here).
+    write_rfc9002_agreement(root / "results" / "sample" / "quicack.duckdb", files)
     return root
 
 

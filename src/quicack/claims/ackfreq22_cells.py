@@ -2,7 +2,7 @@
 
 Every cell of ``data/reference/ackfreq22_tab04.csv`` (median 1 MB download time) and ``ackfreq22_tab05.csv`` (share of
 timer ACKs) is a claim (``quicack.claims.table_cells``): the paper's value read from the table file, ours the metric
-the table notebook computes (``quicack.figures.ackfreq22.download_times``; Table 5's per-connection timer share) over
+the table notebook computes (``quicack.metrics.ackfreq22_runs.download_times``; Table 5's per-connection timer share) over
 the same runs, the median over runs with its bootstrap interval. The trends are claims on the sign of a difference
 between cells, ours the difference of the medians with its bootstrap interval.
 """
@@ -16,7 +16,7 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured
 from quicack.claims.table_cells import CellClaims, CellSpec, Row, cell_claims, median_difference, median_of_runs
-from quicack.figures.ackfreq22 import download_times
+from quicack.metrics.ackfreq22_runs import download_times
 from quicack.metrics.selection import MissingData, ackfreq22_matrix_runs
 from quicack.reference import paper_table
 

@@ -17,6 +17,9 @@ import seaborn as sns
 
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
+from quicack.metrics.ackfreq22_runs import WHERE, download_times
+from quicack.metrics.ackfreq22_runs import measured_runs as _measured
+from quicack.metrics.ackfreq22_runs import ok_runs as _ok
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.return_path import one_vantage_per_run
@@ -46,24 +49,6 @@ STAND_INS = (
 )
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "Satellite"}
 LOSS_LABELS = {False: "no loss", True: "1 % loss"}
-WHERE = "1 MB downloads over the emulated ackfreq22 paths"
-
-
-def _ok(selected: pl.DataFrame) -> pl.DataFrame:
-    return selected.filter(pl.col("status") == "ok")
-
-
-def _measured(selected: pl.DataFrame, ack_runs: pl.DataFrame, metric: str, what: str) -> pl.DataFrame:
-    """The ok selected runs with their ``ack_runs`` row, MissingData when none has ``metric``."""
-    drawn = _ok(selected).join(ack_runs, on="run_id")
-    if drawn.filter(pl.col(metric).is_not_null()).is_empty():
-        raise MissingData(f"no ok run with {metric} of the {what} ({selected.height} runs of it in the dataset)")
-    return drawn
-
-
-def _condition() -> pl.Expr:
-    """'no loss' or '1 % loss D' / 'NR' / '3A': Table 4's rows."""
-    return pl.when(pl.col("lossy")).then(pl.format("1 % loss {}", pl.col("ack_reordering"))).otherwise(pl.lit("no loss")).alias("condition")
 
 
 # -- Table 1 ---------------------------------------------------------------------------------------------------------
@@ -275,15 +260,6 @@ def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: Ru
 
 
 # -- Table 4, Fig. 6: download times ----------------------------------------------------------------------------------
-
-
-def download_times(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(the runs of Table 4, every ok one with its condition and download time in s)."""
-    selected = require_runs(ackfreq22_matrix_runs(runs), f"of the {WHERE} at AR 2, 10, 20 with d = 25 ms")
-    drawn = _measured(selected, ack_runs, "download_time_ms", WHERE).with_columns(
-        _condition(), (pl.col("download_time_ms") / 1000.0).alias("download_s")
-    )
-    return selected, drawn
 
 
 def _paper_beside_ours(paper: pl.DataFrame, paper_value: str, ours: pl.DataFrame, ours_value: str, unit: str) -> pl.DataFrame:
