@@ -51,7 +51,7 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     statuses = sorted(str(p) for p in out.rglob("*.status.json"))
     strict = subprocess.run(["quicack", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"), "--strict"],
                             capture_output=True, text=True, encoding="utf-8")
-    assert strict.returncode != 0 and "34 artefact(s) could not be drawn" in strict.stderr
+    assert strict.returncode != 0 and "35 artefact(s) could not be drawn" in strict.stderr
 
 
 # Hand-made: what an attacker would link to (a stand-in for /etc/passwd, outside the raw folder).
