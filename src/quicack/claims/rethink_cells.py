@@ -212,36 +212,37 @@ def quic_minus_tcp_volume(tables: Tables, lossy: bool = False, ratio: int = 2) -
     return _range_over_receivers(differences, f"QUIC − TCP, {setup}")
 
 
+def _per_receiver_difference(
+    tables: Tables, minuend: tuple[bool, str, int], subtrahend: tuple[bool, str, int], what: str
+) -> Measured:
+    """Per receiver the median return volume of one setup (lossy, protocol, AR) minus another's, for the receivers
+    run in both (KB per 10 MB), their range: the shape of every within-protocol comparison of rethink §V and §VII."""
+    try:
+        first, second = _per_run_return_kb(tables, *minuend), _per_run_return_kb(tables, *subtrahend)
+    except MissingData as missing:
+        return Measured.unmeasured(str(missing))
+    differences = {
+        c: median_difference(first[c], second[c], "KB", what, "{:.0f}") for c in first.keys() & second.keys()
+    }
+    return _range_over_receivers(differences, what)
+
+
 def ar10_reduces_volume(tables: Tables, lossy: bool, protocol: str = "quic") -> Measured:
     """rethink §VII (Fig. 2b): per receiver the return volume at AR 1:2 minus at AR 1:10 (KB per 10 MB; positive: AR
     1:10 sends less), their range."""
     setup = "1 % loss" if lossy else "no loss"
-    try:
-        two, ten = _per_run_return_kb(tables, lossy, protocol, 2), _per_run_return_kb(tables, lossy, protocol, 10)
-    except MissingData as missing:
-        return Measured.unmeasured(str(missing))
-    differences = {
-        c: median_difference(two[c], ten[c], "KB", f"AR 1:2 − AR 1:10, {setup}", "{:.0f}")
-        for c in two.keys() & ten.keys()
-    }
-    return _range_over_receivers(differences, f"AR 1:2 − AR 1:10, {setup}")
+    return _per_receiver_difference(tables, (lossy, protocol, 2), (lossy, protocol, 10), f"AR 1:2 − AR 1:10, {setup}")
 
 
 def loss_adds_volume(tables: Tables, protocol: str, ratio: int = 2) -> Measured:
     """rethink §V (Table III): per receiver the return volume with 1 % forward loss minus without (KB per 10 MB;
     positive: loss adds ACK range / SACK bytes), their range."""
-    try:
-        lossy, clean = (
-            _per_run_return_kb(tables, True, protocol, ratio),
-            _per_run_return_kb(tables, False, protocol, ratio),
-        )
-    except MissingData as missing:
-        return Measured.unmeasured(str(missing))
-    differences = {
-        c: median_difference(lossy[c], clean[c], "KB", f"AR 1:{ratio}, 1 % loss − no loss", "{:.0f}")
-        for c in lossy.keys() & clean.keys()
-    }
-    return _range_over_receivers(differences, f"{protocol.upper()} AR 1:{ratio}, 1 % loss − no loss")
+    return _per_receiver_difference(
+        tables,
+        (True, protocol, ratio),
+        (False, protocol, ratio),
+        f"{protocol.upper()} AR 1:{ratio}, 1 % loss − no loss",
+    )
 
 
 def quic_over_thinned_tcp(tables: Tables) -> Measured:
