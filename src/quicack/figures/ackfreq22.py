@@ -17,9 +17,7 @@ import seaborn as sns
 
 from quicack.figures.common import cwnd_figure, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
-from quicack.metrics.ackfreq22_runs import WHERE, download_times
-from quicack.metrics.ackfreq22_runs import measured_runs as _measured
-from quicack.metrics.ackfreq22_runs import ok_runs as _ok
+from quicack.metrics.ackfreq22_runs import WHERE, download_times, measured_runs, ok_runs
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.return_path import one_vantage_per_run
@@ -79,7 +77,7 @@ def ackfreq22_tab01_paths(
     fastest forward second (IP bytes in any 1 s of a download); and, where the dataset has them (table path_checks),
     what quicack.testbed.path_check's UDP probes measured of each path: RTT, rate and random loss per direction."""
     selected = require_runs(ackfreq22_runs(runs), f"of the {WHERE}")
-    ok = _ok(selected).select("run_id", "path_profile")
+    ok = ok_runs(selected).select("run_id", "path_profile")
     delivered = per_run_batches(_delivered, ok["run_id"], datagrams)
     per_run = ok.join(delivered, on="run_id", how="left").join(
         ack_runs.select("run_id", "loss_clusters", "forward_data_packets"), on="run_id", how="left"
@@ -146,7 +144,7 @@ COMPONENT_ORDER = ("IP", "UDP", "QUIC header", "AEAD tag", "ACK", "CRYPTO", "STR
 
 def return_components(selected: pl.DataFrame, ack_breakdown: pl.DataFrame) -> pl.DataFrame:
     """Per receiver (``receiver``: client and policy) and component group: % of the return bytes, over all its runs."""
-    ok = _ok(selected).select("run_id", "receiver")
+    ok = ok_runs(selected).select("run_id", "receiver")
     rows = one_vantage_per_run(ack_breakdown.join(ok, on="run_id", how="semi")).filter(pl.col("direction") == "c2s")
     grouped = rows.join(ok, on="run_id").with_columns(
         pl.when(pl.col("component") == "undecrypted")
@@ -336,7 +334,7 @@ def ackfreq22_tab05_timer_acks(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Re
     selected = require_runs(
         ackfreq22_matrix_runs(runs).filter(~pl.col("lossy") | (pl.col("ack_reordering") == "D")), f"of the {WHERE} at AR 2, 10, 20"
     )
-    drawn = _measured(selected, ack_runs, "acks_by_delay_timer", WHERE)
+    drawn = measured_runs(selected, ack_runs, "acks_by_delay_timer", WHERE)
     application = pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
     ours = (
         drawn.with_columns((100.0 * pl.col("acks_by_delay_timer") / application).alias("timer_percent"),
@@ -372,7 +370,7 @@ def ackfreq22_fig05_cwnd(runs: pl.DataFrame, metrics_logged: RunRows) -> Rendere
         & pl.col("ack_delay_ms").fill_null(25.0).eq(25.0)
     )  # fmt: skip
     selected = require_runs(candidates, f"of the {what}")
-    ok = _ok(selected).with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("configuration"))
+    ok = ok_runs(selected).with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("configuration"))
     cwnd = cwnd_of_runs(ok, metrics_logged)
     if cwnd.is_empty():
         raise MissingData(f"no congestion window in the server qlogs of the {what}")
