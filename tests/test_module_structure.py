@@ -1,7 +1,7 @@
 """The shape of the package: no import cycles among quicack's modules (lazy imports inside functions included: a
 cycle hidden in a function is still two modules that cannot be understood, tested or changed one without the
 other), modules small enough to have one job, and no two modules of the same name doing different things.
-Read from the source with `ast` (quicack.code_graph); nothing is imported."""
+Read from the source with `ast` (quicack.jobs.code_graph); nothing is imported."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from quicack.code_graph import CodeGraph
-from quicack.code_graph import module_name as code_graph_module_name
+from quicack.jobs.code_graph import CodeGraph
+from quicack.jobs.code_graph import module_name as code_graph_module_name
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "src"
@@ -20,7 +20,7 @@ MAX_LINES = 600
 OVER_LENGTH: set[str] = set()
 
 
-# The package's import graph (quicack.code_graph: top-level and lazy imports, names a package imports on first use),
+# The package's import graph (quicack.jobs.code_graph: top-level and lazy imports, names a package imports on first use),
 # the one the workflow follows to each job's code inputs.
 GRAPH = CodeGraph(SOURCE)
 MODULES = GRAPH.paths
@@ -84,7 +84,7 @@ def test_the_import_graph_is_read_right():
     assert "quicack.qlog.records" in graph["quicack.qlog.detect"] | graph["quicack.qlog.batch"] | graph[
         "quicack.qlog.lane"
     ]
-    assert "quicack.pcap.decode" in graph["quicack.ingest"]
+    assert "quicack.pcap.decode" in graph["quicack.stages.ingest"]
     assert graph["quicack.stages.group_arguments"] == {"quicack.layout.runs"}
 
 
@@ -125,7 +125,7 @@ def test_one_home_per_concept():
     """Each of these is written in one module and read from there by the rest (the testbed, which records and does
     not analyse, is left out): the row of an input problem and its counting (quicack.issues), the CDN -> AS map
     (quicack.reference), and which stage writes which table (quicack.schema: the rules and the stages ask it)."""
-    assert _modules_mentioning(r"[\"']severity[\"']\s*:") == {"issues.py"}
+    assert _modules_mentioning(r"[\"']severity[\"']\s*:") == {"reading/issues.py"}
     assert _modules_mentioning(r"cdn_asn\.csv[\"']") == {"reference.py"}
     assert _modules_mentioning(r"\bwritten_by=") <= {
         f"schema/{name}.py" for name in ("ingest_tables", "derived_tables", "scan_tables", "database_tables")

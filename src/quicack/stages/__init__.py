@@ -2,4 +2,4 @@
 subcommands (their arguments and what they run): `ingest_stage` (ingest-group, dataset-issues), `derive_stage`
 (derive-group), `database_stage` (build-db and the ingest summary), `render_stage` (render-summary, merge-claims);
 `group_arguments`: how a run group is named on the command line. This file imports nothing, so that a stage's job
-runs (and depends on) its own stage's code only (quicack.code_graph)."""
+runs (and depends on) its own stage's code only (quicack.jobs.code_graph)."""
