@@ -1,6 +1,7 @@
 """The database stage (`quicack build-db`): the current Parquet parts -> a snapshot, the DuckDB file of commented
-views over it (quicack.storage.database), the dataset's description, path checks and RFC 9002 agreement summary stored beside them, and the ingest
-summary (results/<dataset>/summary.txt); published by a rename, so that readers see the old database or the new."""
+views over it (quicack.storage.database), the dataset's description, path checks and RFC 9002 agreement summary
+stored beside them, and the ingest summary (results/<dataset>/summary.txt); published by a rename, so that readers
+see the old database or the new."""
 
 from __future__ import annotations
 
