@@ -33,5 +33,5 @@ rule all:
 include: "workflow/rules/artifact.smk"
 
 
-# Every rule is defined: the job inputs computed for them are kept for the next start (quicack.job_inputs).
+# Every rule is defined: the job inputs computed for them are kept for the next start (quicack.jobs.job_inputs).
 JOB_INPUTS.save()

@@ -32,9 +32,10 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import pipeline, recovery, store
+from quicack import pipeline, store
 from quicack.layout import group_key
 from quicack.layout.vantage import SIM_RIGHT
+from quicack.models import recovery
 from quicack.testbed.run import run_group
 from quicack.testbed.scenarios import expand
 

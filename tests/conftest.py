@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from quicack.database import connect
+from quicack.storage.database import connect
 
 REPO = Path(__file__).resolve().parent.parent
 QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
@@ -98,8 +98,8 @@ def ack_policy_tables() -> dict:
     """The ingest tables of the recorded ACK-policy runs (tests/data/ack_policy), every group, ingested once."""
     import polars as pl
 
-    from quicack.ingest import ingest_group
     from quicack.layout import run_groups
+    from quicack.stages.ingest import ingest_group
 
     parts: dict[str, list[pl.DataFrame]] = {}
     for group in run_groups(ACK_POLICY_RAW):
@@ -123,9 +123,10 @@ def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterabl
     """``sample_tables(groups, names)``: tables ``names`` of the embedded dataset's run ``groups``, each group ingested
     and derived (the pipeline's ingest and derive stages) once per test run, whichever test file or worker asks
     first; six test files read the imc24 groups, which took a minute each to ingest again."""
-    from quicack import parquet_store, recovery
     from quicack.layout import group_key
+    from quicack.models import recovery
     from quicack.stages import derive_stage, ingest_stage
+    from quicack.storage import parquet_store
 
     parquet = _shared_temp(tmp_path_factory) / "sample_parquet"
     parquet.mkdir(exist_ok=True)

@@ -18,9 +18,9 @@ import polars as pl
 import pytest
 import yaml
 
-from quicack.ingest import ingest_group
 from quicack.layout import parse_run_folder, run_groups
 from quicack.metrics.ack_policy import captured_ack_ratio_per_run, captured_acks
+from quicack.stages.ingest import ingest_group
 from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.clients import ClientRequest, client_command
 from quicack.testbed.iack_wfc_server import (

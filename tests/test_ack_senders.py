@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from quicack.figures.ack_senders import ackratio_senders
-from quicack.ingest import ingest_group
 from quicack.metrics.ack_runs import quic_ack_runs
-from quicack.path_checks import read_path_checks
+from quicack.stages.ingest import ingest_group
+from quicack.storage.path_checks import read_path_checks
 from tests.conftest import SAMPLE_RAW
 
 REPO = Path(__file__).resolve().parents[1]

@@ -19,14 +19,14 @@ import polars as pl
 import pytest
 
 from quicack.figures.ack_policy_tables import ackfreq22_tab02_ack_policies
-from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_policy import ACK_FRAMES, captured_acks
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import default_pto_probe, first_flight_end
 from quicack.metrics.rtt import recompute_rtt_samples
-from quicack.recovery import RecoveryParams
+from quicack.models.recovery import RecoveryParams
+from quicack.stages.ingest import ingest_group
 from quicack.testbed import browsers
 from quicack.testbed.certs import SERVER_NAME, cert_paths
 from quicack.testbed.clients import CHROMIUM_NETLOG, ClientRequest, client_command, confined_to_its_flow

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 from test_pcap_decode import tables
 
-from quicack import database
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.pcap_command import OUTPUT_TABLES, write_capture_parquet
+from quicack.storage import database
 
 DATA = Path(__file__).parent / "data" / "pcap"
 TWO_CONNECTIONS = (DATA / "aioquic_0rtt_resumption.pcap", DATA / "aioquic_0rtt_resumption.keys.log")

@@ -26,7 +26,7 @@ USED_OTHERWISE = {
     "ruff": ("ruff check", "tests/run_all.sh"),
     "pytest": ("pytest", "tests/run_all.sh"),
     "pytest-xdist": ("--numprocesses", "tests/run_all.sh"),
-    "duckdb-cli": ("duckdb", "src/quicack/sql_command.py"),  # `quicack sql --unrestricted` without a query opens its shell
+    "duckdb-cli": ("duckdb", "src/quicack/storage/sql_command.py"),  # `quicack sql --unrestricted` without a query opens its shell
     "maturin": ("maturin", "rust/quicack_core/pyproject.toml"),
     "snakemake-executor-plugin-slurm": ("executor: slurm", "profiles/slurm/config.yaml"),
     "snakemake-executor-plugin-slurm-jobstep": ("slurm", "profiles/slurm/config.yaml"),

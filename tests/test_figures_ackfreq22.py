@@ -17,7 +17,6 @@ import polars as pl
 import pytest
 
 from quicack.figures import ackfreq22 as artefacts
-from quicack.ingest import ingest_group
 from quicack.metrics.ack_runs import quic_ack_runs
 from quicack.metrics.client_traffic import (
     client_traffic_estimates,
@@ -28,6 +27,7 @@ from quicack.metrics.client_traffic import (
     model_inputs,
 )
 from quicack.metrics.selection import ackfreq22_fig4_runs
+from quicack.stages.ingest import ingest_group
 from tests.conftest import SAMPLE_RAW
 
 

@@ -8,10 +8,11 @@ import matplotlib.pyplot as plt
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
 from quicack.figures import imc24_handshake, imc24_tables
 from quicack.metrics import guidelines, selection
+from quicack.models import recovery
 from quicack.stages import derive_stage, ingest_stage
+from quicack.storage import parquet_store
 from tests.conftest import SAMPLE_RAW
 
 GROUPS = ("quic-go_aioquic", "quic-go_quic-go")

@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 from quicack.figures import rethink, tcpquic
-from quicack.ingest import ingest_group
 from quicack.layout import run_groups
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.cwnd import cwnd_over_time
@@ -23,6 +22,7 @@ from quicack.metrics.return_path import (
     wire_packets,
 )
 from quicack.metrics.selection import rethink_runs
+from quicack.stages.ingest import ingest_group
 from tests.conftest import SAMPLE_RAW
 
 # Every QUIC datagram the aioquic client sends in the handshake's first flight is padded to 1,200 B of UDP payload.

@@ -11,10 +11,10 @@ import json
 import polars as pl
 import pytest
 
-from quicack import recovery
 from quicack.claims.imc24_claims import sweet_spot_reduction_ratio, sweet_spot_spurious_agreement
 from quicack.metrics import guidelines, sweet_spot
 from quicack.metrics.selection import delay_sweep_runs
+from quicack.models import recovery
 from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
 from quicack.reference import paper_table
@@ -77,7 +77,7 @@ def test_sweet_spot_has_a_measured_cell_per_delay_and_rtt(tables):
     assert set(cells.select("cert_delay_ms", "rtt_ms").iter_rows()) == set(itertools.product(SWEEP_DELAYS_MS, SWEEP_RTTS_MS))
     assert (cells["iack_runs"] >= 2).all() and (cells["wfc_runs"] >= 2).all()
     assert cells["measured_reduction_ms"].is_not_null().all() and cells["spurious_agrees"].is_not_null().all()
-    # The model's prediction beside each cell, from quicack.recovery.
+    # The model's prediction beside each cell, from quicack.models.recovery.
     row = cells.filter((pl.col("cert_delay_ms") == 50.0) & (pl.col("rtt_ms") == 9.0)).row(0, named=True)
     assert row["model_reduction_ms"] == pytest.approx(recovery.first_pto_reduction_ms(9.0, 50.0))
     assert row["model_spurious"] == recovery.instant_ack_is_spurious(9.0, 50.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack import ingest
+from quicack.stages import ingest
 from tests.conftest import QLOG_FIXTURES, REPO, make_run
 
 

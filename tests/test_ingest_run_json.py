@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import ingest
+from quicack.stages import ingest
 from tests.conftest import REPO
 
 GROUP = "quic-go_quic-go"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import quicack
-from quicack.limits import DEFAULT_LIMITS, Limits, limit_arguments, limits_from_mapping
+from quicack.reading.limits import DEFAULT_LIMITS, Limits, limit_arguments, limits_from_mapping
 
 GiB = 1 << 30
 PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 113)

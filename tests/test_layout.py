@@ -26,7 +26,7 @@ from tests.conftest import REPO, SAMPLE_RAW, UNLOCKED
 from tests.test_module_structure import imports_of, module_name
 
 PACKAGE = REPO / "src" / "quicack"
-ANALYSIS_PACKAGES = ("ingest.py", "qlog", "pcap", "metrics", "claims", "figures", "layout", "parquet_store.py", "database.py", "stages")
+ANALYSIS_PACKAGES = ("qlog", "pcap", "metrics", "claims", "figures", "layout", "storage", "stages", "reading", "models")
 
 
 def quicack_imports(path: Path) -> set[str]:
@@ -120,5 +120,5 @@ def test_each_stage_depends_on_the_code_it_runs_and_no_other():
     ingest, derive, render = inputs["ingest_group"], inputs["derive_group"], inputs["render_imc24_fig05"]
     assert "src/quicack/layout/runs.py" in ingest and "src/quicack/pcap/decode.py" in ingest
     assert not any("/figures/" in f or "/claims/" in f or "/testbed/" in f or "/metrics/" in f for f in ingest)
-    assert "src/quicack/recovery.py" in derive and not any("/pcap/" in f or "/figures/" in f for f in derive)
+    assert "src/quicack/models/recovery.py" in derive and not any("/pcap/" in f or "/figures/" in f for f in derive)
     assert "src/quicack/figures/common.py" in render and not any("/pcap/" in f or "/testbed/" in f for f in render)

@@ -11,12 +11,12 @@ import shutil
 import polars as pl
 import pytest
 
-from quicack import ingest
 from quicack.metrics import guidelines, summary
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import second_flight_runs
 from quicack.metrics.server_ack_delay import first_server_acks, server_ack_delay_table
 from quicack.reference import paper_table
+from quicack.stages import ingest
 from tests.conftest import SAMPLE_RAW
 
 GROUPS = ("quic-go_aioquic", "quic-go_quic-go", "quic-go_ngtcp2", "quic-go_quinn")

@@ -1,7 +1,7 @@
 """The shape of the package: no import cycles among quicack's modules (lazy imports inside functions included: a
 cycle hidden in a function is still two modules that cannot be understood, tested or changed one without the
 other), modules small enough to have one job, and no two modules of the same name doing different things.
-Read from the source with `ast` (quicack.code_graph); nothing is imported."""
+Read from the source with `ast` (quicack.jobs.code_graph); nothing is imported."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from quicack.code_graph import CodeGraph
-from quicack.code_graph import module_name as code_graph_module_name
+from quicack.jobs.code_graph import CodeGraph
+from quicack.jobs.code_graph import module_name as code_graph_module_name
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "src"
@@ -20,7 +20,7 @@ MAX_LINES = 600
 OVER_LENGTH: set[str] = set()
 
 
-# The package's import graph (quicack.code_graph: top-level and lazy imports, names a package imports on first use),
+# The package's import graph (quicack.jobs.code_graph: top-level and lazy imports, names a package imports on first use),
 # the one the workflow follows to each job's code inputs.
 GRAPH = CodeGraph(SOURCE)
 MODULES = GRAPH.paths
@@ -84,7 +84,7 @@ def test_the_import_graph_is_read_right():
     assert "quicack.qlog.records" in graph["quicack.qlog.detect"] | graph["quicack.qlog.batch"] | graph[
         "quicack.qlog.lane"
     ]
-    assert "quicack.pcap.decode" in graph["quicack.ingest"]
+    assert "quicack.pcap.decode" in graph["quicack.stages.ingest"]
     assert graph["quicack.stages.group_arguments"] == {"quicack.layout.runs"}
 
 
@@ -94,6 +94,74 @@ def test_no_import_cycles():
 
 def test_a_cycle_is_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# At most this many modules directly under src/quicack (__init__ aside): a module that belongs to a family (the storage
+# layer, what every reader shares, a stage, the job-input code) lives in its family's package.
+MAX_LOOSE_MODULES = 12
+
+# The package's layers, lowest first: a module imports its own layer or a lower one, never a higher one (an upward
+# import), so that each layer can be understood and tested with the ones below it only. Each unit is a package or a
+# loose module directly under quicack. The entry point of a `quicack` subcommand (a module quicack.cli.COMMANDS
+# names: `quicack pcap` and `quicack qlog` recompute the derived tables of their output) and quicack's own
+# __init__ are above and below every layer.
+LAYERS: tuple[set[str], ...] = (
+    {"schema", "layout", "lazy_names", "frame_types", "reference", "markup", "config_check"},
+    {"storage", "reading", "models"},
+    {"pcap", "qlog", "scan", "metrics", "provenance"},
+    {"rendered", "compiled_core"},
+    {"figures", "claims"},
+    {"stages", "artifact", "fuzz", "testbed", "jobs"},
+    {"doctor", "cli"},
+)
+
+
+def _unit(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def _layer(unit: str) -> int:
+    return next(rank for rank, layer in enumerate(LAYERS) if unit in layer)
+
+
+def upward_imports(graph: dict[str, set[str]], entry_points: set[str]) -> list[tuple[str, str]]:
+    """Every (importer, imported) pair whose imported module is in a higher layer than its importer."""
+    return sorted(
+        (name, target)
+        for name, targets in graph.items()
+        if name not in entry_points and _unit(name)
+        for target in targets
+        if _unit(target) and _layer(_unit(target)) > _layer(_unit(name))
+    )
+
+
+def test_few_loose_modules():
+    loose = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert loose and len(loose) <= MAX_LOOSE_MODULES, loose
+
+
+def test_every_package_and_loose_module_has_a_layer():
+    units = {_unit(name) for name in MODULES} - {""}
+    assert units == set().union(*LAYERS), (units - set().union(*LAYERS), set().union(*LAYERS) - units)
+
+
+def test_no_upward_imports():
+    entry_points = {module for module, _ in GRAPH.commands.values()}
+    assert "quicack.pcap.pcap_command" in entry_points and "quicack.storage.sql_command" in entry_points
+    assert upward_imports(import_graph(), entry_points) == []
+
+
+def test_an_upward_import_is_found():
+    graph = {"quicack.storage.database": {"quicack.schema", "quicack.metrics.rtt"}, "quicack.figures.common": set()}
+    assert upward_imports(graph, set()) == [("quicack.storage.database", "quicack.metrics.rtt")]
+    assert upward_imports(graph, {"quicack.storage.database"}) == []
+
+
+def test_family_packages_import_nothing_themselves():
+    """A family package's __init__ imports none of its modules, so that a job that uses one of them depends on that one
+    only (its code inputs, quicack.jobs.code_graph)."""
+    for package in ("jobs", "storage", "reading", "stages"):
+        assert (PACKAGE / package / "__init__.py").is_file() and GRAPH.imports(f"quicack.{package}") == set(), package
 
 
 def test_no_module_is_longer_than_it_should_be():
@@ -123,9 +191,9 @@ def _modules_mentioning(pattern: str) -> set[str]:
 
 def test_one_home_per_concept():
     """Each of these is written in one module and read from there by the rest (the testbed, which records and does
-    not analyse, is left out): the row of an input problem and its counting (quicack.issues), the CDN -> AS map
+    not analyse, is left out): the row of an input problem and its counting (quicack.reading.issues), the CDN -> AS map
     (quicack.reference), and which stage writes which table (quicack.schema: the rules and the stages ask it)."""
-    assert _modules_mentioning(r"[\"']severity[\"']\s*:") == {"issues.py"}
+    assert _modules_mentioning(r"[\"']severity[\"']\s*:") == {"reading/issues.py"}
     assert _modules_mentioning(r"cdn_asn\.csv[\"']") == {"reference.py"}
     assert _modules_mentioning(r"\bwritten_by=") <= {
         f"schema/{name}.py" for name in ("ingest_tables", "derived_tables", "scan_tables", "database_tables")

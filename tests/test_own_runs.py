@@ -14,12 +14,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import ingest, recovery
 from quicack.cli import COMMANDS
-from quicack.database import connect
 from quicack.metrics.selection import MissingData, require_runs
+from quicack.models import recovery
 from quicack.schema.run_json import markdown_table
+from quicack.stages import ingest
 from quicack.stages.derive_stage import DERIVE_INPUTS
+from quicack.storage.database import connect
 from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, UNLOCKED, config_for, published, snakemake
 
 GROUP = "quic-go_ngtcp2"

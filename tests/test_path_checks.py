@@ -11,9 +11,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from quicack.path_checks import PathChecksError, read_path_checks, write_path_checks
 from quicack.reference import path_profiles
 from quicack.schema import PATH_CHECKS
+from quicack.storage.path_checks import PathChecksError, read_path_checks, write_path_checks
 from quicack.testbed.path_check import PathMeasurement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,8 +48,8 @@ def test_build_db_stores_them_commented(tmp_path: Path) -> None:
 def test_tab01_sets_the_probes_beside_the_profiles(tmp_path: Path) -> None:
     """On the embedded VDSL runs (AR 2): the probed path carries 40 Mbit/s, the downloads' fastest second less."""
     from quicack.figures.ackfreq22 import ackfreq22_tab01_paths
-    from quicack.ingest import ingest_group
     from quicack.metrics.ack_runs import quic_ack_runs
+    from quicack.stages.ingest import ingest_group
 
     group = "quinn_quinn"  # the calibration's pair: the quinn server's paced NewReno, AR by ACK_FREQUENCY
     testcase = "ack_ratio-none-ackfreq22-vdsl-1MB-hq-ccnewreno-paced-ar2-d25ms-D"

@@ -64,10 +64,10 @@ def test_engine_selection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _decoded_connections(capture: Path, keylog: Path) -> list:
     """The connections of a capture after the compiled engine decoded it through its lane."""
-    from quicack.limits import DEFAULT_LIMITS
     from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
     from quicack.pcap.lane_bridge import open_lane
+    from quicack.reading.limits import DEFAULT_LIMITS
 
     engine = compiled_engine()
     decoder = CaptureDecoder(load_keylogs([keylog]), "r", "v", str(capture), engine)
@@ -121,10 +121,10 @@ def test_1rtt_keys_made_early_are_those_of_the_first_packet() -> None:
 def test_the_lane_decodes_long_header_datagrams_as_the_decoder_would(monkeypatch: pytest.MonkeyPatch) -> None:
     # The lane takes a handshake datagram (the client's Initial ACK + Handshake Finished + first 1-RTT packet) when
     # its keys are known; the rows must be those the Python decoder writes when it is given the same datagrams.
-    from quicack.limits import DEFAULT_LIMITS
     from quicack.pcap.decode import CaptureDecoder
     from quicack.pcap.keylog import load_keylogs
     from quicack.pcap.lane_bridge import open_lane
+    from quicack.reading.limits import DEFAULT_LIMITS
 
     capture, keylog = DATA / "pcap" / "aioquic_v1_keyupdate.pcap.gz", DATA / "pcap" / "aioquic_v1_keyupdate.keys.log"
     original = CaptureDecoder._add_one_datagram

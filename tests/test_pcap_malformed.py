@@ -312,7 +312,7 @@ def test_malformed_pcapng_garbage_between_blocks_and_bad_lengths(tmp_path: Path)
 
 
 def test_malformed_pcap_record_length_names_the_limit(tmp_path: Path) -> None:
-    from quicack.limits import Limits
+    from quicack.reading.limits import Limits
 
     data = bytearray(SMALL.read_bytes())
     struct.pack_into("<I", data, 24 + 8, 5000)  # first record claims 5000 captured bytes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from quicack.cli import main
-from quicack.issues import grouped_issues, issue_row, issues_frame
+from quicack.reading.issues import grouped_issues, issue_row, issues_frame
 
 
 def test_a_results_folder_not_named_results_gives_a_database_quicack_sql_opens_from_another_folder(

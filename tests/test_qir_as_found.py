@@ -9,10 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store, recovery
 from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
 from quicack.layout import group_key, run_groups
+from quicack.models import recovery
 from quicack.stages import derive_stage, ingest_stage
+from quicack.storage import parquet_store
 from tests.conftest import REPO
 
 QIR_AS_FOUND = REPO / "tests/data/qir_as_found/all-interop-servers"

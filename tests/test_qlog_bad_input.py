@@ -325,7 +325,7 @@ def test_malformed_deeply_nested_qlog_gz_is_an_issue_not_a_crash(tmp_path: Path)
 
 
 def test_malformed_oversized_record_is_skipped_and_later_records_kept(tmp_path: Path):
-    from quicack.limits import Limits
+    from quicack.reading.limits import Limits
 
     records = NGTCP2.read_bytes().split(b"\x1e")
     records[5] = records[5][:-2] + b', "padding": "' + b"x" * 3_000_000 + b'"}\n'  # 3 MB: longer than 3 chunks
@@ -342,8 +342,8 @@ def test_malformed_oversized_record_is_skipped_and_later_records_kept(tmp_path: 
 def test_a_128_mb_ndjson_record_is_read_whole_and_the_next_kept(tmp_path: Path):
     # Its time (linear in the record length since the reader stopped re-copying the open record with each chunk)
     # is measured in bench/README.md ("qlog records of any length"), not here: tests do not time anything.
-    from quicack.limits import Limits
     from quicack.qlog.records import iter_seq_lines
+    from quicack.reading.limits import Limits
 
     p = tmp_path / "long.qlog"
     with open(p, "wb") as f:

@@ -13,7 +13,7 @@ import pytest
 from test_qlog_common import QLOG_DATA
 from test_qlog_engines import HAS_LANE, TABLES, _tables
 
-from quicack.limits import DEFAULT_LIMITS
+from quicack.reading.limits import DEFAULT_LIMITS
 
 AIOQUIC = QLOG_DATA / "aioquic" / "client.qlog"  # one JSON document, vantage_point after the events
 NGTCP2 = QLOG_DATA / "ngtcp2" / "client.sqlog"  # JSON-SEQ

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from quicack.frame_types import FRAME_TYPES
 from quicack.layout import is_qlog_name
-from quicack.limits import DEFAULT_LIMITS, Limits
 from quicack.qlog.detect import JSON_SEQ, NDJSON, detect_dialect
 from quicack.qlog.qlog_file import iter_qlog
 from quicack.qlog.reader_engine import lane_class
+from quicack.reading.limits import DEFAULT_LIMITS, Limits
 
 try:
     HAS_LANE = lane_class("compiled") is not None

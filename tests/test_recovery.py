@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from quicack.recovery import (
+from quicack.models.recovery import (
     AckReceived,
     RecoveryParams,
     RttOrder,

@@ -1,5 +1,5 @@
 """Results follow the code: each job's inputs are the code and data it uses, computed when the DAG is built
-(quicack.code_graph, quicack.reference_use, quicack.compiled_core), so that an edit re-runs exactly the jobs whose
+(quicack.jobs.code_graph, quicack.jobs.reference_use, quicack.compiled_core), so that an edit re-runs exactly the jobs whose
 outputs it can change.
 
 Two kinds of proof. That the computed sets are complete: the pipeline's commands and every notebook run for real on
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from quicack import job_inputs
-from quicack.code_graph import CodeGraph
 from quicack.compiled_core import engine_identity, installed_identity, source_files, source_identity
-from quicack.job_inputs import WorkflowInputs
-from quicack.reference_use import READER_MODULE, ReferenceReadError, ReferenceUse
+from quicack.jobs import job_inputs
+from quicack.jobs.code_graph import CodeGraph
+from quicack.jobs.job_inputs import WorkflowInputs
+from quicack.jobs.reference_use import READER_MODULE, ReferenceReadError, ReferenceUse
 from tests.conftest import REPO, SAMPLE_RAW
 
 SOURCE = REPO / "src"
@@ -61,7 +61,7 @@ def test_names_a_package_imports_on_first_use_lead_to_their_module_only(graph):
 
 
 def test_every_import_named_as_text_is_one_the_graph_reads():
-    """The package imports by name in three places only, each of which quicack.code_graph resolves: the lazy-name
+    """The package imports by name in three places only, each of which quicack.jobs.code_graph resolves: the lazy-name
     loader (the packages' `_MODULES` tables), the `quicack` command (its COMMANDS table) and the fuzz target (a
     'quicack.<module>:<function>' literal)."""
     dynamic = {
@@ -80,12 +80,12 @@ def test_a_subcommand_reaches_its_own_module_not_the_others(graph):
     derive-group` the metrics (all of the derive's: ack_runs, ack_breakdown, tcp_ack_runs, return_path, run_batches,
     which the hand-typed list missed), not the capture decoder; `quicack build-db` the path checks."""
     ingest = graph.command_modules("ingest-group")
-    assert {"quicack.ingest", "quicack.pcap.decode", "quicack.qlog.lane", "quicack.stages.ingest_stage"} <= ingest
+    assert {"quicack.stages.ingest", "quicack.pcap.decode", "quicack.qlog.lane", "quicack.stages.ingest_stage"} <= ingest
     assert not {m for m in ingest if m.startswith(("quicack.metrics", "quicack.figures", "quicack.stages.derive"))}
     derive = graph.command_modules("derive-group")
     assert {f"quicack.metrics.{m}" for m in ("ack_runs", "ack_breakdown", "tcp_ack_runs", "return_path")} <= derive
-    assert "quicack.run_batches" in derive and "quicack.pcap.decode" not in derive
-    assert "quicack.path_checks" in graph.command_modules("build-db")
+    assert "quicack.storage.run_batches" in derive and "quicack.pcap.decode" not in derive
+    assert "quicack.storage.path_checks" in graph.command_modules("build-db")
     assert graph.command_modules("sql").isdisjoint({"quicack.stages.ingest_stage", "quicack.fuzz.runner"})
 
 
@@ -145,7 +145,7 @@ def test_a_notebook_reads_its_own_papers_tables(reference_use):
 
 
 def test_kept_job_inputs_are_those_of_the_current_source(tmp_path, graph, reference_use, monkeypatch):
-    """The job inputs kept between Snakemake starts (quicack.job_inputs) are what the graph computes; a start with
+    """The job inputs kept between Snakemake starts (quicack.jobs.job_inputs) are what the graph computes; a start with
     the package unchanged reads them without walking the source; an edit that adds an import is answered from the
     edited source; a damaged cache file is computed again."""
     source = tmp_path / "src"
@@ -174,7 +174,7 @@ def test_kept_job_inputs_are_those_of_the_current_source(tmp_path, graph, refere
 
     added = source / "quicack" / "scan" / "classify.py"
     assert str(added) not in first["build-db"].code
-    path_checks = source / "quicack" / "path_checks.py"
+    path_checks = source / "quicack" / "storage" / "path_checks.py"
     path_checks.write_text(path_checks.read_text(encoding="utf-8") + "\nfrom quicack.scan import classify  # noqa: E402, F401\n", encoding="utf-8")
     edited = answers(WorkflowInputs(source, REFERENCE, cache))
     assert str(added) in edited["build-db"].code and edited == answers(WorkflowInputs(source, REFERENCE, None))
@@ -491,7 +491,7 @@ def test_a_derive_module_rederives_and_nothing_before(touched):
 
 @pytest.mark.slow
 def test_the_path_checks_module_rebuilds_the_database_only(touched):
-    path = "src/quicack/path_checks.py"
+    path = "src/quicack/storage/path_checks.py"
     with edited(touched.root / path, "# edited\n"):
         planned, _ = touched.planned()
     assert _triggered(planned, path) == {"database": 1}

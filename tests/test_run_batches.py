@@ -1,4 +1,4 @@
-"""Packet-sized views read a batch of runs at a time (quicack.run_batches): on the recorded ACK-policy runs
+"""Packet-sized views read a batch of runs at a time (quicack.storage.run_batches): on the recorded ACK-policy runs
 (tests/data/ack_policy) written to Parquet and a real DuckDB file, every batched computation equals the same
 computation on the whole in-memory tables, however small the batches."""
 
@@ -9,15 +9,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack import parquet_store
-from quicack.database import build_database
 from quicack.metrics.ack_policy import ack_policy_of_runs, ack_policy_per_run
 from quicack.metrics.coalescence import handshake_datagrams
 from quicack.metrics.rethink_volume import reduced_wire
 from quicack.metrics.return_path import packets_per_second, return_volume, wire_packets
 from quicack.metrics.selection import MissingData
-from quicack.run_batches import StoredView, batches_by_rows, per_run_batches, rows_of_runs
 from quicack.stages import derive_stage, ingest_stage
+from quicack.storage import parquet_store
+from quicack.storage.database import build_database
+from quicack.storage.run_batches import StoredView, batches_by_rows, per_run_batches, rows_of_runs
 
 PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 
@@ -113,8 +113,8 @@ def test_tables_of_two_databases_are_refused(database, tmp_path) -> None:
 def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, monkeypatch) -> None:
     """The derive stage cuts a group by input rows (derive_stage.DERIVE_BATCH_ROWS): one run per batch and the whole
     group in one batch give the same six derived tables, row for row (sorted)."""
-    from quicack import recovery
     from quicack.layout import run_groups
+    from quicack.models import recovery
     from tests.conftest import ACK_POLICY_RAW
 
     (group,) = run_groups(ACK_POLICY_RAW)

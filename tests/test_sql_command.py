@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from quicack import database
 from quicack.cli import main
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.pcap_command import OUTPUT_TABLES, write_capture_parquet
 from quicack.stages.database_stage import write_rfc9002_agreement
+from quicack.storage import database
 
 PCAP = Path(__file__).parent / "data" / "pcap"
 README = Path(__file__).parents[1] / "README.md"

@@ -1,4 +1,4 @@
-"""quicack.parquet_store.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published on failure."""
+"""quicack.storage.parquet_store.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published on failure."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from quicack.parquet_store import TableWriter
 from quicack.pcap.decode import decode_capture
 from quicack.schema import TABLES
+from quicack.storage.parquet_store import TableWriter
 
 DATA = Path(__file__).parent / "data" / "pcap"
 CAPTURE = DATA / "aioquic_v1_keyupdate.pcap.gz"

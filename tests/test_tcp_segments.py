@@ -20,11 +20,11 @@ import polars as pl
 import pytest
 import yaml
 
-from quicack.ingest import ingest_group
 from quicack.metrics.ack_breakdown import KEYS, TCP_COMPONENTS, ack_breakdown
 from quicack.pcap.capture_file import LinkRecord, open_capture, read_link_records
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.tcp import split_options
+from quicack.stages.ingest import ingest_group
 from quicack.testbed.impair import carries_short_header
 from quicack.testbed.run import load_config
 

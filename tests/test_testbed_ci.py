@@ -47,9 +47,9 @@ def test_ci_matrix_records_and_ingests(tmp_path: Path) -> None:
         else:  # the handshake run against quic-go: no loss, no IACK/WFC
             assert r.run_json["server_impl"] == "quic-go" and r.run_json["mode"] is None
 
-    from quicack.ingest import ingest_group
     from quicack.layout import run_groups
     from quicack.metrics.ack_policy import captured_ack_ratio_per_run
+    from quicack.stages.ingest import ingest_group
 
 
     ingested = 0

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from quicack.ingest import ingest_group
+from quicack.stages.ingest import ingest_group
 from quicack.testbed.clients import client_executable
 from quicack.testbed.run import run_group
 from quicack.testbed.scenarios import expand

@@ -139,7 +139,7 @@ def test_real_handshake_run_against_other_server(impl: str, tmp_path: Path) -> N
     qlog, and the keys decrypt the server's Handshake packets in the capture."""
     if server_executable(impl) is None:
         pytest.skip(f"{impl} server not built/installed")
-    from quicack.ingest import ingest_group
+    from quicack.stages.ingest import ingest_group
     from quicack.testbed.run import run_group
 
     (group,) = expand(_cfg(servers=[impl], modes=["none"], rtts_ms=[10], timeout_s=15))

@@ -15,9 +15,9 @@ import pytest
 
 from quicack.claims import NO_EXPLANATION
 from quicack.claims.ackratio_claims import REFERENCES
-from quicack.database import connect
 from quicack.reference import REFERENCE_DIR, read_claims
 from quicack.schema import TABLES
+from quicack.storage.database import connect
 from tests.conftest import QLOG_FIXTURES, REPO, config_for, make_run, published, snakemake
 
 LOOPBACK = REPO / "tests" / "data" / "loopback"

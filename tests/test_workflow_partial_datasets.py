@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.database import connect
+from quicack.storage.database import connect
 from tests.conftest import REPO, SAMPLE_RAW, config_for, published, runs_in, snakemake
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from quicack.database import connect
+from quicack.storage.database import connect
 from tests.conftest import REPO, config_for, published, runs_in, snakemake
 
 pytestmark = pytest.mark.slow
@@ -60,7 +60,7 @@ def test_a_reader_during_a_rebuild_sees_the_old_dataset_or_the_new_one(real_raw,
 QUERY_LOOP = """
 import json, sys, time
 from pathlib import Path
-from quicack.database import connect
+from quicack.storage.database import connect
 db, stop = Path(sys.argv[1]), Path(sys.argv[2])
 answered, failures, seen = 0, [], set()
 while not stop.exists():

@@ -18,7 +18,8 @@ from importlib import import_module
 
 # Each subcommand: the function that adds its arguments and handler (`handler(args) -> exit status`), in the module
 # that implements it, and its help. Only the module of the subcommand called is imported, so what a command runs is
-# that module and what it imports: the code inputs the workflow gives a rule that calls it (quicack.code_graph reads
+# that module and what it imports: the code inputs the workflow gives a rule that calls it (quicack.jobs.code_graph
+# reads
 # this table), and `quicack --help` imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
     "qlog": ("quicack.qlog.qlog_command:add_arguments",
@@ -27,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "decode a packet capture (QUIC, with keylog) to Parquet tables"),
     "scan": ("quicack.scan.scan_command:add_scan_arguments",
              "scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet"),
-    "sql": ("quicack.sql_command:add_arguments", "run a query on the database, or open a shell without one"),
+    "sql": ("quicack.storage.sql_command:add_arguments", "run a query on the database, or open a shell without one"),
     "doctor": ("quicack.doctor:add_arguments",
                "the engines, the compiled core, tshark, Rust and the testbed's programs found"),
     "fuzz": ("quicack.fuzz.fuzz_command:add_arguments",

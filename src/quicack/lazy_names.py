@@ -2,7 +2,7 @@
 
 A package whose `__init__` would otherwise import every submodule (and what those import) for any one name writes
 `_MODULES = {submodule: (names, ...)}` and `__getattr__ = lazy_names(__name__, _MODULES)`. The table is a literal
-on purpose: quicack.code_graph reads it to follow `from package import name` to the one submodule that defines the
+on purpose: quicack.jobs.code_graph reads it to follow `from package import name` to the one submodule that defines the
 name, so that a job's code inputs are what it really imports.
 """
 

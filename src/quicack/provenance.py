@@ -20,8 +20,8 @@ from typing import Literal, get_args
 import polars as pl
 import yaml
 
-from quicack import database
 from quicack.schema import DATASET_DESCRIPTION
+from quicack.storage import database
 
 Kind = Literal["emulated", "public-captures", "scan", "emulated-scan", "other", "unknown"]
 # ``unknown`` is what a missing description means; a description file must name one of the others.

@@ -18,7 +18,7 @@ import polars as pl
 # is used from its checkout (pip install -e), as the pipeline is.
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "data" / "reference"
 
-# Which file of REFERENCE_DIR each reader reads, from its arguments: quicack.reference_use reads this table to give
+# Which file of REFERENCE_DIR each reader reads, from its arguments: quicack.jobs.reference_use reads this table to give
 # each job (a notebook, the scan) the reference files its functions read, so that editing one re-runs exactly those
 # jobs. A reader whose file depends on its arguments must be called with them as literals
 # (`paper_table("imc24", "tab02")`); tests/test_results_follow_code.py checks every reader is listed here.

@@ -19,7 +19,7 @@ P = ParamSpec("P")
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-MODEL_FOOTNOTE = "Computed from the RFC 9002 formulas in quicack.recovery (no measurement)."
+MODEL_FOOTNOTE = "Computed from the RFC 9002 formulas in quicack.models.recovery (no measurement)."
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from snakemake.utils import min_version, validate
 
 from quicack.compiled_core import engine_identity, stale_core_warning
 from quicack.config_check import config_problems
-from quicack.job_inputs import WorkflowInputs
+from quicack.jobs.job_inputs import WorkflowInputs
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import check_raw
 from quicack.layout.archive import parts as archive_parts
 from quicack.layout.scan_folders import scan_parts
-from quicack.limits import limit_arguments, limits_from_mapping
+from quicack.reading.limits import limit_arguments, limits_from_mapping
 from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
 
 min_version("9.0")
@@ -60,7 +60,7 @@ RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 # The database readers open, and its receipt: the database rule declares the receipt as its output, never the
 # database, because Snakemake removes a job's outputs before running it and the old database must answer queries
-# until the new one is renamed over it (quicack.publish). Rules that read the database take the receipt as input.
+# until the new one is renamed over it (quicack.storage.publish). Rules that read the database take the receipt as input.
 DATABASE = RESULTS / "quicack.duckdb"
 DATABASE_RECEIPT = RESULTS / "quicack.duckdb.published"
 LOGS = RESULTS / "logs"
@@ -128,12 +128,12 @@ def scan_part_inputs(wildcards):
 # and still right when Snakemake runs from elsewhere (-s <repo>/Snakefile), where cwd-relative paths would find nothing.
 REPO = Path(os.path.relpath(workflow.basedir))
 
-# What each job runs and reads, computed when the DAG is built (quicack.code_graph, quicack.reference_use): a job
+# What each job runs and reads, computed when the DAG is built (quicack.jobs.code_graph, quicack.jobs.reference_use): a job
 # calling `quicack <command>` depends on the modules that subcommand's module reaches through every import, a
 # notebook on those its imports reach, each on the package data those modules name and the data/reference files its
 # functions read; a job that may use the compiled core (rust/quicack_core) on the core's build identity (a params
 # value). So editing a module or a reference file re-runs exactly the jobs that run or read it. The answers are kept
-# in .snakemake/ under the SHA-256 of every package file (quicack.job_inputs); the Snakefile saves them once every
+# in .snakemake/ under the SHA-256 of every package file (quicack.jobs.job_inputs); the Snakefile saves them once every
 # rule is defined.
 JOB_INPUTS = WorkflowInputs(REPO / "src", REPO / "data" / "reference", Path(".snakemake") / "quicack" / "job_inputs.json")
 # What the capture decoder and the qlog reader run here: a rebuilt core (or another engine) re-runs their jobs.

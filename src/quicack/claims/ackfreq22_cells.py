@@ -175,7 +175,8 @@ TAB05 = CellSpec(
 
 
 def table_cells() -> tuple[CellClaims, CellClaims]:
-    """Tables 4 and 5, one claim per printed cell (each table file read with its literal name: quicack.reference_use)."""
+    """Tables 4 and 5, one claim per printed cell (each table file read with its literal name:
+    quicack.jobs.reference_use)."""
     return (
         cell_claims(paper_table("ackfreq22", "tab04").with_columns(pl.col("ack_ratio").cast(pl.Int64)), TAB04),
         cell_claims(paper_table("ackfreq22", "tab05").with_columns(pl.col("ack_ratio").cast(pl.Int64)), TAB05),

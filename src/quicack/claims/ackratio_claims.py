@@ -34,9 +34,9 @@ from quicack.models import ack_overhead as model
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 from quicack.rendered import Rendered
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
-# Per table name: a polars frame, or a packet-sized view read a batch of runs at a time (quicack.run_batches).
+# Per table name: a polars frame, or a packet-sized view read a batch of runs at a time (quicack.storage.run_batches).
 Tables = Mapping[str, RunRows]
 
 
@@ -307,7 +307,7 @@ def _beside_ours(paper: str, claims: CellClaims, tables: Tables, description: Da
 
 # Each paper's claims: its claims file with their functions, and its tables' cells (quicack.claims.table_cells). Each
 # names its paper's claims file and functions itself (not through CLAIMS[paper]): the workflow reads from the source
-# which reference files and functions a notebook uses (quicack.reference_use).
+# which reference files and functions a notebook uses (quicack.jobs.reference_use).
 def ackfreq22_reference() -> CellClaims:
     """ackfreq22's claims: ackfreq22_claims.csv and every cell of Tables 4 and 5."""
     return with_cells(paper_claims("ackfreq22"), ACKFREQ22, *ackfreq22_cells.table_cells())

@@ -15,7 +15,7 @@ from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import counted_median, return_packet_sizes
 from quicack.metrics.selection import RETHINK_PROFILE, MissingData, default_ack_policy_runs, rethink_runs
 from quicack.models import ack_overhead as model
-from quicack.run_batches import per_run_batches
+from quicack.storage.run_batches import per_run_batches
 
 Tables = Mapping[str, pl.DataFrame]
 CHROMIUM, FIREFOX = "chromium", "firefox"

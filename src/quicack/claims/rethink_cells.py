@@ -30,7 +30,7 @@ from quicack.metrics.selection import (
     rethink_runs,
 )
 from quicack.reference import paper_table
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 Tables = Mapping[str, RunRows]
 NO_LOSS = "no loss"
@@ -154,7 +154,7 @@ def _spec(metric: str) -> CellSpec:
 
 
 def table_cells() -> tuple[CellClaims, CellClaims]:
-    """Table III's KB and percent cells (the table file read with its literal name: quicack.reference_use)."""
+    """Table III's KB and percent cells (the table file read with its literal name: quicack.jobs.reference_use)."""
     table = paper_table("rethink", "tab03")
     return cell_claims(table, _spec("kb")), cell_claims(table, _spec("percent"))
 

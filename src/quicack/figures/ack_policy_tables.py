@@ -10,7 +10,7 @@ from quicack.metrics.ack_policy import default_ack_policies
 from quicack.metrics.selection import PAPER_IMPLEMENTATION, default_ack_policy_runs, require_runs
 from quicack.reference import paper_table
 from quicack.rendered import Rendered, placeholder_when_missing
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 NOT_SURVEYED = "not in the paper's survey"
 

@@ -36,7 +36,7 @@ from quicack.metrics.selection import (
 )
 from quicack.reference import paper_table, path_profiles
 from quicack.rendered import Rendered, placeholder_when_missing
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 STAND_INS = (
     "The paper's quicly client and server (NewReno, no pacing) are stood in for by native stacks, each run's sender named "

@@ -12,7 +12,7 @@ from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.selection import MissingData, configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
-from quicack.run_batches import RunRows, per_run_batches, rows_of_runs
+from quicack.storage.run_batches import RunRows, per_run_batches, rows_of_runs
 
 CLIENT_SIDE, SERVER_SIDE = SIM_LEFT, SIM_RIGHT
 SENDER = {"c2s": CLIENT_SIDE, "s2c": SERVER_SIDE}

@@ -108,7 +108,8 @@ def imc24_fig04_measured_sweet_spot(handshakes: pl.DataFrame, runs: pl.DataFrame
     note = (
         "Δt and RTT emulated by this testbed (no loss, 1,212 B certificate; scenarios noloss and noloss_delay_<Δt>ms). "
         "First PTO: the one the client logged after its first RTT sample (first_pto_logged_ms), median per client and mode, "
-        "WFC − IACK per client, median over the clients of a cell; model: RFC 9002 (quicack.recovery), as in imc24-fig04. "
+        "WFC − IACK per client, median over the clients of a cell; model: RFC 9002 (quicack.models.recovery), "
+        "as in imc24-fig04. "
         "Spurious: every client PTO probe in these lossless runs (client_pto_expiries, from the client-side capture); "
         f"WFC runs probed too in {int(cells['wfc_runs_probed'].sum())} of {int(cells['wfc_runs'].sum())} (Δt beyond the client's default PTO). "
         f"Measured ÷ model first-PTO reduction over {summary['ratio_cells']} cells with Δt > 0: median "

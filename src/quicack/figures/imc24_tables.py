@@ -18,7 +18,7 @@ from quicack.metrics.selection import (
 )
 from quicack.metrics.server_ack_delay import SPACES, first_server_acks_of_runs
 from quicack.reference import paper_table
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 # ------------------------------------------------------------------------------------------------
 # Table 2: deployment guidelines

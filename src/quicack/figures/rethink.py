@@ -38,7 +38,7 @@ from quicack.metrics.selection import (
 )
 from quicack.reference import paper_table
 from quicack.rendered import Rendered, placeholder_when_missing
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 STAND_INS = (
     "The paper's stacks (quicly, Chromium, picoquic) are stood in for by native ones: the quinn client asked for AR 1:2 "

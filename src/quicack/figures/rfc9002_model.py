@@ -1,4 +1,4 @@
-"""The imc24 figures drawn from the RFC 9002 model alone (quicack.recovery), no measurement: Fig. 2
+"""The imc24 figures drawn from the RFC 9002 model alone (quicack.models.recovery), no measurement: Fig. 2
 (PTO evolution over RTT samples) and Fig. 4 (the instant ACK's numerical sweet spot)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from quicack import recovery
 from quicack.figures.common import Rendered, setup_style
+from quicack.models import recovery
 
 
 def imc24_fig02_pto_evolution(

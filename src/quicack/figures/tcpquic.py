@@ -10,7 +10,7 @@ from quicack.figures.common import setup_style
 from quicack.figures.rethink import STAND_INS, labelled_return_sizes, return_size_cdf
 from quicack.metrics.rethink_volume import LOSS_LABELS, WHERE, volume_per_configuration
 from quicack.rendered import Rendered, placeholder_when_missing
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 
 @placeholder_when_missing

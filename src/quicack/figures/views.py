@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quicack import database
-from quicack.run_batches import RunRows, StoredView
+from quicack.storage import database
+from quicack.storage.run_batches import RunRows, StoredView
 
 # The views at packet granularity (and the qlogs' metric updates, as many): a figure reads them a batch of its runs
-# at a time (quicack.run_batches), so its memory does not grow with the dataset.
+# at a time (quicack.storage.run_batches), so its memory does not grow with the dataset.
 PACKET_SIZED_VIEWS = frozenset({"datagrams", "packets", "frames", "tcp_segments", "metrics_logged"})
 
 

@@ -193,7 +193,7 @@ def parse_run_folder(path: str | Path, read_run_json: bool = True) -> dict[str, 
     mode ('iack'/'wfc'/None), rtt_ms, one_way_delay_ms, cert_delay_ms, file_size, file_bytes, app_protocol,
     drop_to_client, drop_to_server (1-based datagram indices), repetition, settings (imc24 raw key-values),
     run_json (the run.json content when the folder has one and ``read_run_json``; its values win). Without
-    ``read_run_json`` the settings come from the folder names alone (quicack.ingest reads run.json itself and
+    ``read_run_json`` the settings come from the folder names alone (quicack.stages.ingest reads run.json itself and
     comes here when it cannot).
     """
     p = Path(path)

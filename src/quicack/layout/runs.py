@@ -53,7 +53,7 @@ def run_groups(raw_root: Path, follow_external_symlinks: bool = False) -> list[s
 
 @dataclass(frozen=True)
 class LeftOut:
-    """Something in the raw layout that is not read, and why (an ``ingest_issues`` row: quicack.ingest)."""
+    """Something in the raw layout that is not read, and why (an ``ingest_issues`` row: quicack.stages.ingest)."""
 
     path: Path
     severity: str  # "error": input not read; "warning": read elsewhere or nothing to read

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 IPV4_UDP_HEADER_BYTES = 28
 ACK_FRAMES = ("ack", "ack_ecn")

@@ -19,7 +19,7 @@ import polars as pl
 from quicack.metrics.ack_policy import ack_reasons, captured_acks
 from quicack.metrics.selection import ack_policy_label
 from quicack.models import ackfreq22_equations as model
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 # Eq. (5)'s k: packets acknowledged at once after a reordering, by the receiver's policy (ackfreq22 §5.6).
 PACKETS_ACKED_AFTER_REORDERING = {"D": 1, "3A": 3, "NR": 0}

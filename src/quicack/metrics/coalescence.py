@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.metrics.pto import SENDER_SIDE
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 LONG_HEADER_TYPES = ("initial", "handshake", "0rtt", "retry")
 PACKET_KEY = ["run_id", "vantage", "direction", "pn_space", "packet_number"]

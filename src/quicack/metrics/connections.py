@@ -7,7 +7,7 @@ import polars as pl
 
 from quicack.metrics.rtt import no_rtt_sample_reasons
 from quicack.metrics.ttfb import ttfb_by_source
-from quicack.recovery import K_GRANULARITY_MS
+from quicack.models.recovery import K_GRANULARITY_MS
 from quicack.schema import CONNECTIONS
 
 KEY = ["run_id", "vantage"]

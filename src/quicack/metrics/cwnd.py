@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 
 def cwnd_over_time(metrics_logged: pl.DataFrame, vantage: str = "server") -> pl.DataFrame:

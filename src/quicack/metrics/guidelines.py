@@ -8,7 +8,7 @@ import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT
 from quicack.metrics.summary import iack_wfc_runs, mode_difference, own_stack_delay
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 # A margin below this is within run-to-run jitter of the testbed: reported as a tie.
 TIE_MS = 1.0

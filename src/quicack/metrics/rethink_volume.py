@@ -19,7 +19,7 @@ from quicack.metrics.selection import (
     require_runs,
     rethink_runs,
 )
-from quicack.run_batches import RunRows, per_run_batches, rows_in
+from quicack.storage.run_batches import RunRows, per_run_batches, rows_in
 
 WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
 LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
@@ -59,7 +59,8 @@ def reduced_wire(
     what: str,
 ) -> pl.DataFrame:
     """``reduce`` — a per-run function of wire packets (their sizes, volumes, rates) — over the wire packets of the
-    ``ok`` runs, read a batch of runs at a time (``quicack.run_batches``); MissingData when they have no packet."""
+    ``ok`` runs, read a batch of runs at a time (``quicack.storage.run_batches``); MissingData when they have no
+    packet."""
     # every run with a datagram or a TCP segment has wire packets (one capture point is chosen per run)
     if rows_in(ok["run_id"], datagrams, tcp_segments) == 0:
         raise MissingData(f"no captured packets of the {what}")

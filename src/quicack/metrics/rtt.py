@@ -1,7 +1,7 @@
 """The ``rtt_samples`` table: RFC 9002 recomputed from the packets and frames tables.
 
 For a qlog vantage (client/server) the endpoint's own sent packets and the ACK frames it
-received are replayed through ``quicack.recovery``; nothing the implementation logged about
+received are replayed through ``quicack.models.recovery``; nothing the implementation logged about
 its estimator is used. The selection is polars; the recurrence itself is the pure
 ``recovery.recompute_connection``.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack import recovery
 from quicack.layout.vantage import CLIENT, SIM_LEFT
+from quicack.models import recovery
 from quicack.schema import RTT_SAMPLES
 
 ACK_FRAME_TYPES = ("ack", "ack_ecn")

@@ -10,7 +10,7 @@ import polars as pl
 
 from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs
-from quicack.run_batches import RunRows
+from quicack.storage.run_batches import RunRows
 
 
 class MissingData(LookupError):

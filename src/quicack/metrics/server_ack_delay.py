@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
-from quicack.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, per_run_batches
 
 VANTAGE_PREFERENCE = (SIM_RIGHT, SIM_LEFT)
 SPACES = ("initial", "handshake")

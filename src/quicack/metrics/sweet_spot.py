@@ -1,5 +1,5 @@
 """imc24 Fig. 4 measured: the instant ACK's sweet spot from the Δt sweep, per (Δt, RTT) cell beside the
-RFC 9002 model of the paper's Fig. 4 (``quicack.recovery``).
+RFC 9002 model of the paper's Fig. 4 (``quicack.models.recovery``).
 
 * First-PTO reduction: per client, the median first PTO the client logged with WFC minus that with IACK
   (``first_pto_logged_ms``, as Fig. 16); per cell the median over the clients. The model: 3·Δt (when
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from quicack import recovery
+from quicack.models import recovery
 
 PTO_COLUMN = "first_pto_logged_ms"
 PROBES = "client_pto_expiries"

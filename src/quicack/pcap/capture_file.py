@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from quicack.compressed import CorruptCompressedData, open_input
-from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
+from quicack.reading.compressed import CorruptCompressedData, open_input
+from quicack.reading.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
 from .capture_records import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram
 from .ip_fragments import FragmentReassembly

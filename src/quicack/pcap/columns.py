@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame
+from quicack.reading.issues import issue_row, issues_frame
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
 
 from .capture_file import UDP_HEADER_BYTES

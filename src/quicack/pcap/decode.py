@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from quicack.layout import capture_point
-from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.reading.limits import DEFAULT_LIMITS, Limits
 
 from .capture_file import (
     ReadIssue,

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quicack.compressed import CorruptCompressedData
-from quicack.limits import InputLimitExceeded, Limits
+from quicack.reading.compressed import CorruptCompressedData
+from quicack.reading.limits import InputLimitExceeded, Limits
 
 from .capture_file import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
 from .connection import C2S, S2C, Connection, Endpoint
@@ -29,7 +29,7 @@ ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.ke
 INITIAL_C2S, INITIAL_S2C, HANDSHAKE_C2S, HANDSHAKE_S2C = (
     ("initial", C2S), ("initial", S2C), ("handshake", C2S), ("handshake", S2C)
 )
-# as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.compressed)
+# as read_udp: a damaged gzip/zstd stream, or a decompression limit that tripped (quicack.reading.compressed)
 READ_ERRORS = (OSError, EOFError, ValueError, CorruptCompressedData, InputLimitExceeded)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 
 # polars, pyarrow and the decoder are imported where they are used, not here: `--help` and the
 # `quicack` command (which only registers this subcommand) then start in milliseconds.
-from quicack.limits import add_limit_arguments, limits_from_args
+from quicack.reading.limits import add_limit_arguments, limits_from_args
 
 if TYPE_CHECKING:
     from .decode import CaptureBatch
@@ -23,9 +23,10 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
-    """Stream batches into DIR/<table>.parquet (one row group per batch, see `quicack.parquet_store.TableWriter`);
+    """Stream batches into DIR/<table>.parquet (one row group per batch, see
+    `quicack.storage.parquet_store.TableWriter`);
     return the rows written per table."""
-    from quicack.parquet_store import TableWriter
+    from quicack.storage.parquet_store import TableWriter
 
     with TableWriter.in_folder(out_dir, OUTPUT_TABLES) as writer:
         for batch in batches:
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if missing := [str(path) for path in args.keylog if not path.is_file()]:
         print(f"error: keylog {', '.join(missing)} does not exist", file=sys.stderr)
         return 2
-    from quicack.issues import ERROR
+    from quicack.reading.issues import ERROR
     from quicack.stages.derive_stage import write_folder_connections
 
     from .decode import decode_capture  # and polars

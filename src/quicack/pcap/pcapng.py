@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from quicack.limits import Limits, config_key
+from quicack.reading.limits import Limits, config_key
 
 from .capture_records import MAX_TIME_NS, LinkRecord, ReadIssue, TlsKeylogSecrets
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from quicack.compressed import compression_of, open_input
+from quicack.reading.compressed import compression_of, open_input
 
 HEAD_BYTES = 1024
 RS = 0x1E  # JSON-SEQ record separator (RFC 7464)

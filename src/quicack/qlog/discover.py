@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import ERROR, WARNING, issue_row, issues_frame
 from quicack.layout import qlog_files
+from quicack.reading.issues import ERROR, WARNING, issue_row, issues_frame
 
 
 def discover_qlogs(run_dir: Path, run_id: str | None = None) -> tuple[list[tuple[Path, str | None]], pl.DataFrame]:

@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 
-from quicack.compressed import open_input
-from quicack.limits import Limits
+from quicack.reading.compressed import open_input
+from quicack.reading.limits import Limits
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged
 from .normalize import TraceConnection

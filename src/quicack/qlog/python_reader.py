@@ -22,10 +22,10 @@ from typing import Any
 
 import polars as pl
 
-from quicack.compressed import CorruptCompressedData
-from quicack.issues import issue_row
 from quicack.layout import endpoint_from_path
-from quicack.limits import InputLimitExceeded, Limits
+from quicack.reading.compressed import CorruptCompressedData
+from quicack.reading.issues import issue_row
+from quicack.reading.limits import InputLimitExceeded, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
 from .batch import FRAME_DTYPES, METRIC_DTYPES, PACKET_DTYPES, Merged

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 # The reader, polars and the metrics are imported where they are used: `quicack --help` only registers this.
-from quicack.limits import add_limit_arguments, limits_from_args
+from quicack.reading.limits import add_limit_arguments, limits_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

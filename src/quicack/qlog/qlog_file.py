@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.reading.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS
 
 from .batch import concat

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quicack.compressed import CorruptCompressedData, open_input
-from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
+from quicack.reading.compressed import CorruptCompressedData, open_input
+from quicack.reading.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits, config_key
 
 from .detect import JSON, JSON_SEQ, NDJSON, UTF8_BOM
 from .nesting import too_deep

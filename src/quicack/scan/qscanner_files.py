@@ -19,8 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame
 from quicack.pcap.capture_file import open_capture
+from quicack.reading.issues import issue_row, issues_frame
 
 STAGE = "scan"
 

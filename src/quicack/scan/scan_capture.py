@@ -30,8 +30,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame
 from quicack.pcap import CaptureBatch, decode_capture
+from quicack.reading.issues import issue_row, issues_frame
 from quicack.schema import INGEST_ISSUES
 
 from .identify import ConnectionIdentifier, DatagramOwner, datagram_owners

@@ -39,7 +39,7 @@ def _write_measurements(
     """Read each measurement folder into ``writer``'s scan tables (and capture tables), printing one line each. With
     ``root`` (the pipeline's scan folder) the issues name their files relative to it, as ingest's do to the raw
     folder: where the scan sits changes no output."""
-    from quicack.issues import relative_paths
+    from quicack.reading.issues import relative_paths
 
     from .asn import read_prefix_table
     from .measurement import read_measurement
@@ -66,7 +66,7 @@ def _write_measurements(
 
 def scan_command(args: argparse.Namespace) -> int:
     from quicack.layout import find_measurements
-    from quicack.parquet_store import TableWriter
+    from quicack.storage.parquet_store import TableWriter
 
     folders = find_measurements(args.paths)
     names = [*SCAN_TABLES, *([] if args.no_capture_tables else CAPTURE_TABLES)]
@@ -83,7 +83,7 @@ def scan_part_command(args: argparse.Namespace) -> int:
     scan figures need only scan_connections, and datagrams of scan connections have no runs row (use
     ``quicack scan --out`` for them)."""
     from quicack.layout.scan_folders import scan_parts
-    from quicack.parquet_store import TableWriter
+    from quicack.storage.parquet_store import TableWriter
 
     folders = scan_parts(args.root).get(args.part, [])
     with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:

@@ -1,6 +1,7 @@
 """The database stage (`quicack build-db`): the current Parquet parts -> a snapshot, the DuckDB file of commented
-views over it (quicack.database), the dataset's description, path checks and RFC 9002 agreement summary stored beside them, and the ingest
-summary (results/<dataset>/summary.txt); published by a rename, so that readers see the old database or the new."""
+views over it (quicack.storage.database), the dataset's description, path checks and RFC 9002 agreement summary
+stored beside them, and the ingest summary (results/<dataset>/summary.txt); published by a rename, so that readers
+see the old database or the new."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import database, parquet_store
-from quicack.issues import count_errors, issue_lines, write_issue_list
+from quicack.reading.issues import count_errors, issue_lines, write_issue_list
 from quicack.schema import TABLES
+from quicack.storage import database, parquet_store
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,8 @@ class Summary:
 
 def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
     """What was read and what was skipped, for the terminal and results/<dataset>/summary.txt: over exactly
-    the Parquet files the database was built on. The issues are grouped by cause (``quicack.issues.issue_lines``);
+    the Parquet files the database was built on. The issues are grouped by cause
+    (``quicack.reading.issues.issue_lines``);
     with ``issue_list`` every row is written there (CSV) and the summary points to it."""
     issues = parquet_store.read_files("ingest_issues", files.get("ingest_issues", []))
     runs = parquet_store.read_files("runs", files.get("runs", []))
@@ -86,8 +88,8 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_db(args: argparse.Namespace) -> int:
-    from quicack import publish
     from quicack.provenance import DescriptionError, write_description
+    from quicack.storage import publish
 
     repo_root = Path.cwd()
     files = publish.current_parts(args.parquet, list(TABLES), args.parts)
@@ -109,7 +111,7 @@ def build_db(args: argparse.Namespace) -> int:
     for description in described:
         print(f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})")
     if args.path_checks is not None:
-        from quicack.path_checks import PathChecksError, write_path_checks
+        from quicack.storage.path_checks import PathChecksError, write_path_checks
 
         try:
             print(f"path checks: {write_path_checks(building, args.path_checks)} profile(s) ({args.path_checks})")

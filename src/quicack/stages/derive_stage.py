@@ -8,7 +8,6 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import parquet_store, recovery
 from quicack.layout import group_key
 from quicack.metrics.ack_breakdown import ack_breakdown
 from quicack.metrics.ack_runs import quic_ack_runs, with_tcp_rows
@@ -17,16 +16,19 @@ from quicack.metrics.connections import connections_table
 from quicack.metrics.handshake import handshake_runs
 from quicack.metrics.rtt import recompute_rtt_samples
 from quicack.metrics.tcp_ack_runs import tcp_ack_runs
-from quicack.run_batches import batches_by_rows, parquet_rows_per_run
+from quicack.models import recovery
 from quicack.schema import DERIVE, tables_written_by
 from quicack.stages.group_arguments import add_group_arguments, group_of
+from quicack.storage import parquet_store
+from quicack.storage.run_batches import batches_by_rows, parquet_rows_per_run
 
 # The tables the derive stage writes (the schema says which); `derive_tables` returns them.
 DERIVED_TABLES = tables_written_by(DERIVE)
 
 
 # Every derived table is per run (keyed by run_id, and vantage), so a group is derived in batches of runs of at
-# most this many input rows (quicack.run_batches: by each run's own row count, so a batch of 10 MB downloads is as
+# most this many input rows (quicack.storage.run_batches: by each run's own row count, so a batch of 10 MB downloads is
+# as
 # heavy as one of handshakes) and the memory is a batch's, not the group's. And of at most this many runs: the
 # derive's cost grows faster than linearly with the runs of a batch (1,200 handshake runs of 400,000 rows: 45 s;
 # the same rows 64 runs at a time: a few seconds).

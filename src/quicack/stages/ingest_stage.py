@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from quicack import ingest, parquet_store
 from quicack.layout import group_key
-from quicack.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_from_args
+from quicack.reading.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_from_args
+from quicack.stages import ingest
 from quicack.stages.group_arguments import add_group_arguments, group_of
+from quicack.storage import parquet_store
 
 FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
 

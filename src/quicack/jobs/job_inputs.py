@@ -1,5 +1,5 @@
-"""What each workflow job runs and reads: its code inputs (quicack.code_graph) and data/reference inputs
-(quicack.reference_use), and whether it may use the compiled core, kept between Snakemake invocations.
+"""What each workflow job runs and reads: its code inputs (quicack.jobs.code_graph) and data/reference inputs
+(quicack.jobs.reference_use), and whether it may use the compiled core, kept between Snakemake invocations.
 
 Following the imports and reference reads of 50 notebooks and the commands took 2.0 of the 6.5 s every `snakemake`
 start spent (a dry run of the default pipeline), and a SLURM job starts Snakemake twice. The answers depend only on
@@ -17,8 +17,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from quicack.code_graph import PACKAGE, CodeGraph
-from quicack.reference_use import ReferenceUse
+from quicack.jobs.code_graph import PACKAGE, CodeGraph
+from quicack.jobs.reference_use import ReferenceUse
 
 # Bumped when what is kept (or how it is computed) changes, so that an older file is not read as this one.
 CACHE_FORMAT = 1

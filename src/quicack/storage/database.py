@@ -2,7 +2,7 @@
 relative to the repository root, a ``COMMENT ON`` for every view and column; the small tables stored inside it;
 opening it from anywhere.
 
-Layout: ``results/<dataset>/quicack.duckdb`` beside ``results/<dataset>/parquet/`` (``quicack.parquet_store``).
+Layout: ``results/<dataset>/quicack.duckdb`` beside ``results/<dataset>/parquet/`` (``quicack.storage.parquet_store``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
 
 def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path) -> dict[str, int]:
     """Create the DuckDB file ``db_path`` (replaced if it exists) with one commented view per table over
-    exactly ``files`` (table name → its Parquet files; `quicack.publish` gives a snapshot's); return row counts.
+    exactly ``files`` (table name → its Parquet files; `quicack.storage.publish` gives a snapshot's); return row counts.
 
     View paths are relative to ``repo_root`` where they can be, so that the file opens from the repository
     root with the DuckDB CLI and keeps working when the checkout moves; ``connect`` sets the search path for

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.issues import issue_row, issues_frame, relative_paths
 from quicack.layout import (
     RUN_JSON,
     RunFolder,
@@ -29,7 +28,8 @@ from quicack.layout import (
 )
 from quicack.layout.naming import describe_run_id
 from quicack.layout.runs import EXTERNAL_REFUSED
-from quicack.limits import DEFAULT_LIMITS, Limits
+from quicack.reading.issues import issue_row, issues_frame, relative_paths
+from quicack.reading.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import INGEST, INGEST_ISSUES, RUNS, TABLES, tables_written_by
 from quicack.schema.run_json import KEYS_BY_NAME, missing_keys
 
@@ -200,7 +200,8 @@ def ingest_group_frames(
     raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or one
+    so that a writer can stream them (`quicack.storage.parquet_store.TableWriter`): what is held at a time is one run's
+    qlogs or one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
     status from its data); concatenated per table, the frames are `ingest_group`'s tables.
 

@@ -1,7 +1,7 @@
 """The package's import graph, read from the source with `ast` (nothing is imported), and what a job's entry point
 reaches through it: the modules a `quicack` subcommand or a notebook runs, and the package data files they name.
 workflow/rules/common.smk gives each job these as its code inputs, so that a job re-runs when code it runs changed
-and only then; tests/test_module_structure.py checks the same graph for cycles; quicack.reference_use follows the
+and only then; tests/test_module_structure.py checks the same graph for cycles; quicack.jobs.reference_use follows the
 functions a job calls to the data/reference files they read.
 
 An edge is everything Python may import when a module runs, so that the graph is complete:

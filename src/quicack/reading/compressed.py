@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import zstandard
 
-from quicack.limits import (
+from quicack.reading.limits import (
     BOMB_CHECK_AFTER_BYTES,
     DEFAULT_LIMITS,
     DecompressionBomb,

@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quicack.code_graph import CodeGraph
+from quicack.jobs.code_graph import CodeGraph
 
 READER_MODULE = "quicack.reference"
 

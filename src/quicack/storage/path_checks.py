@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import database
 from quicack.schema import PATH_CHECKS
+from quicack.storage import database
 
 FILE_NAME = "path_check.csv"
 

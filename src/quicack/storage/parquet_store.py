@@ -1,7 +1,7 @@
 """The Parquet files of the data contract's tables: the one writer (``TableWriter``, streaming) and their readers.
 
 Layout: ``results/<dataset>/parquet/<table>/<part>.parquet``, a part per run group (or scan part); the database
-over them is ``quicack.database``'s.
+over them is ``quicack.storage.database``'s.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class TableWriter:
     The one writer of the package: the pipeline's parts, ``quicack pcap`` and ``quicack qlog`` use it.
     Memory is one frame per table, whatever the number of frames. Each file is written aside and renamed into
     place by ``close`` (a reader never sees a half-written file, and a published snapshot's hard link, see
-    ``quicack.publish``, keeps the old content instead of seeing the new one written into it); every table
+    ``quicack.storage.publish``, keeps the old content instead of seeing the new one written into it); every table
     given gets a file, an empty one if no rows came, so that a job always leaves the same outputs behind.
     Leaving the ``with`` block on an exception removes the partial files and publishes nothing.
     """

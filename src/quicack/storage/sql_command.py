@@ -27,7 +27,8 @@ UNRESTRICTED_HINT = "quicack sql reads only the dataset's own files; `quicack sq
 _READING = {"SELECT", "CALL", "PRAGMA", "SET", "VARIABLE_SET", "CREATE", "DROP", "TRANSACTION"}
 # EXPLAIN [ANALYZE] [(options)] runs what follows it under ANALYZE: that statement is checked instead.
 _EXPLAIN = re.compile(r"\s*explain\s+(?:\([^)]*\)\s*)?(?:analy[sz]e\s+)?", re.IGNORECASE)
-# The string literals of a view's SQL: the Parquet paths of read_parquet([...]) (quicack.database.build_database).
+# The string literals of a view's SQL: the Parquet paths of read_parquet([...])
+# (quicack.storage.database.build_database).
 _SQL_STRING = re.compile(r"'((?:[^']|'')*)'")
 _GLOB_ESCAPE = re.compile(r"\[([*?[])\]")
 # enable_logging() can send DuckDB's log to a file: refused (to a file it is not allowed to open, DuckDB aborts).
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             print("the DuckDB CLI is not installed: pip install duckdb-cli", file=sys.stderr)
             return 1
         os.execv(shell, [shell, "-readonly", str(db)])
-    from quicack import database
+    from quicack.storage import database
 
     with database.connect(db) if db.is_file() else parquet_folder(None if args.db == MEMORY else db) as con:
         if not args.unrestricted:
@@ -82,8 +83,8 @@ def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
     views name their files, as the database's do, so that `restrict` allows exactly them."""
     import duckdb
 
-    from quicack.database import sql_string
     from quicack.schema import TABLES
+    from quicack.storage.database import sql_string
 
     con = duckdb.connect(MEMORY)
     for name in TABLES if folder is not None else ():
@@ -95,7 +96,8 @@ def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
 
 
 def restrict(con: duckdb.DuckDBPyConnection) -> None:
-    """Confine ``con`` (opened by quicack.database.connect) to reading the Parquet files its views name: external
+    """Confine ``con`` (opened by quicack.storage.database.connect) to reading the Parquet files its views name:
+    external
     access off but for those files, no extension installed or loaded on demand, the configuration locked."""
     search_path = con.execute("SELECT current_setting('file_search_path')").fetchone()[0]
     roots = [Path(folder) for folder in search_path.split(",") if folder]  # DuckDB's list is comma-separated
@@ -202,6 +204,6 @@ def _json(value) -> str:
 
 
 def _sql_list(items: list[str]) -> str:
-    from quicack.database import sql_string
+    from quicack.storage.database import sql_string
 
     return "[" + ", ".join(sql_string(item) for item in items) + "]"

@@ -20,7 +20,7 @@ from typing import TypeAlias
 
 import polars as pl
 
-from quicack import database
+from quicack.storage import database
 
 # Rows (summed over the tables a computation reads) per batch: ≈ 100–250 MB of polars frames with every column.
 ROWS_PER_BATCH = 200_000
