@@ -27,7 +27,7 @@ if ! REGISTRY_LINES=$("${PYTHON:-python3}" "$REGISTRY" builds); then
     echo "build.sh: cannot read the client registry $REGISTRY (python3 >= 3.11 needed; or set PYTHON)" >&2
     exit 1
 fi
-declare -A BUILD_OF=()  # client -> "<go|cargo> <folder> <package or crate binary> <output>"
+declare -A BUILD_OF=()  # client -> "<go|cargo> <folder> <package or crate binary> <output> <version label>"
 BUILT_CLIENTS=()
 while read -r kind name rest; do
     case "$kind" in
@@ -152,14 +152,17 @@ check_prerequisites() {  # check_prerequisites <client>
 }
 
 build_client() {  # build_client <client>: as the registry says (BUILD_OF)
-    local kind folder from out
-    read -r kind folder from out <<< "${BUILD_OF[$1]}"
+    local kind folder from out label version
+    read -r kind folder from out label <<< "${BUILD_OF[$1]}"
     [ "$DRY_RUN" = 1 ] || check_prerequisites "$1" || return 1
     case "$kind" in
         go) build_go "$folder" "$out" "$from" ;;
         cargo) build_cargo "$folder" "$from" "$out" ;;
     esac || return 1
-    [ "$DRY_RUN" = 1 ] || echo "built $CLIENTS_DIR/$folder/bin/$out ($1 $("$CLIENTS_DIR/$folder/bin/$out" --version))"
+    if [ "$DRY_RUN" = 0 ]; then
+        version=$("$CLIENTS_DIR/$folder/bin/$out" --version)
+        echo "built $CLIENTS_DIR/$folder/bin/$out (${label//\{\}/$version})"
+    fi
     build_servers_beside "$1"
 }
 

@@ -154,15 +154,17 @@ BY_NAME: dict[str, Client] = {client.name: client for client in CLIENTS}
 
 def build_lines() -> list[str]:
     """What build.sh builds and reports, one line per client, fields separated by spaces:
-    ``go <name> <folder> <package> <output>``, ``cargo <name> <folder> <crate binary> <output>``,
-    ``python <name> <script> <distribution>``, ``debian <name> <executable> <package>``."""
+    ``go <name> <folder> <package> <output> <version label>``, ``cargo <name> <folder> <crate binary> <output>
+    <version label>`` (the label last: it may hold spaces), ``python <name> <script> <distribution>``,
+    ``debian <name> <executable> <package>``."""
     lines = []
     for client in CLIENTS:
         program = client.program
         if isinstance(program, GoBuild):
-            lines.append(f"go {client.name} {program.folder} {program.package} {program.output}")
+            lines.append(f"go {client.name} {program.folder} {program.package} {program.output} {client.version_label}")
         elif isinstance(program, CargoBuild):
-            lines.append(f"cargo {client.name} {program.folder} {program.crate_binary} {program.output}")
+            lines.append(f"cargo {client.name} {program.folder} {program.crate_binary} {program.output} "
+                         f"{client.version_label}")
         elif isinstance(program, PythonScript):
             lines.append(f"python {client.name} {program.path} {program.distribution}")
         elif isinstance(program, DebianProgram):
