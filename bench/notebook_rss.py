@@ -39,7 +39,7 @@ def render_once(checkout: Path, notebook: str, db: Path, work: Path) -> tuple[fl
     command = [
         "/usr/bin/time", "-f", "%e %M", "-o", str(timing),
         "papermill", "--kernel", "python3", "--cwd", str(checkout), str(staged), str(executed),
-        "-p", "db", str(db), "-p", "out_dir", str(work / "out"), "-p", "formats", "png", "-p", "dataset", db.parent.name,
+        "-p", "db", str(db), "-p", "out_dir", str(work / "out"), "-p", "formats", "png",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=env, encoding="utf-8")
     if done.returncode:

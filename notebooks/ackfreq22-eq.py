@@ -17,7 +17,6 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
 from quicack.figures.ackfreq22 import ackfreq22_eq_table

@@ -17,7 +17,6 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/figures"
 formats = "pdf,png"
-dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
 from quicack.figures.common import save

@@ -17,7 +17,6 @@
 db = "results/sample/quicack.duckdb"
 out_dir = "results/sample/tables"
 formats = "pdf,png"
-dataset = "sample"  # the pipeline's name for it; the footnote's words come from the database (dataset_description)
 
 # %%
 from quicack.figures.ack_overhead_tables import rethink_tab1_ack_functions

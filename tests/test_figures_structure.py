@@ -58,3 +58,27 @@ def test_no_paper_table_is_typed_into_the_code():
         for path in paths:
             found = re.findall(r"^PAPER_[A-Z0-9_]+\s*[:=].*\d", path.read_text(encoding="utf-8"), flags=re.M)
             assert not found, f"{path.relative_to(REPO)}: {found}"
+
+
+def _parameters_cell(source: str) -> tuple[str, str]:
+    """A jupytext notebook's parameters cell (papermill's) and the rest of the notebook."""
+    cells = re.split(r"^# %%.*$", source, flags=re.M)
+    markers = re.findall(r"^# %%.*$", source, flags=re.M)
+    index = next(i for i, marker in enumerate(markers) if 'tags=["parameters"]' in marker)
+    return cells[index + 1], "".join(cells[: index + 1] + cells[index + 2:])
+
+
+RENDER_RULE = (REPO / "workflow" / "rules" / "render.smk").read_text(encoding="utf-8")
+PASSED_PARAMETERS = re.findall(r"-p (\w+) \{params\.", RENDER_RULE)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[n.stem for n in NOTEBOOKS])
+def test_a_notebook_uses_every_parameter_and_declares_every_one_it_is_passed(notebook):
+    """A parameter nothing reads (a `dataset` every notebook was passed, once) is a knob that turns nothing; one the
+    render rule passes (papermill -p) that the notebook does not declare is injected unseen."""
+    parameters, rest = _parameters_cell(notebook.read_text(encoding="utf-8"))
+    declared = {target.id for node in ast.parse(parameters).body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    read = {node.id for node in ast.walk(ast.parse(rest)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    assert declared and declared <= read, f"parameters never read: {sorted(declared - read)}"
+    assert PASSED_PARAMETERS and set(PASSED_PARAMETERS) <= declared

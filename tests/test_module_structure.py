@@ -5,6 +5,7 @@ Read from the source with `ast` (quicack.jobs.code_graph); nothing is imported."
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from pathlib import Path
@@ -200,3 +201,25 @@ def test_one_home_per_concept():
     }
     smk = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
     assert "tables_written_by(INGEST)" in smk and "tables_written_by(DERIVE)" in smk and "tables_written_by(SCAN)" in smk
+
+
+def _body_without_docstring(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
+def test_no_function_is_written_twice():
+    """One home per helper: no two functions of the package have the same body (docstring aside; bodies of fewer than
+    min_nodes syntax nodes, a one-line delegation, are not counted). Found: the testbed's namespace removal, command
+    runner and MAC lookup, copied into quicack.testbed.scan_net from quicack.testbed.netns."""
+    min_nodes = 20
+    homes: dict[str, list[str]] = {}
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = ast.Module(body=_body_without_docstring(node), type_ignores=[])
+                if sum(1 for _ in ast.walk(body)) >= min_nodes:
+                    homes.setdefault(ast.dump(body), []).append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    assert [names for names in homes.values() if len(names) > 1] == []

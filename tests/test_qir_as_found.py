@@ -55,3 +55,23 @@ def test_days_are_series_and_numbered_in_name_order(parquet):
 
 def test_group_keys_of_day_folders_are_their_names():
     assert [group_key(g) for g in run_groups(QIR_AS_FOUND)] == ["2024-05-14", "2024-05-15", "2024-05-16"]
+
+
+def test_a_day_folder_lists_the_dataset_once_not_once_per_run(tmp_path, monkeypatch):
+    """A run's repetition is its day's place among the dataset's day folders; the listing is read once per group
+    (it was read again for each of the day's runs)."""
+    from quicack.layout import runs as layout_runs
+
+    group = run_groups(QIR_AS_FOUND)[1]
+    listings = []
+    real_raw_entries = layout_runs.raw_entries
+
+    def counted(raw_root, follow_external_symlinks=False):
+        listings.append(raw_root)
+        return real_raw_entries(raw_root, follow_external_symlinks)
+
+    monkeypatch.setattr(layout_runs, "raw_entries", counted)
+    ingest_stage.ingest_group_stage(QIR_AS_FOUND, group, "qir", tmp_path)
+    runs = parquet_store.read_table(tmp_path, "runs")
+    assert runs.height == 4 and set(runs["repetition"]) == {2}
+    assert len(listings) == 1

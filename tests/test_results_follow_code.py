@@ -334,7 +334,7 @@ def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path
     }
     ran = {command: _run(tmp_path, command, command, *args) for command, args in commands.items()}
     notebooks = sorted(NOTEBOOKS.glob("*.py"))
-    parameters = {"db": str(db), "out_dir": str(tmp_path / "out"), "formats": "png", "dataset": "sample"}
+    parameters = {"db": str(db), "out_dir": str(tmp_path / "out"), "formats": "png"}
     ran |= _run(tmp_path, "notebooks", "notebooks", json.dumps(parameters), *map(str, notebooks))
     statuses = sorted(str(p) for p in (tmp_path / "out").glob("*.status.json"))
     claims = sorted(str(p) for p in (tmp_path / "out").glob("*-claims.csv"))

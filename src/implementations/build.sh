@@ -5,16 +5,36 @@
 # Needs Go and Rust toolchains; the aioquic client is a Python script (aioquic from pip)
 # and the ngtcp2 client is Debian's ngtcp2-client package (gtlsclient), so neither is built here.
 #
-# usage: src/implementations/build.sh [impl ...]     (default: all of quic-go quic-go-old go-x-net quinn quiche scanner)
+# usage: src/implementations/build.sh [impl ...]     (default: every client the registry builds, then scanner)
+#        src/implementations/build.sh --dry-run [impl ...]   prints what it would build, builds nothing
+#        The clients and how each is built (Go or Cargo, folder, package or crate binary, output) come from the
+#        client registry, src/quicack/testbed/client_registry.py (run as a script: standard library only).
 #        scanner is the package's QScanner-compatible scan tool (quicack.testbed.scan), not a client.
-#        quic-go builds the quic-go client and the imc24 IACK/WFC server (quic-go + iack.patch, below).
+#        quic-go builds the quic-go client and the imc24 IACK/WFC server (quic-go + iack.patch, below); quinn and
+#        quiche copy their servers beside their clients (build_servers_beside).
 #
 # quiche compiles BoringSSL from source the first time (about 6 minutes on 2 cores; cargo keeps target/ for the
 # next build) and needs cmake and libclang-dev (install.sh --dev installs them).
 set -uo pipefail
 
 CLIENTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ALL_IMPLS=(quic-go quic-go-old go-x-net quinn quiche scanner)
+REGISTRY="$CLIENTS_DIR/../quicack/testbed/client_registry.py"
+DRY_RUN=0
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+
+# One line per client: <go|cargo|python|debian> <name> <fields...> (client_registry.build_lines).
+if ! REGISTRY_LINES=$("${PYTHON:-python3}" "$REGISTRY" builds); then
+    echo "build.sh: cannot read the client registry $REGISTRY (python3 >= 3.11 needed; or set PYTHON)" >&2
+    exit 1
+fi
+declare -A BUILD_OF=()  # client -> "<go|cargo> <folder> <package or crate binary> <output> <version label>"
+BUILT_CLIENTS=()
+while read -r kind name rest; do
+    case "$kind" in
+        go | cargo) BUILD_OF[$name]="$kind $rest"; BUILT_CLIENTS+=("$name") ;;
+    esac
+done <<< "$REGISTRY_LINES"
+ALL_IMPLS=("${BUILT_CLIENTS[@]}" scanner)
 if [ "$#" -gt 0 ]; then IMPLS=("$@"); else IMPLS=("${ALL_IMPLS[@]}"); fi
 
 # The Go toolchain is often installed outside PATH.
@@ -28,12 +48,13 @@ fi
 failed=()
 
 build_go() {  # build_go <impl dir> <output name> <package>
-    local dir="$CLIENTS_DIR/$1" out="$2" pkg="$3"
+    local dir="$CLIENTS_DIR/$1" out="bin/$2" pkg="$3"
+    if [ "$DRY_RUN" = 1 ]; then echo "would build $1/$out (go build $pkg in $1)"; return 0; fi
     if ! command -v go >/dev/null 2>&1; then
         echo "build.sh: $1: go not found (install Go >= 1.24)" >&2
         return 1
     fi
-    (cd "$dir" && go build -trimpath -mod=readonly -o "bin/$out" "$pkg") || {
+    (cd "$dir" && go build -trimpath -mod=readonly -o "$out" "$pkg") || {
         echo "build.sh: $1: go build failed" >&2
         return 1
     }
@@ -70,7 +91,8 @@ build_quic_go_iack_server() {
 }
 
 build_cargo() {  # build_cargo <impl dir> <crate binary> <output name>
-    local dir="$CLIENTS_DIR/$1" crate_bin="$2" out="$3"
+    local dir="$CLIENTS_DIR/$1" crate_bin="$2" out="bin/$3"
+    if [ "$DRY_RUN" = 1 ]; then echo "would build $1/$out (cargo build, binary $crate_bin, in $1)"; return 0; fi
     if ! command -v cargo >/dev/null 2>&1; then
         echo "build.sh: $1: cargo not found (install Rust >= 1.88)" >&2
         return 1
@@ -81,8 +103,8 @@ build_cargo() {  # build_cargo <impl dir> <crate binary> <output name>
     }
     mkdir -p "$dir/bin"
     # Copy only when changed so that the binary's mtime tells when it was last rebuilt.
-    cmp -s "$dir/target/release/$crate_bin" "$dir/bin/$out" ||
-        cp "$dir/target/release/$crate_bin" "$dir/bin/$out"
+    cmp -s "$dir/target/release/$crate_bin" "$dir/$out" ||
+        cp "$dir/target/release/$crate_bin" "$dir/$out"
 }
 
 copy_cargo_bin() {  # copy_cargo_bin <impl dir> <crate binary> <output name>: another binary of an already built crate
@@ -103,64 +125,85 @@ check_quiche_prerequisites() {
     fi
 }
 
-for impl in "${IMPLS[@]}"; do
-    case "$impl" in
+# What a client's folder builds besides the client: the testbed's server of that implementation.
+build_servers_beside() {  # build_servers_beside <client>
+    [ "$DRY_RUN" = 1 ] && return 0
+    case "$1" in
         quic-go)
-            build_go quic-go quic-go-client ./cmd/client &&
-                build_quic_go_iack_server &&
-                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-client (quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-client" --version))" &&
-                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-server (imc24 IACK/WFC server: quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-server" --version))" ||
-                failed+=("$impl")
+            build_quic_go_iack_server &&
+                echo "built $CLIENTS_DIR/quic-go/bin/quic-go-server (imc24 IACK/WFC server: quic-go $("$CLIENTS_DIR/quic-go/bin/quic-go-server" --version))"
             ;;
-        quic-go-old)
-            build_go quic-go-old quic-go-old-client ./cmd/client &&
-                echo "built $CLIENTS_DIR/quic-go-old/bin/quic-go-old-client (quic-go $("$CLIENTS_DIR/quic-go-old/bin/quic-go-old-client" --version))" ||
-                failed+=("$impl")
+        quinn)
+            copy_cargo_bin quinn quinn-server quinn-server &&
+                echo "built $CLIENTS_DIR/quinn/bin/quinn-server (hq-interop, for quinn <-> quinn captures)"
             ;;
-        go-x-net)
-            build_go go-x-net go-x-net-client ./cmd/client &&
-                echo "built $CLIENTS_DIR/go-x-net/bin/go-x-net-client (golang.org/x/net $("$CLIENTS_DIR/go-x-net/bin/go-x-net-client" --version))" ||
-                failed+=("$impl")
+        quiche)
+            copy_cargo_bin quiche quiche-server quiche-server &&
+                echo "built $CLIENTS_DIR/quiche/bin/quiche-server (h3 and hq-interop; the ACK-ratio study's sender)"
             ;;
-        scanner)
+    esac
+}
+
+# What a client's build needs besides the toolchain.
+check_prerequisites() {  # check_prerequisites <client>
+    case "$1" in
+        quiche) check_quiche_prerequisites ;;
+    esac
+}
+
+build_client() {  # build_client <client>: as the registry says (BUILD_OF)
+    local kind folder from out label version
+    read -r kind folder from out label <<< "${BUILD_OF[$1]}"
+    [ "$DRY_RUN" = 1 ] || check_prerequisites "$1" || return 1
+    case "$kind" in
+        go) build_go "$folder" "$out" "$from" ;;
+        cargo) build_cargo "$folder" "$from" "$out" ;;
+    esac || return 1
+    if [ "$DRY_RUN" = 0 ]; then
+        version=$("$CLIENTS_DIR/$folder/bin/$out" --version)
+        echo "built $CLIENTS_DIR/$folder/bin/$out (${label//\{\}/$version})"
+    fi
+    build_servers_beside "$1"
+}
+
+for impl in "${IMPLS[@]}"; do
+    if [ -n "${BUILD_OF[$impl]:-}" ]; then
+        build_client "$impl" || failed+=("$impl")
+    elif [ "$impl" = scanner ]; then
+        if [ "$DRY_RUN" = 1 ]; then
+            build_go scanner scanner .
+        else
             build_go scanner scanner . &&
                 echo "built $CLIENTS_DIR/scanner/bin/scanner (quic-go $("$CLIENTS_DIR/scanner/bin/scanner" -print-version))" ||
                 failed+=("$impl")
-            ;;
-        quinn)
-            build_cargo quinn quicack-quinn-client quinn-client &&
-                copy_cargo_bin quinn quinn-server quinn-server &&
-                echo "built $CLIENTS_DIR/quinn/bin/quinn-client ($("$CLIENTS_DIR/quinn/bin/quinn-client" --version))" &&
-                echo "built $CLIENTS_DIR/quinn/bin/quinn-server (hq-interop, for quinn <-> quinn captures)" ||
-                failed+=("$impl")
-            ;;
-        quiche)
-            check_quiche_prerequisites &&
-                build_cargo quiche quicack-quiche-client quiche-client &&
-                copy_cargo_bin quiche quiche-server quiche-server &&
-                echo "built $CLIENTS_DIR/quiche/bin/quiche-client ($("$CLIENTS_DIR/quiche/bin/quiche-client" --version))" &&
-                echo "built $CLIENTS_DIR/quiche/bin/quiche-server (h3 and hq-interop; the ACK-ratio study's sender)" ||
-                failed+=("$impl")
-            ;;
-        *)
-            echo "build.sh: unknown client '$impl' (known: quic-go quic-go-old go-x-net quinn quiche scanner)" >&2
-            failed+=("$impl")
-            ;;
-    esac
+        fi
+    else
+        echo "build.sh: unknown client '$impl' (known: ${ALL_IMPLS[*]})" >&2
+        failed+=("$impl")
+    fi
 done
 
-# Not built here, but reported so that one command shows every client's state.
-if [ "$#" -eq 0 ]; then
-    if command -v gtlsclient >/dev/null 2>&1; then
-        echo "found $(command -v gtlsclient) (ngtcp2 $(dpkg-query -W -f='${Version}' ngtcp2-client 2>/dev/null || echo unknown))"
-    else
-        echo "note: ngtcp2 client missing: apt-get install ngtcp2-client ngtcp2-server"
-    fi
-    if python3 -c 'import aioquic' 2>/dev/null; then
-        echo "found $CLIENTS_DIR/aioquic/aioquic_client.py (aioquic $(python3 -c 'import aioquic; print(aioquic.__version__)'))"
-    else
-        echo "note: aioquic client needs the aioquic Python package"
-    fi
+# Not built here (the registry's Python scripts and Debian programs), but reported so that one command shows every
+# client's state.
+if [ "$#" -eq 0 ] && [ "$DRY_RUN" = 0 ]; then
+    while read -r kind name first second; do
+        case "$kind" in
+            debian)  # <executable> <package>
+                if command -v "$first" >/dev/null 2>&1; then
+                    echo "found $(command -v "$first") ($name $(dpkg-query -W -f='${Version}' "$second" 2>/dev/null || echo unknown))"
+                else
+                    echo "note: $name client missing: apt-get install $second"
+                fi
+                ;;
+            python)  # <script> <distribution>
+                if "${PYTHON:-python3}" -c "import importlib.metadata as m; m.version('$second')" 2>/dev/null; then
+                    echo "found $CLIENTS_DIR/$first ($second $("${PYTHON:-python3}" -c "import importlib.metadata as m; print(m.version('$second'))"))"
+                else
+                    echo "note: $name client needs the $second Python package"
+                fi
+                ;;
+        esac
+    done <<< "$REGISTRY_LINES"
 fi
 
 if [ "${#failed[@]}" -gt 0 ]; then

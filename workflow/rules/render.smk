@@ -28,15 +28,13 @@ for artefact_id in RENDERED:
             db=DATABASE,
             out_dir=FIGURES if is_figure(artefact_id) else TABLES,
             formats=",".join(FIGURE_FORMATS),
-            dataset=DATASET,
             engine=notebook_engine(NOTEBOOKS / f"{artefact_id}.py"),
         conda:
             CONDA_ENV
         shell:
             "jupytext --to ipynb --output {output.notebook:q}.in.ipynb {input.notebook:q} > {log:q} 2>&1 && "
             "papermill --kernel python3 --cwd . {output.notebook:q}.in.ipynb {output.notebook:q} "
-            "-p db {params.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} "
-            "-p dataset {params.dataset:q} >> {log:q} 2>&1 && "
+            "-p db {params.db:q} -p out_dir {params.out_dir:q} -p formats {params.formats:q} >> {log:q} 2>&1 && "
             "rm {output.notebook:q}.in.ipynb"
 
 

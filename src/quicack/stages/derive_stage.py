@@ -37,8 +37,11 @@ DERIVE_BATCH_RUNS = 64
 DERIVE_INPUTS = ("runs", "packets", "frames", "metrics_logged", "endpoints", "datagrams", "tcp_segments")
 
 
-def derive_group_stage(parquet_root: Path, group: str, params: recovery.RecoveryParams) -> dict[str, int]:
-    part = group_key(group)
+def derive_group_stage(
+    parquet_root: Path, group: str, params: recovery.RecoveryParams, key: str | None = None
+) -> dict[str, int]:
+    """``key``: the group's part name as the caller has it (the workflow's --group-key); None = `group_key`."""
+    part = key if key is not None else group_key(group)
     run_ids = parquet_store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
     rows_per_run = parquet_rows_per_run(parquet_root, DERIVE_INPUTS, part, run_ids)
     with parquet_store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
@@ -121,7 +124,7 @@ def add_derive_group_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _derive_group(args: argparse.Namespace) -> int:
     params = recovery.RecoveryParams(initial_rtt_ms=args.initial_rtt_ms, order=recovery.RttOrder(args.rttvar_order))
-    group = group_of(args)
-    counts = derive_group_stage(args.parquet, group, params)
+    group, key = group_of(args)
+    counts = derive_group_stage(args.parquet, group, params, key)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0

@@ -10,7 +10,8 @@ are described from their names. Every input file ends either as rows or as a row
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -41,10 +42,13 @@ INGEST_TABLES = tables_written_by(INGEST)
 
 
 def run_row(
-    run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False
+    run: RunFolder, dataset: str, raw_root: Path, follow_external_symlinks: bool = False,
+    dataset_groups: Callable[[], list[str]] | None = None,
 ) -> tuple[dict, list[dict], frozenset[str] | None]:
     """The ``runs`` row of a run folder, from run.json or, failing that, from its path; its issues; the keys its
-    run.json states (None without a run.json that can be read).
+    run.json states (None without a run.json that can be read). ``dataset_groups`` lists the dataset's run groups
+    (a series' place among them is its runs' repetition): by default `run_groups`, which reads the raw folder; a
+    caller describing many runs passes a cached listing.
 
     Without a run.json that can be read (QIR logs as the runner writes them, the imc24 artifact's folders, a
     run.json emptied or cut) the status is left null here and inferred from the run's data after decoding
@@ -86,7 +90,7 @@ def run_row(
     if row["repetition"] is None and "series" in from_path:
         # One run per series folder (the artifact's all-interop-servers/<day>/): the day's place among the
         # dataset's series is the repetition, so days sort as the folders do.
-        series = run_groups(raw_root, follow_external_symlinks)
+        series = dataset_groups() if dataset_groups is not None else run_groups(raw_root, follow_external_symlinks)
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
@@ -228,8 +232,10 @@ def ingest_group_frames(
         issues.extend(issue_row(_rel(p, raw_root), run.run_id, "discover", "error", EXTERNAL_REFUSED) for p in refused)
         return [p for p in paths if p not in refused]
 
+    # The dataset's run groups, listed once for the group (and only if a run needs them), not once per run.
+    dataset_groups = cache(lambda: run_groups(raw_root, follow_external_symlinks))
     for run in tree.runs:
-        row, run_issues, stated = run_row(run, dataset, raw_root, follow_external_symlinks)
+        row, run_issues, stated = run_row(run, dataset, raw_root, follow_external_symlinks, dataset_groups)
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.

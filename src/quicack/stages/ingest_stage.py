@@ -18,10 +18,12 @@ FOLLOW_HELP = "read files and run groups that are symbolic links leading outside
 
 def ingest_group_stage(
     raw_root: Path, group: str, dataset: str, parquet_root: Path, limits: Limits = DEFAULT_LIMITS,
-    follow_external_symlinks: bool = False,
+    follow_external_symlinks: bool = False, key: str | None = None,
 ) -> dict[str, int]:
+    """``key``: the group's part name as the caller has it (the workflow's --group-key); None = `group_key`."""
     # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
-    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, group_key(group)) as writer:
+    part = key if key is not None else group_key(group)
+    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, part) as writer:
         for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
             writer.write(name, frame)
     return dict(writer.rows)
@@ -51,9 +53,9 @@ def add_dataset_issues_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingest_group(args: argparse.Namespace) -> int:
-    group = group_of(args)
+    group, key = group_of(args)
     counts = ingest_group_stage(args.raw, group, args.dataset, args.parquet, limits_from_args(args),
-                                args.follow_external_symlinks)
+                                args.follow_external_symlinks, key)
     print(f"{group!r}: " + ", ".join(f"{name} {rows}" for name, rows in counts.items()))
     return 0
 

@@ -11,6 +11,7 @@ Modules, in the order a run uses them:
   emulated stack delay, built by src/implementations/build.sh), the aioquic server, quinn, ngtcp2, Linux TCP
 * ``iack_wfc_server`` — the aioquic server with instant ACK (IACK) and wait-for-certificate (WFC) emulated in a
   ``QuicConnection`` subclass (the ACK-ratio study's sender; the scan's CDN frontends); ``certs``, ``files``
+* ``client_registry`` — every client declared once (read by ``clients`` and src/implementations/build.sh)
 * ``clients`` — command lines of the client implementations
 * ``ack_policy_receiver`` — the aioquic client's receiver with a set ACK policy (ACK ratio, delay, D / NR / 3A),
   logging why it sent each ACK (qlog ``quicack:ack_sent``)

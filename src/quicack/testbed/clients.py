@@ -2,7 +2,9 @@
 
 Every client downloads one URL, saves the body as ``download_dir / <basename of the URL path>``,
 writes a TLS keylog (NSS ``SSLKEYLOGFILE`` format) and one qlog per connection into ``qlog_dir``.
-The compiled clients live in ``src/implementations/<impl>/`` and are built by ``src/implementations/build.sh``.
+Each client is declared once in ``quicack.testbed.client_registry`` (protocols, program, command line, qlog); this
+module runs them. The compiled clients live in ``src/implementations/<impl>/`` and are built by
+``src/implementations/build.sh``, which reads the registry.
 ``linux-tcp`` is not QUIC: the kernel's TCP through ``quicack.testbed.tcp_transfer`` (URL ``tcp://host:port/file``,
 no keylog, no qlog), for the TCP side of the ACK-ratio study. ``chromium`` and ``firefox`` are Debian's browsers
 (Google QUIC and neqo), HTTP/3 only, driven by ``quicack.testbed.browsers`` with the same contract (Chromium writes no
@@ -26,53 +28,36 @@ from urllib.parse import urlsplit
 
 from quicack.testbed import browsers
 from quicack.testbed.ack_policy_receiver import AckPolicy
+from quicack.testbed.client_registry import (
+    BROWSER,
+    BY_NAME,
+    CLIENTS,
+    CONTRACT,
+    GTLSCLIENT,
+    H3,
+    HQ,
+    TCP,
+    Browser,
+    CargoBuild,
+    Client,
+    DebianProgram,
+    GoBuild,
+    Kernel,
+    PythonScript,
+)
 from quicack.testbed.receiver_ack_control import ngtcp2_client_options
 
-H3 = "h3"
-HQ = "hq"  # ALPN "hq-interop"
-TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
 LINUX_TCP = "linux-tcp"
 
-# Order: the imc24 testbed clients first, then the extra dialect for the qlog reader, then the browsers.
-KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old", *browsers.BROWSERS)
-# Every client the testbed runs: the QUIC ones above and the kernel's TCP (no keylog, no qlog).
-TESTBED_CLIENTS: tuple[str, ...] = (*KNOWN_IMPLS, LINUX_TCP)
-
-_PROTOCOLS: dict[str, frozenset[str]] = {
-    "aioquic": frozenset({H3, HQ}),
-    "quic-go": frozenset({H3, HQ}),
-    "quic-go-old": frozenset({H3, HQ}),
-    # golang.org/x/net/quic has no HTTP/3 layer.
-    "go-x-net": frozenset({HQ}),
-    # Debian ships ngtcp2's HTTP/3 example client only (no HTTP/0.9 "h09client").
-    "ngtcp2": frozenset({H3}),
-    "quinn": frozenset({H3, HQ}),
-    "quiche": frozenset({H3, HQ}),
-    browsers.CHROMIUM: frozenset({H3}),
-    browsers.FIREFOX: frozenset({H3}),
-    LINUX_TCP: frozenset({TCP}),
-}
+# Every client the testbed runs (quicack.testbed.client_registry): the QUIC ones and the kernel's TCP.
+TESTBED_CLIENTS: tuple[str, ...] = tuple(client.name for client in CLIENTS)
+# The QUIC clients: those with a keylog and, but Chromium, a qlog.
+KNOWN_IMPLS: tuple[str, ...] = tuple(client.name for client in CLIENTS if TCP not in client.protocols)
 # Chromium's NetLog (its own log of the connection; it writes no qlog), beside the client's keylog, gzipped.
 CHROMIUM_NETLOG = "chromium_netlog.json.gz"
-
-# Binaries built by src/implementations/build.sh, relative to src/implementations/.
-_BUILT_BINARIES: dict[str, str] = {
-    "quic-go": "quic-go/bin/quic-go-client",
-    "quic-go-old": "quic-go-old/bin/quic-go-old-client",
-    "go-x-net": "go-x-net/bin/go-x-net-client",
-    "quinn": "quinn/bin/quinn-client",
-    # Optional (BoringSSL build): `src/implementations/build.sh quiche`.
-    "quiche": "quiche/bin/quiche-client",
-}
-# Clients whose TLS stack offers a post-quantum key share by default (X25519MLKEM768: Go >= 1.24's crypto/tls,
-# BoringSSL in quiche 0.30), so their ClientHello spans two Initial datagrams. ``key_share='x25519'`` makes them offer
-# X25519 alone, a one-datagram ClientHello like the paper's 2024 clients (imc24 Table 4: every client's second
-# flight starts at datagram 2). The other clients' default ClientHello fits one datagram already.
-KEY_SHARE_CLIENTS = frozenset({"quic-go", "go-x-net", "quiche"})
+# Clients whose TLS stack offers a post-quantum key share by default (client_registry.Client.key_share).
+KEY_SHARE_CLIENTS = frozenset(client.name for client in CLIENTS if client.key_share)
 KEY_SHARES = ("x25519",)
-_AIOQUIC_SCRIPT = "aioquic/aioquic_client.py"
-_NGTCP2_CLIENT = "gtlsclient"
-_NGTCP2_DEBIAN_PACKAGE = "ngtcp2-client"
 
 
 @dataclass(frozen=True)
@@ -99,12 +84,17 @@ def implementations_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "implementations"
 
 
-def supported_protocols(impl: str) -> frozenset[str]:
-    """Application protocols ('h3', 'hq') that the client of `impl` can speak."""
+def client_spec(impl: str) -> Client:
+    """The registry's entry of `impl` (quicack.testbed.client_registry)."""
     try:
-        return _PROTOCOLS[impl]
+        return BY_NAME[impl]
     except KeyError:
         raise ValueError(f"unknown client implementation {impl!r}; known: {', '.join(TESTBED_CLIENTS)}") from None
+
+
+def supported_protocols(impl: str) -> frozenset[str]:
+    """Application protocols ('h3', 'hq') that the client of `impl` can speak."""
+    return client_spec(impl).protocols
 
 
 def can_set_ack_policy(impl: str) -> bool:
@@ -112,20 +102,17 @@ def can_set_ack_policy(impl: str) -> bool:
     quicack.testbed.ack_policy_receiver), ngtcp2's ACK ratio (``--ack-thresh``) and Linux TCP's ACK ratio, from
     outside (quickack route, kernel default, router ACK thinning). A quinn client's is requested by the quinn
     server instead (quicack.testbed.receiver_ack_control)."""
-    supported_protocols(impl)
-    return impl in ("aioquic", "ngtcp2", LINUX_TCP)
+    return client_spec(impl).ack_policy
 
 
 def takes_key_share(impl: str) -> bool:
     """Whether the client's key shares can be set (``key_share``): those of KEY_SHARE_CLIENTS."""
-    supported_protocols(impl)
-    return impl in KEY_SHARE_CLIENTS
+    return client_spec(impl).key_share
 
 
 def url_scheme(impl: str) -> str:
     """The scheme of the URL the client of `impl` downloads: ``tcp`` for linux-tcp, else ``https``."""
-    supported_protocols(impl)
-    return "tcp" if impl == LINUX_TCP else "https"
+    return "tcp" if TCP in supported_protocols(impl) else "https"
 
 
 def ack_policy_options(policy: AckPolicy) -> list[str]:
@@ -141,8 +128,7 @@ def exit_status_is_reliable(impl: str) -> bool:
     Debian's gtlsclient (ngtcp2 0.12) exits 0 even after a handshake timeout; for every client the
     downloaded file's hash is what decides success.
     """
-    supported_protocols(impl)
-    return impl != "ngtcp2"
+    return client_spec(impl).exit_status_is_reliable
 
 
 def preferred_protocol(impl: str) -> str:
@@ -152,18 +138,18 @@ def preferred_protocol(impl: str) -> str:
 
 def client_executable(impl: str) -> Path | None:
     """The program that runs the client of `impl`, or None if it is not built/installed."""
-    supported_protocols(impl)
-    if impl == LINUX_TCP:
+    program = client_spec(impl).program
+    if isinstance(program, Kernel):
         return Path(__file__).with_name("tcp_transfer.py")
-    if impl == "aioquic":
-        script = implementations_dir() / _AIOQUIC_SCRIPT
+    if isinstance(program, PythonScript):
+        script = implementations_dir() / program.path
         return script if script.is_file() else None
-    if impl == "ngtcp2":
-        found = shutil.which(_NGTCP2_CLIENT)
+    if isinstance(program, DebianProgram):
+        found = shutil.which(program.executable)
         return Path(found) if found else None
-    if impl in browsers.BROWSERS:
+    if isinstance(program, Browser):
         return browsers.executable(impl)
-    binary = implementations_dir() / _BUILT_BINARIES[impl]
+    binary = implementations_dir() / program.binary
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
 
 
@@ -173,12 +159,13 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     Creates ``download_dir``, ``qlog_dir`` and the keylog's directory, because some clients
     (ngtcp2) fail when they are missing and the others would each behave differently.
     """
-    if req.app_protocol not in supported_protocols(req.impl):
+    spec = client_spec(req.impl)
+    if req.app_protocol not in spec.protocols:
         raise ValueError(
             f"{req.impl} client does not support {req.app_protocol!r} "
-            f"(supports {', '.join(sorted(supported_protocols(req.impl)))})"
+            f"(supports {', '.join(sorted(spec.protocols))})"
         )
-    if req.impl == LINUX_TCP:
+    if isinstance(spec.program, Kernel):
         # No keylog, no qlog: the kernel's TCP writes neither (the captures are the record).
         return [sys.executable, "-m", "quicack.testbed.tcp_transfer", "fetch", "--download-dir", str(req.download_dir),
                 "--timeout", f"{req.timeout_s:g}", req.url], {}  # fmt: skip
@@ -187,10 +174,10 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
         raise ValueError(f"expected https://<host>:<port>/<file>, got {req.url!r}")
     if not url.path.rstrip("/"):
         raise ValueError(f"URL has no file path: {req.url!r}")
-    if req.ack_policy is not None and not can_set_ack_policy(req.impl):
+    if req.ack_policy is not None and not spec.ack_policy:
         raise ValueError(f"the {req.impl} client's ACK policy cannot be set on its command line (only aioquic's "
                          "and ngtcp2's)")
-    if req.key_share is not None and (not takes_key_share(req.impl) or req.key_share not in KEY_SHARES):
+    if req.key_share is not None and (not spec.key_share or req.key_share not in KEY_SHARES):
         raise ValueError(f"the {req.impl} client cannot be set to key share {req.key_share!r} (clients "
                          f"{', '.join(sorted(KEY_SHARE_CLIENTS))}; shares {', '.join(KEY_SHARES)})")
     executable = client_executable(req.impl)
@@ -200,10 +187,12 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     for directory in (req.download_dir, req.qlog_dir, req.keylog_path.parent):
         directory.mkdir(parents=True, exist_ok=True)
 
-    if req.impl == "ngtcp2":
+    if spec.command_line == GTLSCLIENT:
         return _ngtcp2_command(executable, req, url.hostname, url.port)
-    if req.impl in browsers.BROWSERS:
+    if spec.command_line == BROWSER:
         return _browser_command(req), {}
+    if spec.command_line != CONTRACT:
+        raise ValueError(f"{req.impl}: no command line of kind {spec.command_line!r}")
 
     options = [
         "--alpn", req.app_protocol,
@@ -213,16 +202,11 @@ def client_command(req: ClientRequest) -> tuple[list[str], dict[str, str]]:
     ]  # fmt: skip
     if req.key_share is not None:
         options += ["--key-share", req.key_share]
-    if req.impl == "aioquic":
-        if req.ack_policy is not None:
-            options += ack_policy_options(req.ack_policy)
-        return [sys.executable, str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
-    if req.impl in ("quinn", "quiche"):
-        return [str(executable), *options, "--timeout", f"{req.timeout_s:g}", req.url], {}
-    # Go's flag package takes "--name value" as well as "-name value"; durations need a unit.
-    # Without GSO every datagram is its own packet on the wire and in captures, whatever the
-    # interface's offload settings (loopback accepts UDP GSO super-packets as they are).
-    return [str(executable), *options, "--timeout", f"{req.timeout_s:g}s", req.url], {"QUIC_GO_DISABLE_GSO": "true"}
+    if req.ack_policy is not None:
+        options += ack_policy_options(req.ack_policy)
+    launcher = [sys.executable] if isinstance(spec.program, PythonScript) else []
+    timeout = f"{req.timeout_s:g}{spec.timeout_unit}"
+    return [*launcher, str(executable), *options, "--timeout", timeout, req.url], dict(spec.environment)
 
 
 def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) -> tuple[list[str], dict[str, str]]:
@@ -260,23 +244,20 @@ def _browser_command(req: ClientRequest) -> list[str]:
 def exit_grace_s(impl: str) -> float:
     """How long after its own timeout the client may take to exit. A browser quits cleanly after its download (so
     that its logs end whole; Firefox through a Marionette session), which takes up to 20 s on a busy 2-core machine."""
-    supported_protocols(impl)
-    return 10.0 + (browsers.QUIT_BUDGET_S if impl in browsers.BROWSERS else 0.0)
+    return 10.0 + (browsers.QUIT_BUDGET_S if isinstance(client_spec(impl).program, Browser) else 0.0)
 
 
 def writes_qlog(impl: str) -> bool:
     """Whether the client writes a qlog: all but Chromium (its NetLog, ``CHROMIUM_NETLOG`` beside the keylog, is
     its own format) and the kernel's TCP."""
-    supported_protocols(impl)
-    return impl not in (browsers.CHROMIUM, LINUX_TCP)
+    return client_spec(impl).qlog is not None
 
 
 def confined_to_its_flow(impl: str) -> bool:
     """Whether the client's namespace lets only its QUIC flow to the server out (quicack.testbed.netns
     ``confine_client``): the browsers would otherwise reach out for updates, settings and, Firefox, race TCP to the
     server — packets of other connections in the captures."""
-    supported_protocols(impl)
-    return impl in browsers.BROWSERS
+    return isinstance(client_spec(impl).program, Browser)
 
 
 def client_versions() -> dict[str, str]:
@@ -286,35 +267,33 @@ def client_versions() -> dict[str, str]:
         executable = client_executable(impl)
         if executable is None:
             continue
-        version = _version_of(impl, executable)
+        version = _version_of(client_spec(impl), executable)
         if version:
             versions[impl] = version
     return versions
 
 
-def _version_of(impl: str, executable: Path) -> str | None:
-    if impl == LINUX_TCP:
+def _version_of(spec: Client, executable: Path) -> str | None:
+    program = spec.program
+    if isinstance(program, Kernel):
         return f"Linux {platform.release()} TCP"
-    if impl == "aioquic":
+    if isinstance(program, PythonScript):
         try:
-            return f"aioquic {metadata.version('aioquic')}"
+            return f"{program.distribution} {metadata.version(program.distribution)}"
         except metadata.PackageNotFoundError:
             return None
-    if impl in browsers.BROWSERS:
-        return browsers.version(impl)
-    if impl == "ngtcp2":
-        # gtlsclient has no --version flag (-v selects the QUIC version).
-        return _debian_package_version(_NGTCP2_DEBIAN_PACKAGE, prefix="ngtcp2 (Debian ngtcp2-client) ")
+    if isinstance(program, Browser):
+        return browsers.version(spec.name)
+    if isinstance(program, DebianProgram):
+        # gtlsclient has no --version flag (-v selects the QUIC version): the package's version is the client's.
+        return _debian_package_version(program.package, prefix=f"{spec.name} (Debian {program.package}) ")
+    assert isinstance(program, (GoBuild, CargoBuild))
     try:
         out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()
-    if impl in ("quic-go", "quic-go-old"):
-        return f"quic-go {version}"
-    if impl == "go-x-net":
-        return f"golang.org/x/net {version}"
-    return version or None
+    return spec.version_label.format(version) if version else None
 
 
 def _debian_package_version(package: str, prefix: str) -> str | None:

@@ -17,8 +17,10 @@ import os
 import re
 import secrets
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
+from typing import Protocol
 
 BENCH_NET = IPv4Network("198.18.0.0/15")
 NS_PREFIX = "qack"  # every namespace this package creates starts with this
@@ -79,7 +81,9 @@ def require_root() -> None:
         )
 
 
-def _run(argv: list[str]) -> None:
+def run_checked(argv: list[str]) -> None:
+    """Run `argv`; fail with its stderr when it fails (setting up namespaces, links and rules: quicack.testbed.scan_net
+    too)."""
     proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -98,12 +102,12 @@ def list_namespaces() -> list[str]:
 def create(topo: Topology) -> None:
     """Create namespaces, veths, addresses, routes; switch off offloads. Caller must call `destroy`."""
     for ns in topo.namespaces:
-        _run(["ip", "netns", "add", ns])
-    _run([
+        run_checked(["ip", "netns", "add", ns])
+    run_checked([
         "ip", "link", "add", topo.client_if, "netns", topo.client_ns, "type", "veth",
         "peer", "name", topo.router_left_if, "netns", topo.router_ns,
     ])  # fmt: skip
-    _run([
+    run_checked([
         "ip", "link", "add", topo.server_if, "netns", topo.server_ns, "type", "veth",
         "peer", "name", topo.router_right_if, "netns", topo.router_ns,
     ])  # fmt: skip
@@ -116,17 +120,17 @@ def create(topo: Topology) -> None:
     ]
     for ns in topo.namespaces:
         # IPv6 off: no router solicitations or MLD reports in the captures.
-        _run(ns_argv(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]))
-        _run(ns_argv(ns, ["ip", "link", "set", "lo", "up"]))
+        run_checked(ns_argv(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]))
+        run_checked(ns_argv(ns, ["ip", "link", "set", "lo", "up"]))
     for ns, dev, addr in ifaces:
-        _run(ns_argv(ns, ["ip", "addr", "add", f"{addr}/{plen}", "dev", dev]))
+        run_checked(ns_argv(ns, ["ip", "addr", "add", f"{addr}/{plen}", "dev", dev]))
         # One datagram per frame in the captures and at the NFQUEUE: no segmentation/aggregation offloads.
-        _run(ns_argv(ns, ["ethtool", "-K", dev, "tx-udp-segmentation", "off", "gso", "off", "tso", "off",
+        run_checked(ns_argv(ns, ["ethtool", "-K", dev, "tx-udp-segmentation", "off", "gso", "off", "tso", "off",
                           "gro", "off"]))  # fmt: skip
-        _run(ns_argv(ns, ["ip", "link", "set", dev, "up"]))
-    _run(ns_argv(topo.router_ns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
-    _run(ns_argv(topo.client_ns, ["ip", "route", "add", "default", "via", str(topo.router_left_addr)]))
-    _run(ns_argv(topo.server_ns, ["ip", "route", "add", "default", "via", str(topo.router_right_addr)]))
+        run_checked(ns_argv(ns, ["ip", "link", "set", dev, "up"]))
+    run_checked(ns_argv(topo.router_ns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
+    run_checked(ns_argv(topo.client_ns, ["ip", "route", "add", "default", "via", str(topo.router_left_addr)]))
+    run_checked(ns_argv(topo.server_ns, ["ip", "route", "add", "default", "via", str(topo.router_right_addr)]))
     # Static neighbours: no ARP exchange delays the first datagram of a run.
     _neigh(topo, topo.client_ns, topo.client_if, topo.router_left_addr, topo.router_ns, topo.router_left_if)
     _neigh(topo, topo.router_ns, topo.router_left_if, topo.client_addr, topo.client_ns, topo.client_if)
@@ -134,20 +138,21 @@ def create(topo: Topology) -> None:
     _neigh(topo, topo.server_ns, topo.server_if, topo.router_right_addr, topo.router_ns, topo.router_right_if)
 
 
-def _mac(ns: str, dev: str) -> str:
+def link_address(ns: str, dev: str) -> str:
+    """The MAC address of interface `dev` in namespace `ns` (for static neighbour entries)."""
     out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
     return out.stdout.strip()
 
 
 def _neigh(topo: Topology, ns: str, dev: str, addr: IPv4Address, peer_ns: str, peer_dev: str) -> None:
-    mac = _mac(peer_ns, peer_dev)
-    _run(ns_argv(ns, ["ip", "neigh", "replace", str(addr), "lladdr", mac, "dev", dev, "nud", "permanent"]))
+    mac = link_address(peer_ns, peer_dev)
+    run_checked(ns_argv(ns, ["ip", "neigh", "replace", str(addr), "lladdr", mac, "dev", dev, "nud", "permanent"]))
 
 
 def quickack_route(topo: Topology) -> None:
     """Linux TCP in the client namespace acknowledges every segment at once (route attribute ``quickack``, Linux 3.11+):
     ACK ratio 1 instead of the kernel's delayed ACKs."""
-    _run(ns_argv(topo.client_ns, ["ip", "route", "change", "default", "via", str(topo.router_left_addr),
+    run_checked(ns_argv(topo.client_ns, ["ip", "route", "change", "default", "via", str(topo.router_left_addr),
                                   "dev", topo.client_if, "quickack", "1"]))  # fmt: skip
 
 
@@ -156,9 +161,9 @@ def confine_client(topo: Topology, port: int) -> None:
     sends out is refused inside it (TCP with a reset, anything else with ICMP port unreachable), so it never reaches
     the emulated link or the captures. For clients that reach out by themselves (the browsers)."""
     out = ["iptables", "-w", "-A", "OUTPUT", "-o", topo.client_if]
-    _run(ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"]))
-    _run(ns_argv(topo.client_ns, [*out, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"]))
-    _run(ns_argv(topo.client_ns, [*out, "-j", "REJECT"]))
+    run_checked(ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"]))
+    run_checked(ns_argv(topo.client_ns, [*out, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"]))
+    run_checked(ns_argv(topo.client_ns, [*out, "-j", "REJECT"]))
 
 
 def pids_in(ns: str) -> list[int]:
@@ -166,8 +171,15 @@ def pids_in(ns: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
-def destroy(topo: Topology) -> list[str]:
-    """Kill what still runs inside the namespaces, then delete them. Returns problems (empty if clean)."""
+class Namespaced(Protocol):
+    """A topology of namespaces: a run's (Topology) or a scan's (quicack.testbed.scan_net.ScanTopology)."""
+
+    @property
+    def namespaces(self) -> Sequence[str]: ...
+
+
+def destroy(topo: Namespaced) -> list[str]:
+    """Kill what still runs inside the topology's namespaces, then delete them. Returns problems (empty if clean)."""
     problems: list[str] = []
     existing = set(list_namespaces())
     for ns in topo.namespaces:

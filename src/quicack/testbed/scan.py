@@ -30,7 +30,7 @@ import zstandard
 
 from quicack.testbed import scan_net
 from quicack.testbed.clients import implementations_dir
-from quicack.testbed.netns import new_job_id, ns_argv, require_root
+from quicack.testbed.netns import destroy, new_job_id, ns_argv, require_root
 from quicack.testbed.procs import Managed, ProcessSet, wait_until
 from quicack.testbed.scan_plan import (
     CDN_FRONTEND,
@@ -276,7 +276,7 @@ def record(p: ScanPlan, only_first: int | None = None, keep_work: Path | None = 
     finally:
         if tb is not None:
             tb.procs.stop_all()
-        problems = scan_net.destroy(topo)
+        problems = destroy(topo)
         if problems:
             print("cleanup problems: " + "; ".join(problems), file=sys.stderr)
     return folders

@@ -18,22 +18,14 @@ Deleting the namespaces removes veths, routes, rules and iptables rules with the
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 
-from quicack.testbed.netns import BENCH_NET, list_namespaces, ns_argv, pids_in
+from quicack.testbed.netns import BENCH_NET, link_address, ns_argv, run_checked
 
 SCAN_NS_PREFIX = "qscan"
 _VP_NET, _USERS_NET, _SITE_NET, _STORE_NET = 64, 96, 128, 200  # third octet of each kind's first /24
 _TABLE_BASE = 100
-
-
-def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
 
 
 @dataclass(frozen=True)
@@ -135,54 +127,49 @@ class ScanTopology:
 
 
 def create(topo: ScanTopology) -> None:
-    """Namespaces, veths, addresses, per-VP routing tables, NFQUEUE rules. Caller must call `destroy`."""
+    """Namespaces, veths, addresses, per-VP routing tables, NFQUEUE rules. Caller must call `quicack.testbed.netns.destroy`."""
     for ns in topo.namespaces:
-        _run(["ip", "netns", "add", ns])
+        run_checked(["ip", "netns", "add", ns])
     r = topo.router_ns
     for ns in topo.namespaces:
         # IPv6 off: no router solicitations or MLD reports in the captures.
-        _run(ns_argv(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]))
-        _run(ns_argv(ns, ["ip", "link", "set", "lo", "up"]))
+        run_checked(ns_argv(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]))
+        run_checked(ns_argv(ns, ["ip", "link", "set", "lo", "up"]))
     for leaf in topo.leaves():
-        _run(["ip", "link", "add", leaf.inside_if, "netns", leaf.ns, "type", "veth",
+        run_checked(["ip", "link", "add", leaf.inside_if, "netns", leaf.ns, "type", "veth",
               "peer", "name", leaf.router_if, "netns", r])  # fmt: skip
         for ns, dev, addr in ((leaf.ns, leaf.inside_if, leaf.addr), (r, leaf.router_if, leaf.router_addr)):
-            _run(ns_argv(ns, ["ip", "addr", "add", f"{addr}/24", "dev", dev]))
+            run_checked(ns_argv(ns, ["ip", "addr", "add", f"{addr}/24", "dev", dev]))
             # One datagram per frame in the captures and at the NFQUEUE: no segmentation/aggregation offloads.
-            _run(ns_argv(ns, ["ethtool", "-K", dev, "tx-udp-segmentation", "off", "gso", "off", "tso", "off",
+            run_checked(ns_argv(ns, ["ethtool", "-K", dev, "tx-udp-segmentation", "off", "gso", "off", "tso", "off",
                               "gro", "off"]))  # fmt: skip
-            _run(ns_argv(ns, ["ip", "link", "set", dev, "up"]))
-        _run(ns_argv(leaf.ns, ["ip", "route", "add", "default", "via", str(leaf.router_addr)]))
+            run_checked(ns_argv(ns, ["ip", "link", "set", dev, "up"]))
+        run_checked(ns_argv(leaf.ns, ["ip", "route", "add", "default", "via", str(leaf.router_addr)]))
         # Static neighbours: no ARP exchange delays a scan's first datagrams.
-        _run(ns_argv(leaf.ns, ["ip", "neigh", "replace", str(leaf.router_addr), "lladdr", _mac(r, leaf.router_if),
+        run_checked(ns_argv(leaf.ns, ["ip", "neigh", "replace", str(leaf.router_addr), "lladdr", link_address(r, leaf.router_if),
                                "dev", leaf.inside_if, "nud", "permanent"]))  # fmt: skip
-        _run(ns_argv(r, ["ip", "neigh", "replace", str(leaf.addr), "lladdr", _mac(leaf.ns, leaf.inside_if),
+        run_checked(ns_argv(r, ["ip", "neigh", "replace", str(leaf.addr), "lladdr", link_address(leaf.ns, leaf.inside_if),
                          "dev", leaf.router_if, "nud", "permanent"]))  # fmt: skip
-    _run(ns_argv(r, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
+    run_checked(ns_argv(r, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
     # Replies from an anycast address come from whichever PoP a VP's table chose: no reverse-path check.
     for key in ("all", "default", *[leaf.router_if for leaf in topo.leaves()]):
-        _run(ns_argv(r, ["sysctl", "-q", "-w", f"net.ipv4.conf.{key}.rp_filter=0"]))
+        run_checked(ns_argv(r, ["sysctl", "-q", "-w", f"net.ipv4.conf.{key}.rp_filter=0"]))
     for site in topo.sites:
         for addr in site.addresses:
-            _run(ns_argv(topo.site(site.name).ns, ["ip", "addr", "add", f"{addr}/32", "dev", "lo"]))
+            run_checked(ns_argv(topo.site(site.name).ns, ["ip", "addr", "add", f"{addr}/32", "dev", "lo"]))
     for i, vp in enumerate(topo.vantage_points):
         table = str(_TABLE_BASE + i)
         for prefix, site in topo.routes[vp].items():
             leaf = topo.site(site)
-            _run(ns_argv(r, ["ip", "route", "add", str(prefix), "via", str(leaf.addr), "dev", leaf.router_if,
+            run_checked(ns_argv(r, ["ip", "route", "add", str(prefix), "via", str(leaf.addr), "dev", leaf.router_if,
                              "table", table]))  # fmt: skip
         for leaf in (topo.vp(vp), topo.users(vp)):
-            _run(ns_argv(r, ["ip", "rule", "add", "iif", leaf.router_if, "lookup", table, "pref", str(1000 + i)]))
+            run_checked(ns_argv(r, ["ip", "rule", "add", "iif", leaf.router_if, "lookup", table, "pref", str(1000 + i)]))
     for path in topo.path_delays():
         # No --queue-bypass: without the impairment program, datagrams are dropped, not passed unimpaired.
         for in_if, out_if, queue in ((path.in_if, path.out_if, path.queue), (path.out_if, path.in_if, path.queue + 1)):
-            _run(ns_argv(r, ["iptables", "-w", "-A", "FORWARD", "-i", in_if, "-o", out_if,
+            run_checked(ns_argv(r, ["iptables", "-w", "-A", "FORWARD", "-i", in_if, "-o", out_if,
                              "-j", "NFQUEUE", "--queue-num", str(queue)]))  # fmt: skip
-
-
-def _mac(ns: str, dev: str) -> str:
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
-    return out.stdout.strip()
 
 
 def impairment_argv(topo: ScanTopology, python: str, summary: str) -> list[str]:
@@ -192,21 +179,3 @@ def impairment_argv(topo: ScanTopology, python: str, summary: str) -> list[str]:
     for p in topo.path_delays():
         argv += ["--pair", f"{p.queue}:{p.c2s_ms:g}:{p.s2c_ms:g}"]
     return ns_argv(topo.router_ns, argv)
-
-
-def destroy(topo: ScanTopology) -> list[str]:
-    """Kill what still runs inside this scan's namespaces, then delete them. Returns problems (empty if clean)."""
-    problems: list[str] = []
-    existing = set(list_namespaces())
-    for ns in topo.namespaces:
-        if ns not in existing:
-            continue
-        for pid in pids_in(ns):
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-        proc = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True, encoding="utf-8")
-        if proc.returncode != 0:
-            problems.append(f"ip netns del {ns}: {proc.stderr.strip()}")
-    return problems
