@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quicack import parquet_store
 from quicack.cli import main
 from quicack.layout import group_from_key, group_key
+from quicack.storage import parquet_store
 
 LOOPBACK = Path(__file__).parent / "data" / "loopback"
 
