@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import zstandard
+from conftest import SAMPLE_RAW
 from test_qlog_common import QLOG_DATA, count_by_suffix, direct_events
 
 from quicack.qlog import detect_dialect, read_qlog
@@ -37,6 +38,17 @@ def test_detect_aioquic_single_json_document():
     d = detect_dialect(AIOQUIC / "client.qlog")
     assert (d.container, d.qlog_version, d.name) == ("json", "0.3", "json-0.3")
     assert d.known_version
+
+
+def test_detect_aioquic_with_and_without_json_spaces() -> None:
+    """aioquic's QuicFileLogger header with json.dump's spaces, and the compact one of quicack's ACK-policy receiver
+    (an aioquic client recorded by the testbed, in the embedded dataset): both are aioquic's."""
+    spaced = detect_dialect(AIOQUIC / "client.qlog")
+    compact_files = sorted((SAMPLE_RAW / "quinn_aioquic").rglob("*.qlog.gz"))
+    compact = [f for f in compact_files if b'{"qlog_format":"JSON"' in gzip.open(f).read(40)]
+    assert compact, "the embedded dataset's ACK-policy receiver qlogs (compact JSON)"
+    assert spaced.implementation == "aioquic"
+    assert {detect_dialect(f).implementation for f in compact[:5]} == {"aioquic"}
 
 
 def test_detect_ngtcp2_json_seq():

@@ -36,6 +36,10 @@ _VP_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
 _VP_NAME = re.compile(rb'"name"\s*:\s*"([^"]*)"')
 _VP_FLOW = re.compile(rb'"flow"\s*:\s*"([^"]*)"')
 _EVENT_SCHEMAS = re.compile(rb'"event_schemas"\s*:\s*\[([^\]]{0,400})\]')
+_AIOQUIC_HEAD = re.compile(
+    rb'\{\s*"qlog_format"\s*:\s*"JSON"\s*,\s*"qlog_version"\s*:\s*"0\.3"\s*,\s*"traces"\s*:\s*\[\s*\{\s*'
+    rb'"common_fields"\s*:\s*\{\s*"ODCID"'
+)
 
 # qlog versions this reader understands. Anything else is reported as an issue but still attempted when the
 # container is recognisable, because the event names are what matter and those are matched loosely.
@@ -120,8 +124,9 @@ def _implementation(head: bytes, title: str | None, vp_name: str | None) -> str 
     if b'"protocol_type":["QUIC"]' in head and title is None and vp_name is None:
         return "go-x-net"
     # aioquic's QuicFileLogger writes vantage_point (with its name) after the events; its file starts with
-    # {"qlog_format": "JSON", "qlog_version": "0.3", "traces": [{"common_fields": {"ODCID": ...
-    if re.match(rb'\{"qlog_format": "JSON", "qlog_version": "0\.3", "traces": \[\{"common_fields": \{"ODCID"', head):
+    # {"qlog_format": "JSON", "qlog_version": "0.3", "traces": [{"common_fields": {"ODCID": ... (with or without the
+    # spaces: json.dump's default separators, or compact ones as quicack's ACK-policy receiver writes it).
+    if _AIOQUIC_HEAD.match(head):
         return "aioquic"
     return None
 
