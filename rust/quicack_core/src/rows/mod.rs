@@ -21,7 +21,6 @@ use crate::keys::PacketKeys;
 use crate::PacketNumbers;
 
 pub use frames::{FrameRows, Walk};
-use frames::FRAME_NAMES;
 
 pub const PACKET_TYPES: [&str; 8] =
     ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
@@ -346,7 +345,6 @@ impl RowBuffers {
     fn columns<'py>(&self, py: Python<'py>, ack_ranges_as_lists: bool) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new_bound(py);
         let ints = |values: &[i64]| Column::Dense(values.to_vec());
-        let unsigned = |values: &[Option<u64>]| Column::Unsigned(values.to_vec());
         let names = |table: &'static [&'static str], codes: &[u8]| Column::Codes(table, codes.to_vec());
         let rows = &self.datagrams;
         let count = rows.odcid.len();
@@ -409,19 +407,10 @@ impl RowBuffers {
         };
         let max_delay =
             rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[2] as f64 / 1000.0)).collect();
-        let mut frames = vec![
-            ("packet_row".to_string(), Column::Dense(packet_row)),
-            ("frame_index".to_string(), ints(&rows.frame_index)),
-            ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
-            ("frame_bytes".to_string(), ints(&rows.frame_bytes)),
-            ("ack_delay_raw".to_string(), unsigned(&rows.ack_delay_raw)),
-            ("largest_acked".to_string(), unsigned(&rows.largest_acked)),
-            ("first_ack_range".to_string(), unsigned(&rows.first_ack_range)),
+        let mut frames = vec![("packet_row".to_string(), Column::Dense(packet_row))];
+        frames.extend(rows.columns.clone().into_arrow());
+        frames.extend([
             ("ack_ranges".to_string(), rows.ack_ranges_column(ack_ranges_as_lists)),
-            ("stream_id".to_string(), unsigned(&rows.stream_id)),
-            ("offset".to_string(), unsigned(&rows.offset)),
-            ("length".to_string(), unsigned(&rows.length)),
-            ("fin".to_string(), Column::Bool(rows.fin.clone())),
             ("ecn_ect0".to_string(), ecn(0)),
             ("ecn_ect1".to_string(), ecn(1)),
             ("ecn_ce".to_string(), ecn(2)),
@@ -429,7 +418,7 @@ impl RowBuffers {
             ("ack_eliciting_threshold".to_string(), ack_frequency(1)),
             ("request_max_ack_delay_ms".to_string(), Column::SparseFloat(count, max_delay)),
             ("reordering_threshold".to_string(), ack_frequency(3)),
-        ];
+        ]);
         let mut tls_messages: Vec<Option<Vec<String>>> = Vec::with_capacity(count);
         for names in &rows.tls_messages {
             tls_messages.push(match names {
