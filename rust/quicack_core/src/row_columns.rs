@@ -206,10 +206,25 @@ impl Cell for Option<String> {
     }
 }
 
+/// Text shared by many rows (a connection's name on each of its datagrams).
+impl Cell for std::sync::Arc<str> {
+    const DTYPE: Dtype = Dtype::Text;
+    fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
+        Column::Shared(values)
+    }
+    fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
+        out.append(&**self)
+    }
+    fn from_py(value: &Bound<'_, PyAny>, _: &'static [&'static str]) -> Result<Self, ()> {
+        strict_text(value).map(std::sync::Arc::from)
+    }
+}
+
 /// The buffers of one table's columns (`$rows`, a vector per column) and of one row (`$row`), from one list:
 /// `name: Type` per column, `[NAMES]` after the type of a column held as codes of NAMES, `#[reader]` before a
-/// column of the contract's table `reader` (handed to the batch assembly, in no table). Columns leave in the
-/// list's order, named as the contract names them.
+/// column of the contract's table `reader` (handed to the batch assembly, in no table); then, optionally,
+/// `internal { name: Type, ... }`: values kept per row that leave by no column. Columns leave in the list's
+/// order, named as the contract names them.
 macro_rules! row_columns {
     (@column $table:ident $field:ident) => { $crate::contract::$table::$field };
     (@column $table:ident $field:ident reader) => { $crate::contract::reader::$field };
@@ -220,17 +235,20 @@ macro_rules! row_columns {
         $vis:vis struct $rows:ident, row $row:ident, table $table:ident {
             $( $(#[$kind:ident])? $field:ident: $ty:ty $([$names:expr])? ),+ $(,)?
         }
+        $(internal { $( $internal:ident: $internal_ty:ty ),+ $(,)? })?
     ) => {
         $(#[$doc])*
-        #[derive(Default, Clone)]
+        #[derive(Default)]
         $vis struct $rows {
             $(pub $field: Vec<$ty>,)+
+            $($(pub $internal: Vec<$internal_ty>,)+)?
         }
 
         #[doc = concat!("One row of `", stringify!($rows), "`.")]
-        #[derive(Default, Clone)]
+        #[derive(Default)]
         $vis struct $row {
             $(pub $field: $ty,)+
+            $($(pub $internal: $internal_ty,)+)?
         }
 
         $(
@@ -249,15 +267,18 @@ macro_rules! row_columns {
 
             pub fn push(&mut self, row: $row) {
                 $(self.$field.push(row.$field);)+
+                $($(self.$internal.push(row.$internal);)+)?
             }
 
             pub fn truncate(&mut self, length: usize) {
                 $(self.$field.truncate(length);)+
+                $($(self.$internal.truncate(length);)+)?
             }
 
             /// `other`'s rows after these.
             pub fn append(&mut self, mut other: Self) {
                 $(self.$field.append(&mut other.$field);)+
+                $($(self.$internal.append(&mut other.$internal);)+)?
             }
 
             /// `front`'s rows before these.
@@ -266,6 +287,10 @@ macro_rules! row_columns {
                     front.$field.append(&mut self.$field);
                     self.$field = front.$field;
                 )+
+                $($(
+                    front.$internal.append(&mut self.$internal);
+                    self.$internal = front.$internal;
+                )+)?
             }
 
             /// The columns for an `ArrowTable`, named as the contract names them.
@@ -273,6 +298,14 @@ macro_rules! row_columns {
                 vec![$((
                     row_columns!(@column $table $field $($kind)?).name.to_string(),
                     <$ty as $crate::row_columns::Cell>::column(self.$field, row_columns!(@names $($names)?)),
+                ),)+]
+            }
+
+            /// The columns for an `ArrowTable` (copies: the rows stay).
+            pub fn to_arrow(&self) -> Vec<(String, $crate::arrow::Column)> {
+                vec![$((
+                    row_columns!(@column $table $field $($kind)?).name.to_string(),
+                    <$ty as $crate::row_columns::Cell>::column(self.$field.clone(), row_columns!(@names $($names)?)),
                 ),)+]
             }
 
@@ -290,6 +323,7 @@ macro_rules! row_columns {
                         values.next().ok_or(())?,
                         row_columns!(@names $($names)?),
                     )?,)+
+                    $($($internal: Default::default(),)+)?
                 };
                 self.push(row);
                 Ok(())
