@@ -1,6 +1,7 @@
 //! The row buffers of one connection, column by column (`normalize.PACKET_COLUMNS`, `FRAME_COLUMNS`,
-//! `METRIC_COLUMNS`), and their three ways out and in: a flat Python list as `TraceConnection` buffers rows
-//! (row after row), rows the Python handlers buffered taken back in, and the Arrow table of a batch.
+//! `METRIC_COLUMNS`; declared where `events` fills them), and their three ways out and in: a flat Python list as
+//! `TraceConnection` buffers rows (row after row), rows the Python handlers buffered taken back in, and the Arrow
+//! table of a batch.
 //! Tables are numbered as the Python side numbers them: 0 packets, 1 frames, 2 metrics.
 
 use pyo3::prelude::*;
