@@ -11,6 +11,9 @@
 #![allow(clippy::useless_conversion)]
 
 mod arrow;
+mod contract;
+#[macro_use]
+mod row_columns;
 mod engine;
 mod frame_types;
 #[doc(hidden)]

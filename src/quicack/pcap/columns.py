@@ -15,6 +15,7 @@ import polars as pl
 
 from quicack.reading.issues import issue_row, issues_frame
 from quicack.schema import DATAGRAMS, FRAMES, INGEST_ISSUES, PACKETS, TCP_SEGMENTS, Table, ack_ranges_from_json
+from quicack.schema.engine_columns import reader_schema
 
 from .capture_file import UDP_HEADER_BYTES
 from .connection import Endpoint
@@ -162,43 +163,18 @@ class RowBuffers:
             "packets": packet_columns,
             "frames": {
                 "packet_row": [row for row, count in enumerate(packets["frame_count"]) for _ in range(count)],
-                "frame_index": frames.frame_index,
-                "frame_type": frames.frame_type,
-                "frame_bytes": frames.frame_bytes,
-                "ack_delay_raw": frames.ack_delay_raw,
-                "largest_acked": frames.largest_acked,
-                "first_ack_range": frames.first_ack_range,
-                "ack_ranges": frames.ack_ranges,
-                "stream_id": frames.stream_id,
-                "offset": frames.offset,
-                "length": frames.length,
-                "fin": frames.fin,
-                **{name: frames.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
-                **frames.ack_frequency_columns(),
-                "tls_messages": frames.tls_messages,
+                **frames.columns(),
             },
         }
 
 
-# Types of the columns that are not in the tables.
-HELPER_TYPES = {
-    "datagram_row": pl.Int64,
-    "exponent": pl.Int64,
-    "packet_row": pl.Int64,
-    "ack_delay_raw": pl.Int64,
-    "ack_ranges": pl.Utf8,
-}
-
-
 def _frame(table: Table, columns) -> pl.DataFrame:
-    """Columns as a frame with the contract's types: lists (typed here) or quicack_core's Arrow table (typed there,
-    Int64 / Float64 / Boolean / String: what the contract's columns are)."""
+    """Columns as a frame with the contract's types: lists (typed here, `reader_schema`) or quicack_core's Arrow
+    table (typed there, from the same contract: quicack.schema.engine_columns)."""
     if not isinstance(columns, dict):
         return pl.DataFrame(columns)
-    schema = table.schema
-    return pl.DataFrame(
-        [pl.Series(name, values, HELPER_TYPES.get(name) or schema[name]) for name, values in columns.items()]
-    )
+    schema = reader_schema(table, columns)
+    return pl.DataFrame([pl.Series(name, values, schema[name]) for name, values in columns.items()])
 
 
 def assemble_batch(

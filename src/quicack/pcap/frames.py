@@ -65,6 +65,15 @@ class FrameColumns:
             for row in [row for row in aside if row >= length]:
                 del aside[row]
 
+    def columns(self) -> dict[str, list]:
+        """The rows as the contract's columns (and `ack_delay_raw`, scaled at batch time): every list above, the
+        ECN counts and the ACK_FREQUENCY fields as full columns."""
+        return {
+            **{name: values for name, values in vars(self).items() if isinstance(values, list)},
+            **{name: self.ecn_column(which) for which, name in enumerate(("ecn_ect0", "ecn_ect1", "ecn_ce"))},
+            **self.ack_frequency_columns(),
+        }
+
     def ecn_column(self, which: int) -> list[int | None]:
         """ECT(0) (0), ECT(1) (1) or CE (2) counts as a full column, null where a row has none."""
         column: list[int | None] = [None] * len(self.frame_index)

@@ -13,26 +13,15 @@ import numpy as np
 import polars as pl
 
 from quicack.schema import FRAMES, METRICS_LOGGED, PACKETS, ack_ranges_from_json
+from quicack.schema.engine_columns import reader_schema
 
 from .normalize import FRAME_COLUMNS, METRIC_COLUMNS, PACKET_COLUMNS, UNKNOWN_PREFIX, TraceConnection, _int, _num
 
-PACKET_DTYPES = {
-    "event": pl.Utf8, "t": pl.Float64, "packet_type": pl.Utf8, "pn_space": pl.Utf8, "packet_number": pl.Int64,
-    "packet_bytes": pl.Int64, "aead_tag_bytes": pl.Int64, "ack_eliciting": pl.Boolean, "frames_logged": pl.Boolean,
-}
-FRAME_DTYPES = {
-    "event": pl.Utf8, "t": pl.Float64, "pn_space": pl.Utf8, "packet_number": pl.Int64, "frame_index": pl.Int64,
-    "frame_type": pl.Utf8, "frame_bytes": pl.Int64, "ack_delay_ms": pl.Float64, "largest_acked": pl.Int64,
-    "first_ack_range": pl.Int64, "ack_ranges": pl.Utf8, "stream_id": pl.Int64, "offset": pl.Int64,
-    "length": pl.Int64, "fin": pl.Boolean, "ack_reason": pl.Utf8, "ack_eliciting_since_previous_ack": pl.Int64,
-}
-METRIC_DTYPES = {
-    "t": pl.Float64, "smoothed_rtt_ms": pl.Float64, "rtt_variance_ms": pl.Float64, "latest_rtt_ms": pl.Float64,
-    "min_rtt_ms": pl.Float64, "pto_count": pl.Int64, "cwnd_bytes": pl.Int64, "bytes_in_flight": pl.Int64,
-}
+# The normalizer's columns with the contract's types (the trace time `t` a reader column, ACK ranges as JSON text).
+PACKET_DTYPES = reader_schema(PACKETS, PACKET_COLUMNS)
+FRAME_DTYPES = reader_schema(FRAMES, FRAME_COLUMNS)
+METRIC_DTYPES = reader_schema(METRICS_LOGGED, METRIC_COLUMNS)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-assert tuple(PACKET_DTYPES) == PACKET_COLUMNS and tuple(FRAME_DTYPES) == FRAME_COLUMNS
-assert tuple(METRIC_DTYPES) == METRIC_COLUMNS
 
 class Merged:
     """Flat rows (see ``normalize.TraceConnection``) of several connections plus, per connection, its attributes and

@@ -18,6 +18,61 @@ pub const ACK_DELAY_ENCODED_MS: u8 = 3; // neqo: the wire field / 1000, not scal
 pub type AckKey = (Option<u8>, Option<i64>);
 pub type AckReason = (Option<String>, Option<i64>);
 
+// The rows each connection buffers, one list per table (`normalize.PACKET_COLUMNS`, `FRAME_COLUMNS`,
+// `METRIC_COLUMNS`: the same columns in the same order, the flat rows the Python handlers buffer); names and types
+// from the contract (`row_columns!`).
+row_columns!(
+    /// Packet rows; `event`, `packet_type` and `pn_space` as codes of EVENTS, PACKET_TYPES, PN_SPACES.
+    pub struct PacketRows, row PacketRow, table packets {
+        event: u8 [EVENTS],
+        #[reader] t: f64,
+        packet_type: u8 [PACKET_TYPES],
+        pn_space: Option<u8> [PN_SPACES],
+        packet_number: Option<i64>,
+        packet_bytes: Option<i64>,
+        aead_tag_bytes: Option<i64>,
+        ack_eliciting: Option<bool>,
+        frames_logged: bool,
+    }
+);
+
+row_columns!(
+    /// Frame rows; `frame_type` as a code of FRAME_NAMES, `ack_ranges` as JSON text.
+    pub struct FrameRows, row FrameRow, table frames {
+        event: u8 [EVENTS],
+        #[reader] t: f64,
+        pn_space: Option<u8> [PN_SPACES],
+        packet_number: Option<i64>,
+        frame_index: i64,
+        frame_type: u8 [FRAME_NAMES],
+        frame_bytes: Option<i64>,
+        ack_delay_ms: Option<f64>,
+        largest_acked: Option<i64>,
+        first_ack_range: Option<i64>,
+        ack_ranges: Option<String>,
+        stream_id: Option<i64>,
+        offset: Option<i64>,
+        length: Option<i64>,
+        fin: Option<bool>,
+        ack_reason: Option<String>,
+        ack_eliciting_since_previous_ack: Option<i64>,
+    }
+);
+
+row_columns!(
+    /// Metric rows; the RTTs as the log wrote them (`Num`), in ms.
+    pub struct MetricRows, row MetricRow, table metrics_logged {
+        #[reader] t: f64,
+        smoothed_rtt_ms: Option<Num>,
+        rtt_variance_ms: Option<Num>,
+        latest_rtt_ms: Option<Num>,
+        min_rtt_ms: Option<Num>,
+        pto_count: Option<i64>,
+        cwnd_bytes: Option<i64>,
+        bytes_in_flight: Option<i64>,
+    }
+);
+
 /// One connection: TraceConnection's state and rows.
 pub struct Conn {
     pub key: PyObject, // its key in the reader's conns / dirty dicts
@@ -107,20 +162,9 @@ pub enum AckDelay {
     Other,     // a bool, list or object: no delay
 }
 
-pub struct FramePlan {
-    pub index: i64,
-    pub frame_type: u8,
-    pub frame_bytes: Option<i64>,
-    pub length: Option<i64>,
-    pub stream_id: Option<i64>,
-    pub offset: Option<i64>,
-    pub fin: Option<bool>,
-    // ACK frames
-    pub ack_delay_ms: Option<f64>,
-    pub largest_acked: Option<i64>,
-    pub first_ack_range: Option<i64>,
-    pub ack_ranges: Option<String>,
-}
+/// A frame's row as planned: its own columns; the packet's (event, t, pn_space, packet_number) and the ACK reason
+/// are set when the packet is applied.
+pub type FramePlan = FrameRow;
 
 pub struct PacketPlan {
     pub sent: bool,
@@ -281,19 +325,7 @@ impl Conn {
             Some(raw) => raw_int(raw.get("length"))?,
             None => None,
         };
-        let mut plan = FramePlan {
-            index,
-            frame_type,
-            frame_bytes: None,
-            length: None,
-            stream_id: None,
-            offset: None,
-            fin: None,
-            ack_delay_ms: None,
-            largest_acked: None,
-            first_ack_range: None,
-            ack_ranges: None,
-        };
+        let mut plan = FramePlan { frame_index: index, frame_type, ..FramePlan::default() };
         match frame_type {
             F_STREAM | F_CRYPTO | F_DATAGRAM => {
                 let mut length = f_length;
@@ -495,14 +527,18 @@ impl Conn {
                 None => {}
             },
             Plan::Metrics(rtts, ints) => {
-                let m = &mut self.rows.metrics;
-                m.t.push(t);
-                for (column, v) in m.rtts_mut().into_iter().zip(rtts) {
-                    column.push(v);
-                }
-                m.pto_count.push(ints[0]);
-                m.cwnd_bytes.push(ints[1]);
-                m.bytes_in_flight.push(ints[2]);
+                let [smoothed_rtt_ms, rtt_variance_ms, latest_rtt_ms, min_rtt_ms] = rtts;
+                let [pto_count, cwnd_bytes, bytes_in_flight] = ints;
+                self.rows.metrics.push(MetricRow {
+                    t,
+                    smoothed_rtt_ms,
+                    rtt_variance_ms,
+                    latest_rtt_ms,
+                    min_rtt_ms,
+                    pto_count,
+                    cwnd_bytes,
+                    bytes_in_flight,
+                });
             }
             Plan::Packet(p) => self.apply_packet(t, p),
         }
@@ -533,7 +569,7 @@ impl Conn {
             None => (None, false),
             Some(frames) => {
                 let mut eliciting = false;
-                for fr in frames {
+                for mut fr in frames {
                     let mut reason: AckReason = (None, None);
                     match fr.frame_type {
                         F_STREAM | F_CRYPTO | F_DATAGRAM => eliciting = true,
@@ -555,38 +591,24 @@ impl Conn {
                             }
                         }
                     }
-                    let f = &mut self.rows.frames;
-                    f.event.push(event);
-                    f.t.push(t);
-                    f.pn_space.push(space);
-                    f.packet_number.push(pn);
-                    f.frame_index.push(fr.index);
-                    f.frame_type.push(fr.frame_type);
-                    f.frame_bytes.push(fr.frame_bytes);
-                    f.ack_delay_ms.push(fr.ack_delay_ms);
-                    f.largest_acked.push(fr.largest_acked);
-                    f.first_ack_range.push(fr.first_ack_range);
-                    f.ack_ranges.push(fr.ack_ranges);
-                    f.stream_id.push(fr.stream_id);
-                    f.offset.push(fr.offset);
-                    f.length.push(fr.length);
-                    f.fin.push(fr.fin);
-                    f.ack_reason.push(reason.0);
-                    f.ack_eliciting_since_previous_ack.push(reason.1);
+                    (fr.event, fr.t, fr.pn_space, fr.packet_number) = (event, t, space, pn);
+                    (fr.ack_reason, fr.ack_eliciting_since_previous_ack) = reason;
+                    self.rows.frames.push(fr);
                 }
                 (Some(eliciting), true)
             }
         };
-        let r = &mut self.rows.packets;
-        r.event.push(event);
-        r.t.push(t);
-        r.packet_type.push(p.packet_type);
-        r.pn_space.push(space);
-        r.packet_number.push(pn);
-        r.packet_bytes.push(p.size);
-        r.aead_tag_bytes.push(aead);
-        r.ack_eliciting.push(eliciting);
-        r.frames_logged.push(logged);
+        self.rows.packets.push(PacketRow {
+            event,
+            t,
+            packet_type: p.packet_type,
+            pn_space: space,
+            packet_number: pn,
+            packet_bytes: p.size,
+            aead_tag_bytes: aead,
+            ack_eliciting: eliciting,
+            frames_logged: logged,
+        });
     }
 }
 

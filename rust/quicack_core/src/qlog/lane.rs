@@ -164,6 +164,13 @@ fn space_code(space: &Bound<'_, PyAny>) -> PyResult<Option<Option<u8>>> {
 
 #[pymethods]
 impl QlogLane {
+    /// The columns of the flat rows of each table (packets, frames, metrics), which the Python reader's handlers
+    /// buffer in the same order (`normalize.PACKET_COLUMNS`, `FRAME_COLUMNS`, `METRIC_COLUMNS`).
+    #[staticmethod]
+    fn row_columns() -> Vec<Vec<&'static str>> {
+        [PacketRows::NAMES, FrameRows::NAMES, MetricRows::NAMES].map(<[&str]>::to_vec).to_vec()
+    }
+
     #[new]
     fn new(dirty: Py<PyDict>, max_record_bytes: u64, max_nesting_depth: usize, batch_events: i64) -> Self {
         QlogLane {

@@ -51,58 +51,46 @@ pub struct Walk {
     pub has_ack: bool,
 }
 
+row_columns!(
+    /// The frame rows' columns of one value per row (`quicack.pcap.frames.FrameColumns`' lists); the packet's
+    /// columns are spread over its frames at batch time, `ack_delay_raw` is scaled by the sender's exponent then.
+    pub struct FrameColumns, row FrameValues, table frames {
+        frame_index: i64,
+        frame_type: u8 [FRAME_NAMES],
+        frame_bytes: i64,
+        #[reader] ack_delay_raw: Option<u64>,
+        largest_acked: Option<u64>,
+        first_ack_range: Option<u64>,
+        stream_id: Option<u64>,
+        offset: Option<u64>,
+        length: Option<u64>,
+        fin: Option<bool>,
+    }
+);
+
 #[derive(Default)]
 pub struct FrameRows {
-    pub frame_index: Vec<i64>,
-    pub frame_type: Vec<u8>,
-    pub frame_bytes: Vec<i64>,
-    pub ack_delay_raw: Vec<Option<u64>>,
-    pub largest_acked: Vec<Option<u64>>,
-    pub first_ack_range: Vec<Option<u64>>,
+    pub columns: FrameColumns,
     // ACK ranges as (low, high) pairs: row i has ack_range_pairs[ack_range_ends[i-1]..ack_range_ends[i]], null
     // unless ack_range_valid[i] (wide integers: a corrupt ACK's ranges can run below zero and past i64)
     pub ack_range_ends: Vec<usize>,
     pub ack_range_valid: Vec<bool>,
     pub ack_range_pairs: Vec<(i128, i128)>,
-    pub stream_id: Vec<Option<u64>>,
-    pub offset: Vec<Option<u64>>,
-    pub length: Vec<Option<u64>>,
-    pub fin: Vec<Option<bool>>,
     pub tls_messages: Vec<Option<Py<PyAny>>>,
     pub ecn: Vec<(usize, [u64; 3])>,
     pub ack_frequency: Vec<(usize, [u64; 4])>,
 }
 
-#[derive(Default, Clone, Copy)]
-struct FrameValues {
-    pub ack_delay_raw: Option<u64>,
-    pub largest_acked: Option<u64>,
-    pub first_ack_range: Option<u64>,
-    pub stream_id: Option<u64>,
-    pub offset: Option<u64>,
-    pub length: Option<u64>,
-    pub fin: Option<bool>,
-}
-
 impl FrameRows {
     pub fn len(&self) -> usize {
-        self.frame_index.len()
+        self.columns.frame_index.len()
     }
 
     /// One frame row; `has_ranges`: an ACK, whose ranges were pushed onto ack_range_pairs just before.
     fn add(&mut self, index: i64, name: u8, size: usize, values: FrameValues, has_ranges: bool) {
-        self.frame_index.push(index);
-        self.frame_type.push(name);
-        self.frame_bytes.push(size as i64);
-        self.ack_delay_raw.push(values.ack_delay_raw);
-        self.largest_acked.push(values.largest_acked);
-        self.first_ack_range.push(values.first_ack_range);
+        self.columns.push(FrameValues { frame_index: index, frame_type: name, frame_bytes: size as i64, ..values });
         self.ack_range_ends.push(if has_ranges { self.ack_range_pairs.len() } else { self.ranges_end() });
         self.ack_range_valid.push(has_ranges);
-        self.stream_id.push(values.stream_id);
-        self.offset.push(values.offset);
-        self.length.push(values.length);
-        self.fin.push(values.fin);
         self.tls_messages.push(None);
     }
 
@@ -136,9 +124,8 @@ impl FrameRows {
     }
 
     pub fn truncate(&mut self, length: usize) {
-        truncate_columns!(length; self.frame_index, self.frame_type, self.frame_bytes, self.ack_delay_raw,
-            self.largest_acked, self.first_ack_range, self.ack_range_ends, self.ack_range_valid, self.stream_id, self.offset, self.length,
-            self.fin, self.tls_messages);
+        self.columns.truncate(length);
+        truncate_columns!(length; self.ack_range_ends, self.ack_range_valid, self.tls_messages);
         self.ack_range_pairs.truncate(self.ranges_end());
         self.ecn.retain(|(row, _)| *row < length);
         self.ack_frequency.retain(|(row, _)| *row < length);

@@ -21,7 +21,6 @@ use crate::keys::PacketKeys;
 use crate::PacketNumbers;
 
 pub use frames::{FrameRows, Walk};
-use frames::FRAME_NAMES;
 
 pub const PACKET_TYPES: [&str; 8] =
     ["initial", "0rtt", "handshake", "retry", "1rtt", "version_negotiation", "unknown", "datagram_padding"];
@@ -38,33 +37,41 @@ pub fn code_of(names: &[&str], name: &str) -> PyResult<u8> {
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown name {name:?}")))
 }
 
-#[derive(Default)]
-pub struct DatagramRows {
-    odcid: Vec<Arc<str>>,
-    direction: Vec<u8>,
-    datagram_index: Vec<i64>,
-    time_ms: Vec<f64>,
-    time_abs_ns: Vec<i64>,
-    ip_header_bytes: Vec<i64>,
-    udp_payload_bytes: Vec<i64>,
-    quic_packets: Vec<i64>,
-}
+row_columns!(
+    /// Datagram rows (`quicack.pcap.columns.DATAGRAM_COLUMNS`); `direction` as a code of DIRECTIONS.
+    pub struct DatagramRows, row DatagramRow, table datagrams {
+        connection_odcid: Arc<str>,
+        direction: u8 [DIRECTIONS],
+        datagram_index: i64,
+        time_ms: f64,
+        time_abs_ns: i64,
+        ip_header_bytes: i64,
+        udp_payload_bytes: i64,
+        quic_packets: i64,
+    }
+);
 
-#[derive(Default)]
-pub struct PacketRows {
-    datagram_row: Vec<i64>,
-    packet_type: Vec<u8>,
-    pn_space: Vec<Option<u8>>,
-    packet_number: Vec<Option<i64>>,
-    packet_bytes: Vec<i64>,
-    header_bytes: Vec<Option<i64>>,
-    aead_tag_bytes: Vec<Option<i64>>,
-    ack_eliciting: Vec<Option<bool>>,
-    decrypted: Vec<Option<bool>>,
-    frames_complete: Vec<Option<bool>>,
-    frame_count: Vec<i64>,
-    sender: Vec<Option<Py<PyAny>>>,
-}
+row_columns!(
+    /// Packet rows (`quicack.pcap.columns.PACKET_COLUMNS`): the columns a packet does not share with its datagram
+    /// (spread over its packets at batch time by `datagram_row`), how many frame rows follow it and its sender
+    /// (whose ACK delay exponent scales the ACK delays of its frames).
+    pub struct PacketRows, row PacketRow, table packets {
+        #[reader] datagram_row: i64,
+        packet_type: u8 [PACKET_TYPES],
+        pn_space: Option<u8> [PN_SPACES],
+        packet_number: Option<i64>,
+        packet_bytes: i64,
+        header_bytes: Option<i64>,
+        aead_tag_bytes: Option<i64>,
+        ack_eliciting: Option<bool>,
+        decrypted: Option<bool>,
+        frames_complete: Option<bool>,
+    }
+    internal {
+        frame_count: i64,
+        sender: Option<Py<PyAny>>,
+    }
+);
 
 /// All rows of one batch.
 #[pyclass(module = "quicack_core", name = "RowBuffers")]
@@ -75,24 +82,9 @@ pub struct RowBuffers {
     pub frames: FrameRows,
 }
 
-pub struct PacketRow {
-    pub datagram_row: i64,
-    pub packet_type: u8,
-    pub packet_bytes: i64,
-    pub pn_space: Option<u8>,
-    pub packet_number: Option<i64>,
-    pub header_bytes: Option<i64>,
-    pub aead_tag_bytes: Option<i64>,
-    pub ack_eliciting: Option<bool>,
-    pub decrypted: Option<bool>,
-    pub frames_complete: Option<bool>,
-    pub frame_count: i64,
-    pub sender: Option<Py<PyAny>>,
-}
-
 impl RowBuffers {
     pub fn datagrams_len(&self) -> usize {
-        self.datagrams.odcid.len()
+        self.datagrams.direction.len()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -107,36 +99,24 @@ impl RowBuffers {
         udp_payload_bytes: i64,
         quic_packets: i64,
     ) {
-        let rows = &mut self.datagrams;
-        rows.odcid.push(odcid);
-        rows.direction.push(direction);
-        rows.datagram_index.push(datagram_index);
-        rows.time_ms.push(time_ms);
-        rows.time_abs_ns.push(time_abs_ns);
-        rows.ip_header_bytes.push(ip_header_bytes);
-        rows.udp_payload_bytes.push(udp_payload_bytes);
-        rows.quic_packets.push(quic_packets);
+        self.datagrams.push(DatagramRow {
+            connection_odcid: odcid,
+            direction,
+            datagram_index,
+            time_ms,
+            time_abs_ns,
+            ip_header_bytes,
+            udp_payload_bytes,
+            quic_packets,
+        });
     }
 
-    pub fn push_packet(&mut self, row: PacketRow) {
-        let rows = &mut self.packets;
-        rows.datagram_row.push(row.datagram_row);
-        rows.packet_type.push(row.packet_type);
-        rows.pn_space.push(row.pn_space);
-        rows.packet_number.push(row.packet_number);
-        rows.packet_bytes.push(row.packet_bytes);
-        rows.header_bytes.push(row.header_bytes);
-        rows.aead_tag_bytes.push(row.aead_tag_bytes);
-        rows.ack_eliciting.push(row.ack_eliciting);
-        rows.decrypted.push(row.decrypted);
+    pub fn push_packet(&mut self, mut row: PacketRow) {
         // Version Negotiation and Retry are "decrypted" and have no frames to stop at; opaque packets: unknown.
-        rows.frames_complete.push(if row.frames_complete.is_none() && row.decrypted == Some(true) {
-            Some(true)
-        } else {
-            row.frames_complete
-        });
-        rows.frame_count.push(row.frame_count);
-        rows.sender.push(row.sender);
+        if row.frames_complete.is_none() && row.decrypted == Some(true) {
+            row.frames_complete = Some(true);
+        }
+        self.packets.push(row);
     }
 
     pub fn walk_frames(&mut self, payload: &[u8]) -> Walk {
@@ -176,11 +156,11 @@ impl RowBuffers {
     }
 
     fn lengths(&self) -> (usize, usize, usize) {
-        (self.datagrams.odcid.len(), self.packets.datagram_row.len(), self.frames.len())
+        (self.datagrams.direction.len(), self.packets.datagram_row.len(), self.frames.len())
     }
 
     fn datagram_count(&self) -> usize {
-        self.datagrams.odcid.len()
+        self.datagrams.direction.len()
     }
 
     fn packet_count(&self) -> usize {
@@ -198,13 +178,8 @@ impl RowBuffers {
 
     fn truncate(&mut self, lengths: (usize, usize, usize)) {
         let (datagrams, packets, frames) = lengths;
-        let rows = &mut self.datagrams;
-        truncate_columns!(datagrams; rows.odcid, rows.direction, rows.datagram_index, rows.time_ms, rows.time_abs_ns,
-            rows.ip_header_bytes, rows.udp_payload_bytes, rows.quic_packets);
-        let rows = &mut self.packets;
-        truncate_columns!(packets; rows.datagram_row, rows.packet_type, rows.pn_space, rows.packet_number,
-            rows.packet_bytes, rows.header_bytes, rows.aead_tag_bytes, rows.ack_eliciting, rows.decrypted,
-            rows.frames_complete, rows.frame_count, rows.sender);
+        self.datagrams.truncate(datagrams);
+        self.packets.truncate(packets);
         self.frames.truncate(frames);
     }
 
@@ -345,21 +320,8 @@ impl RowBuffers {
     #[pyo3(signature = (ack_ranges_as_lists=false))]
     fn columns<'py>(&self, py: Python<'py>, ack_ranges_as_lists: bool) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new_bound(py);
-        let ints = |values: &[i64]| Column::Dense(values.to_vec());
-        let unsigned = |values: &[Option<u64>]| Column::Unsigned(values.to_vec());
-        let names = |table: &'static [&'static str], codes: &[u8]| Column::Codes(table, codes.to_vec());
-        let rows = &self.datagrams;
-        let count = rows.odcid.len();
-        let datagrams = vec![
-            ("connection_odcid".to_string(), Column::Shared(rows.odcid.clone())),
-            ("direction".to_string(), names(&DIRECTIONS, &rows.direction)),
-            ("datagram_index".to_string(), ints(&rows.datagram_index)),
-            ("time_ms".to_string(), Column::Float(rows.time_ms.iter().map(|v| Some(*v)).collect())),
-            ("time_abs_ns".to_string(), ints(&rows.time_abs_ns)),
-            ("ip_header_bytes".to_string(), ints(&rows.ip_header_bytes)),
-            ("udp_payload_bytes".to_string(), ints(&rows.udp_payload_bytes)),
-            ("quic_packets".to_string(), ints(&rows.quic_packets)),
-        ];
+        let count = self.datagrams.direction.len();
+        let datagrams = self.datagrams.to_arrow();
         out.set_item("datagrams", ArrowTable::new(datagrams, count).into_py(py))?;
         let rows = &self.packets;
         let count = rows.datagram_row.len();
@@ -379,19 +341,8 @@ impl RowBuffers {
                 },
             });
         }
-        let packets = vec![
-            ("datagram_row".to_string(), ints(&rows.datagram_row)),
-            ("packet_type".to_string(), names(&PACKET_TYPES, &rows.packet_type)),
-            ("pn_space".to_string(), Column::Names(&PN_SPACES, rows.pn_space.clone())),
-            ("packet_number".to_string(), Column::Int(rows.packet_number.clone())),
-            ("packet_bytes".to_string(), ints(&rows.packet_bytes)),
-            ("header_bytes".to_string(), Column::Int(rows.header_bytes.clone())),
-            ("aead_tag_bytes".to_string(), Column::Int(rows.aead_tag_bytes.clone())),
-            ("ack_eliciting".to_string(), Column::Bool(rows.ack_eliciting.clone())),
-            ("decrypted".to_string(), Column::Bool(rows.decrypted.clone())),
-            ("frames_complete".to_string(), Column::Bool(rows.frames_complete.clone())),
-            ("exponent".to_string(), Column::Dense(exponent)),
-        ];
+        let mut packets = rows.to_arrow();
+        packets.push(("exponent".to_string(), Column::Dense(exponent)));
         out.set_item("packets", ArrowTable::new(packets, count).into_py(py))?;
         let packet_row: Vec<i64> = rows
             .frame_count
@@ -409,19 +360,10 @@ impl RowBuffers {
         };
         let max_delay =
             rows.ack_frequency.iter().map(|(row, fields)| (*row, fields[2] as f64 / 1000.0)).collect();
-        let mut frames = vec![
-            ("packet_row".to_string(), Column::Dense(packet_row)),
-            ("frame_index".to_string(), ints(&rows.frame_index)),
-            ("frame_type".to_string(), names(&FRAME_NAMES, &rows.frame_type)),
-            ("frame_bytes".to_string(), ints(&rows.frame_bytes)),
-            ("ack_delay_raw".to_string(), unsigned(&rows.ack_delay_raw)),
-            ("largest_acked".to_string(), unsigned(&rows.largest_acked)),
-            ("first_ack_range".to_string(), unsigned(&rows.first_ack_range)),
+        let mut frames = vec![("packet_row".to_string(), Column::Dense(packet_row))];
+        frames.extend(rows.columns.to_arrow());
+        frames.extend([
             ("ack_ranges".to_string(), rows.ack_ranges_column(ack_ranges_as_lists)),
-            ("stream_id".to_string(), unsigned(&rows.stream_id)),
-            ("offset".to_string(), unsigned(&rows.offset)),
-            ("length".to_string(), unsigned(&rows.length)),
-            ("fin".to_string(), Column::Bool(rows.fin.clone())),
             ("ecn_ect0".to_string(), ecn(0)),
             ("ecn_ect1".to_string(), ecn(1)),
             ("ecn_ce".to_string(), ecn(2)),
@@ -429,7 +371,7 @@ impl RowBuffers {
             ("ack_eliciting_threshold".to_string(), ack_frequency(1)),
             ("request_max_ack_delay_ms".to_string(), Column::SparseFloat(count, max_delay)),
             ("reordering_threshold".to_string(), ack_frequency(3)),
-        ];
+        ]);
         let mut tls_messages: Vec<Option<Vec<String>>> = Vec::with_capacity(count);
         for names in &rows.tls_messages {
             tls_messages.push(match names {

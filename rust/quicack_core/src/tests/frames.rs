@@ -5,7 +5,7 @@ use super::*;
 use crate::tests_support::hex;
 
 fn names(rows: &FrameRows) -> Vec<&'static str> {
-    rows.frame_type.iter().map(|code| FRAME_NAMES[*code as usize]).collect()
+    rows.columns.frame_type.iter().map(|code| FRAME_NAMES[*code as usize]).collect()
 }
 
 fn walk(payload: &[u8]) -> (FrameRows, Walk) {
@@ -19,10 +19,10 @@ fn the_rfc9001_a3_server_initial_payload_is_an_ack_and_a_crypto_frame() {
     let payload = hex(crate::keys::tests::SERVER_INITIAL_PAYLOAD);
     let (rows, walk) = walk(&payload);
     assert_eq!(names(&rows), ["ack", "crypto"]);
-    assert_eq!(rows.frame_bytes, [5, 94]); // every byte in one row: 5 + 1 + 1 + 2 + 90 = 99
-    assert_eq!((rows.largest_acked[0], rows.first_ack_range[0], rows.ack_delay_raw[0]), (Some(0), Some(0), Some(0)));
+    assert_eq!(rows.columns.frame_bytes, [5, 94]); // every byte in one row: 5 + 1 + 1 + 2 + 90 = 99
+    assert_eq!((rows.columns.largest_acked[0], rows.columns.first_ack_range[0], rows.columns.ack_delay_raw[0]), (Some(0), Some(0), Some(0)));
     assert_eq!(rows.ack_range_pairs, [(0, 0)]);
-    assert_eq!((rows.offset[1], rows.length[1]), (Some(0), Some(90)));
+    assert_eq!((rows.columns.offset[1], rows.columns.length[1]), (Some(0), Some(90)));
     assert_eq!((walk.count, walk.ack_eliciting, walk.has_ack, walk.unknown.as_deref()), (2, true, true, None));
     let (row, offset, data) = &walk.crypto[0];
     assert_eq!((*row, *offset, data.len(), data[0]), (1, 0, 90, 0x02)); // a ServerHello
@@ -68,7 +68,7 @@ fn ack_ranges_beyond_64_bits_become_the_text_the_python_engine_writes() {
 fn padding_runs_are_one_row_and_an_unknown_type_ends_the_walk() {
     let (rows, walk) = walk(&[0x01, 0x00, 0x00, 0x00, 0x21, 0x01, 0x02]);
     assert_eq!(names(&rows), ["ping", "padding", "unknown"]);
-    assert_eq!(rows.frame_bytes, [1, 3, 3]);
+    assert_eq!(rows.columns.frame_bytes, [1, 3, 3]);
     assert_eq!(walk.unknown.as_deref(), Some("unknown frame type 0x21"));
     assert!(walk.ack_eliciting);
 }
@@ -78,7 +78,7 @@ fn a_frame_running_past_the_payload_is_malformed() {
     // STREAM with a length of 9 and 2 bytes of data
     let (rows, walk) = walk(&[0x00, 0x0a, 0x04, 0x09, 0xaa, 0xbb]);
     assert_eq!(names(&rows), ["padding", "unknown"]);
-    assert_eq!(rows.frame_bytes, [1, 5]);
+    assert_eq!(rows.columns.frame_bytes, [1, 5]);
     assert_eq!(walk.unknown.as_deref(), Some("frame runs past the end of the packet (malformed)"));
 }
 
@@ -87,9 +87,9 @@ fn stream_frames_read_their_flags() {
     // OFF|LEN|FIN: stream 4, offset 16, 3 bytes; then without LEN: to the end of the payload
     let (rows, walk) = walk(&[0x0f, 0x04, 0x10, 0x03, 1, 2, 3, 0x08, 0x08, 9, 9, 9, 9]);
     assert_eq!(names(&rows), ["stream", "stream"]);
-    assert_eq!((rows.stream_id[0], rows.offset[0], rows.length[0], rows.fin[0]), (Some(4), Some(16), Some(3), Some(true)));
-    assert_eq!((rows.stream_id[1], rows.offset[1], rows.length[1], rows.fin[1]), (Some(8), Some(0), Some(4), Some(false)));
-    assert_eq!(rows.frame_bytes, [7, 6]);
+    assert_eq!((rows.columns.stream_id[0], rows.columns.offset[0], rows.columns.length[0], rows.columns.fin[0]), (Some(4), Some(16), Some(3), Some(true)));
+    assert_eq!((rows.columns.stream_id[1], rows.columns.offset[1], rows.columns.length[1], rows.columns.fin[1]), (Some(8), Some(0), Some(4), Some(false)));
+    assert_eq!(rows.columns.frame_bytes, [7, 6]);
     assert!(walk.ack_eliciting);
 }
 
@@ -106,7 +106,7 @@ fn extension_frames_have_the_names_of_the_data_contract() {
     let (rows, walk) = walk(&payload);
     assert_eq!(names(&rows), ["ack_frequency", "immediate_ack", "immediate_ack", "handshake_done", "datagram", "datagram"]);
     assert_eq!(rows.ack_frequency, [(0, [1, 9, 25_000, 1])]);
-    assert_eq!((rows.length[4], rows.length[5]), (Some(2), Some(1)));
+    assert_eq!((rows.columns.length[4], rows.columns.length[5]), (Some(2), Some(1)));
     assert!(walk.ack_eliciting);
 }
 
@@ -118,7 +118,7 @@ fn new_connection_ids_and_close_frames() {
     let (rows, walk) = walk(&payload);
     assert_eq!(names(&rows), ["new_connection_id", "connection_close"]);
     assert_eq!(walk.new_cids, [vec![0xde, 0xad, 0xbe, 0xef]]);
-    assert_eq!(rows.frame_bytes, [24, 6]);
+    assert_eq!(rows.columns.frame_bytes, [24, 6]);
     assert!(walk.ack_eliciting); // NEW_CONNECTION_ID is, CONNECTION_CLOSE is not
 }
 

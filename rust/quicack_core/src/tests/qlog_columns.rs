@@ -48,7 +48,7 @@ fn arrow_columns_hold_the_connections_rows_in_the_order_given() {
         _ => panic!("t is a float column"),
     }
     match &columns[2].1 {
-        Column::Names(names, codes) => assert_eq!(names[codes[0].unwrap() as usize], "1rtt"),
+        Column::Codes(names, codes) => assert_eq!(names[codes[0] as usize], "1rtt"),
         _ => panic!("packet_type is text by code"),
     }
     assert_eq!(a.count(0) + b.count(0), 0); // taken out

@@ -142,12 +142,12 @@ fn metrics_keep_the_logged_numbers_or_scale_them() {
     assert!(apply(&mut c, "recovery:metrics_updated", 2.0, r#"{"unrelated": 1}"#)); // no row
     let m = &c.rows.metrics;
     assert_eq!(m.t, [1.0]);
-    assert!(matches!(m.smoothed_rtt[0], Some(Num::I(25))) && matches!(m.min_rtt[0], Some(Num::F(v)) if v == 12.5));
+    assert!(matches!(m.smoothed_rtt_ms[0], Some(Num::I(25))) && matches!(m.min_rtt_ms[0], Some(Num::F(v)) if v == 12.5));
     assert_eq!((m.cwnd_bytes[0], m.pto_count[0]), (Some(14720), None));
     let mut us = conn("client", ACK_DELAY_MS);
     us.rtt_to_ms = 0.001;
     assert!(apply(&mut us, "recovery:metrics_updated", 1.0, r#"{"latest_rtt": 25000}"#));
-    assert!(matches!(us.rows.metrics.latest_rtt[0], Some(Num::F(v)) if v == 25.0));
+    assert!(matches!(us.rows.metrics.latest_rtt_ms[0], Some(Num::F(v)) if v == 25.0));
 }
 
 #[test]
