@@ -116,7 +116,7 @@ def test_implementation_conditions_rows_are_complete() -> None:
 def test_implementation_conditions_quotes_are_the_papers_words() -> None:
     table = implementation_conditions().filter((pl.col("basis") == "paper") & pl.col("quote").is_not_null())
     assert not table.is_empty()
-    for study, paper in (("imc24", "imc24"),):
+    for study, paper in (("imc24", "imc24"), ("ackratio", "ackfreq22")):
         text = _paper_text(paper)
         missing = [r["quote"] for r in table.filter(pl.col("study") == study).iter_rows(named=True)
                    if comparable_text(r["quote"]) not in text]  # fmt: skip
@@ -150,3 +150,19 @@ def test_footnotes_name_the_stack_delay_and_the_implementations_conditions() -> 
     footnote = Rendered(None, runs=runs).footnote(DatasetDescription.undescribed("t"))
     assert footnote.endswith(as_built)
     assert conditions_note(runs.select("run_id", "status")) == ""
+
+
+def test_the_paper_conditions_recording_holds_imc24_to_the_papers_stack_delay_in_session_sized_parts() -> None:
+    cfg = yaml.safe_load((ROOT / "config" / "testbed_paper_conditions.yaml").read_text())["testbed"]
+    groups = expand(cfg)
+    assert all(g.implementation_conditions == "paper" for g in groups)
+    parts = {g.extra.get("part") for g in groups}
+    assert None not in parts and {"A1", "A2", "B1", "D", "E", "R"} <= parts
+    held = [g for g in groups if g.mode in ("iack", "wfc") and g.scenario.endswith("_paper_stack")]
+    # §4.1/§4.2 and App. F: 100 repetitions per client, mode, scenario and RTT, each client held to its own delay.
+    assert {g.repetitions for g in held if g.client not in ("firefox", "chromium")} == {100}
+    assert {(g.client, g.server_hello_hold_ms) for g in held if g.client in ("firefox", "aioquic")} == {("firefox", 2.6), ("aioquic", 5.05)}
+    assert {g.rtt_ms for g in held if g.scenario == "drop_client_flight_paper_stack"} == {1.0, 9.0, 20.0, 100.0, 300.0}
+    # rethink's lossy downloads at the paper's 10 MB; Table 4 and Fig. 11 under the names their claims read.
+    assert {g.file_name for g in groups if g.scenario == "ack_ratio_loss"} == {"10MB"}
+    assert {g.scenario for g in groups if g.extra.get("part") == "E"} == {"default_pto", "transfer"}

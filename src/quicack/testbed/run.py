@@ -48,7 +48,7 @@ from quicack.testbed.conditions import condition_options, conditions_record, sta
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
-from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
+from quicack.testbed.scenarios import RunGroup, expand, group_from_json, in_part, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
 
@@ -570,13 +570,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
+    ap.add_argument("--part", help="run only the groups of the blocks with this `part` (a session-sized share of a long matrix)")
     a = ap.parse_args(argv)
     if a.group_json:
         groups = [group_from_json(a.group_json)]
         cfg = {"dataset": groups[0].dataset}
     else:
         cfg = json.loads(a.config_json) if a.config_json else load_config(a.config)
-        groups = expand(cfg)
+        groups = [g for g in expand(cfg) if in_part(g, a.part)]
     if a.list:
         for g in groups:
             print(g.key)

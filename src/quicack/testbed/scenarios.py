@@ -350,6 +350,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 implementation_conditions=_implementation_conditions(cfg),
                 # A matrix-wide setting: it applies to the clients that take it, the others keep their default.
                 client_key_share=cfg.get("client_key_share") if takes_key_share(client) else None,
+                # The session-sized part of a long recording the block belongs to (not a setting: no folder, no JSON).
+                extra={"part": cfg["part"]} if cfg.get("part") else {},
             )
         )
         if not 0 <= out[-1].kept_repetitions < out[-1].repetitions:
@@ -359,8 +361,9 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
 
 def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
     """All run groups of a ``testbed:`` config section: the main matrix plus each entry of ``extra``."""
-    defaults = {k: v for k, v in testbed_cfg.items() if k != "extra"}
-    groups = _groups_from_block({}, defaults)
+    # A top-level `part` names the main matrix's part; the blocks name their own (none inherit it).
+    defaults = {k: v for k, v in testbed_cfg.items() if k not in ("extra", "part")}
+    groups = _groups_from_block({"part": testbed_cfg["part"]} if testbed_cfg.get("part") else {}, defaults)
     for block in testbed_cfg.get("extra", []) or []:
         groups += _groups_from_block(block, defaults)
     seen: dict[str, RunGroup] = {}
@@ -422,3 +425,8 @@ def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int
     return replace(
         group, drop_to_client=to_client, drop_to_server=to_server, drop_to_server_finished_flight=finished_flight, extra=dict(group.extra)
     )
+
+
+def in_part(group: RunGroup, part: str | None) -> bool:
+    """Whether ``group`` is recorded in ``part`` (its block's ``part``; None: every group)."""
+    return part is None or group.extra.get("part") == part
