@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from quicack.layout import PAPER_STACK_SUFFIX
+from quicack.layout.naming import PAPER_STACK_SUFFIX
 from quicack.reference import implementation_conditions, paper_table
 
 # The testbed config's `implementation_conditions`: 'paper' sets every implementation as the papers' runs had it,
