@@ -37,7 +37,7 @@ def _record(tmp_path: Path, client: str, **block: Any) -> tuple[dict[str, Any], 
     raw = tmp_path / "raw"
     (res,) = run_group(group, raw, log=lambda _msg: None)
     assert res.status == "ok", res.failure_reason
-    tables = ingest_group(raw, f"quic-go_{client}", "t")
+    tables = ingest_group(raw, group.key.split("/")[0], "t")
     derived = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())
     return res.run_json, tables | derived
 
@@ -65,3 +65,18 @@ def test_ngtcp2_under_the_papers_conditions_probes_after_imc24s_default_pto(tmp_
     assert 250.0 <= pto < 350.0, pto
     s2c = tables["datagrams"].filter((pl.col("vantage") == "sim_left") & (pl.col("direction") == "s2c"))
     assert not s2c.is_empty() and s2c["udp_payload_bytes"].max() <= 1252
+
+
+def test_quinn_under_the_papers_conditions_keeps_quiclys_datagram_size(tmp_path: Path) -> None:
+    """The ACK-ratio study's quinn pair stands in for quicly, whose datagrams stayed at 1,280 B (no path-MTU
+    discovery): with `implementation_conditions: paper` neither end sends a larger one (as built: up to 1,452 B)."""
+    if server_executable("quinn") is None:
+        pytest.skip("quinn server not built")
+    run_json, tables = _record(tmp_path, "quinn", server="quinn", modes=["none"], scenarios=["ack_ratio"],
+                               path_profile=["ackfreq22-vdsl"], implementation_conditions="paper", captures=True)  # fmt: skip
+    assert run_json["implementation_conditions_set"]["server"]["options"] == ["--initial-mtu", "1280", "--no-pmtud"]
+    sizes = tables["datagrams"].filter(pl.col("vantage") == "sim_left").group_by("direction").agg(pl.col("udp_payload_bytes").max())
+    assert run_json["implementation_conditions_set"]["client"]["options"] == ["--initial-mtu", "1280", "--no-pmtud"]
+    largest = dict(sizes.iter_rows())
+    # The server's data fills 1,280 B datagrams; the client sends ACKs after its 1,200 B Initial.
+    assert largest["s2c"] == 1280 and largest["c2s"] <= 1280, largest
