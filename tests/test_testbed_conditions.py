@@ -80,3 +80,13 @@ def test_quinn_under_the_papers_conditions_keeps_quiclys_datagram_size(tmp_path:
     largest = dict(sizes.iter_rows())
     # The server's data fills 1,280 B datagrams; the client sends ACKs after its 1,200 B Initial.
     assert largest["s2c"] == 1280 and largest["c2s"] <= 1280, largest
+
+
+def test_quic_go_under_the_papers_conditions_sends_the_datagrams_of_its_2024_version(tmp_path: Path) -> None:
+    """quic-go before v0.47 (imc24's, 2024) sized its datagrams 1,252 B before path-MTU discovery; v0.65 1,280 B. Under
+    `implementation_conditions: paper` the client's padded Initial and the server's datagrams are 1,252 B (the
+    option goes before the URL: Go's flag parsing stops at the first argument that is not a flag)."""
+    run_json, tables = _record(tmp_path, "quic-go", implementation_conditions="paper")
+    assert run_json["implementation_conditions_set"]["client"]["options"] == ["--initial-packet-size", "1252"]
+    sizes = tables["datagrams"].filter(pl.col("vantage") == "sim_left").group_by("direction").agg(pl.col("udp_payload_bytes").max())
+    assert dict(sizes.iter_rows()) == {"c2s": 1252, "s2c": 1252}

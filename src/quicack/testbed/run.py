@@ -169,7 +169,9 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             key_share=group.client_key_share,
         )
         argv, env = client_command(req)
-        argv += _condition_options(group, "client")
+        # Before the URL: a Go client's flag parsing stops at its first argument that is not a flag.
+        url_at = argv.index(req.url)
+        argv[url_at:url_at] = _condition_options(group, "client")
         timing.mark("client_start")
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
