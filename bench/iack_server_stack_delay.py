@@ -34,6 +34,7 @@ import polars as pl
 
 from quicack import pipeline, store
 from quicack.layout import group_key
+from quicack.layout.naming import PAPER_STACK_SUFFIX
 from quicack.layout.vantage import SIM_RIGHT
 from quicack.models import recovery
 from quicack.testbed.run import run_group
@@ -44,9 +45,12 @@ RTT_MS = 9.0
 
 
 def _groups(server: str, cert: str, runs: int, scenario: str) -> list:
+    # <scenario>_paper_stack: the scenario with the ServerHello held 2.9 ms for every client (server_stack_delay).
+    base, held = scenario.removesuffix(PAPER_STACK_SUFFIX), scenario.endswith(PAPER_STACK_SUFFIX)
     return expand({
-        "dataset": "bench", "server": server, "clients": ["quic-go"], "modes": ["iack", "wfc"], "scenarios": [scenario],
+        "dataset": "bench", "server": server, "clients": ["quic-go"], "modes": ["iack", "wfc"], "scenarios": [base],
         "rtts_ms": [RTT_MS], "repetitions": runs, "cert_size": cert, "client_key_share": "x25519", "timeout_s": 15,
+        "server_stack_delay": PAPER_MS[0] if held else "machine",
     })  # fmt: skip
 
 

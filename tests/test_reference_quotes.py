@@ -28,8 +28,10 @@ PAPER_TEXTS = {
     "tcpquic": ("004_3b3912302924c67b.txt",),
 }
 
-# data/reference files that are not a paper's numbers: our lookup tables and the papers' bibliography.
-NOT_PAPER_VALUES = {"cdn_asn.csv", "papers.csv", "path_profiles.csv"}
+# data/reference files that are not a paper's numbers: our lookup tables and the papers' bibliography (and the
+# implementations' conditions, whose rows cite the implementations' sources as much as the papers: their quotes are
+# checked by tests/test_testbed_conditions_config.py).
+NOT_PAPER_VALUES = {"cdn_asn.csv", "papers.csv", "path_profiles.csv", "implementation_conditions.csv"}
 
 # Per paper table: the columns that hold printed cells; a numeric cell must appear in its row's quote.
 TABLE_VALUE_COLUMNS = {

@@ -26,12 +26,12 @@ SERVER_SIDE = "sim_right"
 
 
 def _record(tmp_path: Path, mode: str, scenario: str = "noloss", key_share: str | None = "x25519",
-            cert_delay_ms: float | None = None) -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:  # fmt: skip
+            cert_delay_ms: float | None = None, stack: str | float = "machine") -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """One run of the quic-go client against the quic-go server: its run.json, and the server-side capture's
     s2c datagrams and frames (with the first client Initial's arrival at time 0)."""
     cfg = {"dataset": "t", "server": "quic-go", "clients": ["quic-go"], "modes": [mode], "scenarios": [scenario],
            "rtts_ms": [10], "repetitions": 1, "timeout_s": 15, "client_key_share": key_share,
-           "cert_delay_ms": cert_delay_ms}  # fmt: skip
+           "cert_delay_ms": cert_delay_ms, "server_stack_delay": stack}  # fmt: skip
     (group,) = expand(cfg)
     raw = tmp_path / "raw"
     (res,) = run_group(group, raw, log=lambda _msg: None)
@@ -99,7 +99,8 @@ def test_certificate_delay_holds_the_serverhello_and_not_the_instant_ack(tmp_pat
 
 
 def test_paper_stack_delay_holds_the_first_flight(tmp_path: Path) -> None:
-    run_json, datagrams, frames = _record(tmp_path, "wfc", scenario="noloss_paper_stack")
+    run_json, datagrams, frames = _record(tmp_path, "wfc", stack=2.9)
+    assert run_json["scenario"] == "noloss_paper_stack" and run_json["server_stack"]["condition"] == "paper"
     hold = run_json["server_hello_hold_ms"]
     assert hold == 2.9 and run_json["cert_delay_ms"] == 0.0
     assert datagrams.filter(pl.col("datagram_index") == _server_hello_datagram(frames))["time_ms"][0] >= hold

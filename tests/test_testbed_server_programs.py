@@ -47,11 +47,12 @@ def test_modal_servers_run_as_released_in_mode_none() -> None:
     assert all(g.cert_delay_ms == 0.0 and g.server_hello_hold_ms == 0.0 for g in groups)
 
 
-def test_paper_stack_scenarios_hold_the_serverhello_on_quic_go_only() -> None:
-    (group,) = expand(_cfg(servers=["quic-go"], modes=["iack"], scenarios=["drop_client_flight_paper_stack"]))
+def test_paper_stack_delay_holds_the_serverhello_on_quic_go_only() -> None:
+    (group,) = expand(_cfg(servers=["quic-go"], modes=["iack"], scenarios=["drop_client_flight"], server_stack_delay=2.9))
+    assert group.scenario == "drop_client_flight_paper_stack"
     assert group.server_hello_hold_ms == 2.9 and group.cert_delay_ms == 0.0 and group.calibrate == "client_flight"
     with pytest.raises(ValueError, match="cannot hold its ServerHello"):
-        expand(_cfg(servers=["aioquic"], modes=["iack"], scenarios=["noloss_paper_stack"]))
+        expand(_cfg(servers=["aioquic"], modes=["iack"], scenarios=["noloss"], server_stack_delay="paper"))
 
 
 def test_client_key_share_applies_to_the_clients_that_take_it() -> None:

@@ -32,6 +32,7 @@ READS = {
     "path_profiles": "path_profiles.csv",
     "path_profile": "path_profiles.csv",
     "papers": "papers.csv",
+    "implementation_conditions": "implementation_conditions.csv",
 }
 
 CLAIM_COLUMNS = {
@@ -163,3 +164,11 @@ def path_profile(name: str, directory: Path | None = None) -> dict[str, object]:
     if row.height != 1:
         raise KeyError(f"unknown path profile {name!r}; known: {', '.join(table['profile'])}")
     return row.row(0, named=True)
+
+
+def implementation_conditions(directory: Path | None = None) -> pl.DataFrame:
+    """``data/reference/implementation_conditions.csv``: per study (imc24, ackratio), implementation, role and
+    parameter (datagram size, path-MTU discovery, connection-ID length, ACK delay, initial RTT) the value of the
+    papers' runs, its basis and source, the testbed's option that sets it and whether it is applied (``set``,
+    ``default``, ``elsewhere``, ``cannot``); read by quicack.testbed.conditions. All text."""
+    return pl.read_csv((directory or REFERENCE_DIR) / "implementation_conditions.csv", infer_schema=False)

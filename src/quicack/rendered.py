@@ -13,6 +13,7 @@ import polars as pl
 
 from quicack.metrics.selection import MissingData
 from quicack.provenance import DatasetDescription
+from quicack.testbed.conditions import conditions_note
 
 P = ParamSpec("P")
 
@@ -45,6 +46,7 @@ class Rendered:
         parts = [self.model_note if self.model else description.footnote(), self.note]
         if self.runs is not None:
             parts.append("Runs used: " + run_accounting(self.runs, self.metric))
+            parts.append(conditions_note(self.runs))
         return " ".join(p.strip() for p in parts if p.strip())
 
 

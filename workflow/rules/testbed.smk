@@ -15,6 +15,7 @@
 
 from quicack.testbed.scenarios import expand as _tb_expand
 from quicack.testbed.scenarios import group_to_json as _tb_group_json
+from quicack.testbed.scenarios import in_part as _tb_in_part
 
 # On a cluster (profiles/slurm) the testbed still runs on the submitting host: it needs root, network
 # namespaces and the emulated links' CPU cores to itself, none of which a batch job gets.
@@ -28,7 +29,10 @@ if _TB:
     validate(_TB, "../schemas/testbed.schema.yaml")
 _TB_OUT = Path(_TB.get("out", f"data/{_TB.get('dataset', 'testbed')}/raw"))
 _TB_LOGS = Path("results") / "testbed_logs" / _TB.get("dataset", "testbed")
-_TB_GROUPS = {g.key: _tb_group_json(g) for g in _tb_expand(_TB)} if _TB else {}
+# QUICACK_TESTBED_PART=<part>: only the groups of the blocks with that `part` (a session-sized share of a long matrix,
+# e.g. config/testbed_paper_conditions.yaml).
+_TB_PART = os.environ.get("QUICACK_TESTBED_PART") or None
+_TB_GROUPS = {g.key: _tb_group_json(g) for g in _tb_expand(_TB) if _tb_in_part(g, _TB_PART)} if _TB else {}
 _TB_KEYS = list(_TB_GROUPS)
 
 

@@ -38,6 +38,7 @@ RUNS = Table(
         Column("rtt_ms", F, "Configured round-trip time of the emulated path (twice the one-way delay)."),
         Column("cert_delay_ms", F, "Emulated certificate-store delay Δt before the server processes the ClientHello / sends its ServerHello."),
         Column("server_hello_hold_ms", F, "Emulated server stack delay: the IACK/WFC server's first flight (ServerHello) left no earlier than this after its TLS stack got the ClientHello (cert_delay_ms after the client's first Initial arrived; in IACK right after the instant ACK left) (the *_paper_stack scenarios: 2.9 ms, imc24 §4.1's smallest client-reported stack delay); 0 = the server's own processing; null = not recorded (a server without handshake modes, or runs recorded before)."),
+        Column("implementation_conditions", S, "How the implementations were configured: 'paper' = set as data/reference/implementation_conditions.csv gives the papers' runs wherever the testbed can (its rows marked 'set'; run.json implementation_conditions has the options); null = every implementation's defaults as built."),
         Column("client_key_share", S, "Key share the client was set to offer: 'x25519' = X25519 alone, a one-datagram ClientHello like the paper's 2024 clients (quic-go, go-x-net, quiche; run.json client_key_share); null = the client's default (Go >= 1.24 and quiche 0.30 add X25519MLKEM768, a two-datagram ClientHello)."),
         Column("cert_bytes", I, "Size of the server certificate chain in bytes."),
         Column("file_bytes", I, "Size of the requested file in bytes."),

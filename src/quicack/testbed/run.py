@@ -44,10 +44,11 @@ from quicack.testbed.clients import (
     exit_grace_s,
     url_scheme,
 )
+from quicack.testbed.conditions import condition_options, conditions_record, stack_record, study_of
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
-from quicack.testbed.scenarios import RunGroup, expand, group_from_json, with_drops
+from quicack.testbed.scenarios import RunGroup, expand, group_from_json, in_part, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
 
@@ -148,6 +149,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             pacing=group.server_pacing, ack_policy=group.receiver_ack_policy if _sender_sets_policy(group) else None,
         )  # fmt: skip
         server_argv, server_env = server_command(sreq)
+        server_argv += _condition_options(group, "server")
         server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv), server_env)
         in_server_ns = netns.ns_argv(topo.server_ns, [])
         wait_until(lambda: is_ready(sreq, in_server_ns), 20.0, server, "server to listen")
@@ -167,6 +169,9 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             key_share=group.client_key_share,
         )
         argv, env = client_command(req)
+        # Before the URL: a Go client's flag parsing stops at its first argument that is not a flag.
+        url_at = argv.index(req.url)
+        argv[url_at:url_at] = _condition_options(group, "client")
         timing.mark("client_start")
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
@@ -281,6 +286,13 @@ def _versions() -> dict[str, str]:
         return {"error": str(exc)}
 
 
+def _condition_options(group: RunGroup, role: str) -> list[str]:
+    """The options that set the group's client or server to the papers' conditions (none unless the group asks)."""
+    if group.implementation_conditions is None:
+        return []
+    return condition_options(study_of(group.scenario), group.server if role == "server" else group.client, role)
+
+
 def _run_json(
     group: RunGroup,
     repetition: int,
@@ -320,7 +332,13 @@ def _run_json(
         "cert_delay_ms": group.cert_delay_ms,
         # The emulated server stack delay (0 = the server's own) and the client's key share (null = its default).
         "server_hello_hold_ms": group.server_hello_hold_ms if group.mode != "none" else None,
+        "server_stack": stack_record(group.scenario, group.client, group.server_hello_hold_ms if group.mode != "none" else None,
+                                     group.server_stack_delay),  # fmt: skip
         "client_key_share": group.client_key_share,
+        # The papers' implementation conditions (data/reference/implementation_conditions.csv) or null (as built).
+        "implementation_conditions": group.implementation_conditions,
+        "implementation_conditions_set": conditions_record(group.implementation_conditions, group.scenario, group.client,
+                                                           group.server),  # fmt: skip
         "cert_size": None if tcp else group.cert_size,  # no certificate on a plain TCP connection
         "cert_bytes": server_info.get("cert_bytes"),
         "file_name": group.file_name,
@@ -554,13 +572,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
+    ap.add_argument("--part", help="run only the groups of the blocks with this `part` (a session-sized share of a long matrix)")
     a = ap.parse_args(argv)
     if a.group_json:
         groups = [group_from_json(a.group_json)]
         cfg = {"dataset": groups[0].dataset}
     else:
         cfg = json.loads(a.config_json) if a.config_json else load_config(a.config)
-        groups = expand(cfg)
+        groups = [g for g in expand(cfg) if in_part(g, a.part)]
     if a.list:
         for g in groups:
             print(g.key)

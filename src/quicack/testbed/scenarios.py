@@ -7,11 +7,19 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from quicack.layout import PAPER_STACK_SUFFIX, ack_policy_label, sender_label, testcase_name
+from quicack.layout import ack_policy_label, sender_label, testcase_name
 from quicack.reference import path_profile
 from quicack.testbed.ack_policy_receiver import AckPolicy
 from quicack.testbed.clients import H3, HQ, LINUX_TCP, TCP, takes_key_share
 from quicack.testbed.clients import supported_protocols as client_protocols
+from quicack.testbed.conditions import (
+    HOLD_RESIDUAL_MS,
+    IMPLEMENTATION_CONDITIONS,
+    STACK_MACHINE,
+    STACK_PAPER,
+    server_hello_hold_ms,
+    stack_scenario,
+)
 from quicack.testbed.receiver_ack_control import ack_policy_for
 from quicack.testbed.server_programs import check_sender_settings, has_handshake_modes, holds_server_hello
 from quicack.testbed.server_programs import supported_protocols as server_protocols
@@ -28,19 +36,12 @@ class Scenario:
     file_name: str = "10KB"
     calibrate: str | None = None  # None | 'server_flight' | 'client_flight' | 'client_finished_flight'
     description: str = ""
-    # The server's first flight leaves no earlier than this after its TLS got the ClientHello (Δt after the first
-    # Initial arrived; in IACK right after the instant ACK left): an emulated stack delay (the IACK/WFC quic-go
-    # server's ServerHelloHold). 0 = the server's own.
-    server_hello_hold_ms: float = 0.0
 
 
-# imc24 §4.1: "the delay difference between IACK and WFC reported by the different QUIC clients is on median 2.9 ms
-# (neqo) to 7.8 ms (mvfst)". With one server, the spread between clients is theirs (how each takes its first RTT
-# sample from a datagram that also carries the ServerHello flight); the server's own part was at most the smallest
-# of them. The *_paper_stack scenarios hold the ServerHello for that long after the server's TLS got the ClientHello
-# (in IACK: after the instant ACK left), this machine's own processing hidden inside it: the paper's server conditions,
-# on top of which each client adds its own.
-PAPER_STACK_DELAY_MS = 2.9
+# The server's stack delay is a condition of every imc24 scenario (block key `server_stack_delay`:
+# quicack.testbed.conditions): `machine` (this machine's own) or `paper` (the ServerHello held so that each client
+# sees imc24 §4.1's delay for it, data/reference/imc24_stack_delay.csv), or a hold in ms for every client (the embedded
+# dataset's 2.9 ms). Groups under the paper's delay record `<scenario>_paper_stack` (quicack.layout.PAPER_STACK_SUFFIX).
 
 
 # imc24 §4.1: "Unless specified otherwise, we do not add delays" (Δt = 0); amplification: 5,113 B and 200 ms.
@@ -111,21 +112,6 @@ SCENARIOS: dict[str, Scenario] = {
             description="the same with random loss (set loss_up / loss_down; ackfreq22 §5.6: 1 % both ways); a "
             "scenario of its own so that its runs do not share folders with the loss-free ones",
         ),
-        # imc24 §4.1, Figs. 5, 7 and 16 under the paper's server stack delay (PAPER_STACK_DELAY_MS), beside the same
-        # scenarios with this machine's own.
-        Scenario(
-            "noloss" + PAPER_STACK_SUFFIX, "small", 0.0, server_hello_hold_ms=PAPER_STACK_DELAY_MS,
-            description="noloss with the ServerHello held to the paper's server stack delay (2.9 ms)",
-        ),
-        Scenario(
-            "amplification" + PAPER_STACK_SUFFIX, "large", 200.0, server_hello_hold_ms=PAPER_STACK_DELAY_MS,
-            description="amplification (Fig. 5) with the ServerHello held to Δt + the paper's server stack delay",
-        ),
-        Scenario(
-            "drop_client_flight" + PAPER_STACK_SUFFIX, "small", 0.0, calibrate="client_flight",
-            server_hello_hold_ms=PAPER_STACK_DELAY_MS,
-            description="drop_client_flight (Fig. 7) with the ServerHello held to the paper's server stack delay",
-        ),
         Scenario(
             "default_pto", "small", 1500.0,
             description="WFC with Δt = 1.5 s: the client's first PTO fires before any server datagram "
@@ -190,8 +176,15 @@ class RunGroup:
     # Repetitions 1..kept_repetitions were recorded earlier (with the group's settings of then) and are kept as they
     # are; the recorder adds kept_repetitions + 1 .. repetitions with the drop lists those runs were calibrated with.
     kept_repetitions: int = 0
-    # The server's first flight no earlier than this after its TLS got the ClientHello (Scenario's; quic-go).
+    # The server's first flight no earlier than this after its TLS got the ClientHello (quic-go; the block's
+    # server_stack_delay, quicack.testbed.conditions).
     server_hello_hold_ms: float = 0.0
+    # 'paper': the hold is this client's row of imc24_stack_delay.csv; None: the machine's own (hold 0) or a hold
+    # set in ms for every client (the embedded dataset's _paper_stack groups).
+    server_stack_delay: str | None = None
+    # 'paper': client and server set as data/reference/implementation_conditions.csv gives the papers' runs, where the
+    # testbed can (quicack.testbed.conditions.condition_options); None: each implementation as built.
+    implementation_conditions: str | None = None
     # 'x25519': the client offers X25519 alone (quicack.testbed.clients.KEY_SHARE_CLIENTS); None = its default.
     client_key_share: str | None = None
     # With kept_repetitions: the earlier block's group whose repetitions are kept, so that a recording from scratch
@@ -270,6 +263,13 @@ def _path_settings(profile_name: str) -> dict[str, Any]:
     }
 
 
+def _implementation_conditions(cfg: dict[str, Any]) -> str | None:
+    wanted = cfg.get("implementation_conditions")
+    if wanted is not None and wanted not in IMPLEMENTATION_CONDITIONS:
+        raise ValueError(f"implementation_conditions: {wanted!r} (known: {', '.join(IMPLEMENTATION_CONDITIONS)} or null)")
+    return wanted
+
+
 def _app_protocol(wanted: str, client: str, server: str) -> str | None:
     """'auto' = h3 where client and server both have it, else hq-interop; None if the pair cannot talk."""
     common = client_protocols(client) & server_protocols(server)
@@ -285,9 +285,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
     out = []
     profiles = _as_list(cfg.get("path_profile"))
     rtts = [None] if cfg.get("path_profile") else _as_list(cfg["rtts_ms"])  # a profile brings its own RTT
-    for server, client, mode, scen_name, profile_name, rtt, policy_spec in itertools.product(
+    stacks = _as_list(cfg.get("server_stack_delay", STACK_MACHINE))
+    residual_ms = float(cfg.get("server_stack_residual_ms", HOLD_RESIDUAL_MS))
+    for server, client, mode, scen_name, profile_name, rtt, policy_spec, stack in itertools.product(
         block_servers(cfg), _as_list(cfg["clients"]), _as_list(cfg["modes"]), _as_list(cfg["scenarios"]),
-        profiles, rtts, _ack_policy_specs(cfg),
+        profiles, rtts, _ack_policy_specs(cfg), stacks,
     ):  # fmt: skip
         ack_policy = None if policy_spec is None else ack_policy_for(policy_spec, client, server)
         check_sender_settings(server, cfg.get("server_congestion_control"), bool(cfg.get("server_pacing", True)))
@@ -300,8 +302,8 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         if not has_handshake_modes(server):
             mode = "none"
         modal = mode != "none"
-        hold = scen.server_hello_hold_ms if modal else 0.0
-        if hold and not holds_server_hello(server):
+        hold = server_hello_hold_ms(stack, client, residual_ms) if modal else 0.0
+        if stack != STACK_MACHINE and modal and not holds_server_hello(server):
             raise ValueError(f"{scen_name}: the {server} server cannot hold its ServerHello (only quic-go's)")
         bw = cfg.get("bandwidth_mbit", 10.0)
         path = _path_settings(profile_name) if profile_name else {
@@ -317,7 +319,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 server=server,
                 client=client,
                 mode=mode,
-                scenario=scen_name,
+                scenario=stack_scenario(scen_name, stack),
                 repetitions=int(cfg.get("repetitions", 1)),
                 file_name=cfg.get("file") or scen.file_name,
                 app_protocol=app,
@@ -344,8 +346,12 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 **path,
                 kept_repetitions=int(cfg.get("kept_repetitions", 0)),
                 server_hello_hold_ms=hold,
+                server_stack_delay=STACK_PAPER if stack == STACK_PAPER and modal else None,
+                implementation_conditions=_implementation_conditions(cfg),
                 # A matrix-wide setting: it applies to the clients that take it, the others keep their default.
                 client_key_share=cfg.get("client_key_share") if takes_key_share(client) else None,
+                # The session-sized part of a long recording the block belongs to (not a setting: no folder, no JSON).
+                extra={"part": cfg["part"]} if cfg.get("part") else {},
             )
         )
         if not 0 <= out[-1].kept_repetitions < out[-1].repetitions:
@@ -355,8 +361,9 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
 
 def expand(testbed_cfg: dict[str, Any]) -> list[RunGroup]:
     """All run groups of a ``testbed:`` config section: the main matrix plus each entry of ``extra``."""
-    defaults = {k: v for k, v in testbed_cfg.items() if k != "extra"}
-    groups = _groups_from_block({}, defaults)
+    # A top-level `part` names the main matrix's part; the blocks name their own (none inherit it).
+    defaults = {k: v for k, v in testbed_cfg.items() if k not in ("extra", "part")}
+    groups = _groups_from_block({"part": testbed_cfg["part"]} if testbed_cfg.get("part") else {}, defaults)
     for block in testbed_cfg.get("extra", []) or []:
         groups += _groups_from_block(block, defaults)
     seen: dict[str, RunGroup] = {}
@@ -388,7 +395,8 @@ def _group_dict(group: RunGroup) -> dict[str, Any]:
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
         ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0), ("impairment_spin_ms", None),
-        ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None),
+        ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None), ("server_stack_delay", None),
+        ("implementation_conditions", None),
     ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
@@ -417,3 +425,8 @@ def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int
     return replace(
         group, drop_to_client=to_client, drop_to_server=to_server, drop_to_server_finished_flight=finished_flight, extra=dict(group.extra)
     )
+
+
+def in_part(group: RunGroup, part: str | None) -> bool:
+    """Whether ``group`` is recorded in ``part`` (its block's ``part``; None: every group)."""
+    return part is None or group.extra.get("part") == part

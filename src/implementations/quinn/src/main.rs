@@ -20,7 +20,8 @@ use tokio::io::AsyncWriteExt;
 const ALPN_HQ: &[u8] = b"hq-interop";
 const ALPN_H3: &[u8] = b"h3";
 const USAGE: &str = "usage: quinn-client [--alpn h3|hq] [--keylog FILE] [--qlog-dir DIR] \
-                     [--download-dir DIR] [--timeout SECONDS] [--ack-frequency] URL | --version";
+                     [--download-dir DIR] [--timeout SECONDS] [--ack-frequency] [--initial-mtu BYTES] [--no-pmtud] \
+                     URL | --version";
 
 struct Options {
     url: url::Url,
@@ -31,6 +32,10 @@ struct Options {
     timeout: Duration,
     // Off by default: the testbed measures each implementation's default ACK behaviour.
     ack_frequency: bool,
+    // The papers' conditions (quicack.testbed.conditions): the UDP payload size before path-MTU discovery (None:
+    // quinn's 1200) and whether discovery runs.
+    initial_mtu: Option<u16>,
+    pmtud: bool,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -42,6 +47,8 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
     let mut download_dir = PathBuf::from(".");
     let mut timeout = Duration::from_secs(30);
     let mut ack_frequency = false;
+    let mut initial_mtu = None;
+    let mut pmtud = true;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -52,12 +59,14 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--download-dir" => download_dir = PathBuf::from(value()?),
             "--timeout" => timeout = Duration::from_secs_f64(value()?.parse()?),
             "--ack-frequency" => ack_frequency = true,
+            "--initial-mtu" => initial_mtu = Some(value()?.parse()?),
+            "--no-pmtud" => pmtud = false,
             _ if arg.starts_with("--") => bail!("unknown option {arg}\n{USAGE}"),
             _ => url = Some(url::Url::parse(&arg)?),
         }
     }
     let url = url.ok_or_else(|| anyhow!("{USAGE}"))?;
-    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, ack_frequency }))
+    Ok(Some(Options { url, app_protocol, keylog, qlog_dir, download_dir, timeout, ack_frequency, initial_mtu, pmtud }))
 }
 
 fn main() {
@@ -95,6 +104,12 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     let mut transport = quinn::TransportConfig::default();
     // One datagram per packet on the wire and in captures, whatever the interface's offloads.
     transport.enable_segmentation_offload(false);
+    if let Some(mtu) = options.initial_mtu {
+        transport.initial_mtu(mtu);
+    }
+    if !options.pmtud {
+        transport.mtu_discovery_config(None);
+    }
     if options.ack_frequency {
         // draft-ietf-quic-ack-frequency: ask the server for fewer ACKs (ACK_FREQUENCY frames); needs a peer
         // that sends min_ack_delay (quinn always does).

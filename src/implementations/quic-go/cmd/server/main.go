@@ -11,6 +11,10 @@
 // --cert-delay-ms (Δt) hands the ClientHello to TLS that long after the first Initial arrived (a certificate
 // store); --server-hello-hold-ms keeps the first flight back until that long after TLS got the ClientHello (an
 // emulated stack delay). Both are deadlines of quic-go's connection loop.
+//
+// --initial-packet-size, --disable-pmtud and --connection-id-length set the datagram size before path-MTU discovery,
+// whether it runs, and the length of the connection IDs the server issues (quic.Config / quic.Transport; 0 and false
+// keep quic-go's defaults): the papers' conditions (quicack.testbed.conditions).
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -53,6 +58,9 @@ type info struct {
 	CertBytes         int      `json:"cert_bytes"`
 	InitialRTTMs      float64  `json:"server_initial_rtt_ms"`
 	InitialPTOMs      float64  `json:"server_initial_pto_ms"`
+	InitialPacketSize int      `json:"server_initial_packet_size"`
+	PMTUDiscovery     bool     `json:"server_pmtu_discovery"`
+	ConnectionIDBytes int      `json:"server_connection_id_bytes"`
 	ALPN              []string `json:"alpn"`
 	PID               int      `json:"pid"`
 }
@@ -68,6 +76,9 @@ func main() {
 	certDelayMs := flag.Float64("cert-delay-ms", 0, "Δt: the ClientHello reaches TLS this long after the first Initial arrived")
 	holdMs := flag.Float64("server-hello-hold-ms", 0, "the first flight leaves no earlier than this after TLS got the ClientHello")
 	readyFile := flag.String("ready-file", "", "write the server's settings (JSON) here once it listens")
+	initialPacketSize := flag.Uint("initial-packet-size", 0, "UDP payload bytes before path-MTU discovery (0: quic-go's default, 1280)")
+	disablePMTUD := flag.Bool("disable-pmtud", false, "no path-MTU discovery: datagrams stay at --initial-packet-size")
+	cidLength := flag.Int("connection-id-length", 4, "length of the connection IDs the server issues (quic-go's default: 4)")
 	showVersion := flag.Bool("version", false, "print the quic-go version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -76,8 +87,10 @@ func main() {
 	}
 
 	quicConf := &quic.Config{
-		CertificateDelay: time.Duration(*certDelayMs * float64(time.Millisecond)),
-		ServerHelloHold:  time.Duration(*holdMs * float64(time.Millisecond)),
+		CertificateDelay:        time.Duration(*certDelayMs * float64(time.Millisecond)),
+		ServerHelloHold:         time.Duration(*holdMs * float64(time.Millisecond)),
+		InitialPacketSize:       uint16(*initialPacketSize),
+		DisablePathMTUDiscovery: *disablePMTUD,
 	}
 	switch *mode {
 	case "iack":
@@ -111,9 +124,22 @@ func main() {
 	if *qlogDir != "" {
 		quicConf.Tracer = (&qlogfiles.Files{Dir: *qlogDir}).Tracer
 	}
-	listener, err := quic.ListenAddr(*listen, tlsConf, quicConf)
+	udpAddr, err := net.ResolveUDPAddr("udp", *listen)
 	if err != nil {
 		log.Fatal(err)
+	}
+	udpConn, err := net.ListenUDP("udp", udpAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	transport := &quic.Transport{Conn: udpConn, ConnectionIDLength: *cidLength}
+	listener, err := transport.Listen(tlsConf, quicConf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	packetSize := int(*initialPacketSize)
+	if packetSize == 0 {
+		packetSize = 1280 // quic-go's protocol.InitialPacketSize
 	}
 	if *readyFile != "" {
 		chainBytes := 0
@@ -125,6 +151,7 @@ func main() {
 			CertDelayMs: *certDelayMs, ServerHelloHoldMs: *holdMs, CertBytes: chainBytes,
 			// quic-go's RTT before the first sample and its PTO then (internal/utils.RTTStats: 2 × 100 ms).
 			InitialRTTMs: 100, InitialPTOMs: 200,
+			InitialPacketSize: packetSize, PMTUDiscovery: !*disablePMTUD, ConnectionIDBytes: *cidLength,
 			ALPN: []string{http3.NextProtoH3, alpnHQ}, PID: os.Getpid(),
 		})
 	}

@@ -25,7 +25,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 const USAGE: &str = "usage: quinn-server [--listen ADDR:PORT] [--root DIR] [--keylog FILE] [--qlog-dir DIR] \
                      [--cert PEM --key PEM] [--ack-frequency] [--ack-eliciting-threshold N] \
                      [--max-ack-delay-ms D] [--reordering-threshold R] [--connections N] \
-                     [--congestion-control newreno|cubic|bbr] | --version";
+                     [--congestion-control newreno|cubic|bbr] [--initial-mtu BYTES] [--no-pmtud] | --version";
 
 struct Options {
     listen: SocketAddr,
@@ -40,6 +40,10 @@ struct Options {
     reordering_threshold: Option<u32>,
     connections: Option<u64>,
     congestion_control: Option<String>,
+    // The papers' conditions (quicack.testbed.conditions): the UDP payload size before path-MTU discovery (None:
+    // quinn's 1200) and whether discovery runs.
+    initial_mtu: Option<u16>,
+    pmtud: bool,
 }
 
 fn parse_args() -> anyhow::Result<Option<Options>> {
@@ -57,6 +61,8 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
         reordering_threshold: None,
         connections: None,
         congestion_control: None,
+        initial_mtu: None,
+        pmtud: true,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value\n{USAGE}"));
@@ -74,6 +80,8 @@ fn parse_args() -> anyhow::Result<Option<Options>> {
             "--reordering-threshold" => options.reordering_threshold = Some(value()?.parse()?),
             "--connections" => options.connections = Some(value()?.parse()?),
             "--congestion-control" => options.congestion_control = Some(value()?),
+            "--initial-mtu" => options.initial_mtu = Some(value()?.parse()?),
+            "--no-pmtud" => options.pmtud = false,
             _ => bail!("unknown argument {arg}\n{USAGE}"),
         }
     }
@@ -119,6 +127,12 @@ async fn run(options: &Options) -> anyhow::Result<()> {
     let mut transport = quinn::TransportConfig::default();
     // One datagram per packet on the wire and in captures, as in the client.
     transport.enable_segmentation_offload(false);
+    if let Some(mtu) = options.initial_mtu {
+        transport.initial_mtu(mtu);
+    }
+    if !options.pmtud {
+        transport.mtu_discovery_config(None);
+    }
     if let Some(name) = &options.congestion_control {
         transport.congestion_controller_factory(congestion_controller(name)?);
     }
