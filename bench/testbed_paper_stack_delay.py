@@ -20,10 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack import recovery
-from quicack.ingest import ingest_group
 from quicack.metrics import summary
+from quicack.models import recovery
 from quicack.stages.derive_stage import DERIVE_INPUTS, derive_tables
+from quicack.stages.ingest import ingest_group
 from quicack.testbed.conditions import stack_delay_table
 
 

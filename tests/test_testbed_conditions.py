@@ -11,9 +11,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from quicack import recovery
-from quicack.ingest import ingest_group
+from quicack.models import recovery
 from quicack.stages.derive_stage import DERIVE_INPUTS, derive_tables
+from quicack.stages.ingest import ingest_group
 from quicack.testbed.clients import client_executable
 from quicack.testbed.conditions import paper_stack_delay
 from quicack.testbed.run import run_group
