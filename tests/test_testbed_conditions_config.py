@@ -13,6 +13,7 @@ import pytest
 import yaml
 from test_reference_quotes import _paper_text
 
+from quicack.metrics.run_conditions import conditions_note
 from quicack.provenance import DatasetDescription
 from quicack.reference import comparable_text, implementation_conditions
 from quicack.rendered import Rendered
@@ -21,7 +22,6 @@ from quicack.testbed.conditions import (
     APPLIED,
     HOLD_RESIDUAL_MS,
     condition_options,
-    conditions_note,
     conditions_record,
     stack_delay_table,
     stack_record,

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, ParamSpec
 
 import polars as pl
 
+from quicack.metrics.run_conditions import conditions_note
 from quicack.metrics.selection import MissingData
 from quicack.provenance import DatasetDescription
-from quicack.testbed.conditions import conditions_note
 
 P = ParamSpec("P")
 

@@ -13,19 +13,17 @@ PAPER_STACK_SUFFIX), so that claims select them by scenario, and in run.json (``
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
 from quicack.layout.naming import PAPER_STACK_SUFFIX
+from quicack.metrics.run_conditions import study_of
 from quicack.reference import implementation_conditions, paper_table
 
 # The testbed config's `implementation_conditions`: 'paper' sets every implementation as the papers' runs had it,
 # where the testbed can (None: each as built).
 IMPLEMENTATION_CONDITIONS = ("paper",)
-# The studies of implementation_conditions.csv: imc24's handshakes and the ACK-ratio study's downloads.
-IMC24 = "imc24"
-ACK_RATIO = "ackratio"
 # How a row of implementation_conditions.csv is applied: the testbed passes `option` (set), the implementation's
 # default already is the value (default), another config key sets it (elsewhere), or no knob can (cannot).
 APPLIED = ("set", "default", "elsewhere", "cannot")
@@ -98,11 +96,6 @@ def stack_record(scenario: str, client: str, hold_ms: float | None, condition: s
             "basis": row["basis"], "residual_ms": round(paper_ms - hold_ms, 3)}  # fmt: skip
 
 
-def study_of(scenario: str) -> str:
-    """The study of implementation_conditions.csv a scenario belongs to: the ACK-ratio downloads or imc24."""
-    return ACK_RATIO if scenario.startswith("ack_ratio") else IMC24
-
-
 def conditions_of(study: str, implementation: str, role: str) -> pl.DataFrame:
     """The rows of implementation_conditions.csv for one implementation in one role of one study."""
     table = implementation_conditions()
@@ -114,6 +107,26 @@ def condition_options(study: str, implementation: str, role: str) -> list[str]:
     of its rows marked ``set``, in the file's order."""
     rows = conditions_of(study, implementation, role).filter(pl.col("applied") == "set")
     return [word for option in rows["option"] for word in option.split()]
+
+
+class ConditionedGroup(Protocol):
+    """What of a run group (quicack.testbed.scenarios.RunGroup, which imports this module) its conditions need."""
+
+    @property
+    def implementation_conditions(self) -> str | None: ...
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def client(self) -> str: ...
+    @property
+    def server(self) -> str: ...
+
+
+def group_condition_options(group: ConditionedGroup, role: str) -> list[str]:
+    """The options that set a run group's client or server to the papers' conditions (none unless the group asks)."""
+    if group.implementation_conditions is None:
+        return []
+    return condition_options(study_of(group.scenario), group.server if role == "server" else group.client, role)
 
 
 def conditions_record(conditions: str | None, scenario: str, client: str, server: str) -> dict[str, Any] | None:
@@ -131,49 +144,3 @@ def conditions_record(conditions: str | None, scenario: str, client: str, server
             "options": condition_options(study, implementation, role),
         }
     return record
-
-
-def conditions_note(runs: pl.DataFrame) -> str:
-    """The footnote's sentence on the implementations' conditions of the runs drawn: the server's stack delay (the
-    paper's or this machine's, from the scenario names) and, per implementation of the runs, the datagram size,
-    path-MTU discovery, connection-ID length, ACK delay and initial RTT — the papers' where the runs were recorded
-    with ``implementation_conditions: paper`` and the testbed could set them, else each as built."""
-    if runs.is_empty() or not {"client_impl", "server_impl", "scenario"} <= set(runs.columns):
-        return ""
-    parts = []
-    scenarios = runs["scenario"].drop_nulls()
-    paper_stack = scenarios.str.ends_with(PAPER_STACK_SUFFIX)
-    if paper_stack.any():
-        parts.append("server stack delay: the paper's (ServerHello held, data/reference/imc24_stack_delay.csv)"
-                     + ("" if paper_stack.all() else " and this machine's (runs named without _paper_stack)"))  # fmt: skip
-    as_paper = "implementation_conditions" in runs.columns and bool((runs["implementation_conditions"] == "paper").all())
-    table = implementation_conditions()
-    studies = sorted({study_of(s) for s in scenarios.unique()})
-    described = []
-    for role, column in (("server", "server_impl"), ("client", "client_impl")):
-        for implementation in sorted(runs[column].drop_nulls().unique()):
-            rows = table.filter(pl.col("study").is_in(studies) & (pl.col("implementation") == implementation)
-                                & (pl.col("role") == role) & (pl.col("applied") != "elsewhere"))  # fmt: skip
-            rows = rows.unique(subset=["parameter"], keep="first", maintain_order=True)
-            values = [_shown(r, as_paper) for r in rows.iter_rows(named=True)]
-            if values:
-                described.append(f"{implementation} {role}: {', '.join(values)}")
-    if described:
-        recorded = "set as the papers' where the testbed can" if as_paper else "as built"
-        parts.append(f"implementations {recorded} (data/reference/implementation_conditions.csv): " + "; ".join(described))
-    return ("Conditions — " + "; ".join(parts) + ".") if parts else ""
-
-
-_SHORT = {"max_udp_payload_bytes": "max UDP payload", "pmtu_discovery": "PMTUD", "connection_id_bytes": "CID",
-          "max_ack_delay_ms": "max ACK delay", "initial_rtt_ms": "initial RTT"}  # fmt: skip
-_UNIT = {"max_udp_payload_bytes": " B", "pmtu_discovery": "", "connection_id_bytes": " B", "max_ack_delay_ms": " ms",
-         "initial_rtt_ms": " ms"}  # fmt: skip
-
-
-def _shown(row: dict[str, Any], as_paper: bool) -> str:
-    """One parameter of one implementation as the runs had it, with the papers' value beside it where it differs."""
-    here = (row["here_default"] or "").split(" ")[0]
-    value = row["value"] if as_paper and row["applied"] in ("set", "default") else here or row["value"]
-    unit = _UNIT[row["parameter"]]
-    differs = "" if value == row["value"] else f" (papers' {row['value']}{unit})"
-    return f"{_SHORT[row['parameter']]} {value}{unit}{differs}"

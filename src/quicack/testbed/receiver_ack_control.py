@@ -63,6 +63,13 @@ def tcp_ack_thinning(ack_ratio: int) -> int:
     return ack_ratio // 2
 
 
+def tcp_ack_policy_record(ack_ratio: int) -> dict[str, Any]:
+    """How a Linux TCP run's ACK ratio was made (run.json receiver_ack_policy)."""
+    thin = tcp_ack_thinning(ack_ratio)
+    mechanism = "quickack_route" if ack_ratio == 1 else "router_ack_thinning" if thin else "kernel_delayed_ack"
+    return {"ack_ratio": ack_ratio, "mechanism": mechanism, "router_forwards_every_nth_pure_ack": thin or None}
+
+
 def ack_policy_for(spec: Mapping[str, Any], client: str, server: str) -> AckPolicy:
     """The policy a ``receiver_ack_policy`` entry asks of ``client`` (downloading from ``server``); ValueError
     with the reason when that receiver cannot be driven so."""

@@ -44,10 +44,15 @@ from quicack.testbed.clients import (
     exit_grace_s,
     url_scheme,
 )
-from quicack.testbed.conditions import condition_options, conditions_record, stack_record, study_of
+from quicack.testbed.conditions import conditions_record, group_condition_options, stack_record
 from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
-from quicack.testbed.receiver_ack_control import SENDER_ACK_FREQUENCY, ack_policy_control, tcp_ack_thinning
+from quicack.testbed.receiver_ack_control import (
+    SENDER_ACK_FREQUENCY,
+    ack_policy_control,
+    tcp_ack_policy_record,
+    tcp_ack_thinning,
+)
 from quicack.testbed.scenarios import RunGroup, expand, group_from_json, in_part, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
@@ -149,7 +154,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
             pacing=group.server_pacing, ack_policy=group.receiver_ack_policy if _sender_sets_policy(group) else None,
         )  # fmt: skip
         server_argv, server_env = server_command(sreq)
-        server_argv += _condition_options(group, "server")
+        server_argv += group_condition_options(group, "server")
         server = procs.start("server", netns.ns_argv(topo.server_ns, server_argv), server_env)
         in_server_ns = netns.ns_argv(topo.server_ns, [])
         wait_until(lambda: is_ready(sreq, in_server_ns), 20.0, server, "server to listen")
@@ -171,7 +176,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         argv, env = client_command(req)
         # Before the URL: a Go client's flag parsing stops at its first argument that is not a flag.
         url_at = argv.index(req.url)
-        argv[url_at:url_at] = _condition_options(group, "client")
+        argv[url_at:url_at] = group_condition_options(group, "client")
         timing.mark("client_start")
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         client = procs.start("client", netns.ns_argv(topo.client_ns, argv), env)
@@ -286,13 +291,6 @@ def _versions() -> dict[str, str]:
         return {"error": str(exc)}
 
 
-def _condition_options(group: RunGroup, role: str) -> list[str]:
-    """The options that set the group's client or server to the papers' conditions (none unless the group asks)."""
-    if group.implementation_conditions is None:
-        return []
-    return condition_options(study_of(group.scenario), group.server if role == "server" else group.client, role)
-
-
 def _run_json(
     group: RunGroup,
     repetition: int,
@@ -351,7 +349,7 @@ def _run_json(
         "ack_delay_rtt_fraction": quic_policy.ack_delay_rtt_fraction if quic_policy else None,
         "ack_reordering": quic_policy.reordering if quic_policy else None,
         "receiver_ack_policy": None if policy is None else {"control": ack_policy_control(group.client, group.server)}
-        | (_tcp_ack_policy(policy.ack_ratio) if tcp
+        | (tcp_ack_policy_record(policy.ack_ratio) if tcp
            else asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms}),
         "ack_policy_control": ack_policy_control(group.client, group.server) if policy else None,
         # The server as a sender: what it reports (aioquic), else null (the implementation's own, not recorded).
@@ -412,13 +410,6 @@ def _scheduling() -> dict[str, Any]:
     policy = os.sched_getscheduler(0)
     names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
     return {"policy": names.get(policy, str(policy)), "priority": os.sched_getparam(0).sched_priority, "nice": os.nice(0)}
-
-
-def _tcp_ack_policy(ack_ratio: int) -> dict[str, Any]:
-    """How a Linux TCP run's ACK ratio was made (run.json receiver_ack_policy)."""
-    thin = tcp_ack_thinning(ack_ratio)
-    mechanism = "quickack_route" if ack_ratio == 1 else "router_ack_thinning" if thin else "kernel_delayed_ack"
-    return {"ack_ratio": ack_ratio, "mechanism": mechanism, "router_forwards_every_nth_pure_ack": thin or None}
 
 
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
