@@ -9,6 +9,7 @@ An edge is everything Python may import when a module runs, so that the graph is
   its function does): the submodule a.b when there is one, else a;
 * a name a package imports on first use (quicack.lazy_names), listed in its literal `_MODULES` table: `from
   quicack.layout import group_key` is an edge to quicack.layout.runs, not to the package's other modules;
+* not an import under `if TYPE_CHECKING:` (read by the type checker only, e.g. a lazy package's names);
 * an entry point written as text, "quicack.<module>:<function>" (the fuzz target);
 * quicack.cli imports only the module that implements the subcommand called (its `COMMANDS` table): a subcommand
   reaches the command module and that module, not the other subcommands.
@@ -44,6 +45,14 @@ def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
         if any(isinstance(target, ast.Name) and target.id == name for target in targets) and node.value is not None:
             return node.value
     return None
+
+
+def _type_checking_blocks(tree: ast.Module) -> list[ast.If]:
+    """The module's `if TYPE_CHECKING:` blocks: the imports in their bodies are read by the type checker only."""
+    return [
+        node for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
 
 
 def _literal_assignment(tree: ast.Module, name: str) -> object | None:
@@ -102,6 +111,7 @@ class CodeGraph:
         """The quicack modules `tree` imports (see the module's docstring); `package`: the one relative imports
         start from; `skip`: a node whose text entry points are not edges (quicack.cli's COMMANDS)."""
         skipped = {id(node) for node in ast.walk(skip)} if skip is not None else set()
+        type_only = {id(node) for block in _type_checking_blocks(tree) for stmt in block.body for node in ast.walk(stmt)}
         found: set[str] = set()
 
         def whole(name: str) -> set[str]:
@@ -109,6 +119,8 @@ class CodeGraph:
             return {name, *self.lazy_names(name).values()}
 
         for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found |= whole(alias.name) if alias.name in self.paths else {alias.name}

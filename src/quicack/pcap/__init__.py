@@ -15,6 +15,8 @@ belongs to) and `lane_bridge` (what the compiled lane decodes itself), `decoder_
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from quicack.lazy_names import lazy_names
 
 # Names are imported on first use (quicack.lazy_names): `python -m quicack.pcap.pcap_command --help` must not pay
@@ -24,5 +26,10 @@ _MODULES = {
     "pcap_command": ("write_capture_parquet",),
 }
 __getattr__ = lazy_names(__name__, _MODULES)
+
+if TYPE_CHECKING:  # the same names for the type checker (quicack.code_graph does not follow these imports)
+    from quicack.pcap.decode import CaptureBatch as CaptureBatch
+    from quicack.pcap.decode import decode_capture as decode_capture
+    from quicack.pcap.pcap_command import write_capture_parquet as write_capture_parquet
 
 __all__ = [name for names in _MODULES.values() for name in names]
