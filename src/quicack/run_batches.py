@@ -38,6 +38,13 @@ class StoredView:
 RunRows: TypeAlias = pl.DataFrame | StoredView
 
 
+def in_memory(table: RunRows) -> pl.DataFrame:
+    """A table that is never packet-sized (runs, ack_runs...), hence always read whole, as the frame it is."""
+    if isinstance(table, StoredView):
+        raise TypeError(f"{table.name} is a packet-sized view: read it a batch of runs at a time (per_run_batches)")
+    return table
+
+
 def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH, max_runs: int | None = None) -> list[list[str]]:
     """``rows_per_run`` (run_id, rows; in the order wanted) cut into consecutive batches of run ids of at most
     ``max_rows`` rows (a run larger than that is a batch alone) and, if given, at most ``max_runs`` runs. At least

@@ -19,8 +19,9 @@ from quicack.claims.table_cells import CellClaims, CellSpec, Row, cell_claims, m
 from quicack.metrics.ackfreq22_runs import download_times
 from quicack.metrics.selection import MissingData, ackfreq22_matrix_runs
 from quicack.reference import paper_table
+from quicack.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "satellite"}
 NO_LOSS = "no loss"
 
@@ -45,7 +46,7 @@ def _missing(tables: Tables) -> str | None:
 def _download_seconds(tables: Tables, path: str, condition: str, ack_ratio: int) -> pl.Series:
     """Table 4's metric over one cell's ok runs (the table notebook's ``download_times``); empty without runs."""
     try:
-        _, drawn = download_times(tables["runs"], tables["ack_runs"])
+        _, drawn = download_times(in_memory(tables["runs"]), in_memory(tables["ack_runs"]))
     except MissingData:
         return pl.Series("download_s", [], pl.Float64)
     cell = (pl.col("path") == path) & (pl.col("condition") == condition) & (pl.col("ack_ratio") == ack_ratio)
@@ -65,7 +66,7 @@ def download_cell(tables: Tables, path: str, condition: str, ack_ratio: int) -> 
 def _timer_percent(tables: Tables, path: str, lossy: bool, ack_ratio: int) -> pl.Series:
     """Table 5's metric per ok run of one cell (the table notebook's: timer ACKs over application-data ACKs, per
     connection; with loss, policy D)."""
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
         (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
@@ -73,7 +74,7 @@ def _timer_percent(tables: Tables, path: str, lossy: bool, ack_ratio: int) -> pl
         pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
     )
     return (
-        runs.join(tables["ack_runs"], on="run_id")
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
         .select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share"))["share"]
         .drop_nulls()
     )

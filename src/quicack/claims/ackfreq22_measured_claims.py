@@ -13,14 +13,16 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     ACKFREQ22_SATELLITE,
     ackfreq22_fig4_runs,
     ackfreq22_matrix_runs,
 )
 from quicack.reference import paper_table
+from quicack.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 NEEDED = ("runs", "ack_runs", "datagrams", "packets", "frames")
 SATELLITE_NO_LOSS = "the satellite path without added loss"
 
@@ -32,8 +34,8 @@ def _missing(tables: Tables) -> str | None:
 
 def _fig4_summary(tables: Tables) -> pl.DataFrame:
     """Eq. (3) against the measurement per policy on the satellite path without loss (Fig. 4's runs)."""
-    selected = ackfreq22_fig4_runs(tables["runs"])
-    per_run = client_traffic_estimates(selected, tables["ack_runs"], tables["datagrams"], tables["packets"], tables["frames"])
+    selected = ackfreq22_fig4_runs(in_memory(tables["runs"]))
+    per_run = client_traffic_estimates(selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"])
     if per_run.is_empty():
         return pl.DataFrame()
     without_handshake = per_run.group_by("policy").agg(
@@ -57,12 +59,12 @@ def fitted_alpha_range(tables: Tables) -> Measured:
     """α fitted per policy (AR ≥ 10, d = 25 ms, no added loss) over every path: the range."""
     if why := _missing(tables):
         return Measured.unmeasured(why)
-    selected = ackfreq22_matrix_runs(tables["runs"]).filter(~pl.col("lossy") & (pl.col("ack_ratio") >= 10))
-    per_run = client_traffic_estimates(selected, tables["ack_runs"], tables["datagrams"], tables["packets"], tables["frames"])
+    selected = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(~pl.col("lossy") & (pl.col("ack_ratio") >= 10))
+    per_run = client_traffic_estimates(selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"])
     alphas = eq3_summary(per_run).drop_nulls("alpha") if not per_run.is_empty() else pl.DataFrame()
     if alphas.is_empty():
         return Measured.unmeasured("no timer ACK of the aioquic receiver at AR 10 or 20 over an ackfreq22 path")
-    low, high = alphas["alpha"].min(), alphas["alpha"].max()
+    low, high = number(alphas["alpha"].min()), number(alphas["alpha"].max())
     cells = ", ".join(f"{p.removeprefix('ackfreq22-')} AR {ar} {a:.2f}" for p, ar, a in alphas.select("path", "ack_ratio", "alpha").iter_rows())
     return Measured(low, high, f"{low:.2f}–{high:.2f} ({cells})", int(alphas["runs"].sum()))
 
@@ -93,7 +95,7 @@ def eq3_error(tables: Tables) -> Measured:
     if summary.is_empty():
         return Measured.unmeasured(f"no run over {SATELLITE_NO_LOSS}")
     errors = summary.select("policy", pl.col("eq3_difference_pp").abs().alias("error")).sort("error")
-    high = errors["error"].max()
+    high = number(errors["error"].max())
     cells = ", ".join(f"{p} {e:.3f}" for p, e in errors.iter_rows())
     return Measured(0.0, high, f"≤ {high:.3f} percentage points ({cells})", int(summary["runs"].sum()))
 
@@ -110,9 +112,9 @@ def return_cut(tables: Tables) -> Measured:
 
 
 def _median_download_s(tables: Tables) -> pl.DataFrame:
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(pl.col("status") == "ok")
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(pl.col("status") == "ok")
     return (
-        runs.join(tables["ack_runs"], on="run_id")
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
         .group_by("path", "lossy", "ack_reordering", "ack_ratio")
         .agg((pl.col("download_time_ms").median() / 1000.0).alias("download_s"), pl.len().alias("runs"))
     )
@@ -158,15 +160,15 @@ def timer_share(tables: Tables, path: str, ack_ratio: int, lossy: bool) -> Measu
     """Table 5: median per-connection % of application-data ACKs the delay timer sent (with loss: policy D)."""
     if why := _missing(tables):
         return Measured.unmeasured(why)
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
         (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
     application = pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
-    shares = runs.join(tables["ack_runs"], on="run_id").select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share")).drop_nulls()
+    shares = runs.join(in_memory(tables["ack_runs"]), on="run_id").select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share")).drop_nulls()
     if shares.is_empty():
         return Measured.unmeasured(f"no AR {ack_ratio} run over {path}{' with 1 % loss (D)' if lossy else ''}")
-    value = float(shares["share"].median())
+    value = number(shares["share"].median())
     return Measured(value, value, f"{value:.0f} % (median of {shares.height})", shares.height)
 
 
@@ -183,7 +185,7 @@ def reordering_policies_differ(tables: Tables) -> Measured:
     spread = cells.group_by("path", "ack_ratio").agg(((pl.col("download_s").max() - pl.col("download_s").min()) / pl.col("download_s").median()).alias("spread"))
     text = (
         "fastest policy per (path, AR): " + ", ".join(f"{p} in {n}" for p, n in counts.iter_rows())
-        + f" of {fastest.height} cells; spread of the medians up to {100 * spread['spread'].max():.0f} %"
+        + f" of {fastest.height} cells; spread of the medians up to {100 * number(spread['spread'].max()):.0f} %"
     )
     consistent = counts["len"][0] == fastest.height
     return Measured(None, None, text, int(cells["runs"].sum()), matches=not consistent)

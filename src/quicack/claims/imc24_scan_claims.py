@@ -15,11 +15,13 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.metrics import scan_quantities as metric
+from quicack.metrics.scalars import number
 from quicack.provenance import DatasetDescription
 from quicack.reference import cdn_names, paper_claims
 from quicack.rendered import Rendered
+from quicack.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 EMULATED = (
     "Emulated scan: this value is what the emulated frontends were configured to produce (scan_truth), not the Internet's, "
     "so agreement is not decided."
@@ -36,7 +38,7 @@ def _first_label(name: str) -> str:
 
 
 def tab01_share(tables: Tables, cdn: str) -> Measured:
-    scan, truth = tables["scan_connections"], tables["scan_truth"]
+    scan, truth = in_memory(tables["scan_connections"]), in_memory(tables["scan_truth"])
     ours = _row(metric.iack_deployment(scan), "cdn", cdn)
     if ours is None:
         return Measured.unmeasured(f"no {cdn} connection with an Initial ACK and a ServerHello in the top-list measurements")
@@ -50,7 +52,7 @@ def tab01_share(tables: Tables, cdn: str) -> Measured:
 
 
 def tab01_variation(tables: Tables, cdn: str) -> Measured:
-    ours = _row(metric.iack_deployment(tables["scan_connections"]), "cdn", cdn)
+    ours = _row(metric.iack_deployment(in_memory(tables["scan_connections"])), "cdn", cdn)
     if ours is None:
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
     value = ours["variation_percent"]
@@ -58,7 +60,7 @@ def tab01_variation(tables: Tables, cdn: str) -> Measured:
 
 
 def variation_at_one_vantage_point(tables: Tables, cdn: str) -> Measured:
-    per = metric.iack_share_per_measurement(metric.toplist(tables["scan_connections"])).filter(pl.col("cdn") == cdn)
+    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(pl.col("cdn") == cdn)
     if per.is_empty():
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
     spread = per.group_by("vantage_point").agg(
@@ -69,7 +71,7 @@ def variation_at_one_vantage_point(tables: Tables, cdn: str) -> Measured:
 
 
 def median_iack_ahead(tables: Tables, cdn: str) -> Measured:
-    scan = tables["scan_connections"]
+    scan = in_memory(tables["scan_connections"])
     ours = _row(metric.median_iack_ahead(scan), "cdn", cdn)
     if ours is None:
         return Measured.unmeasured(f"no {cdn} instant ACK in the top-list measurements")
@@ -80,7 +82,7 @@ def median_iack_ahead(tables: Tables, cdn: str) -> Measured:
 
 
 def _domain(tables: Tables, label: str) -> dict | None:
-    shares = metric.coalesced_share_per_domain(tables["scan_connections"]).with_columns(label=pl.col("sni").map_elements(_first_label, pl.Utf8))
+    shares = metric.coalesced_share_per_domain(in_memory(tables["scan_connections"])).with_columns(label=pl.col("sni").map_elements(_first_label, pl.Utf8))
     return _row(shares, "label", label)
 
 
@@ -109,7 +111,7 @@ def iack_without_server_hello(tables: Tables, label: str) -> Measured:
 
 
 def series_iack_to_sh(tables: Tables, place: str) -> Measured:
-    per = metric.series_iack_to_sh(tables["scan_connections"]).filter(
+    per = metric.series_iack_to_sh(in_memory(tables["scan_connections"])).filter(
         pl.col("vantage_point").map_elements(metric.place_key, pl.Utf8) == metric.place_key(place)
     )
     if per.is_empty():
@@ -119,15 +121,15 @@ def series_iack_to_sh(tables: Tables, place: str) -> Measured:
 
 
 def pto_inflation(tables: Tables) -> Measured:
-    per = metric.series_iack_to_sh(tables["scan_connections"])
+    per = metric.series_iack_to_sh(in_memory(tables["scan_connections"]))
     if per.is_empty():
         return Measured.unmeasured("no instant ACK in the series")
-    low, high = 3 * per["median_iack_to_sh_ms"].min(), 3 * per["median_iack_to_sh_ms"].max()
+    low, high = 3 * number(per["median_iack_to_sh_ms"].min()), 3 * number(per["median_iack_to_sh_ms"].max())
     return Measured(low, high, f"{low:.1f} – {high:.1f} ms (3 × the medians of {per.height} vantage points)", int(per["connections"].sum()))
 
 
 def ack_delay_above_rtt(tables: Tables, cdn: str) -> Measured:
-    scan = tables["scan_connections"]
+    scan = in_memory(tables["scan_connections"])
     ours = metric.ack_delay_exceeds_rtt(scan).filter((pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.COALESCED))
     if ours.is_empty():
         return Measured.unmeasured(f"no {cdn} coalesced ACK+ServerHello with an RTT estimate")
@@ -141,7 +143,7 @@ def ack_delay_above_rtt(tables: Tables, cdn: str) -> Measured:
 def iack_ack_delay_share(tables: Tables, cdn: str, above: bool) -> Measured:
     """Appendix D / Fig. 10's instant-ACK panel: share (%) of a CDN's instant ACKs whose ACK Delay exceeds the RTT
     (``above``) or does not."""
-    ours = metric.ack_delay_exceeds_rtt(tables["scan_connections"]).filter(
+    ours = metric.ack_delay_exceeds_rtt(in_memory(tables["scan_connections"])).filter(
         (pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.IACK)
     )
     if ours.is_empty():
@@ -154,16 +156,16 @@ def iack_ack_delay_share(tables: Tables, cdn: str, above: bool) -> Measured:
 def coalesced_domains_within_1ms(tables: Tables) -> Measured:
     """Appendix D: share (%) of domains whose coalesced ACK+SH connections' RTT − ACK Delay is within 1 ms (the median
     over each domain's connections), over all CDNs."""
-    coalesced = metric.ack_delay_vs_rtt(tables["scan_connections"]).filter(pl.col("first_datagram_class") == metric.COALESCED)
+    coalesced = metric.ack_delay_vs_rtt(in_memory(tables["scan_connections"])).filter(pl.col("first_datagram_class") == metric.COALESCED)
     per_domain = coalesced.drop_nulls("rtt_minus_ack_delay_ms").group_by("sni").agg(pl.col("rtt_minus_ack_delay_ms").abs().median().alias("gap"))
     if per_domain.is_empty():
         return Measured.unmeasured("no coalesced ACK+SH with an RTT estimate")
-    value = 100.0 * float((per_domain["gap"] < 1.0).mean())
+    value = 100.0 * number((per_domain["gap"] < 1.0).mean())
     return Measured(value, value, f"{value:.1f} % of {per_domain.height} domains", coalesced.height)
 
 
 def coalesced_faster_everywhere(tables: Tables) -> Measured:
-    lines = metric.series_latency(tables["scan_connections"])
+    lines = metric.series_latency(in_memory(tables["scan_connections"]))
     if lines.is_empty():
         return Measured.unmeasured("no series measurement")
     medians = lines.group_by("vantage_point", "line").agg(pl.col("median_ms").median()).pivot("line", index="vantage_point", values="median_ms")
@@ -175,7 +177,7 @@ def coalesced_faster_everywhere(tables: Tables) -> Measured:
 
 
 def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) -> Measured:
-    per = metric.iack_share_per_measurement(metric.toplist(tables["scan_connections"])).filter(pl.col("cdn") == cdn)
+    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(pl.col("cdn") == cdn)
     if per.is_empty():
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
     by_vp = per.group_by("vantage_point").agg(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -20,7 +21,8 @@ from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.summary import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, median_difference_interval
 from quicack.reference import CLAIM_COLUMNS
 
-Row = Mapping[str, object]
+# A row of a table's reference file (polars' iter_rows(named=True): its values are typed Any).
+Row = Mapping[str, Any]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from matplotlib.colors import LogNorm
 from quicack.figures.common import Rendered, setup_style
 from quicack.figures.rfc9002_model import sweet_spot_grid
 from quicack.metrics import sweet_spot
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import delay_sweep_runs, require_runs
 from quicack.rendered import placeholder_when_missing
 
@@ -53,12 +54,12 @@ def imc24_fig04_measured_sweet_spot(handshakes: pl.DataFrame, runs: pl.DataFrame
     require_runs(selected.filter(pl.col("mode") == "iack"), "of the Δt sweep with IACK")
     summary = sweet_spot.agreement_summary(cells)
     setup_style()
-    max_delay = max(float(cells["cert_delay_ms"].max()), 300.0)
+    max_delay = max(number(cells["cert_delay_ms"].max()), 300.0)
     rtts = cells["rtt_ms"]
-    rtt_range = (min(1.0, float(rtts.min()) / 1.5), max(300.0, float(rtts.max()) * 1.5))
+    rtt_range = (min(1.0, number(rtts.min()) / 1.5), max(300.0, number(rtts.max()) * 1.5))
     shown = cells.filter(pl.col("measured_reduction_per_rtt") > 0)["measured_reduction_per_rtt"]
     model_max = float(np.nanmax(sweet_spot_grid([max_delay], [rtt_range[0]])[0]))
-    norm = LogNorm(vmin=0.01, vmax=max(model_max, float(shown.max()) if shown.len() else 1.0))
+    norm = LogNorm(vmin=0.01, vmax=max(model_max, number(shown.max()) if shown.len() else 1.0))
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.6), sharey=True)
 
     delays, rtt_grid, reduction, spurious = _model_grid(max_delay, rtt_range)

@@ -13,9 +13,12 @@ RFC 9002 model of the paper's Fig. 4 (``quicack.recovery``).
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import polars as pl
 
 from quicack import recovery
+from quicack.metrics.scalars import optional_number
 
 PTO_COLUMN = "first_pto_logged_ms"
 PROBES = "client_pto_expiries"
@@ -93,7 +96,17 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
     )
 
 
-def agreement_summary(cells: pl.DataFrame) -> dict[str, float | int | None]:
+class AgreementSummary(TypedDict):
+    cells: int
+    spurious_cells: int
+    spurious_agree: int
+    ratio_cells: int
+    ratio_median: float | None
+    ratio_q25: float | None
+    ratio_q75: float | None
+
+
+def agreement_summary(cells: pl.DataFrame) -> AgreementSummary:
     """How well the measurement follows the model over the cells: cells whose spurious probes agree (of
     those with IACK runs), and the median / quartiles of measured ÷ model first-PTO reduction (Δt > 0)."""
     spurious = cells.filter(pl.col("measured_spurious").is_not_null())
@@ -103,7 +116,7 @@ def agreement_summary(cells: pl.DataFrame) -> dict[str, float | int | None]:
         "spurious_cells": spurious.height,
         "spurious_agree": int(spurious["spurious_agrees"].sum()),
         "ratio_cells": ratios.len(),
-        "ratio_median": ratios.median(),
+        "ratio_median": optional_number(ratios.median()),
         "ratio_q25": ratios.quantile(0.25, "linear"),
         "ratio_q75": ratios.quantile(0.75, "linear"),
     }
