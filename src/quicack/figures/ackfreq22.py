@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import seaborn as sns
 
-from quicack.figures.common import cwnd_figure, setup_style
+from quicack.figures.common import cwnd_figure, palette, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
 from quicack.metrics.ackfreq22_runs import WHERE, download_times
 from quicack.metrics.ackfreq22_runs import measured_runs as _measured
@@ -23,6 +23,7 @@ from quicack.metrics.ackfreq22_runs import ok_runs as _ok
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.return_path import one_vantage_per_run
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     ACKFREQ22_ACK_RATIOS,
     ACKFREQ22_PATHS,
@@ -177,7 +178,7 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     receivers = sorted(shares["receiver"].unique().to_list(), key=lambda r: (r.endswith("(default)"), len(r), r))
     fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(receivers) + 1.4))
     left = pl.Series([0.0] * len(receivers))
-    colours = plt.get_cmap("tab10").colors
+    colours = palette("tab10")
     for i, part in enumerate(COMPONENT_ORDER):
         values = pl.DataFrame({"receiver": receivers}).join(shares.filter(pl.col("part") == part), on="receiver", how="left")["percent"].fill_null(0.0)
         if values.sum() == 0:
@@ -224,7 +225,7 @@ def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, dat
     ax.set_xlabel("")
     ax.set_ylabel("client bytes, % of server bytes")
     ax.legend(fontsize=7)
-    worst = summary["eq3_difference_pp"].abs().max()
+    worst = number(summary["eq3_difference_pp"].abs().max())
     note = (
         f"Boxes: every run's client IP bytes / server IP bytes at the client-side capture; bars: Eq. (2)+(3)+(5) per run "
         f"(A_total = Serv_p/AR + (1 − α)·A_del, S_bm the run's median ACK-only packet, V_crypt its handshake datagrams), median; "

@@ -35,6 +35,12 @@ _SAVE_METADATA = {
 }
 
 
+def palette(name: str) -> list[tuple[float, float, float, float]]:
+    """The colours of a qualitative colormap ("tab10", "tab20"), in order."""
+    colormap = plt.get_cmap(name)
+    return [colormap(i) for i in range(colormap.N)]
+
+
 def setup_style() -> None:
     """The one style of every figure: seaborn's (its statistical plots — ECDFs, boxes — draw most figures) on
     matplotlib's tab10 colours, which figures also name directly ("tab:blue")."""
@@ -56,7 +62,7 @@ def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
     legend entry per configuration (``configurations``: run_id, configuration)."""
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    colours = dict(zip(sorted(configurations["configuration"].unique().to_list()), plt.get_cmap("tab10").colors, strict=False))
+    colours = dict(zip(sorted(configurations["configuration"].unique().to_list()), palette("tab10"), strict=False))
     drawn = cwnd.join(configurations.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
     labelled: set[str] = set()
     for (_run, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
@@ -83,6 +89,8 @@ def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Seq
             placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
             return _save_table(placeholder, out_dir, artefact_id, footnote)
         return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)
+    if rendered.artefact is None:
+        raise ValueError(f"{artefact_id}: nothing rendered and no reason given (Rendered.missing)")
     if isinstance(rendered.artefact, pl.DataFrame):
         return _save_table(rendered.artefact, out_dir, artefact_id, footnote)
     return _save_figure(rendered.artefact, out_dir, artefact_id, wanted, footnote)
@@ -132,7 +140,7 @@ def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Se
 def _footnote_top(fig: plt.Figure) -> float:
     """Where the footnote's first line starts, in inches above the figure's lower edge: below everything drawn, so that
     no rotated tick label, axis label or legend under the axes runs into it (they may reach below the edge)."""
-    bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0
+    bottom = fig.get_tightbbox().y0  # with the figure's own renderer
     return min(bottom, 0.0) - FOOTNOTE_GAP_IN
 
 

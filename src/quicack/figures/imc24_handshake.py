@@ -10,6 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 from quicack.figures.common import Rendered, setup_style
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
+from quicack.metrics.scalars import integer, number, optional_number
 from quicack.metrics.selection import MissingData, configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
 from quicack.run_batches import RunRows, per_run_batches, rows_of_runs
@@ -273,13 +274,15 @@ def handshake_timeline_figure(runs: pl.DataFrame, packets: pl.DataFrame, frames:
         run = runs.filter(pl.col("run_id") == run_id).row(0, named=True)
         sequence = handshake_sequence(packets, frames, run_id)
         arrows = merge_bursts(sequence)
-        first_sent = sequence.filter(pl.col("direction") == "c2s")["sent_ms"].min()
+        first_sent = number(sequence.filter(pl.col("direction") == "c2s")["sent_ms"].min())
         first_flight = sequence.filter((pl.col("direction") == "c2s") & (pl.col("sent_ms") <= first_sent + BURST_MS))
         # The server can answer once the whole first flight (a split ClientHello: two datagrams) is in.
-        hello_in = first_flight["received_ms"].max()
-        hello_out = sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["sent_ms"].min()
+        hello_in = optional_number(first_flight["received_ms"].max())
+        hello_out = optional_number(sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["sent_ms"].min())
         wait = (hello_in, hello_out) if hello_in is not None and hello_out is not None and hello_out > hello_in else None
-        server_hello_arrival = sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["received_ms"].min()
+        server_hello_arrival = optional_number(
+            sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["received_ms"].min()
+        )
         probes = [
             a["sent_ms"] for a in arrows
             if a["direction"] == "c2s" and a["sent_ms"] > first_sent + BURST_MS
@@ -338,7 +341,7 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
     uncaptured = sorted(set(selected.filter(pl.col("status") == "ok")["client_impl"].drop_nulls()) - set(clients))
     modes = [m for m in ("iack", "wfc") if m in patterns["mode"].unique().to_list()]
     width, gap = 1.0, 0.18
-    most = max(patterns.group_by("client_impl", "mode", "direction").agg(pl.col("datagram_index").max())["datagram_index"].max(), 1)
+    most = max(integer(patterns["datagram_index"].max()), 1)
     half = most * (width + gap) + 0.9
     fig, axes = plt.subplots(len(clients), 1, figsize=(2.0 + 2 * half * 0.95, 1.55 * len(clients) + 0.9), squeeze=False)
     lanes = {"c2s": 1.15, "s2c": 0.0}
@@ -375,7 +378,7 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
         loc="lower center", ncol=4, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.0),
     )
     fig.suptitle(
-        f"Handshake datagrams per client: QUIC packets (colour) and their frames, most frequent pattern over {runs_per.min()}–{runs_per.max()} "
+        f"Handshake datagrams per client: QUIC packets (colour) and their frames, most frequent pattern over {integer(runs_per.min())}–{integer(runs_per.max())} "
         f"'{scenario}' runs per client and mode; #n = datagram index per direction",
         fontsize=8,
     )

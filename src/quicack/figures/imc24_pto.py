@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+from matplotlib.artist import Artist
 
-from quicack.figures.common import Rendered, setup_style
+from quicack.figures.common import Rendered, palette, setup_style
 from quicack.metrics import summary
 from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, MissingData, pto_runs, require_runs, rtt_sample_runs
 from quicack.reference import paper_claim_range, paper_table
@@ -68,7 +69,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
-    colors = plt.get_cmap("tab10").colors
+    colors = palette("tab10")
     fig, axes = plt.subplots(1, 2, figsize=(6.8, 2.8), sharey=True)
     style = {client: (markers[i % len(markers)], colors[i % len(colors)]) for i, client in enumerate(clients)}
     for ax, source in zip(axes, PTO_SOURCES, strict=True):
@@ -98,7 +99,7 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
         ax.minorticks_off()
         ax.set_xlabel("RTT [ms]")
         ax.set_title(f"first PTO {source} ({PTO_SOURCES[source]})", fontsize=8)
-    handles = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
+    handles: list[Artist] = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
     handles.append(plt.Line2D([], [], color="black", linewidth=0.8, marker="|", markersize=6, label="95 % bootstrap interval"))
     handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label=f"paper: {paper_low:g}–{paper_high:g} ms"))
     axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")

@@ -4,6 +4,8 @@ emulated scan (``scan_truth`` not empty) each artefact also shows what the emula
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
@@ -89,7 +91,7 @@ def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_poi
     places = {metric.place_key(vp): vp for vp in top["vantage_point"].unique().to_list()}
     chosen = places.get(metric.place_key(vantage_point)) or sorted(places.values())[0]
     at_vp = top.filter(pl.col("vantage_point") == chosen)
-    day = day or at_vp["scan_date"].drop_nulls().min()
+    day = day or cast(str | None, at_vp["scan_date"].drop_nulls().min())  # a text column (schema.scan_tables)
     drawn = at_vp.filter(pl.col("scan_date") == day)
     setup_style()
     fig, ax = plt.subplots(figsize=(6, 2.6))

@@ -131,7 +131,9 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
 
     def per_mode(client: str, rtt: float) -> dict[str, str]:
         frame = flights_by_rtt[rtt].filter(pl.col("client_impl") == client)
-        return {r["mode"]: _indices(r["second_flight_datagrams"]) for r in frame.iter_rows(named=True)}
+        return {
+            r["mode"]: indices for r in frame.iter_rows(named=True) if (indices := _indices(r["second_flight_datagrams"]))
+        }
 
     def text(by_mode: dict[str, str]) -> str:
         if len(set(by_mode.values())) == 1:

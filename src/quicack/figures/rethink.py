@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import seaborn as sns
 
-from quicack.figures.common import cwnd_figure, setup_style
+from quicack.figures.common import cwnd_figure, palette, setup_style
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.rethink_volume import (
     LOSS_LABELS,
@@ -163,14 +163,14 @@ def rethink_fig2_return_overhead(runs: pl.DataFrame, ack_breakdown: pl.DataFrame
         raise MissingData(f"no ack_breakdown rows of the {what}")
     setup_style()
     order = list(dict.fromkeys([*QUIC_COMPONENTS.values(), *TCP_COMPONENTS.values(), "other frames"]))
-    colours = dict(zip(order, plt.get_cmap("tab20").colors, strict=False))
+    colours = dict(zip(order, palette("tab20"), strict=False))
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.6), sharey=True)
     for ax, lossy in zip(axes, (False, True), strict=True):
         panel = parts.filter(pl.col("lossy") == lossy)
         configurations = sorted(panel["configuration"].unique().to_list())
         bottom = [0.0] * len(configurations)
         for part in order:
-            heights = [panel.filter((pl.col("configuration") == c) & (pl.col("part") == part))["kb_per_10mb"].sum() for c in configurations]
+            heights = [float(panel.filter((pl.col("configuration") == c) & (pl.col("part") == part))["kb_per_10mb"].sum()) for c in configurations]
             if any(heights):
                 ax.bar(configurations, heights, bottom=bottom, label=part, color=colours[part])
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]

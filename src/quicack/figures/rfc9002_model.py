@@ -40,7 +40,9 @@ def imc24_fig02_pto_evolution(
 
 
 def sweet_spot_grid(
-    cert_delays_ms: Sequence[float], rtts_ms: Sequence[float], params: recovery.RecoveryParams = recovery.RecoveryParams()
+    cert_delays_ms: Sequence[float] | np.ndarray,
+    rtts_ms: Sequence[float] | np.ndarray,
+    params: recovery.RecoveryParams = recovery.RecoveryParams(),
 ) -> tuple[np.ndarray, np.ndarray]:
     """First-PTO reduction relative to the RTT, and whether the instant ACK causes spurious
     probes, on a (RTT × Δt) grid (rows: RTT, columns: Δt)."""

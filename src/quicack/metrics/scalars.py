@@ -20,3 +20,10 @@ def number(value: object) -> float:
     if result is None:
         raise ValueError("no value: an aggregate over no rows or only nulls")
     return result
+
+
+def integer(value: object) -> int:
+    """The aggregate of an integer column that has a value (a count, an index)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not an integer: {value!r}")
+    return value
