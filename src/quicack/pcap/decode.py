@@ -362,7 +362,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
             if keys is not None:
                 # The compiled engine: decrypt, packet numbers, frames and the packet's row in one call.
                 try:
-                    packet_number, walk = self.rows.decrypt_and_add(
+                    packet_number, walk = self.rows.decrypt_and_add(  # type: ignore[attr-defined]  # compiled only
                         keys, connection.packet_numbers, direction, packet_type, pn_space, payload, start, pn_offset,
                         end, short, seen.row, packet_bytes, connection.sender(direction),
                     )  # fmt: skip

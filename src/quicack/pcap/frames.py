@@ -228,13 +228,13 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                 add(index, "datagram", buf.tell() - position, length=length)
                 ack_eliciting = True
             else:
-                name, stream_id = _skip_other_frame(frame_type, buf, new_cids)
+                name, other_stream_id = _skip_other_frame(frame_type, buf, new_cids)
                 if name is None:
                     unknown = f"unknown frame type 0x{frame_type:x}"
                     add(index, "unknown", end - position)
                     index += 1
                     break
-                add(index, name, buf.tell() - position, stream_id=stream_id)
+                add(index, name, buf.tell() - position, stream_id=other_stream_id)
                 if frame_type not in NON_ACK_ELICITING:
                     ack_eliciting = True
         except BufferReadError:
