@@ -60,7 +60,7 @@ def run_row(
             issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning",
                                     f"{problem}: described from the folder name"))
     stated = frozenset(meta) if meta is not None else None
-    if stated is None:
+    if meta is None:  # (stated is None)
         meta = _describe_from_path(run, issues, raw_root)
     else:
         # A run.json that says part of it (a user's own runs): what it lacks, or leaves null, comes from the folder
@@ -71,7 +71,7 @@ def run_row(
     meta = _flatten_path(meta)
     row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
-    calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
+    calibration = calibration_field if isinstance(calibration_field := meta.get("drop_calibration"), dict) else {}
     row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
     row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
     for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
@@ -126,15 +126,15 @@ def _flatten_path(meta: dict) -> dict:
             for direction in ("c2s", "s2c"):
                 flat.setdefault(column.format(direction), per_direction.get(direction))
     # The impairment program's random drops toward the client, and the run's CPU and load (testbed.host).
-    impairment = meta.get("impairment") if isinstance(meta.get("impairment"), dict) else {}
-    s2c = impairment.get("s2c") if isinstance(impairment.get("s2c"), dict) else {}
+    impairment = impairment_field if isinstance(impairment_field := meta.get("impairment"), dict) else {}
+    s2c = s2c_field if isinstance(s2c_field := impairment.get("s2c"), dict) else {}
     lost = s2c.get("lost_indices")
     if isinstance(lost, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in lost):
         flat.setdefault("s2c_random_losses", len(lost))
         flat.setdefault("s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1))
-    testbed = meta.get("testbed") if isinstance(meta.get("testbed"), dict) else {}
-    host = testbed.get("host") if isinstance(testbed.get("host"), dict) else {}
-    cpu = host.get("cpu_seconds") if isinstance(host.get("cpu_seconds"), dict) else {}
+    testbed = testbed_field if isinstance(testbed_field := meta.get("testbed"), dict) else {}
+    host = host_field if isinstance(host_field := testbed.get("host"), dict) else {}
+    cpu = cpu_field if isinstance(cpu_field := host.get("cpu_seconds"), dict) else {}
     for process in ("client", "server", "impairment"):
         flat.setdefault(f"{process}_cpu_s", cpu.get(process))
     load = host.get("loadavg_start")
@@ -251,9 +251,10 @@ def ingest_group_frames(
         # A run.json that leaves out a key an analysis needs: one row per key of the group below. (Runs without
         # run.json, QIR logs and the imc24 artifact, have none by their layout: the README says what they lack.)
         # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is not.
-        for key in missing_keys(row) if stated is not None else ():
-            if key.name not in stated:
-                lacking[key.name] = lacking.get(key.name, 0) + 1
+        if stated is not None:
+            for key in missing_keys(row):
+                if key.name not in stated:
+                    lacking[key.name] = lacking.get(key.name, 0) + 1
     if not tree.runs:
         issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
     issues.extend(_missing_key_issue(group, key, count, len(runs)) for key, count in lacking.items())

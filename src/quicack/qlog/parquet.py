@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -91,7 +92,7 @@ def write_qlog_parquet(
                 file_summary.errors += count_errors(batch.ingest_issues)
                 if batch.endpoints.height:
                     file_summary.connections += batch.endpoints.height
-                    file_summary.dialect = batch.endpoints["dialect"].first()
+                    file_summary.dialect = cast(str | None, batch.endpoints["dialect"].first())  # a text column
                 if rtt_samples:
                     sent_packets.append(batch.packets.filter(pl.col("event") == "sent"))
                     ack_frames.append(batch.frames.filter(pl.col("ack_ranges").is_not_null()))

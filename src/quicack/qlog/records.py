@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from .nesting import too_deep
 try:  # orjson parses qlog records ~3-5x faster than the standard library; fall back when absent.
     import orjson
 
-    _loads = orjson.loads
+    _loads: Callable[[bytes | str], Any] = orjson.loads
     _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError, RecursionError)
 except ImportError:  # pragma: no cover - exercised only without orjson
     _loads = json.loads
