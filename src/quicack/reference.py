@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -156,7 +157,7 @@ def path_profiles(directory: Path | None = None) -> pl.DataFrame:
     return pl.read_csv(path, schema_overrides=PATH_PROFILE_COLUMNS).select(list(PATH_PROFILE_COLUMNS))
 
 
-def path_profile(name: str, directory: Path | None = None) -> dict[str, object]:
+def path_profile(name: str, directory: Path | None = None) -> dict[str, Any]:
     """One profile of ``path_profiles`` as a dict; KeyError names the known ones."""
     table = path_profiles(directory)
     row = table.filter(pl.col("profile") == name)

@@ -168,7 +168,7 @@ class DeferredHandshakeConnection(QuicConnection):
                 self._hs_release_at = context.time + self._hs_delay_s
                 self._log_quicack("handshake_deferred", {"release_in_ms": self._hs_delay_s * 1000})
             # Log the frame in this packet's qlog entry, as aioquic would, by parsing it again.
-            if self._quic_logger is not None:
+            if self._quic_logger is not None and context.quic_logger_frames is not None:
                 from aioquic.quic.packet import QuicStreamFrame
 
                 b = Buffer(data=raw)

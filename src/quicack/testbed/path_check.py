@@ -174,7 +174,7 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
         bandwidth_c2s_mbit=float(profile["c2s_rate_mbit"]), bandwidth_s2c_mbit=float(profile["s2c_rate_mbit"]),
         loss_c2s=float(profile["c2s_loss_percent"]) / 100, loss_s2c=float(profile["s2c_loss_percent"]) / 100,
         queue_s2c_bytes=int(profile["s2c_queue_bytes"]), queue_c2s_packets=int(profile["c2s_queue_packets"]),
-        **({} if spin_ms is None else {"spin_ms": spin_ms}),
+        spin_ms=router.PathImpairment.spin_ms if spin_ms is None else spin_ms,  # None: the field's default
     )  # fmt: skip
     topo = Topology(netns.new_job_id())
     work = Path(tempfile.mkdtemp(prefix="quicack-pathcheck-"))
@@ -203,8 +203,10 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
             }
         procs.stop_all()
         summary = json.loads((work / "impairment.json").read_text(encoding="utf-8")) if (work / "impairment.json").exists() else {}
-        lateness = [d.get("max_release_lateness_ms") for d in summary.values() if isinstance(d, dict)]
-        lateness = [x for x in lateness if x is not None]
+        lateness = [
+            late for d in summary.values()
+            if isinstance(d, dict) and (late := d.get("max_release_lateness_ms")) is not None
+        ]
     finally:
         procs.stop_all()
         netns.destroy(topo)

@@ -116,12 +116,13 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         drop_c2s_finished_flight=group.drop_to_server_finished_flight,
         thin_c2s_tcp_acks=tcp_ack_thinning(policy.ack_ratio) if tcp and policy else 0,
         seed=group.seed * 1000 + repetition,
-        **({} if group.impairment_spin_ms is None else {"spin_ms": group.impairment_spin_ms}),
+        spin_ms=router.PathImpairment.spin_ms if group.impairment_spin_ms is None else group.impairment_spin_ms,
     )
     topo = netns.Topology(netns.new_job_id())
     procs = ProcessSet(logs)
     timing = _Timing()
     timing.mark("start")
+    reason: str | None  # None: ok
     status, reason = "failed", "testbed did not complete"
     server_info: dict[str, Any] = {}
     client_exit: int | None = None

@@ -167,8 +167,8 @@ def create(topo: ScanTopology) -> None:
             _run(ns_argv(topo.site(site.name).ns, ["ip", "addr", "add", f"{addr}/32", "dev", "lo"]))
     for i, vp in enumerate(topo.vantage_points):
         table = str(_TABLE_BASE + i)
-        for prefix, site in topo.routes[vp].items():
-            leaf = topo.site(site)
+        for prefix, site_name in topo.routes[vp].items():
+            leaf = topo.site(site_name)
             _run(ns_argv(r, ["ip", "route", "add", str(prefix), "via", str(leaf.addr), "dev", leaf.router_if,
                              "table", table]))  # fmt: skip
         for leaf in (topo.vp(vp), topo.users(vp)):
