@@ -40,10 +40,16 @@ def module_name(path: Path, source: Path) -> str:
 
 def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
     """The value of a top-level `name = ...` (or `name: T = ...`), None when there is none."""
+    value: ast.expr | None
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(target, ast.Name) and target.id == name for target in targets) and node.value is not None:
-            return node.value
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets) and value is not None:
+            return value
     return None
 
 
@@ -88,7 +94,9 @@ class CodeGraph:
         """{name: submodule} of a package that imports names on first use (its `_MODULES` table), else {}."""
         if name not in self.paths or not self.is_package(name):
             return {}
-        table = _literal_assignment(self.module_tree(name), "_MODULES") or {}
+        table = _literal_assignment(self.module_tree(name), "_MODULES")
+        if not isinstance(table, dict):
+            return {}
         return {attribute: f"{name}.{module}" for module, attributes in table.items() for attribute in attributes}
 
     @cached_property
@@ -213,7 +221,7 @@ class CodeGraph:
 
     def _module_external_imports(self, name: str) -> set[str]:
         if name not in self._external_imports:
-            found = set()
+            found: set[str] = set()
             for node in ast.walk(self.module_tree(name)):
                 if isinstance(node, ast.Import):
                     found.update(alias.name.split(".")[0] for alias in node.names)

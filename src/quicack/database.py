@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from quicack.schema import TABLES, Table
 
@@ -25,6 +26,14 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def one_value(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The value of a query that returns one row of one column (``count(*)``, ``current_setting(...)``)."""
+    row = con.execute(sql).fetchone()
+    if row is None:
+        raise ValueError(f"no row from {sql}")
+    return row[0]
+
+
 def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: pl.DataFrame) -> None:
     """Store ``frame`` (conformed to ``table``) inside the database as a table of that name, with the contract's
     comments on it and its columns: the small tables build-db adds beside the Parquet views."""
@@ -35,13 +44,13 @@ def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: p
         con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
 
 
-def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
+def _sql_type(dtype: pl.DataType | DataTypeClass) -> str:
     """The DuckDB type of a contract column (lists and structs included: VARCHAR[], STRUCT(low BIGINT, ...)[])."""
     if isinstance(dtype, pl.List):
         return _sql_type(dtype.inner) + "[]"
     if isinstance(dtype, pl.Struct):
         return "STRUCT(" + ", ".join(f"{_quote(field.name)} {_sql_type(field.dtype)}" for field in dtype.fields) + ")"
-    mapping = {pl.Utf8: "VARCHAR", pl.Float64: "DOUBLE", pl.Int64: "BIGINT", pl.Boolean: "BOOLEAN"}
+    mapping: dict[object, str] = {pl.Utf8: "VARCHAR", pl.Float64: "DOUBLE", pl.Int64: "BIGINT", pl.Boolean: "BOOLEAN"}
     return mapping[dtype if isinstance(dtype, type) else type(dtype)]
 
 
@@ -75,7 +84,7 @@ def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path)
             con.execute(f"COMMENT ON VIEW {table.name} IS {sql_string(table.comment)}")
             for column in table.columns:
                 con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
-            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+            counts[table.name] = one_value(con, f"SELECT count(*) FROM {table.name}")
     return counts
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 import polars as pl
 import yaml
@@ -141,7 +141,7 @@ def parse_description(data: object, path: Path) -> DatasetDescription:
         raise DescriptionError(f"{path}: 'recorded_with' must map each component to its version, e.g. 'quic-go: v0.65.0'")
     return DatasetDescription(
         name=_text(path, data, "name"),
-        kind=kind,  # type: ignore[arg-type]  (checked against DESCRIBED_KINDS above)
+        kind=cast(Kind, kind),  # checked against DESCRIBED_KINDS above
         title=_text(path, data, "title"),
         description=_text(path, data, "description"),
         recorded_with=tuple((str(c), str(v).strip()) for c, v in recorded.items()),
@@ -194,7 +194,7 @@ def read_description(db: Path, part: Part = "runs") -> DatasetDescription:
     """The description of one part of the dataset stored in ``db`` ('runs', or 'scan' for the scan figures);
     kind 'unknown' for a database built without one."""
     with database.connect(Path(db)) as con:
-        stored = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'").fetchone()[0]
+        stored = database.one_value(con, f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'")
         if not stored:
             return DatasetDescription.undescribed(_dataset_names(con) if part == "runs" else "scan", part)
         rows = con.execute(f"SELECT * FROM {TABLE} WHERE part = ?", [part]).pl()

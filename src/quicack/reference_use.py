@@ -81,16 +81,17 @@ class ReferenceUse:
             tree = self._script_trees[key] if key in self._script_trees else self.graph.module_tree(key)
             package = key if key in self.graph.paths and self.graph.is_package(key) else key.rpartition(".")[0]
             scope = _Scope()
-            for node in tree.body:
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    scope.defs[node.name] = node
-            for node in _import_time_nodes(tree.body):
-                for sub in ast.walk(node):
-                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(sub, ast.AnnAssign | ast.AugAssign) else []
+            for statement in tree.body:
+                if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    scope.defs[statement.name] = statement
+            for runs in _import_time_nodes(tree.body):
+                for sub in ast.walk(runs):
+                    if not isinstance(sub, ast.Assign | ast.AnnAssign | ast.AugAssign) or sub.value is None:
+                        continue
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                     for target in targets:
                         for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                            if sub.value is not None:
-                                scope.assigns.setdefault(name, []).append(sub.value)
+                            scope.assigns.setdefault(name, []).append(sub.value)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
@@ -205,7 +206,7 @@ class ReferenceUse:
                 node, mentioned = stack.pop()
                 if isinstance(node, ast.Call):
                     target = self._resolve(key, node.func) if isinstance(node.func, ast.Name | ast.Attribute) else None
-                    if target is not None and target[0] == "reader":
+                    if target is not None and target[0] == "reader" and target[1] is not None:
                         files.add(self._reader_file(key, node, target[1]))
                         stack += [(child, mentioned) for child in (*node.args, *node.keywords)]
                         continue

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, overload
 
 import polars as pl
 
@@ -150,6 +150,10 @@ def per_run_batches(
     return _in_batches(compute, ids, tables, stored[0].db, max_rows)
 
 
+@overload
+def _read(con, table: RunRows, run_ids: list[str]) -> pl.DataFrame: ...
+@overload
+def _read(con, table: RunRows | None, run_ids: list[str]) -> pl.DataFrame | None: ...
 def _read(con, table: RunRows | None, run_ids: list[str]) -> pl.DataFrame | None:
     """The rows of these runs: from the database (``con``) for a stored view, by a filter for a frame in memory."""
     if isinstance(table, StoredView):
@@ -163,7 +167,7 @@ def _detached(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` in buffers of its own. A polars result can share the string buffers of the batch it was computed
     from (a run_id column taken from the input is a view into them): kept as it is, each small per-run result would
     keep its whole batch in memory. Through Arrow's plain strings, every column is copied out."""
-    return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]
+    return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]  # from_arrow of a Table is a DataFrame
 
 
 def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int) -> pl.DataFrame:

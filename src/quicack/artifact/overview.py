@@ -167,9 +167,9 @@ def caption_rst(caption: str, artefact: str, claims: pl.DataFrame) -> str:
                   "lists its own.", ""]  # fmt: skip
     elif artefact.endswith("-claims"):
         paper = artefact.removesuffix("-claims").removesuffix("-scan")
-        counts = status_counts(claims).filter(pl.col("paper") == paper)
-        if not counts.is_empty():
-            lines += [f"**All {report_text(paper)} claims** (this dataset): {counts_sentence(counts.row(0, named=True))}; "
+        paper_counts = status_counts(claims).filter(pl.col("paper") == paper)
+        if not paper_counts.is_empty():
+            lines += [f"**All {report_text(paper)} claims** (this dataset): {counts_sentence(paper_counts.row(0, named=True))}; "
                       f"{report_text(paper_page_name(paper))} in the category **{CLAIMS_CATEGORY}** lists them.", ""]  # fmt: skip
     if not lines:
         return caption

@@ -68,7 +68,7 @@ class _Concatenated(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]  # IOBase's takes any Buffer
         while True:
             if self.current is None:
                 if not self.paths:

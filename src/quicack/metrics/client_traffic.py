@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from quicack.metrics.ack_policy import ack_reasons, captured_acks
 from quicack.metrics.selection import ack_policy_label
@@ -101,7 +102,9 @@ def fitted_alpha(selected: pl.DataFrame, frames: RunRows, groups: Sequence[str])
         {**{g: row[g] for g in groups}, "alpha": model.fit_alpha(row["covered"], row["ack_ratio"]), "timer_acks_fitted": len(row["covered"])}
         for row in covered.iter_rows(named=True)  # one row per group of runs, not per packet
     ]
-    schema = {**{g: ok.schema[g] for g in groups}, "alpha": pl.Float64, "timer_acks_fitted": pl.Int64}
+    schema: dict[str, pl.DataType | DataTypeClass] = {
+        **{g: ok.schema[g] for g in groups}, "alpha": pl.Float64, "timer_acks_fitted": pl.Int64
+    }
     return pl.DataFrame(fits, schema=schema)
 
 

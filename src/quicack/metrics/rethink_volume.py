@@ -19,7 +19,7 @@ from quicack.metrics.selection import (
     require_runs,
     rethink_runs,
 )
-from quicack.run_batches import RunRows, per_run_batches, rows_in
+from quicack.run_batches import RunRows, in_memory, per_run_batches, rows_in
 
 WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
 LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
@@ -71,7 +71,7 @@ def claims_volume_table(tables: Mapping[str, RunRows]) -> pl.DataFrame:
     stacks'); MissingData without a datagrams table or without the runs."""
     if "datagrams" not in tables:
         raise MissingData("no datagrams table")
-    return volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))[1]
+    return volume_per_configuration(in_memory(tables["runs"]), tables["datagrams"], tables.get("tcp_segments"))[1]
 
 
 def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.metrics.ack_breakdown import first_rtt_end
+from quicack.metrics.scalars import integer
 
 CLIENT_SIDE = "sim_left"
 SERVER_SIDE = "sim_right"
@@ -148,7 +149,7 @@ def counted_median(counts: pl.DataFrame, value: str, count: str = "packets") -> 
     ends = ordered[count].cum_sum()
 
     def at(position: int) -> float:  # the value at a 0-based position of the written-out, sorted values
-        return float(ordered[value][int((ends > position).arg_max())])
+        return float(ordered[value][integer((ends > position).arg_max())])
 
     return (at((total - 1) // 2) + at(total // 2)) / 2
 

@@ -147,7 +147,7 @@ class Connection:
         key = (key_type, direction)
         keys = self.keys.get(key, False)
         if keys is not False:
-            return keys  # type: ignore[return-value]
+            return keys  # type: ignore[return-value]  # False only as get's default
         if key_type == "initial":
             client_keys, server_keys = initial_keys(self.initial_secret_dcid, self.version, self.keys_class)
             self.keys[("initial", C2S)] = client_keys

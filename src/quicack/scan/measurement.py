@@ -120,9 +120,9 @@ def _packet_facts(folder: MeasurementFolder, issues: qscanner_files.Issues, on_b
 
 def _attempted(targets: pl.DataFrame | None, info: pl.DataFrame | None) -> pl.DataFrame:
     """Targets and QScanner's per-connection rows, joined by target id (QScanner numbers its input lines)."""
-    if targets is None and info is None:
-        return pl.DataFrame(schema={"target_id": pl.Int64, "scid": pl.Utf8})
     if targets is None:
+        if info is None:
+            return pl.DataFrame(schema={"target_id": pl.Int64, "scid": pl.Utf8})
         return info.rename({"info_hostname": "sni", "info_address": "server_address", "info_port": "server_port"})
     if info is None:
         return targets.rename({"target_sni": "sni", "target_address": "server_address", "target_port": "server_port"})

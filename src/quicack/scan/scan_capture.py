@@ -31,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack.issues import issue_row, issues_frame
+from quicack.metrics.scalars import integer
 from quicack.pcap import CaptureBatch, decode_capture
 from quicack.schema import INGEST_ISSUES
 
@@ -196,7 +197,7 @@ def _frames_with_packets(
         & (pl.col("owner_space") == pl.col("pn_space"))
         & (pl.col("owner_number") == pl.col("packet_number"))
     ).fill_null(False)
-    if frames.height != 0 and (owners.height != frames["owner"].max() + 1 or not joined.select(consistent.all()).item()):
+    if frames.height != 0 and (owners.height != integer(frames["owner"].max()) + 1 or not joined.select(consistent.all()).item()):
         parts.issues.append(_issue(capture, run_id, "error", "frame rows do not line up with packet rows in a decoder batch; that batch is left out of the classification"))
         return None
     return joined.drop("owner", "owner_direction", "owner_space", "owner_number")
@@ -242,5 +243,5 @@ def _issue(path: Path, run_id: str, severity: str, message: str) -> pl.DataFrame
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:
-    frames = [frame.cast(schema) for frame in frames if not frame.is_empty()]  # type: ignore[arg-type]
+    frames = [frame.cast(schema) for frame in frames if not frame.is_empty()]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=schema)

@@ -273,7 +273,7 @@ def _marionette_quit(profile: Path, timeout_s: float = 10.0) -> bool:
         return False
 
 
-def _marionette_read(reader) -> list:  # type: ignore[no-untyped-def]
+def _marionette_read(reader) -> list:
     length = b""
     while not length.endswith(b":"):
         byte = reader.read(1)

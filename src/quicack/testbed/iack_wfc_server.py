@@ -321,7 +321,7 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
         self._pacing = pacing
 
     def datagram_received(self, data: bytes | str, addr: NetworkAddress) -> None:
-        data = bytes(data)  # type: ignore[arg-type]
+        data = bytes(data)  # type: ignore[arg-type]  # asyncio passes bytes
         try:
             header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
         except ValueError:

@@ -501,7 +501,7 @@ def kept_runs(group: RunGroup, raw_root: Path) -> tuple[dict[str, Any], list[dic
     return recorded, runs
 
 
-def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  # type: ignore[no-untyped-def]
+def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:
     """Every repetition of `group` (after drop-list calibration when the scenario needs it), or, with
     ``kept_repetitions``, the repetitions after the kept ones, with the kept runs' drop lists."""
     kept: list[dict[str, Any]] = []
