@@ -119,7 +119,9 @@ class CodeGraph:
         """The quicack modules `tree` imports (see the module's docstring); `package`: the one relative imports
         start from; `skip`: a node whose text entry points are not edges (quicack.cli's COMMANDS)."""
         skipped = {id(node) for node in ast.walk(skip)} if skip is not None else set()
-        type_only = {id(node) for block in _type_checking_blocks(tree) for stmt in block.body for node in ast.walk(stmt)}
+        type_only = {
+            id(node) for block in _type_checking_blocks(tree) for stmt in block.body for node in ast.walk(stmt)
+        }
         found: set[str] = set()
 
         def whole(name: str) -> set[str]:

@@ -77,7 +77,9 @@ def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path)
             paths = [_view_path(path, root) for path in files.get(table.name, [])]
             if paths:
                 listed = ", ".join(sql_string(path) for path in paths)
-                con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)")
+                con.execute(
+                    f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)"
+                )
             else:
                 nulls = ", ".join(f"CAST(NULL AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns)
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {nulls} WHERE false")
@@ -126,7 +128,9 @@ def _view_root(con: duckdb.DuckDBPyConnection, db_path: Path) -> Path | None:
     """The folder the views' relative paths start from (the one the database was built from): the nearest folder
     holding ``db_path`` in which a view's first Parquet file exists. Whatever the results folder is called; None
     when the views name no relative path or the file is gone."""
-    sql = con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal AND sql LIKE '%read_parquet(%' LIMIT 1").fetchone()
+    sql = con.execute(
+        "SELECT sql FROM duckdb_views() WHERE NOT internal AND sql LIKE '%read_parquet(%' LIMIT 1"
+    ).fetchone()
     found = _FIRST_VIEW_PATH.search(sql[0]) if sql else None
     if found is None:
         return None

@@ -69,12 +69,21 @@ def run_row(
         from_folder = _describe_from_path(run, [], raw_root)
         meta = {**meta, **{key: value for key, value in from_folder.items() if meta.get(key) is None}}
     meta = _flatten_path(meta)
-    row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
+    row = {
+        c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues)
+        for c in RUNS.columns
+        if c.name not in DERIVED_RUN_COLUMNS
+    }
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
     calibration = calibration_field if isinstance(calibration_field := meta.get("drop_calibration"), dict) else {}
     row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
     row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
-    for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
+    for name in (
+        "drop_to_client",
+        "drop_to_server",
+        "calibrated_first_server_flight",
+        "calibrated_second_client_flight",
+    ):
         row[name] = _droplist(row[name], name, run, raw_root, issues)
     row["transport"] = row["transport"] or QUIC  # run.json says 'tcp' for the Linux TCP runs; older runs are QUIC
     from_path = describe_run_id(run.run_id)
@@ -90,7 +99,15 @@ def run_row(
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; inferred from the run's data"))
+        issues.append(
+            issue_row(
+                _rel(run.path, raw_root),
+                run.run_id,
+                "discover",
+                "warning",
+                f"unknown status {row['status']!r}; inferred from the run's data",
+            )
+        )
         row["status"] = row["status_source"] = None
     return row, issues, stated
 
@@ -112,7 +129,10 @@ def _read_run_json(path: Path) -> tuple[dict | None, str | None]:
     except RecursionError:
         return None, "run.json is nested too deeply to read"
     if not isinstance(meta, dict):
-        return None, f"run.json holds a{'n' if type(meta).__name__[0] in 'aeiou' else ''} {type(meta).__name__}, not an object"
+        return (
+            None,
+            f"run.json holds a{'n' if type(meta).__name__[0] in 'aeiou' else ''} {type(meta).__name__}, not an object",
+        )
     return meta, None
 
 
@@ -131,7 +151,9 @@ def _flatten_path(meta: dict) -> dict:
     lost = s2c.get("lost_indices")
     if isinstance(lost, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in lost):
         flat.setdefault("s2c_random_losses", len(lost))
-        flat.setdefault("s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1))
+        flat.setdefault(
+            "s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1)
+        )
     testbed = testbed_field if isinstance(testbed_field := meta.get("testbed"), dict) else {}
     host = host_field if isinstance(host_field := testbed.get("host"), dict) else {}
     cpu = cpu_field if isinstance(cpu_field := host.get("cpu_seconds"), dict) else {}
@@ -155,7 +177,15 @@ def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list
     wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
     if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
         return value
-    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    issues.append(
+        issue_row(
+            _rel(run.path, raw_root),
+            run.run_id,
+            "discover",
+            "warning",
+            f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null",
+        )
+    )
     return None
 
 
@@ -166,7 +196,15 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
         return indices
     if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         return "_".join(str(i) for i in indices)
-    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    issues.append(
+        issue_row(
+            _rel(run.path, raw_root),
+            run.run_id,
+            "discover",
+            "warning",
+            f"run.json field {name!r} is not a list of datagram indices; recorded as null",
+        )
+    )
     return None
 
 
@@ -175,7 +213,11 @@ def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> d
     try:
         return dict(parse_run_folder(run.path, read_run_json=False))
     except (ValueError, KeyError) as error:
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        issues.append(
+            issue_row(
+                _rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"
+            )
+        )
         return {}
 
 
@@ -200,7 +242,8 @@ def ingest_group_frames(
     raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or one
+    so that a writer can stream them (`quicack.parquet_store.TableWriter`): what is held at a time is one run's qlogs or
+    one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
     status from its data); concatenated per table, the frames are `ingest_group`'s tables.
 
@@ -232,7 +275,9 @@ def ingest_group_frames(
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
-        qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
+        qlogs, missing = (
+            discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
+        )
         yield "ingest_issues", relative_paths(missing, raw_root)
         kept = set(readable([path for path, _ in qlogs], run))
         evidence = Evidence()
@@ -250,13 +295,23 @@ def ingest_group_frames(
             row.update(evidence.status())
         # A run.json that leaves out a key an analysis needs: one row per key of the group below. (Runs without
         # run.json, QIR logs and the imc24 artifact, have none by their layout: the README says what they lack.)
-        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is not.
+        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is
+        # not.
         if stated is not None:
             for key in missing_keys(row):
                 if key.name not in stated:
                     lacking[key.name] = lacking.get(key.name, 0) + 1
     if not tree.runs:
-        issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+        issues.append(
+            issue_row(
+                group,
+                None,
+                "discover",
+                "error",
+                "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim "
+                "folders)",
+            )
+        )
     issues.extend(_missing_key_issue(group, key, count, len(runs)) for key, count in lacking.items())
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
     yield "ingest_issues", issues_frame(issues)
@@ -266,9 +321,14 @@ def _missing_key_issue(group: str, key: str, lacking: int, runs: int) -> dict[st
     """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`).
     Information, not a warning: a run.json may say any subset of its keys (README: Your own runs), so strict mode
     does not fail on it; the analyses that need the key leave the runs out and say so."""
-    return issue_row(group, None, "discover", "info",
-                     f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
-                     f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)")
+    return issue_row(
+        group,
+        None,
+        "discover",
+        "info",
+        f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
+        f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)",
+    )
 
 
 class Evidence:
@@ -310,10 +370,22 @@ def _ingest_captures(
 
 def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
     if leaves_raw(link, raw_root):
-        return issue_row(_rel(link, raw_root), None, "discover", "error", "symbolic link to a folder, leading outside the "
-                     "raw folder: not followed (links to folders inside a run group never are)")
-    return issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to a folder: not followed (its runs "
-                 "would count twice, or loop); the folder it leads to is read where it is")
+        return issue_row(
+            _rel(link, raw_root),
+            None,
+            "discover",
+            "error",
+            "symbolic link to a folder, leading outside the "
+            "raw folder: not followed (links to folders inside a run group never are)",
+        )
+    return issue_row(
+        _rel(link, raw_root),
+        None,
+        "discover",
+        "warning",
+        "symbolic link to a folder: not followed (its runs "
+        "would count twice, or loop); the folder it leads to is read where it is",
+    )
 
 
 
@@ -337,8 +409,11 @@ def unusable_raw_folder(raw_root: Path, follow_external_symlinks: bool = False) 
     if not runs:
         return f"raw_dir {raw_root} holds no run folder (expected {expected})"
     if all(_misplaced(run.run_id) for run in runs):
-        return (f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
-                f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too deep?)")
+        return (
+            f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
+            f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too "
+            "deep?)"
+        )
     return None
 
 
@@ -358,8 +433,29 @@ def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl
     else:
         entries = raw_entries(raw_root, follow_external_symlinks)
         if not entries.groups:
-            issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
-        issues.extend(issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason) for left in entries.left_out)
-        for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
-            issues.append(issue_row(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+            issues.append(
+                issue_row(
+                    str(raw_root),
+                    None,
+                    "discover",
+                    "error",
+                    "raw folder holds no run group (<server>_<client>/ folders)",
+                )
+            )
+        issues.extend(
+            issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason)
+            for left in entries.left_out
+        )
+        for stray in sorted(
+            p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"
+        ):
+            issues.append(
+                issue_row(
+                    stray.name,
+                    None,
+                    "discover",
+                    "warning",
+                    "file at the top of the raw folder is not part of any run group; ignored",
+                )
+            )
     return issues_frame(issues)

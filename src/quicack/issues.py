@@ -84,10 +84,19 @@ def grouped_issues(issues: pl.DataFrame) -> pl.DataFrame:
     return (
         with_causes(issues)
         .group_by("severity", "stage", "cause", maintain_order=True)
-        .agg(pl.len().alias("rows"), pl.col("path").n_unique().alias("files"), pl.col("path").first().alias("example_path"),
-             pl.col("message").first().alias("example_message"))  # fmt: skip
-        .sort(pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
-              pl.col("rows"), "stage", "cause", descending=[False, True, False, False])  # fmt: skip
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("path").n_unique().alias("files"),
+            pl.col("path").first().alias("example_path"),
+            pl.col("message").first().alias("example_message"),
+        )  # fmt: skip
+        .sort(
+            pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
+            pl.col("rows"),
+            "stage",
+            "cause",
+            descending=[False, True, False, False],
+        )  # fmt: skip
     )
 
 

@@ -52,7 +52,9 @@ class DatasetDescription:
 
     @staticmethod
     def undescribed(name: str, part: Part = "runs") -> DatasetDescription:
-        return DatasetDescription(name=name, kind="unknown", title="origin not described (no dataset description)", part=part)
+        return DatasetDescription(
+            name=name, kind="unknown", title="origin not described (no dataset description)", part=part
+        )
 
     def footnote(self) -> str:
         """The sentence every footnote and table note of this dataset starts with."""
@@ -125,7 +127,9 @@ def _text(path: Path, data: dict, key: str) -> str:
 def parse_description(data: object, path: Path) -> DatasetDescription:
     """Check a parsed description file and return it typed; every problem names the file."""
     if not isinstance(data, dict):
-        raise DescriptionError(f"{path}: a dataset description is a mapping of fields ({', '.join(REQUIRED_FIELDS)}, …)")
+        raise DescriptionError(
+            f"{path}: a dataset description is a mapping of fields ({', '.join(REQUIRED_FIELDS)}, …)"
+        )
     unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
     if unknown:
         allowed = ", ".join(REQUIRED_FIELDS + OPTIONAL_FIELDS)
@@ -138,7 +142,9 @@ def parse_description(data: object, path: Path) -> DatasetDescription:
         raise DescriptionError(f"{path}: kind '{kind}' is not one of {', '.join(DESCRIBED_KINDS)}")
     recorded = data.get("recorded_with") or {}
     if not isinstance(recorded, dict) or not all(isinstance(v, str | int | float) for v in recorded.values()):
-        raise DescriptionError(f"{path}: 'recorded_with' must map each component to its version, e.g. 'quic-go: v0.65.0'")
+        raise DescriptionError(
+            f"{path}: 'recorded_with' must map each component to its version, e.g. 'quic-go: v0.65.0'"
+        )
     return DatasetDescription(
         name=_text(path, data, "name"),
         kind=cast(Kind, kind),  # checked against DESCRIBED_KINDS above
@@ -172,13 +178,18 @@ def load_description(path: Path | None, dataset: str, part: Part = "runs") -> Da
 def _dataset_names(con) -> str:
     """The dataset name(s) the runs carry: what an undescribed dataset is called in its footnotes."""
     try:
-        names = [row[0] for row in con.execute("SELECT DISTINCT dataset FROM runs WHERE dataset IS NOT NULL ORDER BY 1").fetchall()]
+        names = [
+            row[0]
+            for row in con.execute("SELECT DISTINCT dataset FROM runs WHERE dataset IS NOT NULL ORDER BY 1").fetchall()
+        ]
     except Exception:  # noqa: BLE001 - a database without a readable runs view still gets a footnote
         names = []
     return ", ".join(names) or "unnamed"
 
 
-def write_description(db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False) -> list[DatasetDescription]:
+def write_description(
+    db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False
+) -> list[DatasetDescription]:
     """Store the description of ``path`` for the runs (or 'unknown', named after the runs' dataset) and, with
     ``with_scan``, that of ``scan_path`` for the scan measurements, in ``db`` as the commented table
     ``dataset_description``; returns what was stored."""

@@ -98,7 +98,9 @@ def update_rtt(
         return RttUpdate(new_state, 0.0, latest_rtt_ms)
 
     min_rtt = min(state.min_rtt_ms, latest_rtt_ms)
-    ack_delay = effective_ack_delay_ms(ack_delay_ms, pn_space=pn_space, handshake_confirmed=handshake_confirmed, params=params)
+    ack_delay = effective_ack_delay_ms(
+        ack_delay_ms, pn_space=pn_space, handshake_confirmed=handshake_confirmed, params=params
+    )
     adjusted = latest_rtt_ms - ack_delay if latest_rtt_ms >= min_rtt + ack_delay else latest_rtt_ms
 
     smoothed = 7 / 8 * state.smoothed_rtt_ms + 1 / 8 * adjusted

@@ -145,7 +145,8 @@ def cdn_asn(directory: Path | None = None) -> pl.DataFrame:
 
 
 def cdn_names(directory: Path | None = None) -> tuple[str, ...]:
-    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN axis."""
+    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN
+    axis."""
     return (*cdn_asn(directory)["cdn"].unique(maintain_order=True).to_list(), OTHERS)
 
 

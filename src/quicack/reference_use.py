@@ -41,7 +41,9 @@ def _import_time_nodes(statements: list[ast.stmt]) -> list[ast.AST]:
     nodes: list[ast.AST] = []
     for statement in statements:
         # A decorator is called with the function or class when the statement runs.
-        decorators = [ast.Call(func=d, args=[], keywords=[], lineno=d.lineno) for d in getattr(statement, "decorator_list", [])]
+        decorators = [
+            ast.Call(func=d, args=[], keywords=[], lineno=d.lineno) for d in getattr(statement, "decorator_list", [])
+        ]
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             nodes += [*decorators, *statement.args.defaults, *(d for d in statement.args.kw_defaults if d)]
         elif isinstance(statement, ast.ClassDef):
@@ -130,7 +132,9 @@ class ReferenceUse:
             return self._attribute(lazy[name], name, seen | {(module, name)})
         return None
 
-    def _imported(self, imported: tuple[str, str | None], seen: frozenset = frozenset()) -> tuple[str, str | None] | None:
+    def _imported(
+        self, imported: tuple[str, str | None], seen: frozenset = frozenset()
+    ) -> tuple[str, str | None] | None:
         module, name = imported
         if name is None:
             return (module, None) if module in self.graph.paths else None
@@ -235,7 +239,9 @@ class ReferenceUse:
         code of every module it imports."""
         key = f"<script {script}>"
         self._script_trees[key] = self.graph.tree(script)
-        return self._follow([(key, list(self._script_trees[key].body), True)]) | self._import_time(self.graph.script_modules(script))
+        return self._follow([(key, list(self._script_trees[key].body), True)]) | self._import_time(
+            self.graph.script_modules(script)
+        )
 
     def command_reads(self, command: str) -> set[Path]:
         """The reference files `quicack <command>` reads: from the function quicack.cli.COMMANDS names for it (which

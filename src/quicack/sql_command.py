@@ -88,7 +88,11 @@ def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(MEMORY)
     for name in TABLES if folder is not None else ():
         assert folder is not None  # (the loop runs only then)
-        files = [folder / f"{name}.parquet"] if (folder / f"{name}.parquet").is_file() else sorted((folder / name).glob("*.parquet"))
+        files = (
+            [folder / f"{name}.parquet"]
+            if (folder / f"{name}.parquet").is_file()
+            else sorted((folder / name).glob("*.parquet"))
+        )
         if files:
             paths = ", ".join(sql_string(str(path.resolve())) for path in files)
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{paths}], union_by_name = true)")

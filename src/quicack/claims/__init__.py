@@ -133,8 +133,10 @@ def _explanation(decided: Verdict, ours: Measured, wide: tuple[float, float], gi
         why = f"Unresolved: ours is a lower bound ({interval[0]:g}) that does not exclude the paper's range; no number of such runs decides it."
     else:
         runs = "no number of runs decides it (our value lies on its boundary)" if decided.runs_to_resolve is None else (
-            f"about {decided.runs_to_resolve} runs (now {ours.runs}) would decide it if the run-to-run variance stays as observed")  # fmt: skip
-        why = (f"Unresolved: our 95 % interval {interval[0]:.4g} to {interval[1]:.4g} reaches both the paper's range widened by "
+            f"about {decided.runs_to_resolve} runs (now {ours.runs}) would decide it if the run-to-run variance stays "
+            "as observed")  # fmt: skip
+        why = (f"Unresolved: our 95 % interval {interval[0]:.4g} to {interval[1]:.4g} reaches both the paper's range "
+               "widened by "
                f"its tolerance ({wide[0]:.4g} to {wide[1]:.4g}) and values outside it; {runs}.")  # fmt: skip
     return f"{why} {given}".strip()
 

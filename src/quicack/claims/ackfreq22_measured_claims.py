@@ -35,11 +35,15 @@ def _missing(tables: Tables) -> str | None:
 def _fig4_summary(tables: Tables) -> pl.DataFrame:
     """Eq. (3) against the measurement per policy on the satellite path without loss (Fig. 4's runs)."""
     selected = ackfreq22_fig4_runs(in_memory(tables["runs"]))
-    per_run = client_traffic_estimates(selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"])
+    per_run = client_traffic_estimates(
+        selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"]
+    )
     if per_run.is_empty():
         return pl.DataFrame()
     without_handshake = per_run.group_by("policy").agg(
-        (100.0 * (pl.col("client_bytes") - pl.col("handshake_bytes")) / pl.col("server_bytes")).median().alias("acks_percent"),
+        (100.0 * (pl.col("client_bytes") - pl.col("handshake_bytes")) / pl.col("server_bytes"))
+        .median()
+        .alias("acks_percent"),
         pl.col("measured_ack_ratio_median").median().alias("effective_ar"),
     )
     return eq3_summary(per_run).join(without_handshake, on="policy")
@@ -60,12 +64,17 @@ def fitted_alpha_range(tables: Tables) -> Measured:
     if why := _missing(tables):
         return Measured.unmeasured(why)
     selected = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(~pl.col("lossy") & (pl.col("ack_ratio") >= 10))
-    per_run = client_traffic_estimates(selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"])
+    per_run = client_traffic_estimates(
+        selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"]
+    )
     alphas = eq3_summary(per_run).drop_nulls("alpha") if not per_run.is_empty() else pl.DataFrame()
     if alphas.is_empty():
         return Measured.unmeasured("no timer ACK of the aioquic receiver at AR 10 or 20 over an ackfreq22 path")
     low, high = number(alphas["alpha"].min()), number(alphas["alpha"].max())
-    cells = ", ".join(f"{p.removeprefix('ackfreq22-')} AR {ar} {a:.2f}" for p, ar, a in alphas.select("path", "ack_ratio", "alpha").iter_rows())
+    cells = ", ".join(
+        f"{p.removeprefix('ackfreq22-')} AR {ar} {a:.2f}"
+        for p, ar, a in alphas.select("path", "ack_ratio", "alpha").iter_rows()
+    )
     return Measured(low, high, f"{low:.2f}–{high:.2f} ({cells})", int(alphas["runs"].sum()))
 
 
@@ -84,7 +93,9 @@ def effective_ack_ratio(tables: Tables, policy: str) -> Measured:
     if row is None:
         return Measured.unmeasured(f"no {policy} run over {SATELLITE_NO_LOSS}")
     value = row["effective_ar"]
-    return Measured(value, value, f"{value:g} packets per ACK (median over runs of each run's median, on the wire)", row["runs"])
+    return Measured(
+        value, value, f"{value:g} packets per ACK (median over runs of each run's median, on the wire)", row["runs"]
+    )
 
 
 def eq3_error(tables: Tables) -> Measured:
@@ -145,7 +156,9 @@ def ar10_faster_ms(tables: Tables, path: str) -> Measured:
     if 2 not in times or 10 not in times:
         return Measured.unmeasured(f"no AR 2 and AR 10 runs over {path} without loss")
     value = 1000.0 * (times[2] - times[10])
-    return Measured(value, value, f"{value:.0f} ms (AR 2 {times[2]:.2f} s, AR 10 {times[10]:.2f} s)", int(cells["runs"].sum()))
+    return Measured(
+        value, value, f"{value:.0f} ms (AR 2 {times[2]:.2f} s, AR 10 {times[10]:.2f} s)", int(cells["runs"].sum())
+    )
 
 
 def paper_table4_difference_ms(tables: Tables, path: str) -> Measured:
@@ -164,8 +177,14 @@ def timer_share(tables: Tables, path: str, ack_ratio: int, lossy: bool) -> Measu
         (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
-    application = pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
-    shares = runs.join(in_memory(tables["ack_runs"]), on="run_id").select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share")).drop_nulls()
+    application = (
+        pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
+    )
+    shares = (
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
+        .select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share"))
+        .drop_nulls()
+    )
     if shares.is_empty():
         return Measured.unmeasured(f"no AR {ack_ratio} run over {path}{' with 1 % loss (D)' if lossy else ''}")
     value = number(shares["share"].median())
@@ -180,9 +199,13 @@ def reordering_policies_differ(tables: Tables) -> Measured:
     cells = _median_download_s(tables).filter(pl.col("lossy"))
     if cells.select("ack_reordering").n_unique() < 2:
         return Measured.unmeasured("fewer than two reordering policies recorded with loss")
-    fastest = cells.sort("download_s").group_by("path", "ack_ratio").agg(pl.col("ack_reordering").first().alias("fastest"))
+    fastest = (
+        cells.sort("download_s").group_by("path", "ack_ratio").agg(pl.col("ack_reordering").first().alias("fastest"))
+    )
     counts = fastest.group_by("fastest").len().sort("len", descending=True)
-    spread = cells.group_by("path", "ack_ratio").agg(((pl.col("download_s").max() - pl.col("download_s").min()) / pl.col("download_s").median()).alias("spread"))
+    spread = cells.group_by("path", "ack_ratio").agg(
+        ((pl.col("download_s").max() - pl.col("download_s").min()) / pl.col("download_s").median()).alias("spread")
+    )
     text = (
         "fastest policy per (path, AR): " + ", ".join(f"{p} in {n}" for p, n in counts.iter_rows())
         + f" of {fastest.height} cells; spread of the medians up to {100 * number(spread['spread'].max()):.0f} %"
@@ -201,19 +224,32 @@ ACKFREQ22_MEASURED: dict[str, ClaimFunction] = {
     "ackfreq22-5.4-ar100-rtt4-share": partial(client_share, policy="AR 100, d 125 ms"),
     "ackfreq22-5.4-ar10-return-cut": return_cut,
     **{
-        f"ackfreq22-tab04-satellite-ar{ar}-{'loss-d' if lossy else 'noloss'}": partial(download_time, path=ACKFREQ22_SATELLITE, ack_ratio=ar, lossy=lossy)
-        for ar in (2, 10, 20) for lossy in (False, True)
+        f"ackfreq22-tab04-satellite-ar{ar}-{'loss-d' if lossy else 'noloss'}": partial(
+            download_time, path=ACKFREQ22_SATELLITE, ack_ratio=ar, lossy=lossy
+        )
+        for ar in (2, 10, 20)
+        for lossy in (False, True)
     },
     # The calibration of the loss-free paths (ackfreq22-tab04 shows every cell): 4G and VDSL without loss.
     **{
-        f"ackfreq22-tab04-{name}-ar{ar}-noloss": partial(download_time, path=PATH_NAMES[name], ack_ratio=ar, lossy=False)
-        for name in ("4g", "vdsl") for ar in (2, 10, 20)
+        f"ackfreq22-tab04-{name}-ar{ar}-noloss": partial(
+            download_time, path=PATH_NAMES[name], ack_ratio=ar, lossy=False
+        )
+        for name in ("4g", "vdsl")
+        for ar in (2, 10, 20)
     },
-    **{f"ackfreq22-5.5-ar10-faster-{name}": partial(ar10_faster_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},
-    **{f"ackfreq22-5.5-table4-difference-{name}": partial(paper_table4_difference_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},
+    **{
+        f"ackfreq22-5.5-ar10-faster-{name}": partial(ar10_faster_ms, path=PATH_NAMES[name])
+        for name in ("satellite", "4g", "vdsl")
+    },
+    **{
+        f"ackfreq22-5.5-table4-difference-{name}": partial(paper_table4_difference_ms, path=PATH_NAMES[name])
+        for name in ("satellite", "4g", "vdsl")
+    },
     **{
         f"ackfreq22-tab05-{name}-loss-ar{ar}": partial(timer_share, path=PATH_NAMES[name], ack_ratio=ar, lossy=True)
-        for name in ("satellite", "vdsl") for ar in (10, 20)
+        for name in ("satellite", "vdsl")
+        for ar in (10, 20)
     },
     "ackfreq22-5.6-reordering-policies": reordering_policies_differ,
 }

@@ -72,7 +72,9 @@ def chrome_two_phases(tables: Tables) -> Measured:
     if runs.is_empty() or "frames" not in tables:
         return Measured.unmeasured("no chromium download of at least 1 MB")
     acks = per_run_batches(captured_acks, runs["run_id"], tables["frames"]).filter(pl.col("largest_acked_advance") > 0)
-    early = optional_number(acks.filter(pl.col("largest_acked") < CHROME_EARLY_PACKETS)["largest_acked_advance"].median())
+    early = optional_number(
+        acks.filter(pl.col("largest_acked") < CHROME_EARLY_PACKETS)["largest_acked_advance"].median()
+    )
     late = optional_number(acks.filter(pl.col("largest_acked") >= CHROME_LATE_FROM)["largest_acked_advance"].median())
     if early is None or late is None:
         return Measured.unmeasured("no captured ACKs of chromium's downloads")
@@ -84,19 +86,30 @@ def client_share_of_total(tables: Tables, browser: str) -> Measured:
     """ackfreq22 Fig. 3's 'percentage of the total traffic': the client's IP bytes over both directions' of each
     download (``ack_runs``, client-side capture, whole connection), range over the browser's downloads over paths
     without added loss."""
-    runs = _browser_runs(tables, browser).filter(~pl.col("path_profile").cast(pl.Utf8).fill_null("").str.contains("loss"))
+    runs = _browser_runs(tables, browser).filter(
+        ~pl.col("path_profile").cast(pl.Utf8).fill_null("").str.contains("loss")
+    )
     if runs.is_empty() or "ack_runs" not in tables:
         return Measured.unmeasured(f"no {browser} download of at least 1 MB")
     shares = (
         in_memory(tables["ack_runs"])
         .join(runs.select("run_id"), on="run_id", how="semi")
-        .select((100.0 * pl.col("return_ip_bytes") / (pl.col("return_ip_bytes") + pl.col("forward_ip_bytes"))).alias("share"))
+        .select(
+            (100.0 * pl.col("return_ip_bytes") / (pl.col("return_ip_bytes") + pl.col("forward_ip_bytes"))).alias(
+                "share"
+            )
+        )
         .drop_nulls()
     )
     if shares.is_empty():
         return Measured.unmeasured(f"no client-side capture of {browser}'s downloads")
     low, high = number(shares["share"].min()), number(shares["share"].max())
-    return Measured(low, high, f"{low:.2f}–{high:.2f} % ({browser}, client IP bytes / all IP bytes, {shares.height} downloads)", shares.height)
+    return Measured(
+        low,
+        high,
+        f"{low:.2f}–{high:.2f} % ({browser}, client IP bytes / all IP bytes, {shares.height} downloads)",
+        shares.height,
+    )
 
 
 def _rethink_browser_runs(tables: Tables, browser: str) -> pl.DataFrame:
@@ -111,7 +124,9 @@ def return_size_median(tables: Tables, browser: str) -> Measured:
     if ok.is_empty() or "datagrams" not in tables:
         return Measured.unmeasured(f"no {browser} 10 MB download over {RETHINK_PROFILE}")
     try:
-        sizes = reduced_wire(ok, tables["datagrams"], tables.get("tcp_segments"), return_packet_sizes, f"{browser} downloads")
+        sizes = reduced_wire(
+            ok, tables["datagrams"], tables.get("tcp_segments"), return_packet_sizes, f"{browser} downloads"
+        )
     except MissingData as missing:
         return Measured.unmeasured(str(missing))
     value = counted_median(sizes, "ip_bytes")

@@ -43,7 +43,9 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
     return "n/a" if value is None else f"{value:.1f} {unit}".strip()
 
 
-def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None) -> Measured:
+def _range(
+    values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None
+) -> Measured:
     """Our range over ``values`` (nulls dropped, with ``labels``/``reaches`` aligned to them); with
     ``reaches`` (how far each value's bootstrap interval reaches, ``interval_reach``) the spread is that
     of the two values that bound the range, the ones agreement is decided on."""
@@ -97,9 +99,20 @@ def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
 def stack_delay_range(tables: Tables, scenario: str = "noloss") -> Measured:
     """§4.1: difference of the clients' first RTT samples WFC − IACK (no loss: ``scenario``), median per
     client over RTTs, range over the clients that log it, go-x-net left out as in the paper."""
-    delays = summary.stack_delay(summary.iack_wfc_runs(in_memory(tables["handshake_runs"])), scenario).filter(pl.col("client_impl") != "go-x-net")
-    per_client = delays.group_by("client_impl").agg(pl.col("first_rtt_wfc_minus_iack_ms").median()).drop_nulls().sort("client_impl")
-    runs = summary.iack_wfc_runs(in_memory(tables["handshake_runs"])).filter((pl.col("scenario") == scenario) & (pl.col("client_impl") != "go-x-net")).height
+    delays = summary.stack_delay(summary.iack_wfc_runs(in_memory(tables["handshake_runs"])), scenario).filter(
+        pl.col("client_impl") != "go-x-net"
+    )
+    per_client = (
+        delays.group_by("client_impl")
+        .agg(pl.col("first_rtt_wfc_minus_iack_ms").median())
+        .drop_nulls()
+        .sort("client_impl")
+    )
+    runs = (
+        summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))
+        .filter((pl.col("scenario") == scenario) & (pl.col("client_impl") != "go-x-net"))
+        .height
+    )
     return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
 
 
@@ -108,8 +121,12 @@ def pto_improvement_range(tables: Tables, scenarios: tuple[str, ...] = FIRST_SAM
     RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
     runs = pto_runs(in_memory(tables["handshake_runs"]), scenarios)
     improvement = summary.pto_improvement(runs, "first_pto_logged_ms", scenarios).drop_nulls("pto_improvement_ms")
-    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
-    reaches = improvement.select(summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms"))
+    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")[
+        "client_impl"
+    ]
+    reaches = improvement.select(
+        summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms")
+    )
     return _range(improvement["pto_improvement_ms"], runs.height, labels=labels, reaches=reaches.to_series())
 
 
@@ -120,12 +137,20 @@ def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs of {scenario} at {DEFAULT_RTT_MS:g} ms")
     value, reach = sign * rows["iack_advantage_ms"][0], rows["reach_ms"][0]
-    return Measured(value, value, f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)", int(rows["runs"][0]), spread=reach)
+    return Measured(
+        value,
+        value,
+        f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)",
+        int(rows["runs"][0]),
+        spread=reach,
+    )
 
 
 def wfc_advantage_range(tables: Tables, scenario: str) -> Measured:
     rows = ttfb_difference(tables, scenario)
-    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"])
+    return _range(
+        -rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"]
+    )
 
 
 def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_filter: pl.Expr) -> Measured:
@@ -134,17 +159,27 @@ def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_f
     rows = ttfb_iack_advantage(tables, scenario).filter(rtt_filter)
     if rows.is_empty():
         return Measured.unmeasured(f"no {scenario} configurations in that RTT range")
-    wins = rows.filter(pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS)
+    wins = rows.filter(
+        pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS
+    )
     share = wins.height / rows.height
     rtts = ", ".join(f"{r:g}" for r in sorted(rows["rtt_ms"].unique()))
-    return Measured(share, share, f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)", int(rows["runs"].sum()))
+    return Measured(
+        share,
+        share,
+        f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)",
+        int(rows["runs"].sum()),
+    )
 
 
 def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
     """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
     the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
     runs = summary.iack_wfc_runs(in_memory(tables["handshake_runs"])).filter(
-        (pl.col("scenario") == "amplification") & (pl.col("mode") == "wfc") & pl.col("client_impl").is_in(clients) & (pl.col("status") == "ok")
+        (pl.col("scenario") == "amplification")
+        & (pl.col("mode") == "wfc")
+        & pl.col("client_impl").is_in(clients)
+        & (pl.col("status") == "ok")
     )
     if runs.is_empty():
         return Measured.unmeasured("no WFC amplification runs of these clients")
@@ -187,7 +222,11 @@ def zero_delay_servers_match(tables: Tables) -> Measured:
     """Appendix D: which of our servers report an ACK Delay of 0 ms in their first Initial ACK, against Table 3's
     printed repetitions of the same servers (imc24_tab03.csv)."""
     printed = paper_table("imc24", "tab03").filter(pl.col("pn_space") == "initial").drop_nulls("ack_delay_ms")
-    paper_zero = set(printed.group_by("server").agg((pl.col("ack_delay_ms").cast(pl.Float64) == 0).all().alias("zero")).filter("zero")["server"])
+    paper_zero = set(
+        printed.group_by("server")
+        .agg((pl.col("ack_delay_ms").cast(pl.Float64) == 0).all().alias("zero"))
+        .filter("zero")["server"]
+    )
     measured = {server: server_first_ack_delay(tables, server) for server in TABLE3_SERVERS}
     ours = {server: m for server, m in measured.items() if m.low is not None}
     if not ours:
@@ -201,12 +240,16 @@ def zero_delay_servers_match(tables: Tables) -> Measured:
 def default_pto_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
     else only a lower bound (open range)."""
-    rows = summary.default_pto_by_client(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(pl.col("client_impl") == client)
+    rows = summary.default_pto_by_client(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(
+        pl.col("client_impl") == client
+    )
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs")
     row = rows.row(0, named=True)
     if row["default_pto_ms"] is not None:
-        return Measured(row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"]))
+        return Measured(
+            row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"])
+        )
     bound = row["default_pto_lower_bound_ms"]
     return Measured(bound, float("inf"), f"> {bound:.0f} ms (lower bound: no run made the client probe first)", 0)
 
@@ -217,36 +260,51 @@ def second_flight_of(tables: Tables, client: str) -> Measured:
     against the paper's neqo)."""
     paper_client = PAPER_IMPLEMENTATION.get(client, client)
     paper = paper_table("imc24", "tab04").filter(pl.col("client") == paper_client)["second_flight"].first()
-    rows = summary.second_flight_by_client(summary.iack_wfc_runs(second_flight_runs(in_memory(tables["handshake_runs"])))).filter(pl.col("client_impl") == client)
+    rows = summary.second_flight_by_client(
+        summary.iack_wfc_runs(second_flight_runs(in_memory(tables["handshake_runs"])))
+    ).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no calibrated {client} runs")
-    indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
+    indices = {
+        mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()
+    }
     text = "; ".join(f"{mode}: {flight}" for mode, flight in sorted(indices.items()))
-    return Measured(None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values()))
+    return Measured(
+        None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values())
+    )
 
 
 def rtt_sample_share(tables: Tables, client: str) -> Measured:
     """Appendix E / Fig. 11: share of the RFC 9002 RTT samples the client exposed in its qlog."""
-    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(pl.col("client_impl") == client)
+    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(
+        pl.col("client_impl") == client
+    )
     if rows.is_empty() or rows["exposed_share"][0] is None:
         return Measured.unmeasured(f"no {client} transfer with both counts")
     row = rows.row(0, named=True)
     share = row["exposed_share"]
-    return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
+    return Measured(
+        share,
+        share,
+        f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})",
+        int(row["runs"]),
+    )
 
 
 def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
     """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
     paper = paper_table("imc24", "tab02")
-    table = guidelines.guidelines_beside_paper(in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), paper, tables["datagrams"])
+    table = guidelines.guidelines_beside_paper(
+        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), paper, tables["datagrams"]
+    )
     cell_of_claim = paper.filter((pl.col("certificate_id") == certificate) & (pl.col("condition_id") == condition))
     row = table.join(cell_of_claim.select("certificate", "condition"), on=["certificate", "condition"], how="semi")
     if row.is_empty() or row["configurations"][0] == 0:
         return Measured.unmeasured("no such configuration in the data")
     cell = row.row(0, named=True)
-    compared = guidelines.compared_configurations(in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB).filter(
-        (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
-    )
+    compared = guidelines.compared_configurations(
+        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB
+    ).filter((pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"]))
     runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
@@ -267,7 +325,9 @@ def sweet_spot_spurious_agreement(tables: Tables) -> Measured:
     differ = cells.filter(~pl.col("spurious_agrees")).select(
         pl.format("Δt {} ms @ {} ms", pl.col("cert_delay_ms").cast(pl.Int64), pl.col("rtt_ms").cast(pl.Int64))
     ).to_series()
-    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (f" (differ: {', '.join(differ)})" if differ.len() else "")
+    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (
+        f" (differ: {', '.join(differ)})" if differ.len() else ""
+    )
     return Measured(share, share, text, runs)
 
 

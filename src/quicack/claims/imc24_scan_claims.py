@@ -23,8 +23,8 @@ from quicack.run_batches import RunRows, in_memory
 
 Tables = Mapping[str, RunRows]
 EMULATED = (
-    "Emulated scan: this value is what the emulated frontends were configured to produce (scan_truth), not the Internet's, "
-    "so agreement is not decided."
+    "Emulated scan: this value is what the emulated frontends were configured to produce (scan_truth), not the "
+    "Internet's, so agreement is not decided."
 )
 
 
@@ -41,7 +41,9 @@ def tab01_share(tables: Tables, cdn: str) -> Measured:
     scan, truth = in_memory(tables["scan_connections"]), in_memory(tables["scan_truth"])
     ours = _row(metric.iack_deployment(scan), "cdn", cdn)
     if ours is None:
-        return Measured.unmeasured(f"no {cdn} connection with an Initial ACK and a ServerHello in the top-list measurements")
+        return Measured.unmeasured(
+            f"no {cdn} connection with an Initial ACK and a ServerHello in the top-list measurements"
+        )
     authors = _row(metric.iack_deployment(scan, "authors"), "cdn", cdn)
     configured = _row(metric.configured_iack_share(scan, truth), "cdn", cdn)
     extra = [f"authors' code {authors['iack_share_percent']:.1f} %" if authors else ""]
@@ -56,18 +58,24 @@ def tab01_variation(tables: Tables, cdn: str) -> Measured:
     if ours is None:
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
     value = ours["variation_percent"]
-    return Measured(value, value, f"{value:.1f} points over {ours['measurements']} vantage point × day", int(ours["connections"]))
+    return Measured(
+        value, value, f"{value:.1f} points over {ours['measurements']} vantage point × day", int(ours["connections"])
+    )
 
 
 def variation_at_one_vantage_point(tables: Tables, cdn: str) -> Measured:
-    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(pl.col("cdn") == cdn)
+    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(
+        pl.col("cdn") == cdn
+    )
     if per.is_empty():
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
     spread = per.group_by("vantage_point").agg(
         low=pl.col("iack_share_percent").min(), high=pl.col("iack_share_percent").max()
     ).with_columns(points=pl.col("high") - pl.col("low")).sort("points", "vantage_point", descending=[True, False])
     vp, low, high, points = spread.select("vantage_point", "low", "high", "points").row(0)
-    return Measured(points, points, f"{points:.1f} points ({vp} {low:.1f} → {high:.1f} %)", int(per["connections"].sum()))
+    return Measured(
+        points, points, f"{points:.1f} points ({vp} {low:.1f} → {high:.1f} %)", int(per["connections"].sum())
+    )
 
 
 def median_iack_ahead(tables: Tables, cdn: str) -> Measured:
@@ -82,7 +90,9 @@ def median_iack_ahead(tables: Tables, cdn: str) -> Measured:
 
 
 def _domain(tables: Tables, label: str) -> dict | None:
-    shares = metric.coalesced_share_per_domain(in_memory(tables["scan_connections"])).with_columns(label=pl.col("sni").map_elements(_first_label, pl.Utf8))
+    shares = metric.coalesced_share_per_domain(in_memory(tables["scan_connections"])).with_columns(
+        label=pl.col("sni").map_elements(_first_label, pl.Utf8)
+    )
     return _row(shares, "label", label)
 
 
@@ -125,19 +135,31 @@ def pto_inflation(tables: Tables) -> Measured:
     if per.is_empty():
         return Measured.unmeasured("no instant ACK in the series")
     low, high = 3 * number(per["median_iack_to_sh_ms"].min()), 3 * number(per["median_iack_to_sh_ms"].max())
-    return Measured(low, high, f"{low:.1f} – {high:.1f} ms (3 × the medians of {per.height} vantage points)", int(per["connections"].sum()))
+    return Measured(
+        low,
+        high,
+        f"{low:.1f} – {high:.1f} ms (3 × the medians of {per.height} vantage points)",
+        int(per["connections"].sum()),
+    )
 
 
 def ack_delay_above_rtt(tables: Tables, cdn: str) -> Measured:
     scan = in_memory(tables["scan_connections"])
-    ours = metric.ack_delay_exceeds_rtt(scan).filter((pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.COALESCED))
+    ours = metric.ack_delay_exceeds_rtt(scan).filter(
+        (pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.COALESCED)
+    )
     if ours.is_empty():
         return Measured.unmeasured(f"no {cdn} coalesced ACK+ServerHello with an RTT estimate")
     authors = metric.ack_delay_exceeds_rtt(scan, "authors").filter(
         (pl.col("cdn") == cdn) & (pl.col("first_datagram_class") == metric.COALESCED)
     )
     value = ours["share_percent"][0]
-    return Measured(value, value, f"{value:.1f} % (authors' code, ACK Delay > 0: {authors['share_percent'][0]:.1f} %)", int(ours["connections"][0]))
+    return Measured(
+        value,
+        value,
+        f"{value:.1f} % (authors' code, ACK Delay > 0: {authors['share_percent'][0]:.1f} %)",
+        int(ours["connections"][0]),
+    )
 
 
 def iack_ack_delay_share(tables: Tables, cdn: str, above: bool) -> Measured:
@@ -150,14 +172,25 @@ def iack_ack_delay_share(tables: Tables, cdn: str, above: bool) -> Measured:
         return Measured.unmeasured(f"no {cdn} instant ACK with an RTT estimate")
     value = ours["share_percent"][0] if above else 100.0 - ours["share_percent"][0]
     what = "above" if above else "at or below"
-    return Measured(value, value, f"{value:.1f} % of {ours['connections'][0]} instant ACKs {what} the RTT", int(ours["connections"][0]))
+    return Measured(
+        value,
+        value,
+        f"{value:.1f} % of {ours['connections'][0]} instant ACKs {what} the RTT",
+        int(ours["connections"][0]),
+    )
 
 
 def coalesced_domains_within_1ms(tables: Tables) -> Measured:
     """Appendix D: share (%) of domains whose coalesced ACK+SH connections' RTT − ACK Delay is within 1 ms (the median
     over each domain's connections), over all CDNs."""
-    coalesced = metric.ack_delay_vs_rtt(in_memory(tables["scan_connections"])).filter(pl.col("first_datagram_class") == metric.COALESCED)
-    per_domain = coalesced.drop_nulls("rtt_minus_ack_delay_ms").group_by("sni").agg(pl.col("rtt_minus_ack_delay_ms").abs().median().alias("gap"))
+    coalesced = metric.ack_delay_vs_rtt(in_memory(tables["scan_connections"])).filter(
+        pl.col("first_datagram_class") == metric.COALESCED
+    )
+    per_domain = (
+        coalesced.drop_nulls("rtt_minus_ack_delay_ms")
+        .group_by("sni")
+        .agg(pl.col("rtt_minus_ack_delay_ms").abs().median().alias("gap"))
+    )
     if per_domain.is_empty():
         return Measured.unmeasured("no coalesced ACK+SH with an RTT estimate")
     value = 100.0 * number((per_domain["gap"] < 1.0).mean())
@@ -168,24 +201,50 @@ def coalesced_faster_everywhere(tables: Tables) -> Measured:
     lines = metric.series_latency(in_memory(tables["scan_connections"]))
     if lines.is_empty():
         return Measured.unmeasured("no series measurement")
-    medians = lines.group_by("vantage_point", "line").agg(pl.col("median_ms").median()).pivot("line", index="vantage_point", values="median_ms")
+    medians = (
+        lines.group_by("vantage_point", "line")
+        .agg(pl.col("median_ms").median())
+        .pivot("line", index="vantage_point", values="median_ms")
+    )
     if "ACK,SH" not in medians.columns or "SH" not in medians.columns:
         return Measured.unmeasured("the series has no coalesced or no separate ServerHello")
     faster = medians.filter(pl.col("ACK,SH") < pl.col("SH"))
-    text = ", ".join(f"{vp} {c:.1f} vs {s:.1f} ms" for vp, c, s in medians.sort("vantage_point").select("vantage_point", "ACK,SH", "SH").iter_rows())
-    return Measured(None, None, f"{faster.height} of {medians.height} vantage points ({text})", medians.height, matches=faster.height == medians.height)
+    text = ", ".join(
+        f"{vp} {c:.1f} vs {s:.1f} ms"
+        for vp, c, s in medians.sort("vantage_point").select("vantage_point", "ACK,SH", "SH").iter_rows()
+    )
+    return Measured(
+        None,
+        None,
+        f"{faster.height} of {medians.height} vantage points ({text})",
+        medians.height,
+        matches=faster.height == medians.height,
+    )
 
 
 def vantage_point_with_most_iack(tables: Tables, cdn: str, expected_place: str) -> Measured:
-    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(pl.col("cdn") == cdn)
+    per = metric.iack_share_per_measurement(metric.toplist(in_memory(tables["scan_connections"]))).filter(
+        pl.col("cdn") == cdn
+    )
     if per.is_empty():
         return Measured.unmeasured(f"no {cdn} connection in the top-list measurements")
-    by_vp = per.group_by("vantage_point").agg(
-        share=pl.col("iack_connections").sum() * 100.0 / pl.col("connections").sum(), connections=pl.col("connections").sum()
-    ).sort("share", "vantage_point", descending=[True, False])
+    by_vp = (
+        per.group_by("vantage_point")
+        .agg(
+            share=pl.col("iack_connections").sum() * 100.0 / pl.col("connections").sum(),
+            connections=pl.col("connections").sum(),
+        )
+        .sort("share", "vantage_point", descending=[True, False])
+    )
     text = ", ".join(f"{vp} {share:.1f} %" for vp, share in by_vp.select("vantage_point", "share").iter_rows())
     top = by_vp["vantage_point"][0]
-    return Measured(None, None, f"{top} ({text})", int(by_vp["connections"].sum()), matches=metric.place_key(top) == metric.place_key(expected_place))
+    return Measured(
+        None,
+        None,
+        f"{top} ({text})",
+        int(by_vp["connections"].sum()),
+        matches=metric.place_key(top) == metric.place_key(expected_place),
+    )
 
 
 CLAIMS: dict[str, ClaimFunction] = {

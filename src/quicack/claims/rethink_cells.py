@@ -110,8 +110,9 @@ def _explanation(row: Row, metric: str) -> str:
             else ""
         )
         return (
-            f"The same volume as the KB cell ({_cell_id(row, 'kb')}; its explanation) over the forward bytes: ours divides by "
-            "the measured forward IP bytes, the paper's percentages are its KB over 10,000, truncated (rethink_tab03.csv)."
+            f"The same volume as the KB cell ({_cell_id(row, 'kb')}; its explanation) over the forward bytes: ours "
+            "divides by the measured forward IP bytes, the paper's percentages are its KB over 10,000, truncated "
+            "(rethink_tab03.csv)."
             + projected
         )
     if implementation == QUICLY:
@@ -135,7 +136,8 @@ def _spec(metric: str) -> CellSpec:
         tolerance_reason=(
             "Table III prints whole KB: ±0.5 KB"
             if metric == "kb"
-            else "Table III prints 0.1 % truncated (its KB over 10,000: 390 KB → 3.9 %): up to 0.1 above the printed value; ±0.1"
+            else "Table III prints 0.1 % truncated (its KB over 10,000: 390 KB → 3.9 %): up to 0.1 above the printed "
+                 "value; ±0.1"
         ),
         claim_id=lambda row: _cell_id(row, metric),
         statement=lambda row: (
@@ -164,7 +166,8 @@ def table_cells() -> tuple[CellClaims, CellClaims]:
 
 
 def _per_run_return_kb(tables: Tables, lossy: bool, protocol: str, ratio: int) -> dict[str, pl.Series]:
-    """Per receiver (the QUIC stand-ins at that AR, the browsers left out; Linux TCP): the return KB per 10 MB of each of
+    """Per receiver (the QUIC stand-ins at that AR, the browsers left out; Linux TCP): the return KB per 10 MB of each
+    of
     its ok runs, the runs behind the volume table's medians."""
     profile = RETHINK_LOSS_PROFILE if lossy else RETHINK_PROFILE
     runs = rethink_runs(in_memory(tables["runs"]), (profile,), (ratio,)).filter(
@@ -198,7 +201,8 @@ def _range_over_receivers(differences: dict[str, Measured], what: str) -> Measur
 
 
 def quic_minus_tcp_volume(tables: Tables, lossy: bool = False, ratio: int = 2) -> Measured:
-    """rethink §V / tcpquic: each QUIC stand-in's return volume minus Linux TCP's at the same AR (KB per 10 MB; positive:
+    """rethink §V / tcpquic: each QUIC stand-in's return volume minus Linux TCP's at the same AR (KB per 10 MB;
+    positive:
     QUIC sends more), their range."""
     setup = f"AR 1:{ratio}, {'1 % loss' if lossy else 'no loss'}"
     try:

@@ -111,6 +111,7 @@ def median_difference(first: pl.Series, second: pl.Series, unit: str, what: str,
     # median_difference_interval gives median(wfc) − median(iack): here first − second.
     low, high = median_difference_interval(b, a)
     spread = max(value - low, high - value, 0.0)
-    text = (f"{fmt.format(value)} {unit} ({what}: {fmt.format(float(np.median(a)))} − {fmt.format(float(np.median(b)))}; "
+    text = (f"{fmt.format(value)} {unit} ({what}: {fmt.format(float(np.median(a)))} − "
+            f"{fmt.format(float(np.median(b)))}; "
             f"{a.size} and {b.size} runs; 95 % interval {fmt.format(low)} to {fmt.format(high)})")  # fmt: skip
     return Measured(value, value, text, int(a.size + b.size), spread=spread)

@@ -75,7 +75,9 @@ def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
     return fig
 
 
-def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription) -> list[Path]:
+def save(
+    rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription
+) -> list[Path]:
     """Write a rendered figure (one file per format) or table (CSV, Markdown, LaTeX) with its
     footnote; ``formats`` as the notebooks get it ("pdf,png") or as a list; tables ignore it."""
     footnote = rendered.footnote(description)
@@ -104,7 +106,12 @@ def status_path(out_dir: Path, artefact_id: str) -> Path:
 def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
-    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
+    status = {
+        "artefact": artefact_id,
+        "rendered": not rendered.missing,
+        "missing": rendered.missing or None,
+        "runs": runs,
+    }
     status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
@@ -120,7 +127,9 @@ def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
 # followed by '\input{...}' is not a LaTeX command in a .tex table, nor a new line of a Markdown table's note.
 
 
-def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
+def _save_figure(
+    fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str
+) -> list[Path]:
     figures_dir.mkdir(parents=True, exist_ok=True)
     # Wrapped to the figure's width, under the axes: the footnote must never widen a
     # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
@@ -165,12 +174,21 @@ def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | No
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
     why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
-    statuses = sorted((json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"])
+    statuses = sorted(
+        (json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"]
+    )
     missing = [s for s in statuses if not s["rendered"]]
     failed = dict(sorted((failed or {}).items()))
     total = len(statuses) + len(failed)
     counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
-    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")")]
+    lines = [
+        "quicack rendering summary",
+        "",
+        f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")"),
+    ]
     lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    lines += [f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    lines += [
+        f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})"
+        for artefact, log in failed.items()
+    ]
     return "\n".join(lines) + "\n", len(missing) + len(failed)

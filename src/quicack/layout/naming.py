@@ -258,7 +258,9 @@ def describe_run_id(run_id: str) -> dict[str, Any]:
     names = parts[:-1] if repetition is not None else parts
     out: dict[str, Any] = {}
     if len(names) >= 2 and (pair := _GROUP_RE.match(names[-2])):
-        out.update(server_impl=pair.group("server"), client_impl=pair.group("client"), testcase=names[-1], scenario=names[-1])
+        out.update(
+            server_impl=pair.group("server"), client_impl=pair.group("client"), testcase=names[-1], scenario=names[-1]
+        )
         if len(names) >= 3:
             out["series"] = names[-3]
     elif names and (pair := _GROUP_RE.match(names[0])):

@@ -74,12 +74,16 @@ def claims_volume_table(tables: Mapping[str, RunRows]) -> pl.DataFrame:
     return volume_per_configuration(in_memory(tables["runs"]), tables["datagrams"], tables.get("tcp_segments"))[1]
 
 
-def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def volume_per_configuration(
+    runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, per loss × protocol × configuration the median return volume): forward MB and return KB as
     measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
     ``scaled_from`` says so."""
     what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE), default_policy_receivers=BROWSER_RECEIVERS), what)
+    selected = require_runs(
+        rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE), default_policy_receivers=BROWSER_RECEIVERS), what
+    )
     ok = ok_with_labels(selected)
     per_run = reduced_wire(ok, datagrams, tcp_segments, return_volume, what).join(
         ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"

@@ -61,7 +61,9 @@ def quic_wire_packets(datagrams: pl.DataFrame) -> pl.DataFrame:
         (pl.col("ip_header_bytes") + pl.col("udp_header_bytes") + pl.col("udp_payload_bytes")).alias("ip_bytes"),
     )
     rows = _with_first_rtt(rows)
-    return rows.with_columns(carries_data=(pl.col("direction") == "s2c") & pl.col("after_first_rtt")).select(WIRE_COLUMNS)
+    return rows.with_columns(carries_data=(pl.col("direction") == "s2c") & pl.col("after_first_rtt")).select(
+        WIRE_COLUMNS
+    )
 
 
 def tcp_link_segments(tcp_segments: pl.DataFrame) -> pl.DataFrame:
@@ -182,7 +184,9 @@ def packets_per_second(wire: pl.DataFrame, direction: str, data_only: bool = Fal
         .group_by("run_id", "second")
         .agg(pl.len().cast(pl.Int64).alias("packets"))
     )
-    seconds = binned.group_by("run_id").agg(pl.int_ranges(0, pl.col("second").max() + 1).alias("second")).explode("second")
+    seconds = (
+        binned.group_by("run_id").agg(pl.int_ranges(0, pl.col("second").max() + 1).alias("second")).explode("second")
+    )
     return (
         seconds.join(binned, on=["run_id", "second"], how="left")
         .with_columns(pl.col("packets").fill_null(0))

@@ -29,12 +29,12 @@ def _model(cells: pl.DataFrame) -> pl.DataFrame:
     """The model's first-PTO reduction and spurious-probe prediction for each (Δt, RTT) of ``cells``."""
     pair = pl.struct("rtt_ms", "cert_delay_ms")
     return cells.with_columns(
-        pair.map_elements(lambda c: recovery.first_pto_reduction_ms(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Float64).alias(
-            "model_reduction_ms"
-        ),
-        pair.map_elements(lambda c: recovery.instant_ack_is_spurious(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Boolean).alias(
-            "model_spurious"
-        ),
+        pair.map_elements(
+            lambda c: recovery.first_pto_reduction_ms(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Float64
+        ).alias("model_reduction_ms"),
+        pair.map_elements(
+            lambda c: recovery.instant_ack_is_spurious(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Boolean
+        ).alias("model_spurious"),
     )
 
 
@@ -71,7 +71,11 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
             pl.col("reduction_ms").median().alias("measured_reduction_ms"),
             pl.col("reduction_ms").min().alias("measured_reduction_min_ms"),
             pl.col("reduction_ms").max().alias("measured_reduction_max_ms"),
-            pl.col("client_impl").filter(pl.col("reduction_ms").is_not_null()).sort().str.join(",").alias("clients_with_pto"),
+            pl.col("client_impl")
+            .filter(pl.col("reduction_ms").is_not_null())
+            .sort()
+            .str.join(",")
+            .alias("clients_with_pto"),
             pl.col("client_impl").sort().str.join(",").alias("clients"),
             pl.col("iack_runs").sum(),
             pl.col("wfc_runs").sum(),
@@ -88,7 +92,9 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
         _model(cells)
         .with_columns(
             (pl.col("model_reduction_ms") / pl.col("rtt_ms")).alias("model_reduction_per_rtt"),
-            pl.when(pl.col("model_reduction_ms") > 0).then(pl.col("measured_reduction_ms") / pl.col("model_reduction_ms")).alias("reduction_ratio"),
+            pl.when(pl.col("model_reduction_ms") > 0)
+            .then(pl.col("measured_reduction_ms") / pl.col("model_reduction_ms"))
+            .alias("reduction_ratio"),
             pl.when(pl.col("iack_runs") > 0).then(pl.col("iack_probe_share") > 0.5).alias("measured_spurious"),
         )
         .with_columns((pl.col("measured_spurious") == pl.col("model_spurious")).alias("spurious_agrees"))

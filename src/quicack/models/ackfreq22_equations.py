@@ -28,7 +28,10 @@ CHROME_INITIAL_PACKETS = 100  # Chrome: AR 2 for the first 100 packets, then AR 
 
 
 def acks_in_sequence(
-    server_packets: Quantity, ack_ratio: Quantity, timer_acks: Quantity | float = 0.0, alpha: Quantity | float = PAPER_ALPHA
+    server_packets: Quantity,
+    ack_ratio: Quantity,
+    timer_acks: Quantity | float = 0.0,
+    alpha: Quantity | float = PAPER_ALPHA,
 ) -> Quantity:
     """Eq. (3): ACKs for in-sequence packets. Every timer ACK covers only α·AR packets, so it adds (1 − α) of an
     ACK beyond the Serv_p / AR the ratio alone would send."""

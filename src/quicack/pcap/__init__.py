@@ -6,7 +6,8 @@
 
 Modules, one job each: `capture_file` (pcap/pcapng, gzip/zstd, link layers, IP, UDP) yielding `capture_records`,
 with its parts `pcapng` (pcapng blocks) and `ip_fragments` (IPv4/IPv6 fragments reassembled), `keylog` (NSS key logs),
-`quic` (headers, header protection and AEAD with `cryptography`, key schedule, key phases), `tls` (handshake message names,
+`quic` (headers, header protection and AEAD with `cryptography`, key schedule, key phases), `tls` (handshake message
+names,
 client random, cipher suite, transport parameters), `frames` (the frame walker), `connection` (per-connection
 state and keys), `decode` (datagrams to columnar batches) with its parts `flows` (which connection a datagram
 belongs to) and `lane_bridge` (what the compiled lane decodes itself), `decoder_engine` (compiled or Python parts),

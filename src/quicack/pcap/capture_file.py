@@ -88,7 +88,9 @@ def read_link_records(
         yield from _read_pcap(stream, head, limits)
     else:
         # The bytes found are not repeated: a rejected file may be anything (a link to a secret).
-        yield ReadIssue(None, "error", "not a pcap or pcapng file (its first 4 bytes are no pcap or pcapng magic number)")
+        yield ReadIssue(
+            None, "error", "not a pcap or pcapng file (its first 4 bytes are no pcap or pcapng magic number)"
+        )
 
 
 def _read_pcap(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkRecord | ReadIssue]:
@@ -243,7 +245,9 @@ def link_to_udp(
             ihl = (version_ihl & 0x0F) * 4
             src = address_names.get(src_raw) or _address_name(src_raw, address_names)
             dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
-            return tcp_segment(record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst)
+            return tcp_segment(
+                record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst
+            )
         ihl = (version_ihl & 0x0F) * 4
         src = address_names.get(src_raw) or _address_name(src_raw, address_names)
         dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)

@@ -225,7 +225,9 @@ class Connection:
             early = self.early_keys.get(key)
             if early is not None:
                 inputs, keys = early
-                if getattr(keys, "used", False):  # (quicack_core's keys only) its first packet came: these are now the keys decrypt_with_keylog would have made
+                # (quicack_core's keys only) its first packet came: these are now the keys decrypt_with_keylog would
+                # have made
+                if getattr(keys, "used", False):
                     del self.early_keys[key]
                     continue
                 if inputs == self._early_key_inputs(key):

@@ -102,7 +102,8 @@ class FlowTracking:
                 client_is_src = datagram.src_port > datagram.dst_port
                 self.issues.add(
                     "warning",
-                    "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet",
+                    "connection seen without its first Initial: client guessed from the ports, times are relative to "
+                    "the first packet",
                     datagram.record_number,
                 )
                 client = (datagram.src, datagram.src_port) if client_is_src else (datagram.dst, datagram.dst_port)
@@ -156,7 +157,9 @@ class FlowTracking:
             connection = self.connections_by_odcid.get(odcid)
             if connection is not None and odcid not in self.closing:
                 self.closing[odcid] = (connection, now_ns)
-        expired = [odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns]
+        expired = [
+            odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns
+        ]
         for odcid in expired:
             connection, _ = self.closing.pop(odcid)
             self._forget(connection)

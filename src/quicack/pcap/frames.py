@@ -77,7 +77,12 @@ class FrameColumns:
         rows = len(self.frame_index)
         columns: dict[str, list[int | float | None]] = {
             name: [None] * rows
-            for name in ("ack_frequency_sequence", "ack_eliciting_threshold", "request_max_ack_delay_ms", "reordering_threshold")
+            for name in (
+                "ack_frequency_sequence",
+                "ack_eliciting_threshold",
+                "request_max_ack_delay_ms",
+                "reordering_threshold",
+            )
         }
         for row, frame in self.ack_frequency.items():
             columns["ack_frequency_sequence"][row] = frame.sequence_number

@@ -1,6 +1,8 @@
-"""`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like listing.
+"""`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like
+listing.
 
-The `quicack` command adds its arguments through `add_arguments(parser)` (quicack.cli.COMMANDS); `pcap_command(argv)` runs it alone.
+The `quicack` command adds its arguments through `add_arguments(parser)` (quicack.cli.COMMANDS); `pcap_command(argv)`
+runs it alone.
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def pcap_command(argv: list[str]) -> int:
 def exit_at_once(code: int) -> None:
     """Leave the process without tearing the interpreter down: the Parquet files are closed and renamed by then,
     and the teardown (polars' modules, the decoder's objects) took ~35 ms of CPU, more than decoding and writing a
-    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.pcap_command`)."""
+    small capture (bench/README.md). For a process that only ran this command (`python -m
+    quicack.pcap.pcap_command`)."""
     import os
 
     sys.stdout.flush()

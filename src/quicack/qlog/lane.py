@@ -213,8 +213,14 @@ class LaneFileReader(FileReader):
             return
         self.lane_trace = trace
         conn = trace.conn
-        self.lane.set_trace(trace.index, trace.group_id, trace.group_is_connection, trace.time_format == "delta",
-                            trace.last_t, conn.cid if conn is not None else None)  # type: ignore[attr-defined]  # a lane connection has cid
+        self.lane.set_trace(
+            trace.index,
+            trace.group_id,
+            trace.group_is_connection,
+            trace.time_format == "delta",
+            trace.last_t,
+            conn.cid if conn is not None else None,  # type: ignore[attr-defined]  # a lane connection has cid
+        )
 
     def _read_sequence(self, container: str) -> Iterator[QlogBatch]:
         trace: Trace | None = None

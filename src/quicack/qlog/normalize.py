@@ -265,9 +265,14 @@ class TraceConnection:
         The reader indexes this tuple instead of calling a dispatching method: one Python call per event
         fewer (the tuple holds bound methods, hence a reference cycle, collected with the connection).
         """
-        by_kind: dict[int, Callable[[float, dict[str, Any]], None]] = {PACKET_SENT: partial(self.on_packet, True), PACKET_RECEIVED: partial(self.on_packet, False),
-                   METRICS: self.on_metrics, PARAMETERS: self.on_parameters, DATAGRAM_RX: self.on_datagram_received,
-                   ACK_SENT: self.on_ack_sent}
+        by_kind: dict[int, Callable[[float, dict[str, Any]], None]] = {
+            PACKET_SENT: partial(self.on_packet, True),
+            PACKET_RECEIVED: partial(self.on_packet, False),
+            METRICS: self.on_metrics,
+            PARAMETERS: self.on_parameters,
+            DATAGRAM_RX: self.on_datagram_received,
+            ACK_SENT: self.on_ack_sent,
+        }
         return tuple(by_kind.get(k, _no_handler) for k in range(max(by_kind) + 1))
 
     def on_datagram_received(self, t: float, data: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """The Python reader of one qlog file of any dialect: its records into batches of data-contract rows.
 
 ``quicack.qlog.qlog_file`` chooses it (for JSON documents always; for JSON-SEQ / NDJSON when the compiled lane is
-not installed or not chosen); ``quicack.qlog.lane`` builds on it. It never raises on bad input: every problem becomes an ``ingest_issues`` row (stage ``qlog``) and
+not installed or not chosen); ``quicack.qlog.lane`` builds on it. It never raises on bad input: every problem becomes an
+``ingest_issues`` row (stage ``qlog``) and
 every good event before the damage is kept.
 
 Connections and run ids: a file may hold several connections (several traces of a JSON document, several
@@ -552,9 +553,12 @@ class FileReader:
                       and c.profile.ack_delay == ACK_DELAY_ENCODED and c.run_id in self.checks.observed
                       and self.checks.observed[c.run_id].max_ack_delay_ms]
         if raw_delays:
-            self.issue("warning", f"{self.path}: a capture converted by pcap2qlog: its ACK frames' ack_delay is the raw "
-                                  "ACK Delay field (tshark's quic.ack.ack_delay), read as units of 2^ack_delay_exponent "
-                                  "microseconds (the exponent of the transport parameters logged, else 3)")
+            self.issue(
+                "warning",
+                f"{self.path}: a capture converted by pcap2qlog: its ACK frames' ack_delay is the raw "
+                "ACK Delay field (tshark's quic.ack.ack_delay), read as units of 2^ack_delay_exponent "
+                "microseconds (the exponent of the transport parameters logged, else 3)",
+            )
 
     def _endpoints(self) -> pl.DataFrame:
         rows = []

@@ -320,7 +320,8 @@ def read_targets(path: Path, issues: Issues) -> pl.DataFrame | None:
         issues.add(
             path,
             "error",
-            f"{_header_mismatch(columns[:4], TARGETS_COLUMNS)}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's input with a header row); file skipped",
+            f"{_header_mismatch(columns[:4], TARGETS_COLUMNS)}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's "
+            "input with a header row); file skipped",
         )
         return None
     if not _has_rows(frame, path, issues):

@@ -34,7 +34,16 @@ TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
 LINUX_TCP = "linux-tcp"
 
 # Order: the imc24 testbed clients first, then the extra dialect for the qlog reader, then the browsers.
-KNOWN_IMPLS: tuple[str, ...] = ("aioquic", "quic-go", "go-x-net", "ngtcp2", "quinn", "quiche", "quic-go-old", *browsers.BROWSERS)
+KNOWN_IMPLS: tuple[str, ...] = (
+    "aioquic",
+    "quic-go",
+    "go-x-net",
+    "ngtcp2",
+    "quinn",
+    "quiche",
+    "quic-go-old",
+    *browsers.BROWSERS,
+)
 # Every client the testbed runs: the QUIC ones above and the kernel's TCP (no keylog, no qlog).
 TESTBED_CLIENTS: tuple[str, ...] = (*KNOWN_IMPLS, LINUX_TCP)
 
@@ -306,7 +315,9 @@ def _version_of(impl: str, executable: Path) -> str | None:
         # gtlsclient has no --version flag (-v selects the QUIC version).
         return _debian_package_version(_NGTCP2_DEBIAN_PACKAGE, prefix="ngtcp2 (Debian ngtcp2-client) ")
     try:
-        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
+        out = subprocess.run(
+            [str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()
@@ -320,7 +331,12 @@ def _version_of(impl: str, executable: Path) -> str | None:
 def _debian_package_version(package: str, prefix: str) -> str | None:
     try:
         out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
+            ["dpkg-query", "-W", "-f=${Version}", package],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            encoding="utf-8",
         )
     except (OSError, subprocess.SubprocessError):
         return f"{prefix.strip()} unknown"

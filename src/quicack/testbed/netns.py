@@ -135,7 +135,9 @@ def create(topo: Topology) -> None:
 
 
 def _mac(ns: str, dev: str) -> str:
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
+    out = subprocess.run(
+        ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8"
+    )
     return out.stdout.strip()
 
 
@@ -156,7 +158,9 @@ def confine_client(topo: Topology, port: int) -> None:
     sends out is refused inside it (TCP with a reset, anything else with ICMP port unreachable), so it never reaches
     the emulated link or the captures. For clients that reach out by themselves (the browsers)."""
     out = ["iptables", "-w", "-A", "OUTPUT", "-o", topo.client_if]
-    _run(ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"]))
+    _run(
+        ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"])
+    )
     _run(ns_argv(topo.client_ns, [*out, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"]))
     _run(ns_argv(topo.client_ns, [*out, "-j", "REJECT"]))
 

@@ -89,5 +89,7 @@ def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, sum
 
 
 def qdisc_stats(topo: Topology) -> str:
-    p = subprocess.run(ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True, encoding="utf-8")
+    p = subprocess.run(
+        ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True, encoding="utf-8"
+    )
     return p.stdout

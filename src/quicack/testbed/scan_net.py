@@ -181,7 +181,9 @@ def create(topo: ScanTopology) -> None:
 
 
 def _mac(ns: str, dev: str) -> str:
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
+    out = subprocess.run(
+        ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8"
+    )
     return out.stdout.strip()
 
 

@@ -413,7 +413,13 @@ def _group_from_dict(d: dict[str, Any]) -> RunGroup:
     return RunGroup(**d)
 
 
-def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...], finished_flight: int = 0) -> RunGroup:
+def with_drops(
+    group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...], finished_flight: int = 0
+) -> RunGroup:
     return replace(
-        group, drop_to_client=to_client, drop_to_server=to_server, drop_to_server_finished_flight=finished_flight, extra=dict(group.extra)
+        group,
+        drop_to_client=to_client,
+        drop_to_server=to_server,
+        drop_to_server_finished_flight=finished_flight,
+        extra=dict(group.extra),
     )
