@@ -157,7 +157,10 @@ def report() -> list[Item]:
 
 
 def format_report(items: list[Item]) -> str:
-    header = f"quicack {quicack.__version__} (Python {sys.version.split()[0]}, {sys.executable}; package at {Path(quicack.__file__).parent})"
+    header = (
+        f"quicack {quicack.__version__} (Python {sys.version.split()[0]}, {sys.executable}; package at "
+        f"{Path(quicack.__file__).parent})"
+    )
     lines = [header]
     width = max(len(item.name) for item in items)
     section = None

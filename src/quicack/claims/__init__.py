@@ -130,7 +130,10 @@ def _explanation(decided: Verdict, ours: Measured, wide: tuple[float, float], gi
     interval = ours.interval()
     assert interval is not None
     if math.isinf(interval[1]):
-        why = f"Unresolved: ours is a lower bound ({interval[0]:g}) that does not exclude the paper's range; no number of such runs decides it."
+        why = (
+            f"Unresolved: ours is a lower bound ({interval[0]:g}) that does not exclude the paper's range; no number "
+            "of such runs decides it."
+        )
     else:
         runs = "no number of runs decides it (our value lies on its boundary)" if decided.runs_to_resolve is None else (
             f"about {decided.runs_to_resolve} runs (now {ours.runs}) would decide it if the run-to-run variance stays "

@@ -84,7 +84,10 @@ def client_share(tables: Tables, policy: str) -> Measured:
     if row is None:
         return Measured.unmeasured(f"no {policy} run over {SATELLITE_NO_LOSS}")
     value = row["measured_percent"]
-    text = f"{value:.2f} % ({row['acks_percent']:.2f} % without the client's handshake datagrams; Eq. (3) {row['eq3_percent']:.2f} %)"
+    text = (
+        f"{value:.2f} % ({row['acks_percent']:.2f} % without the client's handshake datagrams; Eq. (3) "
+        f"{row['eq3_percent']:.2f} %)"
+    )
     return Measured(value, value, text, row["runs"])
 
 
@@ -118,7 +121,10 @@ def return_cut(tables: Tables) -> Measured:
         return Measured.unmeasured(f"no AR 2 and AR 10 runs over {SATELLITE_NO_LOSS}")
     value = two["measured_percent"] / ten["measured_percent"]
     acks_only = two["acks_percent"] / ten["acks_percent"]
-    text = f"{value:.1f}× fewer return bytes ({acks_only:.1f}× without the handshake datagrams; ACKs {two['a_total_measured']:.0f} vs {ten['a_total_measured']:.0f})"
+    text = (
+        f"{value:.1f}× fewer return bytes ({acks_only:.1f}× without the handshake datagrams; ACKs "
+        f"{two['a_total_measured']:.0f} vs {ten['a_total_measured']:.0f})"
+    )
     return Measured(value, value, text, two["runs"] + ten["runs"])
 
 

@@ -233,7 +233,10 @@ def zero_delay_servers_match(tables: Tables) -> Measured:
         return Measured.unmeasured("no captures of any of our servers' first Initial ACK")
     zero = {server for server, m in ours.items() if m.high == 0}
     expected = paper_zero & set(ours)
-    text = f"0 ms: {', '.join(sorted(zero)) or 'none'} of {', '.join(sorted(ours))} (Table 3: {', '.join(sorted(expected)) or 'none'} of them)"
+    text = (
+        f"0 ms: {', '.join(sorted(zero)) or 'none'} of {', '.join(sorted(ours))} (Table 3: "
+        f"{', '.join(sorted(expected)) or 'none'} of them)"
+    )
     return Measured(None, None, text, sum(m.runs for m in ours.values()), matches=zero == expected)
 
 
@@ -339,7 +342,10 @@ def sweet_spot_reduction_ratio(tables: Tables) -> Measured:
     if summary_["ratio_cells"] == 0:
         return Measured.unmeasured("no Δt > 0 cell of the Δt sweep with a logged first PTO in both modes")
     ratio = summary_["ratio_median"]
-    text = f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} cells)"
+    text = (
+        f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} "
+        "cells)"
+    )
     return Measured(ratio, ratio, text, runs)
 
 

@@ -312,7 +312,10 @@ def tcp_thinning_reduction(tables: Tables) -> Measured:
             return Measured.unmeasured(str(missing))
         counts[ratio] = (number(per_run["return_packets"].median()), per_run.height)
     value = counts[2][0] / counts[10][0]
-    text = f"{value:.2f}× ({counts[2][0]:.0f} return packets without thinning, {counts[10][0]:.0f} thinned; medians over runs)"
+    text = (
+        f"{value:.2f}× ({counts[2][0]:.0f} return packets without thinning, {counts[10][0]:.0f} thinned; medians over "
+        "runs)"
+    )
     return Measured(value, value, text, counts[2][1] + counts[10][1])
 
 

@@ -242,7 +242,10 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
     s2c, c2s = results["s2c"], results["c2s"]
     note = ""
     if s2c["rate_mbit"] is not None and s2c["rate_mbit"] < 0.9 * float(profile["s2c_rate_mbit"]):
-        note = f"forward rate not reached: {s2c['rate_mbit']:.1f} of {profile['s2c_rate_mbit']:g} Mbit/s (user-space impairment)"
+        note = (
+            f"forward rate not reached: {s2c['rate_mbit']:.1f} of {profile['s2c_rate_mbit']:g} Mbit/s (user-space "
+            "impairment)"
+        )
     return PathMeasurement(
         profile=profile_name,
         rtt_min_ms=min(rtts) if rtts else None,
