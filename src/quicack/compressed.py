@@ -150,7 +150,8 @@ def open_input(path: Path, limits: Limits = DEFAULT_LIMITS) -> BinaryIO:
             return raw
         inner: BinaryIO
         if compression == "gzip":
-            inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]  # GzipFile is binary, not typed BinaryIO
+            # GzipFile is binary, not typed BinaryIO
+            inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif compression == "zstd":
             inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
         else:
@@ -158,4 +159,5 @@ def open_input(path: Path, limits: Limits = DEFAULT_LIMITS) -> BinaryIO:
     except BaseException:
         raw.close()
         raise
-    return _GuardedStream(inner, raw, compression, limits)  # type: ignore[return-value]  # a binary stream, not typed BinaryIO
+    # a binary stream, not typed BinaryIO
+    return _GuardedStream(inner, raw, compression, limits)  # type: ignore[return-value]

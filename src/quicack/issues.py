@@ -73,7 +73,8 @@ def issue_cause() -> pl.Expr:
 def with_causes(issues: pl.DataFrame) -> pl.DataFrame:
     """``issues`` with a ``cause`` column, sorted by severity (errors first), stage, path."""
     return issues.with_columns(issue_cause()).sort(
-        pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64), "stage", "path",
+        pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
+        "stage", "path",
         maintain_order=True,
     )  # fmt: skip
 

@@ -180,7 +180,8 @@ def _detached(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` in buffers of its own. A polars result can share the string buffers of the batch it was computed
     from (a run_id column taken from the input is a view into them): kept as it is, each small per-run result would
     keep its whole batch in memory. Through Arrow's plain strings, every column is copied out."""
-    return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]  # from_arrow of a Table is a DataFrame
+    # from_arrow of a Table is a DataFrame
+    return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]
 
 
 def _in_batches(

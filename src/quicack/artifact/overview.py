@@ -101,7 +101,9 @@ def _value(row: Mapping[str, object], column: str) -> str:
 CLAIMS_CATEGORY = "claims"
 # What each count means (the landing page and every per-paper page say it).
 STATUS_MEANINGS = {
-    STATUS_AGREES: "our 95 % interval lies inside the paper's range widened by the tolerance of the paper's own numbers",
+    STATUS_AGREES: (
+        "our 95 % interval lies inside the paper's range widened by the tolerance of the paper's own numbers"
+    ),
     STATUS_DIFFERS: "it lies outside; the explanation says why (or says 'unexplained:' and what was ruled out)",
     STATUS_UNRESOLVED: "our interval is too wide to tell; the explanation says how many runs would decide it",
     STATUS_CALIBRATED: "a condition of ours was fitted to this number, so it is no evidence",
@@ -163,7 +165,8 @@ def caption_rst(caption: str, artefact: str, claims: pl.DataFrame) -> str:
             why = f" — {report_text(c['explanation'])}" if c["status"] == STATUS_DIFFERS and c["explanation"] else ""
             lines.append(f"- **{report_text(c['status'])}** {report_text(c['claim_id'])}: "
                          f"{report_text(c['statement'])}; "
-                         f"paper {report_text(_value(c, 'paper_value'))}, ours {report_text(c['ours'])}{why}")  # fmt: skip
+                         f"paper {report_text(_value(c, 'paper_value'))}, "
+                         f"ours {report_text(c['ours'])}{why}")  # fmt: skip
         lines.append("")
     elif artefact == "claims":
         counts = status_counts(claims).filter(pl.col("paper") == "all").row(0, named=True)
@@ -175,7 +178,8 @@ def caption_rst(caption: str, artefact: str, claims: pl.DataFrame) -> str:
         if not paper_counts.is_empty():
             lines += [f"**All {report_text(paper)} claims** (this dataset): "
                       f"{counts_sentence(paper_counts.row(0, named=True))}; "
-                      f"{report_text(paper_page_name(paper))} in the category **{CLAIMS_CATEGORY}** lists them.", ""]  # fmt: skip
+                      f"{report_text(paper_page_name(paper))} in the category **{CLAIMS_CATEGORY}** lists them.",
+                      ""]  # fmt: skip
     if not lines:
         return caption
     return caption.rstrip("\n") + "\n\n" + "\n".join(lines)
@@ -240,7 +244,8 @@ def paper_page_html(paper: str, claims: pl.DataFrame, footnote: str) -> str:
         f"<h1>Claims of {html_text(paper_title(paper))}</h1>", f"<p>{html_text(footnote)}</p>",
         f"<p>{html_text(sentence)}. {meanings}. Each figure's and table's caption in the report lists its own "
         "claims.</p>",
-        "<table>", "<colgroup>" + "".join(f'<col style="width: {share}%">' for _, share in _PAGE_COLUMNS) + "</colgroup>",
+        "<table>", "<colgroup>" + "".join(f'<col style="width: {share}%">' for _, share in _PAGE_COLUMNS)
+        + "</colgroup>",
         "<thead><tr>" + "".join(f"<th>{html_text(h)}</th>" for h, _ in _PAGE_COLUMNS) + "</tr></thead>",
         *rows, "</table>", "</body>", "</html>", "",
     ])  # fmt: skip

@@ -68,7 +68,8 @@ def _timer_percent(tables: Tables, path: str, lossy: bool, ack_ratio: int) -> pl
     """Table 5's metric per ok run of one cell (the table notebook's: timer ACKs over application-data ACKs, per
     connection; with loss, policy D)."""
     runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
-        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
+        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio)
+        & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
     application = (
@@ -219,7 +220,8 @@ def timer_share_larger_where_rtt_is_long(tables: Tables, ack_ratio: int = 20) ->
     if why := _missing(tables):
         return Measured.unmeasured(why)
     return median_difference(
-        _timer_percent(tables, "ackfreq22-satellite", False, ack_ratio), _timer_percent(tables, "ackfreq22-vdsl", False, ack_ratio),
+        _timer_percent(tables, "ackfreq22-satellite", False, ack_ratio),
+        _timer_percent(tables, "ackfreq22-vdsl", False, ack_ratio),
         "percentage points", f"satellite − VDSL, AR {ack_ratio}, no loss", "{:.1f}",
     )  # fmt: skip
 

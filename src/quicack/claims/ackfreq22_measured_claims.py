@@ -180,7 +180,8 @@ def timer_share(tables: Tables, path: str, ack_ratio: int, lossy: bool) -> Measu
     if why := _missing(tables):
         return Measured.unmeasured(why)
     runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
-        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
+        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio)
+        & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
     application = (

@@ -373,7 +373,8 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.1-fig04-spurious": sweet_spot_spurious_agreement,
     "imc24-4.1-fig04-pto-reduction": sweet_spot_reduction_ratio,
     "imc24-4.1-fig05-ngtcp2": partial(ttfb_advantage_of, scenario="amplification", client="ngtcp2"),
-    "imc24-4.1-fig05-ngtcp2-paper-stack": partial(ttfb_advantage_of, scenario=_paper_stack("amplification"), client="ngtcp2"),
+    "imc24-4.1-fig05-ngtcp2-paper-stack": partial(ttfb_advantage_of, scenario=_paper_stack("amplification"),
+                                                  client="ngtcp2"),
     "imc24-4.1-fig05-client-probes": partial(client_probes_before_coalesced_hello, clients=("aioquic", "quic-go")),
     "imc24-4.2-fig06-range": partial(wfc_advantage_range, scenario="drop_server_flight"),
     **{
@@ -381,7 +382,8 @@ CLAIMS: dict[str, ClaimFunction] = {
         for client in FIG07_CLIENTS
         for suffix, scenario in (("", "drop_client_flight"), ("-paper-stack", _paper_stack("drop_client_flight")))
     },
-    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
+    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server)
+       for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
     "imc24-D-tab03-nonzero-range": nonzero_first_ack_delays,
     "imc24-D-tab03-zero-delay-servers": zero_delay_servers_match,
     # §4.1 per client (Fig. 5): the clients the paper saw lose with an instant ACK.
@@ -397,13 +399,16 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.2-fig07-neqo": partial(ttfb_advantage_of, scenario="drop_client_flight", client="firefox"),
     "imc24-E-tab04-pto-neqo": partial(default_pto_of, client="firefox"),
     "imc24-E-tab04-flight-neqo": partial(second_flight_of, client="firefox"),
-    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc", rtt_filter=_below(100.0)),
+    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc",
+                                             rtt_filter=_below(100.0)),
     "imc24-F-fig12-iack-at-300ms": partial(
         share_of_configurations, scenario="drop_server_flight", preferred="iack", rtt_filter=pl.col("rtt_ms") == 300.0
     ),
-    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
+    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack",
+                                           rtt_filter=pl.lit(True)),
     **{
-        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate, condition=condition)
+        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate,
+                                                            condition=condition)
         for certificate, condition in paper_table("imc24", "tab02").select("certificate_id", "condition_id").iter_rows()
     },
 }  # fmt: skip

@@ -251,8 +251,10 @@ CLAIMS: dict[str, ClaimFunction] = {
     **{f"imc24-4.3-tab01-share-{cdn}": partial(tab01_share, cdn=cdn) for cdn in cdn_names()},
     "imc24-4.3-tab01-variation-Amazon": partial(tab01_variation, cdn="Amazon"),
     "imc24-4.3-amazon-one-vp": partial(variation_at_one_vantage_point, cdn="Amazon"),
-    **{f"imc24-4.3-median-iack-{cdn}": partial(median_iack_ahead, cdn=cdn) for cdn in ("Cloudflare", "Amazon", "Google", "Akamai")},
-    **{f"imc24-4.3-cf-coalesced-{label}": partial(coalesced_share, label=label) for label in ("discord", "cloudflare", "tinyurl", "docker")},
+    **{f"imc24-4.3-median-iack-{cdn}": partial(median_iack_ahead, cdn=cdn)
+       for cdn in ("Cloudflare", "Amazon", "Google", "Akamai")},
+    **{f"imc24-4.3-cf-coalesced-{label}": partial(coalesced_share, label=label)
+       for label in ("discord", "cloudflare", "tinyurl", "docker")},
     "imc24-4.3-cf-no-sh-udemy": partial(iack_without_server_hello, label="udemy"),
     "imc24-4.3-cf-own-1min": partial(iack_share_of_domain, label="netd-research-seven"),
     "imc24-4.3-cf-own-60min": partial(coalesced_share, label="netd-research-one"),
@@ -261,9 +263,12 @@ CLAIMS: dict[str, ClaimFunction] = {
         for place in ("Sao Paulo", "Hamburg", "Los Angeles", "Hong Kong")
     },
     "imc24-4.3-cf-pto-inflation": pto_inflation,
-    **{f"imc24-D-fig10-{cdn}": partial(ack_delay_above_rtt, cdn=cdn) for cdn in ("Akamai", "Amazon", "Cloudflare", "Fastly", "Meta", "Google", "Others")},
-    **{f"imc24-D-fig10-iack-below-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=False) for cdn in ("Akamai", "Others")},
-    **{f"imc24-D-fig10-iack-majority-above-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=True) for cdn in ("Amazon", "Cloudflare", "Google")},
+    **{f"imc24-D-fig10-{cdn}": partial(ack_delay_above_rtt, cdn=cdn)
+       for cdn in ("Akamai", "Amazon", "Cloudflare", "Fastly", "Meta", "Google", "Others")},
+    **{f"imc24-D-fig10-iack-below-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=False)
+       for cdn in ("Akamai", "Others")},
+    **{f"imc24-D-fig10-iack-majority-above-{cdn}": partial(iack_ack_delay_share, cdn=cdn, above=True)
+       for cdn in ("Amazon", "Cloudflare", "Google")},
     "imc24-D-fig10-coalesced-within-1ms": coalesced_domains_within_1ms,
     "imc24-G-fig15-coalesced-faster": coalesced_faster_everywhere,
     "imc24-G-google-iack-vp": partial(vantage_point_with_most_iack, cdn="Google", expected_place="Sao Paulo"),

@@ -99,7 +99,8 @@ def ackfreq22_tab01_paths(
     )
     profiles = path_profiles().filter(pl.col("paper") == "ackfreq22")
     table = profiles.select(
-        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "table1_rtt_ms", "s2c_loss_percent", "c2s_loss_percent", "ack_delay_ms",
+        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "table1_rtt_ms", "s2c_loss_percent",
+        "c2s_loss_percent", "ack_delay_ms",
         "paper_ack_delay_vs_rtt",
     ).join(measured, on="profile", how="left")  # fmt: skip
     probed = "Not probed (no path_checks table). "

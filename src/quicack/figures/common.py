@@ -66,7 +66,8 @@ def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
     drawn = cwnd.join(configurations.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
     labelled: set[str] = set()
     for (_run, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
-        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post", color=colours[configuration],
+        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post",
+                color=colours[configuration],
                 alpha=0.6, linewidth=0.8, label=None if configuration in labelled else configuration)  # fmt: skip
         labelled.add(configuration)
     ax.set_xlabel("time since the server's first metrics update (s)")

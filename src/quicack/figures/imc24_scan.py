@@ -299,9 +299,11 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         paper.join(ours, on="cdn", how="full", coalesce=True)
         .join(authors, on="cdn", how="left")
         .join(metric.configured_iack_share(scan, truth), on="cdn", how="left")
-        .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent").round(1))
+        .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent",
+                             "configured_iack_share_percent").round(1))
         .select(
-            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent",
+            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent",
+            "configured_iack_share_percent",
             "measurements", "connections", "paper_domains", "paper_iack_share_percent", "paper_variation_percent",
         )
         .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(order)}, default=len(order)), "cdn")

@@ -99,7 +99,8 @@ def imc24_fig04_measured_sweet_spot(handshakes: pl.DataFrame, runs: pl.DataFrame
         label="measured (median over clients)",
     )
     not_positive = measured.filter(pl.col("measured_reduction_per_rtt") <= 0)
-    left.scatter(not_positive["cert_delay_ms"], not_positive["rtt_ms"], marker="s", s=70, facecolors="white", edgecolors="black",
+    left.scatter(not_positive["cert_delay_ms"], not_positive["rtt_ms"], marker="s", s=70, facecolors="white",
+                 edgecolors="black",
                  linewidths=0.8, label="measured ≤ 0")  # fmt: skip
     for row in measured.select("cert_delay_ms", "rtt_ms", "reduction_ratio").iter_rows(named=True):
         if row["reduction_ratio"] is not None:
@@ -116,12 +117,15 @@ def imc24_fig04_measured_sweet_spot(handshakes: pl.DataFrame, runs: pl.DataFrame
     with_iack = cells.filter(pl.col("iack_runs") > 0)
     probed = with_iack.filter(pl.col("measured_spurious"))
     quiet = with_iack.filter(~pl.col("measured_spurious"))
-    right.scatter(probed["cert_delay_ms"], probed["rtt_ms"], marker="o", s=60, color="crimson", edgecolors="black", linewidths=0.6,
+    right.scatter(probed["cert_delay_ms"], probed["rtt_ms"], marker="o", s=60, color="crimson", edgecolors="black",
+                  linewidths=0.6,
                   label="measured: most IACK runs probed")  # fmt: skip
-    right.scatter(quiet["cert_delay_ms"], quiet["rtt_ms"], marker="o", s=60, facecolors="white", edgecolors="black", linewidths=0.8,
+    right.scatter(quiet["cert_delay_ms"], quiet["rtt_ms"], marker="o", s=60, facecolors="white", edgecolors="black",
+                  linewidths=0.8,
                   label="measured: most IACK runs did not probe")  # fmt: skip
     for row in with_iack.select("cert_delay_ms", "rtt_ms", "iack_runs_probed", "iack_runs").iter_rows(named=True):
-        right.annotate(f"{row['iack_runs_probed']}/{row['iack_runs']}", (row["cert_delay_ms"], row["rtt_ms"]), textcoords="offset points",
+        right.annotate(f"{row['iack_runs_probed']}/{row['iack_runs']}", (row["cert_delay_ms"], row["rtt_ms"]),
+                       textcoords="offset points",
                        xytext=(0, 7), ha="center", fontsize=5.5)  # fmt: skip
     _axes(right, max_delay, rtt_range)
     right.set_title(

@@ -77,7 +77,8 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
     beyond = int(sizes.filter(pl.col("ip_bytes") > SIZE_AXIS_MAX_BYTES)["packets"].sum())
     ax.set_xlim(0, SIZE_AXIS_MAX_BYTES)
     ax.set_xlabel("return-path IP packet size (bytes)"
-                  + (f"; {beyond} of {int(sizes['packets'].sum())} packets above {SIZE_AXIS_MAX_BYTES} B not shown" if beyond else ""))  # fmt: skip
+                  + (f"; {beyond} of {int(sizes['packets'].sum())} packets above {SIZE_AXIS_MAX_BYTES} B not shown"
+                     if beyond else ""))  # fmt: skip
     ax.set_ylabel("fraction of packets")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")

@@ -106,8 +106,10 @@ def ack_reasons(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
     ``ack_eliciting_since_previous_ack`` (the receiver's own count) and ``ack_delay_ms`` (the ACK Delay field)."""
     return frames.filter(
         (pl.col("source") == "qlog") & (pl.col("vantage") == vantage) & (pl.col("event") == "sent")
-        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES) & pl.col("ack_reason").is_not_null()
-    ).select("run_id", "time_ms", "packet_number", "ack_reason", "ack_eliciting_since_previous_ack", "ack_delay_ms")  # fmt: skip
+        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES)
+        & pl.col("ack_reason").is_not_null()
+    ).select("run_id", "time_ms", "packet_number", "ack_reason", "ack_eliciting_since_previous_ack",
+             "ack_delay_ms")  # fmt: skip
 
 
 def ack_reason_counts(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:

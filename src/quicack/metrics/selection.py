@@ -259,7 +259,8 @@ def ackfreq22_runs(
     pacing = pl.col("pacing").fill_null(True) if "pacing" in runs.columns else pl.lit(True)
     receiver = pl.col("client_impl").is_in(list(receivers)) if receivers is not None else pl.lit(True)
     return runs.filter(
-        path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES) & pl.col("ack_ratio").is_not_null()
+        path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES)
+        & pl.col("ack_ratio").is_not_null()
         & (pl.lit(True) if paced is None else pacing == paced) & receiver
     ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))  # fmt: skip
 

@@ -70,7 +70,10 @@ def format_packets(batch: CaptureBatch) -> Iterator[str]:
             content = ""  # Retry, Version Negotiation: no frames
         else:
             content = next(summary_iter, "")
-        yield f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} {packet_bytes:>5} B  {content}"
+        yield (
+            f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} "
+            f"{packet_bytes:>5} B  {content}"
+        )
 
 
 def _print_batches(batches: Iterable[CaptureBatch], stream: TextIO) -> Iterator[CaptureBatch]:

@@ -342,7 +342,8 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
     if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
         yield Damage(at, 1, f"{stream_error}; the events before byte {at} are kept", at_end=True, stops_file=True)
     elif token is not None:  # every event was read or skipped; a NaN outside them (a trace's field) is no cut
-        where = _original_position(failure.pos, skipped) if skipped else failure.pos  # type: ignore[union-attr]  # failure is not None with a token
+        # failure is not None with a token
+        where = _original_position(failure.pos, skipped) if skipped else failure.pos  # type: ignore[union-attr]
         yield Damage(where, 1, f"invalid JSON document ({non_json_number_at(text, where)})", at_end=False)
     elif damage_at is not None or not skipped or stream_error is not None:
         yield Damage(at, 1, f"invalid JSON document ({first_error})", at_end=True)
@@ -470,7 +471,8 @@ def _event_with_non_json_number(text: str, at: int, kept_end: int | None, skippe
     why = f"an event holding {why}"
     if kept_end is not None and (not skipped or skipped[-1].end <= kept_end):
         return Skipped(kept_end, end, at, why)
-    return Skipped(at, _BETWEEN_EVENTS.match(text, end).end(), at, why)  # type: ignore[union-attr]  # matches the empty string
+    # (the pattern matches the empty string)
+    return Skipped(at, _BETWEEN_EVENTS.match(text, end).end(), at, why)  # type: ignore[union-attr]
 
 
 def _next_event(decoder: json.JSONDecoder, text: str, start: int, limit: int, arrays: bool) -> int | None:

@@ -151,7 +151,8 @@ def read_pcap_csv_facts(path: Path, issues: Issues) -> CaptureFacts:
         )
     )
     return CaptureFacts(
-        connections=connections.select(list(CONNECTION_SCHEMA)).cast(CONNECTION_SCHEMA),  # type: ignore[arg-type]  # cast()'s Mapping keys: str | Selector | dtype
+        # cast()'s Mapping keys are typed str | Selector | dtype: a dict[str, ...] is not one (also below)
+        connections=connections.select(list(CONNECTION_SCHEMA)).cast(CONNECTION_SCHEMA),  # type: ignore[arg-type]
         server_datagrams=server.cast(SERVER_DATAGRAM_SCHEMA),  # type: ignore[arg-type]  # (the same)
         client_initials=pl.DataFrame(schema=CLIENT_INITIAL_SCHEMA),
         counts=connections.select(list(COUNT_SCHEMA)),

@@ -258,7 +258,8 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
 
 def _browser_command(req: ClientRequest) -> list[str]:
     argv = [sys.executable, "-m", "quicack.testbed.browsers", "--browser", req.impl, "--keylog", str(req.keylog_path),
-            "--qlog-dir", str(req.qlog_dir), "--download-dir", str(req.download_dir), "--timeout", f"{req.timeout_s:g}"]  # fmt: skip
+            "--qlog-dir", str(req.qlog_dir), "--download-dir", str(req.download_dir), "--timeout",
+            f"{req.timeout_s:g}"]  # fmt: skip
     if req.impl == browsers.CHROMIUM:
         argv += ["--netlog", str(req.keylog_path.parent / CHROMIUM_NETLOG)]
     if req.server_chain is not None:

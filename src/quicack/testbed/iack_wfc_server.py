@@ -410,7 +410,8 @@ async def serve(settings: ServerSettings, ready_file: Path | None = None) -> Non
     ensure_files(settings.www)
     cfg, cert_bytes = build_configuration(settings)
     loop = asyncio.get_running_loop()
-    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www, settings.host, settings.port,
+    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www,
+                                            settings.host, settings.port,
                                            settings.pacing)  # fmt: skip
     warm_ms = await warm_up(settings, settings.www)
     info = settings.describe(cert_bytes) | {

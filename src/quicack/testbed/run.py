@@ -347,9 +347,11 @@ def _run_json(
         "queue_c2s_packets": group.queue_c2s_packets,
         "drop_to_client": list(group.drop_to_client),
         # A content rule drops whichever datagrams carry the flight: what it dropped is the run's drop list.
-        "drop_to_server": (impairment.get("c2s") or {}).get("dropped_indices", []) if group.drop_to_server_finished_flight
+        "drop_to_server": (impairment.get("c2s") or {}).get("dropped_indices", [])
+        if group.drop_to_server_finished_flight
         else list(group.drop_to_server),
-        "drop_to_server_rule": f"finished_flight:{group.drop_to_server_finished_flight}" if group.drop_to_server_finished_flight else None,
+        "drop_to_server_rule": f"finished_flight:{group.drop_to_server_finished_flight}"
+        if group.drop_to_server_finished_flight else None,
         "drop_calibration": group.extra.get("calibration"),
         "server_initial_rtt_ms": server_info.get("server_initial_rtt_ms"),
         "server_initial_pto_ms": server_info.get("server_initial_pto_ms"),
@@ -363,10 +365,12 @@ def _run_json(
             "server_ready_unix_s": t.get("server_ready"),
             "client_start_unix_s": t.get("client_start"),
             "client_end_unix_s": t.get("client_end"),
-            "client_duration_s": (t["client_end"] - t["client_start"]) if "client_end" in t and "client_start" in t else None,
+            "client_duration_s": (t["client_end"] - t["client_start"]) if "client_end" in t and "client_start" in t
+            else None,
             "total_s": (t["stopped"] - t["start"]) if "stopped" in t else None,
         },
-        "versions": {"clients": versions, "server": server_info.get("server_version"), "python": platform.python_version()},
+        "versions": {"clients": versions, "server": server_info.get("server_version"),
+                     "python": platform.python_version()},
         "testbed": {
             "kernel": platform.release(),
             "quicack_git_commit": _git_commit(),
@@ -381,7 +385,8 @@ def _run_json(
             "seed": group.seed * 1000 + repetition,
             "client_confined_to_its_flow": confined_to_its_flow(group.client),
             "cleanup_problems": cleanup_problems,
-            "impairment_spin_ms": group.impairment_spin_ms if group.impairment_spin_ms is not None else router.PathImpairment.spin_ms,
+            "impairment_spin_ms": group.impairment_spin_ms if group.impairment_spin_ms is not None
+            else router.PathImpairment.spin_ms,
             # 1-minute load average of the machine at the start and end, CPU seconds per process (_cpu_seconds).
             "host": host or {},
             "scheduling": _scheduling(),
@@ -493,7 +498,8 @@ def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
         static = static_client_flight(group, raw_root, work)
         flight = static["second_client_flight"]
         return _with_calibration(group, {
-            "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight, "static": True,
+            "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight,
+            "static": True,
             "reference": static["reference"], "note": f"static per client ({CLIENT_FLIGHT_FILE})",
             "baseline_status": "ok", "baseline_failure_reason": None,
         })  # fmt: skip

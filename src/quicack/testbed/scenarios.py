@@ -83,7 +83,9 @@ SCENARIOS: dict[str, Scenario] = {
         # limit (3 × ~2.4 kB) is above 5,113 B, so only a larger certificate puts them in that row.
         Scenario(
             "amplification_xlarge", "xlarge", 200.0,
-            description="10,226 B certificate (above the amplification limit of two-datagram ClientHellos), Δt = 200 ms",
+            description=(
+                "10,226 B certificate (above the amplification limit of two-datagram ClientHellos), Δt = 200 ms"
+            ),
         ),
         Scenario(
             "drop_server_flight_xlarge", "xlarge", 0.0, calibrate="server_flight",
@@ -387,7 +389,8 @@ def _group_dict(group: RunGroup) -> dict[str, Any]:
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
-        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0), ("impairment_spin_ms", None),
+        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0),
+        ("impairment_spin_ms", None),
         ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None),
     ):  # fmt: skip
         if d[setting] == default:
