@@ -399,11 +399,8 @@ def _scheduling() -> dict[str, Any]:
     other work, ``chrt -f`` keeps their wake-ups from waiting behind it (the impairment program is SCHED_FIFO 50)."""
     policy = os.sched_getscheduler(0)
     names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
-    return {
-        "policy": names.get(policy, str(policy)),
-        "priority": os.sched_getparam(0).sched_priority,
-        "nice": os.nice(0),
-    }
+    return {"policy": names.get(policy, str(policy)), "priority": os.sched_getparam(0).sched_priority,
+            "nice": os.nice(0)}
 
 
 def _tcp_ack_policy(ack_ratio: int) -> dict[str, Any]:
@@ -432,13 +429,8 @@ def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, 
 # for both modes and every RTT ("this static mapping no longer drops the entire second client flight" when a
 # client sends probes first, e.g. at 300 ms). Found from several no-loss WFC baselines at this RTT, because a
 # client's burst may include one more ACK-only datagram by timing alone (see choose_static_flight).
-CLIENT_FLIGHT_REFERENCE = {
-    "mode": "wfc",
-    "rtt_ms": 9.0,
-    "cert_delay_ms": 0.0,
-    "cert_size": "small",
-    "server_hello_hold_ms": 0.0,
-}
+CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small",
+                           "server_hello_hold_ms": 0.0}
 CLIENT_FLIGHT_BASELINES = 3
 CLIENT_FLIGHT_FILE = "client_flight_calibration.json"
 
@@ -464,11 +456,8 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
         _calibrate_baseline(_baseline(group, **CLIENT_FLIGHT_REFERENCE), work, f"client_flight_{i}")
         for i in range(1, CLIENT_FLIGHT_BASELINES + 1)
     ]
-    flights = [
-        tuple(b["second_client_flight"])
-        for b in baselines
-        if b["baseline_status"] == "ok" and b["second_client_flight"]
-    ]
+    flights = [tuple(b["second_client_flight"]) for b in baselines
+               if b["baseline_status"] == "ok" and b["second_client_flight"]]
     if not flights:
         raise RuntimeError(f"{group.client}: no no-loss baseline showed a second client flight")
     chosen = choose_static_flight(flights)
