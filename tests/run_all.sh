@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the compiled core checked (tests/tools/check_core.sh: where Rust can build it, and always in
-# CI, a missing or stale core fails here), workflow lint, code lint, CITATION.cff, the compiled core's own tests and
-# lint (with the Rust toolchain install.sh builds it with, tools/find_rust.sh), and pytest (testbed tests need root).
+# CI, a missing or stale core fails here), workflow lint, code lint, type check, CITATION.cff, the compiled core's
+# own tests and lint (with the Rust toolchain install.sh builds it with, tools/find_rust.sh), and pytest (testbed
+# tests need root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/tools/check_core.sh
@@ -9,6 +10,9 @@ echo "== snakemake --lint"
 snakemake --lint
 echo "== ruff"
 ruff check src tests bench
+# The type checker over src/quicack ([tool.mypy] in pyproject.toml; its cache in .mypy_cache makes a rerun quick).
+echo "== mypy"
+mypy --no-error-summary
 echo "== cffconvert --validate"
 bash tests/tools/validate_citation.sh
 # shellcheck source=../tools/find_rust.sh

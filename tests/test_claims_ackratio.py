@@ -9,7 +9,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.claims.ackratio_claims import CLAIMS, REFERENCES, ackratio_claims, quick_acks_per_run, tcp_quick_acks
+from quicack.claims.ackratio_claims import (
+    CLAIMS,
+    REFERENCES,
+    ackratio_claims,
+    quick_acks_per_run,
+    return_size_median,
+    tcp_quick_acks,
+)
 from quicack.provenance import DatasetDescription
 from quicack.qlog import read_qlog
 from quicack.reference import paper_claims
@@ -67,3 +74,16 @@ def test_tcp_quick_acks_are_counted_at_the_receiver_from_ack_numbers(sample_tabl
     per_run = quick_acks_per_run(tables["tcp_segments"])
     # the 1 % loss run (2 MB) starts the same way: loss comes later
     assert per_run.filter(pl.col("run_id").str.contains("loss1-2MB-tcp-ar2"))["quick_acks"].to_list() == [22]
+
+
+def test_a_receiver_whose_return_path_was_not_captured_is_left_out_handmade_one_direction(sample_tables) -> None:
+    """rethink Fig. 1's per-receiver median return packet: a receiver whose runs have no return packet in the capture
+    (here: the recorded ngtcp2 run with its client → server datagrams taken out, as in a capture of one direction)
+    is left out of the range, which the other receiver still gives; it used to fail on the missing median."""
+    tables = sample_tables(("quinn_quinn", "quiche_ngtcp2"), ("runs", "datagrams"))
+    ngtcp2_runs = tables["runs"].filter(pl.col("client_impl") == "ngtcp2")["run_id"]
+    both = return_size_median(tables, "quic")
+    assert "ngtcp2" in both.text and "quinn" in both.text, both
+    one_direction = tables["datagrams"].filter(~(pl.col("run_id").is_in(ngtcp2_runs.implode()) & (pl.col("direction") == "c2s")))
+    measured = return_size_median({**tables, "datagrams": one_direction}, "quic")
+    assert measured.low is not None and "quinn" in measured.text and "ngtcp2" not in measured.text, measured

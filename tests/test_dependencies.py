@@ -24,6 +24,12 @@ USED_OTHERWISE = {
     "pandas": (".to_pandas()", "src/quicack/figures/common.py"),
     "tabulate": ("to_markdown", "src/quicack/figures/common.py"),  # pandas' Markdown writer
     "ruff": ("ruff check", "tests/run_all.sh"),
+    "mypy": ("mypy", "tests/run_all.sh"),
+    # The typed stubs mypy reads for the imports they type.
+    "types-pyyaml": ("import yaml", "src/quicack/provenance.py"),
+    "types-jsonschema": ("import jsonschema", "src/quicack/testbed/scan_plan.py"),
+    "types-seaborn": ("import seaborn", "src/quicack/figures/common.py"),
+    "pandas-stubs": (".to_pandas()", "src/quicack/figures/common.py"),
     "pytest": ("pytest", "tests/run_all.sh"),
     "pytest-xdist": ("--numprocesses", "tests/run_all.sh"),
     "duckdb-cli": ("duckdb", "src/quicack/storage/sql_command.py"),  # `quicack sql --unrestricted` without a query opens its shell

@@ -60,6 +60,22 @@ def test_names_a_package_imports_on_first_use_lead_to_their_module_only(graph):
     assert "quicack.pcap.decode" in scan_capture and "quicack.pcap.pcap_command" not in scan_capture
 
 
+def test_the_type_checker_sees_the_names_a_package_imports_on_first_use(graph):
+    """Each lazy package's `if TYPE_CHECKING:` block imports exactly its `_MODULES` table's names from the same
+    submodules (mypy reads those imports; the loader and quicack.jobs.code_graph read the table); the graph does not follow
+    the block: `from quicack.layout import group_from_key` still reaches quicack.layout.runs only."""
+    for package in ("quicack.layout", "quicack.pcap", "quicack.scan"):
+        tree = graph.module_tree(package)
+        blocks = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+        typed = {
+            alias.name: statement.module
+            for block in blocks for statement in block.body if isinstance(statement, ast.ImportFrom)
+            for alias in statement.names
+        }
+        assert typed and typed == graph.lazy_names(package), package
+    assert graph.reach(["quicack.layout"]) == {"quicack", "quicack.layout", "quicack.lazy_names"}
+
+
 def test_every_import_named_as_text_is_one_the_graph_reads():
     """The package imports by name in three places only, each of which quicack.jobs.code_graph resolves: the lazy-name
     loader (the packages' `_MODULES` tables), the `quicack` command (its COMMANDS table) and the fuzz target (a

@@ -17,7 +17,7 @@ from quicack.metrics.selection import MissingData
 from quicack.stages import derive_stage, ingest_stage
 from quicack.storage import parquet_store
 from quicack.storage.database import build_database
-from quicack.storage.run_batches import StoredView, batches_by_rows, per_run_batches, rows_of_runs
+from quicack.storage.run_batches import StoredView, batches_by_rows, in_memory, per_run_batches, rows_of_runs
 
 PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 
@@ -154,3 +154,11 @@ def test_a_rebuilt_database_is_read_again_not_served_from_memory(ack_policy_tabl
     build(runs[:2], "second")
     after = per_run_batches(ack_policy_per_run, runs, stored(db, "packets"), stored(db, "frames"))
     assert sorted(after["run_id"].to_list()) == runs[:2]
+
+
+def test_a_small_table_is_taken_whole_and_a_packet_sized_view_is_refused(ack_policy_tables, database) -> None:
+    """Claims take their small tables (runs, ack_runs) with in_memory; a StoredView there is a mistake said clearly."""
+    runs = ack_policy_tables["runs"]
+    assert in_memory(runs) is runs
+    with pytest.raises(TypeError, match="frames is a packet-sized view"):
+        in_memory(stored(database, "frames"))

@@ -27,7 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pcap": ("quicack.pcap.pcap_command:add_arguments",
              "decode a packet capture (QUIC, with keylog) to Parquet tables"),
     "scan": ("quicack.scan.scan_command:add_scan_arguments",
-             "scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) to Parquet"),
+             "scanner output (QScanner, the imc24 authors' <root>/<vantage_point>/data/<timestamp>/ layout) "
+             "to Parquet"),
     "sql": ("quicack.storage.sql_command:add_arguments", "run a query on the database, or open a shell without one"),
     "doctor": ("quicack.doctor:add_arguments",
                "the engines, the compiled core, tshark, Rust and the testbed's programs found"),

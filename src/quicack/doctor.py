@@ -71,10 +71,16 @@ def engines() -> list[Item]:
         except (ImportError, ValueError) as error:
             items.append(Item("engines", name, "unavailable", str(error), found=False))
             continue
-        chosen = f"chosen by {variable}={os.environ[variable]}" if os.environ.get(variable) else f"the default; {variable} chooses"
+        chosen = (
+            f"chosen by {variable}={os.environ[variable]}"
+            if os.environ.get(variable)
+            else f"the default; {variable} chooses"
+        )
         detail = (core_text if engine == "compiled" else "pure Python: the same tables, slower") + f"; {chosen}"
         items.append(Item("engines", name, engine, detail))
-    items.append(Item("engines", "quicack_core", core[0] if core else "not installed", core[1] if core else "", core is not None))
+    items.append(
+        Item("engines", "quicack_core", core[0] if core else "not installed", core[1] if core else "", core is not None)
+    )
     return items
 
 
@@ -100,7 +106,11 @@ def tools() -> list[Item]:
     ):
         version = tool_version(argv)
         where = shutil.which(argv[0])
-        items.append(Item("tools", name, version or "not found", f"{where}; {purpose}" if where else purpose, version is not None))
+        items.append(
+            Item(
+                "tools", name, version or "not found", f"{where}; {purpose}" if where else purpose, version is not None
+            )
+        )
     return items
 
 
@@ -111,12 +121,23 @@ def implementations() -> list[Item]:
     from quicack.testbed.server_programs import TESTBED_SERVERS, server_executable
 
     items = []
-    for role, names, find in (("client", TESTBED_CLIENTS, client_executable), ("server", TESTBED_SERVERS, server_executable)):
+    for role, names, find in (
+        ("client", TESTBED_CLIENTS, client_executable),
+        ("server", TESTBED_SERVERS, server_executable),
+    ):
         for name in names:
             path = find(name)
             how = (f"apt-get install ngtcp2-{role}" if name == "ngtcp2"
                    else f"bash {implementations_dir()}/build.sh {name}")  # fmt: skip
-            items.append(Item("testbed", f"{name} {role}", "found" if path else "not found", str(path) if path else how, path is not None))
+            items.append(
+                Item(
+                    "testbed",
+                    f"{name} {role}",
+                    "found" if path else "not found",
+                    str(path) if path else how,
+                    path is not None,
+                )
+            )
     seen: set[Path] = set()
     for browser in BROWSERS:
         where = shutil.which(browser)
@@ -136,7 +157,10 @@ def report() -> list[Item]:
 
 
 def format_report(items: list[Item]) -> str:
-    header = f"quicack {quicack.__version__} (Python {sys.version.split()[0]}, {sys.executable}; package at {Path(quicack.__file__).parent})"
+    header = (
+        f"quicack {quicack.__version__} (Python {sys.version.split()[0]}, {sys.executable}; package at "
+        f"{Path(quicack.__file__).parent})"
+    )
     lines = [header]
     width = max(len(item.name) for item in items)
     section = None
@@ -152,7 +176,11 @@ def version_line() -> str:
     """One line for ``quicack --version``: the package and both engines."""
     by_name = {item.name: item for item in engines()}
     core = by_name["quicack_core"]
-    core_text = f"quicack_core {core.state}" + (f" build {core.detail}" if core.detail else "") if core.found else "no quicack_core"
+    core_text = (
+        f"quicack_core {core.state}" + (f" build {core.detail}" if core.detail else "")
+        if core.found
+        else "no quicack_core"
+    )
     return (f"quicack {quicack.__version__} (capture decoder: {by_name['capture decoder'].state}, "
             f"qlog reader: {by_name['qlog reader'].state}; {core_text})")  # fmt: skip
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 import polars as pl
 import yaml
@@ -52,7 +52,9 @@ class DatasetDescription:
 
     @staticmethod
     def undescribed(name: str, part: Part = "runs") -> DatasetDescription:
-        return DatasetDescription(name=name, kind="unknown", title="origin not described (no dataset description)", part=part)
+        return DatasetDescription(
+            name=name, kind="unknown", title="origin not described (no dataset description)", part=part
+        )
 
     def footnote(self) -> str:
         """The sentence every footnote and table note of this dataset starts with."""
@@ -125,7 +127,9 @@ def _text(path: Path, data: dict, key: str) -> str:
 def parse_description(data: object, path: Path) -> DatasetDescription:
     """Check a parsed description file and return it typed; every problem names the file."""
     if not isinstance(data, dict):
-        raise DescriptionError(f"{path}: a dataset description is a mapping of fields ({', '.join(REQUIRED_FIELDS)}, …)")
+        raise DescriptionError(
+            f"{path}: a dataset description is a mapping of fields ({', '.join(REQUIRED_FIELDS)}, …)"
+        )
     unknown = sorted(set(data) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
     if unknown:
         allowed = ", ".join(REQUIRED_FIELDS + OPTIONAL_FIELDS)
@@ -138,10 +142,12 @@ def parse_description(data: object, path: Path) -> DatasetDescription:
         raise DescriptionError(f"{path}: kind '{kind}' is not one of {', '.join(DESCRIBED_KINDS)}")
     recorded = data.get("recorded_with") or {}
     if not isinstance(recorded, dict) or not all(isinstance(v, str | int | float) for v in recorded.values()):
-        raise DescriptionError(f"{path}: 'recorded_with' must map each component to its version, e.g. 'quic-go: v0.65.0'")
+        raise DescriptionError(
+            f"{path}: 'recorded_with' must map each component to its version, e.g. 'quic-go: v0.65.0'"
+        )
     return DatasetDescription(
         name=_text(path, data, "name"),
-        kind=kind,  # type: ignore[arg-type]  (checked against DESCRIBED_KINDS above)
+        kind=cast(Kind, kind),  # checked against DESCRIBED_KINDS above
         title=_text(path, data, "title"),
         description=_text(path, data, "description"),
         recorded_with=tuple((str(c), str(v).strip()) for c, v in recorded.items()),
@@ -172,13 +178,18 @@ def load_description(path: Path | None, dataset: str, part: Part = "runs") -> Da
 def _dataset_names(con) -> str:
     """The dataset name(s) the runs carry: what an undescribed dataset is called in its footnotes."""
     try:
-        names = [row[0] for row in con.execute("SELECT DISTINCT dataset FROM runs WHERE dataset IS NOT NULL ORDER BY 1").fetchall()]
+        names = [
+            row[0]
+            for row in con.execute("SELECT DISTINCT dataset FROM runs WHERE dataset IS NOT NULL ORDER BY 1").fetchall()
+        ]
     except Exception:  # noqa: BLE001 - a database without a readable runs view still gets a footnote
         names = []
     return ", ".join(names) or "unnamed"
 
 
-def write_description(db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False) -> list[DatasetDescription]:
+def write_description(
+    db: Path, path: Path | None, scan_path: Path | None = None, with_scan: bool = False
+) -> list[DatasetDescription]:
     """Store the description of ``path`` for the runs (or 'unknown', named after the runs' dataset) and, with
     ``with_scan``, that of ``scan_path`` for the scan measurements, in ``db`` as the commented table
     ``dataset_description``; returns what was stored."""
@@ -194,7 +205,7 @@ def read_description(db: Path, part: Part = "runs") -> DatasetDescription:
     """The description of one part of the dataset stored in ``db`` ('runs', or 'scan' for the scan figures);
     kind 'unknown' for a database built without one."""
     with database.connect(Path(db)) as con:
-        stored = con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'").fetchone()[0]
+        stored = database.one_value(con, f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{TABLE}'")
         if not stored:
             return DatasetDescription.undescribed(_dataset_names(con) if part == "runs" else "scan", part)
         rows = con.execute(f"SELECT * FROM {TABLE} WHERE part = ?", [part]).pl()

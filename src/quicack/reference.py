@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -145,7 +146,8 @@ def cdn_asn(directory: Path | None = None) -> pl.DataFrame:
 
 
 def cdn_names(directory: Path | None = None) -> tuple[str, ...]:
-    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN axis."""
+    """The CDNs of `cdn_asn` in the file's order, then OTHERS: the rows of imc24 Table 1, the order of every CDN
+    axis."""
     return (*cdn_asn(directory)["cdn"].unique(maintain_order=True).to_list(), OTHERS)
 
 
@@ -157,7 +159,7 @@ def path_profiles(directory: Path | None = None) -> pl.DataFrame:
     return pl.read_csv(path, schema_overrides=PATH_PROFILE_COLUMNS).select(list(PATH_PROFILE_COLUMNS))
 
 
-def path_profile(name: str, directory: Path | None = None) -> dict[str, object]:
+def path_profile(name: str, directory: Path | None = None) -> dict[str, Any]:
     """One profile of ``path_profiles`` as a dict; KeyError names the known ones."""
     table = path_profiles(directory)
     row = table.filter(pl.col("profile") == name)

@@ -1,5 +1,6 @@
 """One zip a reviewer can open (``snakemake artifact``): the HTML report, the claims overview (and each paper's claims
-page, also in the report), every figure and table, the summaries, and the documents that say what it all is (README, ARTIFACT.md, licences, citation)."""
+page, also in the report), every figure and table, the summaries, and the documents that say what it all is (README,
+ARTIFACT.md, licences, citation)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,9 @@ def write_report_pages(claims_csv: Path, db: Path, captions: Path, results: Path
     known = report_papers()
     unknown = sorted(set(claims["paper"].to_list()) - set(known))
     if unknown:
-        raise ValueError(f"{claims_csv}: claims of papers that data/reference/papers.csv does not list: {', '.join(unknown)}")
+        raise ValueError(
+            f"{claims_csv}: claims of papers that data/reference/papers.csv does not list: {', '.join(unknown)}"
+        )
     footnote = dataset_footnote(db)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -57,7 +59,9 @@ def write_report_pages(claims_csv: Path, db: Path, captions: Path, results: Path
         texts[page.with_suffix(".rst")] = paper_page_caption(paper, claims)
     for source in sorted(captions.glob("*.rst")):
         texts[out / source.name] = caption_rst(source.read_text(encoding="utf-8"), source.stem, claims)
-    texts[results / MARKDOWN] = f"# Claims overview\n\n{md_paragraph(footnote)}\n\n" + claims_markdown(claims, artefact_paths(claims, ""), heading="##")
+    texts[results / MARKDOWN] = f"# Claims overview\n\n{md_paragraph(footnote)}\n\n" + claims_markdown(
+        claims, artefact_paths(claims, ""), heading="##"
+    )
     for path, text in texts.items():
         path.write_text(text, encoding="utf-8")
         written.append(path)

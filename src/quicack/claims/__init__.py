@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from quicack.storage.run_batches import RunRows
+
 # The verdicts of claims.csv's ``verdict`` column.
 AGREE, DIFFER, UNRESOLVED, CALIBRATED, NOT_APPLICABLE = "agree", "differ", "unresolved", "calibrated", "n/a"
 VERDICTS = (AGREE, DIFFER, UNRESOLVED, CALIBRATED, NOT_APPLICABLE)
@@ -55,7 +57,9 @@ class Measured:
         return self.low - spread, self.high + spread
 
 
-ClaimFunction = Callable[[Mapping[str, pl.DataFrame]], Measured]
+# The database's views by name: packet-sized ones as handles read a batch of runs at a time
+# (quicack.storage.run_batches).
+ClaimFunction = Callable[[Mapping[str, RunRows]], Measured]
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,8 @@ def verdict(
     tolerance = tolerance or 0.0
     wide_low = (-math.inf if paper_low is None else paper_low) - tolerance
     wide_high = (math.inf if paper_high is None else paper_high) + tolerance
-    low, high, spread = ours.low, ours.high, ours.spread or 0.0
+    spread = ours.spread or 0.0
+    low, high = interval[0] + spread, interval[1] - spread  # ours.low, ours.high: not None, as there is an interval
     if math.isinf(high):  # a lower bound only: it excludes the paper's range or cannot decide
         return Verdict(DIFFER if low > wide_high else UNRESOLVED)
     if wide_low <= interval[0] and interval[1] <= wide_high:
@@ -126,11 +131,16 @@ def _explanation(decided: Verdict, ours: Measured, wide: tuple[float, float], gi
     interval = ours.interval()
     assert interval is not None
     if math.isinf(interval[1]):
-        why = f"Unresolved: ours is a lower bound ({interval[0]:g}) that does not exclude the paper's range; no number of such runs decides it."
+        why = (
+            f"Unresolved: ours is a lower bound ({interval[0]:g}) that does not exclude the paper's range; no number "
+            "of such runs decides it."
+        )
     else:
         runs = "no number of runs decides it (our value lies on its boundary)" if decided.runs_to_resolve is None else (
-            f"about {decided.runs_to_resolve} runs (now {ours.runs}) would decide it if the run-to-run variance stays as observed")  # fmt: skip
-        why = (f"Unresolved: our 95 % interval {interval[0]:.4g} to {interval[1]:.4g} reaches both the paper's range widened by "
+            f"about {decided.runs_to_resolve} runs (now {ours.runs}) would decide it if the run-to-run variance stays "
+            "as observed")  # fmt: skip
+        why = (f"Unresolved: our 95 % interval {interval[0]:.4g} to {interval[1]:.4g} reaches both the paper's range "
+               "widened by "
                f"its tolerance ({wide[0]:.4g} to {wide[1]:.4g}) and values outside it; {runs}.")  # fmt: skip
     return f"{why} {given}".strip()
 
@@ -139,7 +149,7 @@ def claims_table(
     paper: str,
     reference: pl.DataFrame,
     functions: Mapping[str, ClaimFunction],
-    tables: Mapping[str, pl.DataFrame],
+    tables: Mapping[str, RunRows],
     decide: bool = True,
 ) -> pl.DataFrame:
     """One row per claim of the reference file: the paper's value, ours with its 95 % interval, the tolerance and its

@@ -2,7 +2,8 @@
 
 Every cell of ``data/reference/ackfreq22_tab04.csv`` (median 1 MB download time) and ``ackfreq22_tab05.csv`` (share of
 timer ACKs) is a claim (``quicack.claims.table_cells``): the paper's value read from the table file, ours the metric
-the table notebook computes (``quicack.metrics.ackfreq22_runs.download_times``; Table 5's per-connection timer share) over
+the table notebook computes (``quicack.metrics.ackfreq22_runs.download_times``; Table 5's per-connection timer share)
+over
 the same runs, the median over runs with its bootstrap interval. The trends are claims on the sign of a difference
 between cells, ours the difference of the medians with its bootstrap interval.
 """
@@ -19,8 +20,9 @@ from quicack.claims.table_cells import CellClaims, CellSpec, Row, cell_claims, m
 from quicack.metrics.ackfreq22_runs import download_times
 from quicack.metrics.selection import MissingData, ackfreq22_matrix_runs
 from quicack.reference import paper_table
+from quicack.storage.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "satellite"}
 NO_LOSS = "no loss"
 
@@ -45,7 +47,7 @@ def _missing(tables: Tables) -> str | None:
 def _download_seconds(tables: Tables, path: str, condition: str, ack_ratio: int) -> pl.Series:
     """Table 4's metric over one cell's ok runs (the table notebook's ``download_times``); empty without runs."""
     try:
-        _, drawn = download_times(tables["runs"], tables["ack_runs"])
+        _, drawn = download_times(in_memory(tables["runs"]), in_memory(tables["ack_runs"]))
     except MissingData:
         return pl.Series("download_s", [], pl.Float64)
     cell = (pl.col("path") == path) & (pl.col("condition") == condition) & (pl.col("ack_ratio") == ack_ratio)
@@ -65,15 +67,16 @@ def download_cell(tables: Tables, path: str, condition: str, ack_ratio: int) -> 
 def _timer_percent(tables: Tables, path: str, lossy: bool, ack_ratio: int) -> pl.Series:
     """Table 5's metric per ok run of one cell (the table notebook's: timer ACKs over application-data ACKs, per
     connection; with loss, policy D)."""
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(
-        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
+        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio)
+        & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
     application = (
         pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
     )
     return (
-        runs.join(tables["ack_runs"], on="run_id")
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
         .select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share"))["share"]
         .drop_nulls()
     )
@@ -94,20 +97,20 @@ def timer_cell(tables: Tables, path: str, condition: str, ack_ratio: int) -> Mea
 # Why ours differs, per group of cells: what the runs show, in the terms CLAIMS.md asks for. The loss-free Table 4
 # cells are all claimed in ackfreq22_claims.csv (curated explanations); these cover the 1 % loss rows.
 LOSS_RUNS = (
-    "The 1 % loss rows are the aioquic receiver with quicack's ACK policy (the only one with D, NR and 3A) downloading from "
-    "the quinn server (paced NewReno, quicly's stand-in), 1 % random loss each way. Their download times vary with where "
-    "the losses fall: 1.2–4.9 s on 4G, 1.4–4.6 s on VDSL, 11.7–50 s on the satellite path over 3–5 runs per cell, where "
-    "the paper's medians are over 50 runs each; so a cell's median is known here to within the spread of a few runs, not "
-    "to the paper's 0.01 s."
+    "The 1 % loss rows are the aioquic receiver with quicack's ACK policy (the only one with D, NR and 3A) downloading "
+    "from the quinn server (paced NewReno, quicly's stand-in), 1 % random loss each way. Their download times vary "
+    "with where the losses fall: 1.2–4.9 s on 4G, 1.4–4.6 s on VDSL, 11.7–50 s on the satellite path over 3–5 runs per "
+    "cell, where the paper's medians are over 50 runs each; so a cell's median is known here to within the spread of a "
+    "few runs, not to the paper's 0.01 s."
 )
 TAB04_EXPLANATIONS = {
     "ackfreq22-4g": LOSS_RUNS,
     "ackfreq22-vdsl": LOSS_RUNS
     + (
-        " Where a VDSL cell differs (AR 2 with D and with 3A: 2.3–2.8 s against 1.14–1.25 s) it is slower by more than that "
-        "spread. unexplained: ruled out are the path itself (its loss-free cells are 40–60 ms faster than the paper's, "
-        "ackfreq22-tab04-vdsl-ar2-noloss), the reordering policy (D, NR and 3A overlap run for run) and the ACK delay "
-        "(25 ms, the paper's d)."
+        " Where a VDSL cell differs (AR 2 with D and with 3A: 2.3–2.8 s against 1.14–1.25 s) it is slower by more than "
+        "that spread. unexplained: ruled out are the path itself (its loss-free cells are 40–60 ms faster than the "
+        "paper's, ackfreq22-tab04-vdsl-ar2-noloss), the reordering policy (D, NR and 3A overlap run for run) and the "
+        "ACK delay (25 ms, the paper's d)."
     ),
     "ackfreq22-satellite": LOSS_RUNS,
 }
@@ -121,21 +124,22 @@ def _tab04_explanation(row: Row) -> str:
 # by how the forward packets are spread in time.
 TAB05_EXPLANATIONS = {
     NO_LOSS: (
-        "A difference in the systems: the loss-free rows are the quinn receiver (AR and d = 25 ms asked for by the quinn "
-        "server's ACK_FREQUENCY) from the quinn server, which paces: it spreads each window over the RTT, so at AR 10 and "
-        "20 fewer than AR packets arrive within 25 ms whenever the window is below AR × RTT / 25 ms (satellite, AR 20: about "
-        "510 packets, more than the whole 1 MB transfer's ~750 packets), and the timer sends the ACK (ours 33–100 %). The paper's "
-        "quicly sent bursts (its Fig. 5: a quicly 'that did not support pacing'; §5.5 credits pacing and cross-traffic for "
-        "dispersing them), which fill the AR before the timer. At AR 2 two packets arrive within 25 ms except in the first "
-        "rounds of slow start, when the paced window is a few packets per RTT: ours 1–4 % against the paper's 1–2 %, the "
-        "most on the satellite path, whose 638 ms RTT spreads the first windows widest."
+        "A difference in the systems: the loss-free rows are the quinn receiver (AR and d = 25 ms asked for by the "
+        "quinn server's ACK_FREQUENCY) from the quinn server, which paces: it spreads each window over the RTT, so at "
+        "AR 10 and 20 fewer than AR packets arrive within 25 ms whenever the window is below AR × RTT / 25 ms "
+        "(satellite, AR 20: about 510 packets, more than the whole 1 MB transfer's ~750 packets), and the timer sends "
+        "the ACK (ours 33–100 %). The paper's quicly sent bursts (its Fig. 5: a quicly 'that did not support pacing'; "
+        "§5.5 credits pacing and cross-traffic for dispersing them), which fill the AR before the timer. At AR 2 two "
+        "packets arrive within 25 ms except in the first rounds of slow start, when the paced window is a few packets "
+        "per RTT: ours 1–4 % against the paper's 1–2 %, the most on the satellite path, whose 638 ms RTT spreads the "
+        "first windows widest."
     ),
     "1 % loss": (
-        "The 1 % loss rows are the aioquic receiver (quicack's ACK policy, policy D, d = 25 ms, logging why it sent each "
-        "ACK) from the paced quinn server: after each loss the window is small and paced, so at AR 10 and 20 the timer "
-        "fires in most 25 ms periods, more than in the paper's bursts (see the loss-free rows). At AR 2 ours is lower "
-        "(0.5–15 % against 2–33 %). unexplained: the AR 2 cells; ruled out: the ACK delay (25 ms, the paper's d) and the "
-        "reordering policy (D, as Table 5's)."
+        "The 1 % loss rows are the aioquic receiver (quicack's ACK policy, policy D, d = 25 ms, logging why it sent "
+        "each ACK) from the paced quinn server: after each loss the window is small and paced, so at AR 10 and 20 the "
+        "timer fires in most 25 ms periods, more than in the paper's bursts (see the loss-free rows). At AR 2 ours is "
+        "lower (0.5–15 % against 2–33 %). unexplained: the AR 2 cells; ruled out: the ACK delay (25 ms, the paper's d) "
+        "and the reordering policy (D, as Table 5's)."
     ),
 }
 
@@ -165,7 +169,8 @@ TAB05 = CellSpec(
     # The curated Table 5 claims put the condition before the AR (ackfreq22-tab05-satellite-loss-ar10).
     claim_id=lambda row: f"ackfreq22-tab05-{_name(row['path'])}-{_condition_id(row['condition'])}-ar{row['ack_ratio']}",
     statement=lambda row: (
-        f"ACKs sent because the delay timer fired, {PATH_LABELS[row['path']]}, {row['condition']}, AR {row['ack_ratio']}"
+        f"ACKs sent because the delay timer fired, {PATH_LABELS[row['path']]}, {row['condition']}, AR "
+        f"{row['ack_ratio']}"
     ),
     function=lambda row: partial(
         timer_cell, path=row["path"], condition=row["condition"], ack_ratio=int(row["ack_ratio"])
@@ -215,7 +220,8 @@ def timer_share_larger_where_rtt_is_long(tables: Tables, ack_ratio: int = 20) ->
     if why := _missing(tables):
         return Measured.unmeasured(why)
     return median_difference(
-        _timer_percent(tables, "ackfreq22-satellite", False, ack_ratio), _timer_percent(tables, "ackfreq22-vdsl", False, ack_ratio),
+        _timer_percent(tables, "ackfreq22-satellite", False, ack_ratio),
+        _timer_percent(tables, "ackfreq22-vdsl", False, ack_ratio),
         "percentage points", f"satellite − VDSL, AR {ack_ratio}, no loss", "{:.1f}",
     )  # fmt: skip
 

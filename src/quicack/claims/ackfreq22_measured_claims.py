@@ -13,14 +13,16 @@ import polars as pl
 
 from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     ACKFREQ22_SATELLITE,
     ackfreq22_fig4_runs,
     ackfreq22_matrix_runs,
 )
 from quicack.reference import paper_table
+from quicack.storage.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 NEEDED = ("runs", "ack_runs", "datagrams", "packets", "frames")
 SATELLITE_NO_LOSS = "the satellite path without added loss"
 
@@ -32,12 +34,16 @@ def _missing(tables: Tables) -> str | None:
 
 def _fig4_summary(tables: Tables) -> pl.DataFrame:
     """Eq. (3) against the measurement per policy on the satellite path without loss (Fig. 4's runs)."""
-    selected = ackfreq22_fig4_runs(tables["runs"])
-    per_run = client_traffic_estimates(selected, tables["ack_runs"], tables["datagrams"], tables["packets"], tables["frames"])
+    selected = ackfreq22_fig4_runs(in_memory(tables["runs"]))
+    per_run = client_traffic_estimates(
+        selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"]
+    )
     if per_run.is_empty():
         return pl.DataFrame()
     without_handshake = per_run.group_by("policy").agg(
-        (100.0 * (pl.col("client_bytes") - pl.col("handshake_bytes")) / pl.col("server_bytes")).median().alias("acks_percent"),
+        (100.0 * (pl.col("client_bytes") - pl.col("handshake_bytes")) / pl.col("server_bytes"))
+        .median()
+        .alias("acks_percent"),
         pl.col("measured_ack_ratio_median").median().alias("effective_ar"),
     )
     return eq3_summary(per_run).join(without_handshake, on="policy")
@@ -57,13 +63,18 @@ def fitted_alpha_range(tables: Tables) -> Measured:
     """α fitted per policy (AR ≥ 10, d = 25 ms, no added loss) over every path: the range."""
     if why := _missing(tables):
         return Measured.unmeasured(why)
-    selected = ackfreq22_matrix_runs(tables["runs"]).filter(~pl.col("lossy") & (pl.col("ack_ratio") >= 10))
-    per_run = client_traffic_estimates(selected, tables["ack_runs"], tables["datagrams"], tables["packets"], tables["frames"])
+    selected = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(~pl.col("lossy") & (pl.col("ack_ratio") >= 10))
+    per_run = client_traffic_estimates(
+        selected, in_memory(tables["ack_runs"]), tables["datagrams"], tables["packets"], tables["frames"]
+    )
     alphas = eq3_summary(per_run).drop_nulls("alpha") if not per_run.is_empty() else pl.DataFrame()
     if alphas.is_empty():
         return Measured.unmeasured("no timer ACK of the aioquic receiver at AR 10 or 20 over an ackfreq22 path")
-    low, high = alphas["alpha"].min(), alphas["alpha"].max()
-    cells = ", ".join(f"{p.removeprefix('ackfreq22-')} AR {ar} {a:.2f}" for p, ar, a in alphas.select("path", "ack_ratio", "alpha").iter_rows())
+    low, high = number(alphas["alpha"].min()), number(alphas["alpha"].max())
+    cells = ", ".join(
+        f"{p.removeprefix('ackfreq22-')} AR {ar} {a:.2f}"
+        for p, ar, a in alphas.select("path", "ack_ratio", "alpha").iter_rows()
+    )
     return Measured(low, high, f"{low:.2f}–{high:.2f} ({cells})", int(alphas["runs"].sum()))
 
 
@@ -73,7 +84,10 @@ def client_share(tables: Tables, policy: str) -> Measured:
     if row is None:
         return Measured.unmeasured(f"no {policy} run over {SATELLITE_NO_LOSS}")
     value = row["measured_percent"]
-    text = f"{value:.2f} % ({row['acks_percent']:.2f} % without the client's handshake datagrams; Eq. (3) {row['eq3_percent']:.2f} %)"
+    text = (
+        f"{value:.2f} % ({row['acks_percent']:.2f} % without the client's handshake datagrams; Eq. (3) "
+        f"{row['eq3_percent']:.2f} %)"
+    )
     return Measured(value, value, text, row["runs"])
 
 
@@ -82,7 +96,9 @@ def effective_ack_ratio(tables: Tables, policy: str) -> Measured:
     if row is None:
         return Measured.unmeasured(f"no {policy} run over {SATELLITE_NO_LOSS}")
     value = row["effective_ar"]
-    return Measured(value, value, f"{value:g} packets per ACK (median over runs of each run's median, on the wire)", row["runs"])
+    return Measured(
+        value, value, f"{value:g} packets per ACK (median over runs of each run's median, on the wire)", row["runs"]
+    )
 
 
 def eq3_error(tables: Tables) -> Measured:
@@ -93,7 +109,7 @@ def eq3_error(tables: Tables) -> Measured:
     if summary.is_empty():
         return Measured.unmeasured(f"no run over {SATELLITE_NO_LOSS}")
     errors = summary.select("policy", pl.col("eq3_difference_pp").abs().alias("error")).sort("error")
-    high = errors["error"].max()
+    high = number(errors["error"].max())
     cells = ", ".join(f"{p} {e:.3f}" for p, e in errors.iter_rows())
     return Measured(0.0, high, f"≤ {high:.3f} percentage points ({cells})", int(summary["runs"].sum()))
 
@@ -105,14 +121,17 @@ def return_cut(tables: Tables) -> Measured:
         return Measured.unmeasured(f"no AR 2 and AR 10 runs over {SATELLITE_NO_LOSS}")
     value = two["measured_percent"] / ten["measured_percent"]
     acks_only = two["acks_percent"] / ten["acks_percent"]
-    text = f"{value:.1f}× fewer return bytes ({acks_only:.1f}× without the handshake datagrams; ACKs {two['a_total_measured']:.0f} vs {ten['a_total_measured']:.0f})"
+    text = (
+        f"{value:.1f}× fewer return bytes ({acks_only:.1f}× without the handshake datagrams; ACKs "
+        f"{two['a_total_measured']:.0f} vs {ten['a_total_measured']:.0f})"
+    )
     return Measured(value, value, text, two["runs"] + ten["runs"])
 
 
 def _median_download_s(tables: Tables) -> pl.DataFrame:
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(pl.col("status") == "ok")
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(pl.col("status") == "ok")
     return (
-        runs.join(tables["ack_runs"], on="run_id")
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
         .group_by("path", "lossy", "ack_reordering", "ack_ratio")
         .agg((pl.col("download_time_ms").median() / 1000.0).alias("download_s"), pl.len().alias("runs"))
     )
@@ -143,7 +162,9 @@ def ar10_faster_ms(tables: Tables, path: str) -> Measured:
     if 2 not in times or 10 not in times:
         return Measured.unmeasured(f"no AR 2 and AR 10 runs over {path} without loss")
     value = 1000.0 * (times[2] - times[10])
-    return Measured(value, value, f"{value:.0f} ms (AR 2 {times[2]:.2f} s, AR 10 {times[10]:.2f} s)", int(cells["runs"].sum()))
+    return Measured(
+        value, value, f"{value:.0f} ms (AR 2 {times[2]:.2f} s, AR 10 {times[10]:.2f} s)", int(cells["runs"].sum())
+    )
 
 
 def paper_table4_difference_ms(tables: Tables, path: str) -> Measured:
@@ -158,15 +179,22 @@ def timer_share(tables: Tables, path: str, ack_ratio: int, lossy: bool) -> Measu
     """Table 5: median per-connection % of application-data ACKs the delay timer sent (with loss: policy D)."""
     if why := _missing(tables):
         return Measured.unmeasured(why)
-    runs = ackfreq22_matrix_runs(tables["runs"]).filter(
-        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
+    runs = ackfreq22_matrix_runs(in_memory(tables["runs"])).filter(
+        (pl.col("status") == "ok") & (pl.col("path") == path) & (pl.col("ack_ratio") == ack_ratio)
+        & (pl.col("lossy") == lossy)
         & (~pl.col("lossy") | (pl.col("ack_reordering") == "D"))
     )  # fmt: skip
-    application = pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
-    shares = runs.join(tables["ack_runs"], on="run_id").select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share")).drop_nulls()
+    application = (
+        pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
+    )
+    shares = (
+        runs.join(in_memory(tables["ack_runs"]), on="run_id")
+        .select((100.0 * pl.col("acks_by_delay_timer") / application).alias("share"))
+        .drop_nulls()
+    )
     if shares.is_empty():
         return Measured.unmeasured(f"no AR {ack_ratio} run over {path}{' with 1 % loss (D)' if lossy else ''}")
-    value = float(shares["share"].median())
+    value = number(shares["share"].median())
     return Measured(value, value, f"{value:.0f} % (median of {shares.height})", shares.height)
 
 
@@ -178,12 +206,16 @@ def reordering_policies_differ(tables: Tables) -> Measured:
     cells = _median_download_s(tables).filter(pl.col("lossy"))
     if cells.select("ack_reordering").n_unique() < 2:
         return Measured.unmeasured("fewer than two reordering policies recorded with loss")
-    fastest = cells.sort("download_s").group_by("path", "ack_ratio").agg(pl.col("ack_reordering").first().alias("fastest"))
+    fastest = (
+        cells.sort("download_s").group_by("path", "ack_ratio").agg(pl.col("ack_reordering").first().alias("fastest"))
+    )
     counts = fastest.group_by("fastest").len().sort("len", descending=True)
-    spread = cells.group_by("path", "ack_ratio").agg(((pl.col("download_s").max() - pl.col("download_s").min()) / pl.col("download_s").median()).alias("spread"))
+    spread = cells.group_by("path", "ack_ratio").agg(
+        ((pl.col("download_s").max() - pl.col("download_s").min()) / pl.col("download_s").median()).alias("spread")
+    )
     text = (
         "fastest policy per (path, AR): " + ", ".join(f"{p} in {n}" for p, n in counts.iter_rows())
-        + f" of {fastest.height} cells; spread of the medians up to {100 * spread['spread'].max():.0f} %"
+        + f" of {fastest.height} cells; spread of the medians up to {100 * number(spread['spread'].max()):.0f} %"
     )
     consistent = counts["len"][0] == fastest.height
     return Measured(None, None, text, int(cells["runs"].sum()), matches=not consistent)
@@ -199,19 +231,32 @@ ACKFREQ22_MEASURED: dict[str, ClaimFunction] = {
     "ackfreq22-5.4-ar100-rtt4-share": partial(client_share, policy="AR 100, d 125 ms"),
     "ackfreq22-5.4-ar10-return-cut": return_cut,
     **{
-        f"ackfreq22-tab04-satellite-ar{ar}-{'loss-d' if lossy else 'noloss'}": partial(download_time, path=ACKFREQ22_SATELLITE, ack_ratio=ar, lossy=lossy)
-        for ar in (2, 10, 20) for lossy in (False, True)
+        f"ackfreq22-tab04-satellite-ar{ar}-{'loss-d' if lossy else 'noloss'}": partial(
+            download_time, path=ACKFREQ22_SATELLITE, ack_ratio=ar, lossy=lossy
+        )
+        for ar in (2, 10, 20)
+        for lossy in (False, True)
     },
     # The calibration of the loss-free paths (ackfreq22-tab04 shows every cell): 4G and VDSL without loss.
     **{
-        f"ackfreq22-tab04-{name}-ar{ar}-noloss": partial(download_time, path=PATH_NAMES[name], ack_ratio=ar, lossy=False)
-        for name in ("4g", "vdsl") for ar in (2, 10, 20)
+        f"ackfreq22-tab04-{name}-ar{ar}-noloss": partial(
+            download_time, path=PATH_NAMES[name], ack_ratio=ar, lossy=False
+        )
+        for name in ("4g", "vdsl")
+        for ar in (2, 10, 20)
     },
-    **{f"ackfreq22-5.5-ar10-faster-{name}": partial(ar10_faster_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},
-    **{f"ackfreq22-5.5-table4-difference-{name}": partial(paper_table4_difference_ms, path=PATH_NAMES[name]) for name in ("satellite", "4g", "vdsl")},
+    **{
+        f"ackfreq22-5.5-ar10-faster-{name}": partial(ar10_faster_ms, path=PATH_NAMES[name])
+        for name in ("satellite", "4g", "vdsl")
+    },
+    **{
+        f"ackfreq22-5.5-table4-difference-{name}": partial(paper_table4_difference_ms, path=PATH_NAMES[name])
+        for name in ("satellite", "4g", "vdsl")
+    },
     **{
         f"ackfreq22-tab05-{name}-loss-ar{ar}": partial(timer_share, path=PATH_NAMES[name], ack_ratio=ar, lossy=True)
-        for name in ("satellite", "vdsl") for ar in (10, 20)
+        for name in ("satellite", "vdsl")
+        for ar in (10, 20)
     },
     "ackfreq22-5.6-reordering-policies": reordering_policies_differ,
 }

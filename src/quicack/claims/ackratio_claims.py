@@ -23,6 +23,7 @@ from quicack.metrics.return_path import (
     return_packet_sizes,
     return_volume,
 )
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     RETHINK_PROFILE,
     RETHINK_RETURN100K_PROFILE,
@@ -34,7 +35,7 @@ from quicack.models import ack_overhead as model
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims
 from quicack.rendered import Rendered
-from quicack.storage.run_batches import RunRows, per_run_batches
+from quicack.storage.run_batches import RunRows, in_memory, per_run_batches
 
 # Per table name: a polars frame, or a packet-sized view read a batch of runs at a time (quicack.storage.run_batches).
 Tables = Mapping[str, RunRows]
@@ -47,7 +48,11 @@ def formula(value: float, unit: str) -> ClaimFunction:
 
 def _policies(tables: Tables) -> pl.DataFrame:
     """Per ok default-policy transfer run: its client and its measured ACK policy."""
-    selected = default_ack_policy_runs(tables["runs"]).filter(pl.col("status") == "ok").select("run_id", "client_impl")
+    selected = (
+        default_ack_policy_runs(in_memory(tables["runs"]))
+        .filter(pl.col("status") == "ok")
+        .select("run_id", "client_impl")
+    )
     return selected.join(ack_policy_of_runs(selected, tables["packets"], tables["frames"]), on="run_id")
 
 
@@ -61,9 +66,13 @@ def client_ack_sizes(tables: Tables) -> Measured:
         .sort("ack_bytes_median", "client_impl")
     )
     if per_client.is_empty():
-        return Measured.unmeasured("no transfer of at least 1 MB with a default ACK policy and frames in the client qlog")
-    low, high = per_client["ack_bytes_median"].min(), per_client["ack_bytes_median"].max()
-    text = ", ".join(f"{client} {size:.0f}" for client, size in per_client.select("client_impl", "ack_bytes_median").iter_rows())
+        return Measured.unmeasured(
+            "no transfer of at least 1 MB with a default ACK policy and frames in the client qlog"
+        )
+    low, high = number(per_client["ack_bytes_median"].min()), number(per_client["ack_bytes_median"].max())
+    text = ", ".join(
+        f"{client} {size:.0f}" for client, size in per_client.select("client_impl", "ack_bytes_median").iter_rows()
+    )
     return Measured(low, high, f"{low:.0f}–{high:.0f} B ({text})", int(per_client["runs"].sum()))
 
 
@@ -72,8 +81,8 @@ def client_ack_ratio(tables: Tables, client: str) -> Measured:
     runs = _policies(tables).filter(pl.col("client_impl") == client).drop_nulls("ack_ratio_median")
     if runs.is_empty():
         return Measured.unmeasured(f"no {client} transfer of at least 1 MB with its default ACK policy")
-    value = float(runs["ack_ratio_median"].median())
-    spread = f"p10–p90 {runs['ack_ratio_p10'].min():.0f}–{runs['ack_ratio_p90'].max():.0f}"
+    value = number(runs["ack_ratio_median"].median())
+    spread = f"p10–p90 {number(runs['ack_ratio_p10'].min()):.0f}–{number(runs['ack_ratio_p90'].max()):.0f}"
     return Measured(value, value, f"{value:g} ({spread}, measured)", runs.height)
 
 
@@ -91,17 +100,26 @@ def anatomy_share(tables: Tables, case: str) -> Measured:
 
 
 def _rethink_wire(
-    tables: Tables, profile: str, protocol: str, ack_ratio: int, reduce: Callable[[pl.DataFrame], pl.DataFrame], client: str | None = None
+    tables: Tables,
+    profile: str,
+    protocol: str,
+    ack_ratio: int,
+    reduce: Callable[[pl.DataFrame], pl.DataFrame],
+    client: str | None = None,
 ) -> tuple[pl.DataFrame, int]:
     """``reduce`` (per run) over the wire packets of the ok rethink runs of one path profile, protocol, receiver AR
     (and client), and how many runs; (empty, 0) without any of their packets."""
-    ok = rethink_runs(tables["runs"], (profile,), (ack_ratio,)).filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
+    ok = rethink_runs(in_memory(tables["runs"]), (profile,), (ack_ratio,)).filter(
+        (pl.col("status") == "ok") & (pl.col("protocol") == protocol)
+    )
     if client is not None:
         ok = ok.filter(pl.col("client_impl") == client)
     if "datagrams" not in tables or ok.is_empty():
         return pl.DataFrame(), 0
     try:
-        reduced = reduced_wire(ok, tables["datagrams"], tables.get("tcp_segments"), reduce, _setup(profile, protocol, ack_ratio))
+        reduced = reduced_wire(
+            ok, tables["datagrams"], tables.get("tcp_segments"), reduce, _setup(profile, protocol, ack_ratio)
+        )
     except MissingData:
         return pl.DataFrame(), 0
     return reduced, ok.height
@@ -109,7 +127,9 @@ def _rethink_wire(
 
 def _rethink_clients(tables: Tables, profile: str, protocol: str, ack_ratio: int) -> list[str]:
     """The receivers (client implementations) with ok rethink runs of that profile, protocol and AR."""
-    ok = rethink_runs(tables["runs"], (profile,), (ack_ratio,)).filter((pl.col("status") == "ok") & (pl.col("protocol") == protocol))
+    ok = rethink_runs(in_memory(tables["runs"]), (profile,), (ack_ratio,)).filter(
+        (pl.col("status") == "ok") & (pl.col("protocol") == protocol)
+    )
     return sorted(ok["client_impl"].unique().to_list())
 
 
@@ -133,8 +153,9 @@ def return_size_median(tables: Tables, protocol: str) -> Measured:
     values = {}
     for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
         sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, return_packet_sizes, client)
-        if runs:
-            values[client] = (counted_median(sizes, "ip_bytes"), runs)
+        median = counted_median(sizes, "ip_bytes")
+        if runs and median is not None:  # None: its runs sent no return packet after the first RTT
+            values[client] = (median, runs)
     return _per_client(values, "B", _setup(RETHINK_PROFILE, protocol, 2))
 
 
@@ -145,11 +166,14 @@ def quic_over_tcp_ack_size(tables: Tables) -> Measured:
     if not tcp_runs:
         return Measured.unmeasured(f"no {_setup(RETHINK_PROFILE, 'tcp', 2)} run")
     tcp = counted_median(tcp_sizes, "ip_bytes")
+    if tcp is None:
+        return Measured.unmeasured(f"no return packet after the first RTT in a {_setup(RETHINK_PROFILE, 'tcp', 2)} run")
     values = {}
     for client in _rethink_clients(tables, RETHINK_PROFILE, "quic", 2):
         sizes, runs = _rethink_wire(tables, RETHINK_PROFILE, "quic", 2, return_packet_sizes, client)
-        if runs:
-            values[client] = (counted_median(sizes, "ip_bytes") / tcp, runs + tcp_runs)
+        median = counted_median(sizes, "ip_bytes")
+        if runs and median is not None:
+            values[client] = (median / tcp, runs + tcp_runs)
     return _per_client(values, f"× Linux TCP's {tcp:.0f} B", _setup(RETHINK_PROFILE, "quic", 2), "{:.2f}")
 
 
@@ -157,12 +181,14 @@ def ack_bytes_reduction(tables: Tables) -> Measured:
     """rethink §V: return-path IP bytes at AR 1:2 over those at AR 1:10 (QUIC, 10 MB, no loss; medians over runs),
     per receiver with runs at both ratios."""
     values = {}
-    both = set(_rethink_clients(tables, RETHINK_PROFILE, "quic", 2)) & set(_rethink_clients(tables, RETHINK_PROFILE, "quic", 10))
+    both = set(_rethink_clients(tables, RETHINK_PROFILE, "quic", 2)) & set(
+        _rethink_clients(tables, RETHINK_PROFILE, "quic", 10)
+    )
     for client in sorted(both):
         medians, runs = {}, 0
         for ratio in (2, 10):
             volumes, n = _rethink_wire(tables, RETHINK_PROFILE, "quic", ratio, return_volume, client)
-            medians[ratio] = float(volumes["return_ip_bytes"].median()) if n else float("nan")
+            medians[ratio] = number(volumes["return_ip_bytes"].median()) if n else float("nan")
             runs += n
         values[client] = (medians[2] / medians[10], runs)
     return _per_client(values, "×", "QUIC AR 1:2 over AR 1:10 return bytes, rethink-satellite", "{:.1f}")
@@ -176,12 +202,20 @@ FIG5_RECEIVER = "quinn"
 def forward_packet_rate(tables: Tables, profile: str, ack_ratio: int) -> Measured:
     """rethink Fig. 5: median over runs of the forward data packets per second in the transfer's busiest 1 s bin
     after slow start — the median of each run's upper half of bins (the rate it settles at); the quinn pair."""
-    rates, runs = _rethink_wire(tables, profile, "quic", ack_ratio, lambda wire: packets_per_second(wire, "s2c", data_only=True), FIG5_RECEIVER)
+    rates, runs = _rethink_wire(
+        tables, profile, "quic", ack_ratio, lambda wire: packets_per_second(wire, "s2c", data_only=True), FIG5_RECEIVER
+    )
     if runs == 0:
         return Measured.unmeasured(f"no {_setup(profile, 'quic', ack_ratio)} 10 MB run of the {FIG5_RECEIVER} receiver")
-    settled = rates.filter(pl.col("packets") >= pl.col("packets").median().over("run_id")).group_by("run_id").agg(pl.col("packets").median())
-    value = float(settled["packets"].median())
-    return Measured(value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, {FIG5_RECEIVER}, measured)", runs)
+    settled = (
+        rates.filter(pl.col("packets") >= pl.col("packets").median().over("run_id"))
+        .group_by("run_id")
+        .agg(pl.col("packets").median())
+    )
+    value = number(settled["packets"].median())
+    return Measured(
+        value, value, f"{value:.0f} packets/s ({_setup(profile, 'quic', ack_ratio)}, {FIG5_RECEIVER}, measured)", runs
+    )
 
 
 def quick_acks_per_run(segments: pl.DataFrame) -> pl.DataFrame:
@@ -219,7 +253,7 @@ def quick_acks_per_run(segments: pl.DataFrame) -> pl.DataFrame:
 def tcp_quick_acks(tables: Tables) -> Measured:
     """rethink §III-A: Linux acknowledges at least the first 8 data packets one by one (TCP QUICKACK, AR 1:1): the
     ACKs before the first one that covers two data segments, from the TCP runs (no loss, AR 1:2)."""
-    ok = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (2,)).filter(
+    ok = rethink_runs(in_memory(tables["runs"]), (RETHINK_PROFILE,), (2,)).filter(
         (pl.col("status") == "ok") & (pl.col("protocol") == "tcp")
     )
     segments = tables.get("tcp_segments")
@@ -228,18 +262,19 @@ def tcp_quick_acks(tables: Tables) -> Measured:
     per_run = per_run_batches(quick_acks_per_run, ok["run_id"], segments)
     if per_run.is_empty():
         return Measured.unmeasured("no receiver-side capture of a Linux TCP run over rethink-satellite (tcp_segments)")
-    value = float(per_run["quick_acks"].median())
+    value = number(per_run["quick_acks"].median())
     text = f"{value:.0f} quick ACKs (one data segment each, at the receiver; median over runs)"
     return Measured(value, value, text, per_run.height)
 
 
 def anatomy_measured(tables: Tables, protocol: str) -> Measured:
-    """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2, per receiver."""
+    """tcpquic anatomy from the wire: median return IP bytes as % of the forward IP bytes, no loss, AR 1:2, per
+    receiver."""
     values = {}
     for client in _rethink_clients(tables, RETHINK_PROFILE, protocol, 2):
         volumes, runs = _rethink_wire(tables, RETHINK_PROFILE, protocol, 2, return_volume, client)
         if runs:
-            values[client] = (float(volumes["return_percent_of_forward"].median()), runs)
+            values[client] = (number(volumes["return_percent_of_forward"].median()), runs)
     return _per_client(values, "%", _setup(RETHINK_PROFILE, protocol, 2), "{:.2f}")
 
 
@@ -250,7 +285,9 @@ def table3_volume(tables: Tables, protocol: str, ack_ratio: int, lossy: bool) ->
         table = claims_volume_table(tables)
     except MissingData as missing:
         return Measured.unmeasured(str(missing))
-    rows = table.filter((pl.col("protocol") == protocol) & (pl.col("receiver_ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy))
+    rows = table.filter(
+        (pl.col("protocol") == protocol) & (pl.col("receiver_ack_ratio") == ack_ratio) & (pl.col("lossy") == lossy)
+    )
     values = {
         configuration.split(" AR ")[0]: (kb, runs)
         for configuration, kb, runs in rows.select("configuration", "return_kb_per_10mb", "runs").iter_rows()
@@ -264,7 +301,10 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-tcp-loss-min": formula(model.tcp_ack(sack_blocks=1).size, "B"),
     "ackfreq22-5.2-tcp-loss-max": formula(model.largest_tcp_ack().size, "B"),
     "ackfreq22-5.2-client-ack-sizes": client_ack_sizes,
-    **{f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client) for client in ("aioquic", "quic-go", "ngtcp2")},
+    **{
+        f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client)
+        for client in ("aioquic", "quic-go", "ngtcp2")
+    },
     **ACKFREQ22_MEASURED,
     **ACKFREQ22_BROWSERS,
     **ackfreq22_cells.FINDINGS,
@@ -281,8 +321,12 @@ RETHINK: dict[str, ClaimFunction] = {
     "rethink-VI-fig5-ar10-return100k": partial(forward_packet_rate, profile=RETHINK_RETURN100K_PROFILE, ack_ratio=10),
     "rethink-VI-tcp-quickacks": tcp_quick_acks,
     **{
-        f"rethink-tab3-{protocol}-ar{ratio}-{'loss' if lossy else 'noloss'}": partial(table3_volume, protocol=protocol, ack_ratio=ratio, lossy=lossy)
-        for protocol in ("quic", "tcp") for ratio in (2, 10) for lossy in (False, True)
+        f"rethink-tab3-{protocol}-ar{ratio}-{'loss' if lossy else 'noloss'}": partial(
+            table3_volume, protocol=protocol, ack_ratio=ratio, lossy=lossy
+        )
+        for protocol in ("quic", "tcp")
+        for ratio in (2, 10)
+        for lossy in (False, True)
     },
     **RETHINK_BROWSERS,
     **rethink_cells.RETHINK_FINDINGS,
@@ -342,4 +386,6 @@ def tcpquic_claims(tables: Tables, description: DatasetDescription) -> Rendered:
 
 def ackratio_claims(paper: str, tables: Tables, description: DatasetDescription) -> Rendered:
     """One ACK-ratio paper's claims artefact by the paper's name."""
-    return {"ackfreq22": ackfreq22_claims, "rethink": rethink_claims, "tcpquic": tcpquic_claims}[paper](tables, description)
+    return {"ackfreq22": ackfreq22_claims, "rethink": rethink_claims, "tcpquic": tcpquic_claims}[paper](
+        tables, description
+    )

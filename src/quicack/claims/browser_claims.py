@@ -13,11 +13,12 @@ from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.ack_policy import captured_acks, default_ack_policies
 from quicack.metrics.rethink_volume import claims_volume_table, reduced_wire
 from quicack.metrics.return_path import counted_median, return_packet_sizes
+from quicack.metrics.scalars import number, optional_number
 from quicack.metrics.selection import RETHINK_PROFILE, MissingData, default_ack_policy_runs, rethink_runs
 from quicack.models import ack_overhead as model
-from quicack.storage.run_batches import per_run_batches
+from quicack.storage.run_batches import RunRows, in_memory, per_run_batches
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 CHROMIUM, FIREFOX = "chromium", "firefox"
 # Chrome's two phases (ackfreq22 Table 2 "2, then 10"; Eq. (4)'s P_init = 100): ACKs of packets below this number
 # belong to the first, those from CHROME_LATE_FROM on to the second (room for the ACKs in flight at the switch).
@@ -29,7 +30,7 @@ TCP_AR2_SHARE_PERCENT = 100.0 * model.tcp_ack().size / (2 * 1500)
 
 def _browser_runs(tables: Tables, browser: str) -> pl.DataFrame:
     """The ok downloads of ≥ 1 MB by ``browser`` with its own ACK policy."""
-    runs = default_ack_policy_runs(tables["runs"])
+    runs = default_ack_policy_runs(in_memory(tables["runs"]))
     return runs.filter((pl.col("status") == "ok") & (pl.col("client_impl") == browser))
 
 
@@ -38,7 +39,9 @@ def browser_ack_policy(tables: Tables, browser: str) -> pl.DataFrame:
     runs = _browser_runs(tables, browser)
     if runs.is_empty():
         return pl.DataFrame()
-    return default_ack_policies(runs.select("run_id"), tables["packets"], tables["frames"], tables.get("ack_runs"))
+    ack_runs = tables.get("ack_runs")
+    ack_runs = in_memory(ack_runs) if ack_runs is not None else None
+    return default_ack_policies(runs.select("run_id"), tables["packets"], tables["frames"], ack_runs)
 
 
 def ack_ratio(tables: Tables, browser: str) -> Measured:
@@ -46,9 +49,9 @@ def ack_ratio(tables: Tables, browser: str) -> Measured:
     per_run = browser_ack_policy(tables, browser)
     if per_run.is_empty():
         return Measured.unmeasured(f"no {browser} download of at least 1 MB")
-    value = float(per_run["ack_ratio_median"].median())
+    value = number(per_run["ack_ratio_median"].median())
     sources = ", ".join(sorted(set(per_run["measured_from"])))
-    spread = f"p10–p90 {per_run['ack_ratio_p10'].min():.0f}–{per_run['ack_ratio_p90'].max():.0f}"
+    spread = f"p10–p90 {number(per_run['ack_ratio_p10'].min()):.0f}–{number(per_run['ack_ratio_p90'].max()):.0f}"
     return Measured(value, value, f"{value:g} ({browser}; {spread}; from the {sources})", per_run.height)
 
 
@@ -58,7 +61,7 @@ def ack_size(tables: Tables, browser: str) -> Measured:
     sizes = per_run.drop_nulls("ack_bytes_median") if not per_run.is_empty() else per_run
     if sizes.is_empty():
         return Measured.unmeasured(f"no {browser} download of at least 1 MB with its ACK-only packets measured")
-    value = float(sizes["ack_bytes_median"].median())
+    value = number(sizes["ack_bytes_median"].median())
     return Measured(value, value, f"{value:.0f} B ({browser}, IPv4, median ACK-only packet)", sizes.height)
 
 
@@ -69,35 +72,48 @@ def chrome_two_phases(tables: Tables) -> Measured:
     if runs.is_empty() or "frames" not in tables:
         return Measured.unmeasured("no chromium download of at least 1 MB")
     acks = per_run_batches(captured_acks, runs["run_id"], tables["frames"]).filter(pl.col("largest_acked_advance") > 0)
-    early = acks.filter(pl.col("largest_acked") < CHROME_EARLY_PACKETS)["largest_acked_advance"].median()
-    late = acks.filter(pl.col("largest_acked") >= CHROME_LATE_FROM)["largest_acked_advance"].median()
+    early = optional_number(
+        acks.filter(pl.col("largest_acked") < CHROME_EARLY_PACKETS)["largest_acked_advance"].median()
+    )
+    late = optional_number(acks.filter(pl.col("largest_acked") >= CHROME_LATE_FROM)["largest_acked_advance"].median())
     if early is None or late is None:
         return Measured.unmeasured("no captured ACKs of chromium's downloads")
     text = f"{early:g} for the first {CHROME_EARLY_PACKETS} packets, then {late:g} (chromium, captured ACKs)"
-    return Measured(float(late), float(late), text, runs.height)
+    return Measured(late, late, text, runs.height)
 
 
 def client_share_of_total(tables: Tables, browser: str) -> Measured:
     """ackfreq22 Fig. 3's 'percentage of the total traffic': the client's IP bytes over both directions' of each
     download (``ack_runs``, client-side capture, whole connection), range over the browser's downloads over paths
     without added loss."""
-    runs = _browser_runs(tables, browser).filter(~pl.col("path_profile").cast(pl.Utf8).fill_null("").str.contains("loss"))
+    runs = _browser_runs(tables, browser).filter(
+        ~pl.col("path_profile").cast(pl.Utf8).fill_null("").str.contains("loss")
+    )
     if runs.is_empty() or "ack_runs" not in tables:
         return Measured.unmeasured(f"no {browser} download of at least 1 MB")
     shares = (
-        tables["ack_runs"]
+        in_memory(tables["ack_runs"])
         .join(runs.select("run_id"), on="run_id", how="semi")
-        .select((100.0 * pl.col("return_ip_bytes") / (pl.col("return_ip_bytes") + pl.col("forward_ip_bytes"))).alias("share"))
+        .select(
+            (100.0 * pl.col("return_ip_bytes") / (pl.col("return_ip_bytes") + pl.col("forward_ip_bytes"))).alias(
+                "share"
+            )
+        )
         .drop_nulls()
     )
     if shares.is_empty():
         return Measured.unmeasured(f"no client-side capture of {browser}'s downloads")
-    low, high = float(shares["share"].min()), float(shares["share"].max())
-    return Measured(low, high, f"{low:.2f}–{high:.2f} % ({browser}, client IP bytes / all IP bytes, {shares.height} downloads)", shares.height)
+    low, high = number(shares["share"].min()), number(shares["share"].max())
+    return Measured(
+        low,
+        high,
+        f"{low:.2f}–{high:.2f} % ({browser}, client IP bytes / all IP bytes, {shares.height} downloads)",
+        shares.height,
+    )
 
 
 def _rethink_browser_runs(tables: Tables, browser: str) -> pl.DataFrame:
-    return rethink_runs(tables["runs"], (RETHINK_PROFILE,), (), default_policy_receivers=(browser,)).filter(
+    return rethink_runs(in_memory(tables["runs"]), (RETHINK_PROFILE,), (), default_policy_receivers=(browser,)).filter(
         pl.col("status") == "ok"
     )
 
@@ -108,7 +124,9 @@ def return_size_median(tables: Tables, browser: str) -> Measured:
     if ok.is_empty() or "datagrams" not in tables:
         return Measured.unmeasured(f"no {browser} 10 MB download over {RETHINK_PROFILE}")
     try:
-        sizes = reduced_wire(ok, tables["datagrams"], tables.get("tcp_segments"), return_packet_sizes, f"{browser} downloads")
+        sizes = reduced_wire(
+            ok, tables["datagrams"], tables.get("tcp_segments"), return_packet_sizes, f"{browser} downloads"
+        )
     except MissingData as missing:
         return Measured.unmeasured(str(missing))
     value = counted_median(sizes, "ip_bytes")

@@ -17,6 +17,7 @@ import polars as pl
 from quicack.claims import ClaimFunction, Measured, claims_table
 from quicack.layout import PAPER_STACK_SUFFIX
 from quicack.metrics import guidelines, summary, sweet_spot
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     FIRST_SAMPLE_UNAFFECTED,
     PAPER_IMPLEMENTATION,
@@ -29,8 +30,9 @@ from quicack.metrics.server_ack_delay import server_ack_delay_table
 from quicack.provenance import DatasetDescription
 from quicack.reference import paper_claims, paper_table, read_claims
 from quicack.rendered import Rendered
+from quicack.storage.run_batches import RunRows, in_memory
 
-Tables = Mapping[str, pl.DataFrame]
+Tables = Mapping[str, RunRows]
 DEFAULT_RTT_MS = 9.0
 TTFB = "ttfb_capture_ms"
 # A TTFB margin below this is run-to-run jitter, not a preference (as in Table 2).
@@ -41,7 +43,9 @@ def _fmt(value: float | None, unit: str = "ms") -> str:
     return "n/a" if value is None else f"{value:.1f} {unit}".strip()
 
 
-def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None) -> Measured:
+def _range(
+    values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | None = None, reaches: pl.Series | None = None
+) -> Measured:
     """Our range over ``values`` (nulls dropped, with ``labels``/``reaches`` aligned to them); with
     ``reaches`` (how far each value's bootstrap interval reaches, ``interval_reach``) the spread is that
     of the two values that bound the range, the ones agreement is decided on."""
@@ -49,15 +53,17 @@ def _range(values: pl.Series, runs: int, unit: str = "ms", labels: pl.Series | N
     values = values.filter(keep)
     if values.is_empty():
         return Measured.unmeasured("no runs with this metric")
-    low, high = float(values.min()), float(values.max())
+    low, high = number(values.min()), number(values.max())
+    lowest, highest = values.arg_min(), values.arg_max()
+    assert lowest is not None and highest is not None  # values is not empty
     text = f"{low:.1f}–{high:.1f} {unit}" if low != high else _fmt(low, unit)
     if labels is not None:
         labels = labels.filter(keep)
-        text += f" ({labels[int(values.arg_min())]} … {labels[int(values.arg_max())]})"
+        text += f" ({labels[lowest]} … {labels[highest]})"
     spread = None
     if reaches is not None:
         reaches = reaches.filter(keep)
-        spread = max(float(reaches[int(values.arg_min())]), float(reaches[int(values.arg_max())]))
+        spread = max(float(reaches[lowest]), float(reaches[highest]))
         text += f", ± {spread:.1f} {unit} (95 % bootstrap over the runs)"
     return Measured(low, high, text, runs, spread=spread)
 
@@ -66,7 +72,7 @@ def ttfb_difference(tables: Tables, scenario: str, rtt_ms: float = DEFAULT_RTT_M
     """Per client of ``scenario`` at ``rtt_ms``: ``iack_advantage_ms`` = WFC − IACK median TTFB
     (positive: the instant ACK is faster), its 95 % bootstrap interval's ``reach_ms`` and the ok
     runs behind both medians."""
-    runs = tables["handshake_runs"].filter((pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms))
+    runs = in_memory(tables["handshake_runs"]).filter((pl.col("scenario") == scenario) & (pl.col("rtt_ms") == rtt_ms))
     return (
         summary.mode_difference_interval(runs, TTFB, ["client_impl", "rtt_ms"])
         .filter(pl.col("wfc_minus_iack").is_not_null())
@@ -83,7 +89,7 @@ def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
     """Per client and RTT of ``scenario``: ``iack_advantage_ms`` = WFC − IACK median TTFB
     (positive: the instant ACK is faster) and the ok runs behind both medians."""
     return (
-        guidelines.guidelines(tables["handshake_runs"], TTFB)
+        guidelines.guidelines(in_memory(tables["handshake_runs"]), TTFB)
         .filter(pl.col("scenario") == scenario)
         .with_columns((pl.col("iack_runs") + pl.col("wfc_runs")).alias("runs"))
         .sort("client_impl", "rtt_ms")
@@ -93,19 +99,34 @@ def ttfb_iack_advantage(tables: Tables, scenario: str) -> pl.DataFrame:
 def stack_delay_range(tables: Tables, scenario: str = "noloss") -> Measured:
     """§4.1: difference of the clients' first RTT samples WFC − IACK (no loss: ``scenario``), median per
     client over RTTs, range over the clients that log it, go-x-net left out as in the paper."""
-    delays = summary.stack_delay(summary.iack_wfc_runs(tables["handshake_runs"]), scenario).filter(pl.col("client_impl") != "go-x-net")
-    per_client = delays.group_by("client_impl").agg(pl.col("first_rtt_wfc_minus_iack_ms").median()).drop_nulls().sort("client_impl")
-    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter((pl.col("scenario") == scenario) & (pl.col("client_impl") != "go-x-net")).height
+    delays = summary.stack_delay(summary.iack_wfc_runs(in_memory(tables["handshake_runs"])), scenario).filter(
+        pl.col("client_impl") != "go-x-net"
+    )
+    per_client = (
+        delays.group_by("client_impl")
+        .agg(pl.col("first_rtt_wfc_minus_iack_ms").median())
+        .drop_nulls()
+        .sort("client_impl")
+    )
+    runs = (
+        summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))
+        .filter((pl.col("scenario") == scenario) & (pl.col("client_impl") != "go-x-net"))
+        .height
+    )
     return _range(per_client["first_rtt_wfc_minus_iack_ms"], runs, labels=per_client["client_impl"])
 
 
 def pto_improvement_range(tables: Tables, scenarios: tuple[str, ...] = FIRST_SAMPLE_UNAFFECTED) -> Measured:
     """§4.1 / Fig. 16: median first-PTO improvement WFC − IACK (logged), range over clients and
     RTTs, in the scenarios whose first RTT sample the emulated loss does not touch."""
-    runs = pto_runs(tables["handshake_runs"], scenarios)
+    runs = pto_runs(in_memory(tables["handshake_runs"]), scenarios)
     improvement = summary.pto_improvement(runs, "first_pto_logged_ms", scenarios).drop_nulls("pto_improvement_ms")
-    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")["client_impl"]
-    reaches = improvement.select(summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms"))
+    labels = improvement.select(pl.col("client_impl") + " @ " + pl.col("rtt_ms").cast(pl.Int64).cast(pl.Utf8) + " ms")[
+        "client_impl"
+    ]
+    reaches = improvement.select(
+        summary.interval_reach("pto_improvement_ms", "pto_improvement_low_ms", "pto_improvement_high_ms")
+    )
     return _range(improvement["pto_improvement_ms"], runs.height, labels=labels, reaches=reaches.to_series())
 
 
@@ -116,12 +137,20 @@ def ttfb_advantage_of(tables: Tables, scenario: str, client: str, sign: float = 
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs of {scenario} at {DEFAULT_RTT_MS:g} ms")
     value, reach = sign * rows["iack_advantage_ms"][0], rows["reach_ms"][0]
-    return Measured(value, value, f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)", int(rows["runs"][0]), spread=reach)
+    return Measured(
+        value,
+        value,
+        f"{_fmt(value)} ± {reach:.1f} ms (95 % bootstrap over the runs)",
+        int(rows["runs"][0]),
+        spread=reach,
+    )
 
 
 def wfc_advantage_range(tables: Tables, scenario: str) -> Measured:
     rows = ttfb_difference(tables, scenario)
-    return _range(-rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"])
+    return _range(
+        -rows["iack_advantage_ms"], int(rows["runs"].sum()), labels=rows["client_impl"], reaches=rows["reach_ms"]
+    )
 
 
 def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_filter: pl.Expr) -> Measured:
@@ -130,17 +159,27 @@ def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_f
     rows = ttfb_iack_advantage(tables, scenario).filter(rtt_filter)
     if rows.is_empty():
         return Measured.unmeasured(f"no {scenario} configurations in that RTT range")
-    wins = rows.filter(pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS)
+    wins = rows.filter(
+        pl.col("iack_advantage_ms") >= TIE_MS if preferred == "iack" else pl.col("iack_advantage_ms") <= -TIE_MS
+    )
     share = wins.height / rows.height
     rtts = ", ".join(f"{r:g}" for r in sorted(rows["rtt_ms"].unique()))
-    return Measured(share, share, f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)", int(rows["runs"].sum()))
+    return Measured(
+        share,
+        share,
+        f"{wins.height} of {rows.height} client×RTT configurations (RTT {rtts} ms)",
+        int(rows["runs"].sum()),
+    )
 
 
 def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
     """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
     the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
-    runs = summary.iack_wfc_runs(tables["handshake_runs"]).filter(
-        (pl.col("scenario") == "amplification") & (pl.col("mode") == "wfc") & pl.col("client_impl").is_in(clients) & (pl.col("status") == "ok")
+    runs = summary.iack_wfc_runs(in_memory(tables["handshake_runs"])).filter(
+        (pl.col("scenario") == "amplification")
+        & (pl.col("mode") == "wfc")
+        & pl.col("client_impl").is_in(clients)
+        & (pl.col("status") == "ok")
     )
     if runs.is_empty():
         return Measured.unmeasured("no WFC amplification runs of these clients")
@@ -153,7 +192,7 @@ def server_first_ack_delay(tables: Tables, server: str) -> Measured:
     """Appendix D / Table 3: ACK Delay of the server's first Initial ACK, range over repetitions, from the runs
     Table 3 reads: the handshake test case of the server as released (mode null) where there is one, else the
     server's IACK/WFC runs."""
-    runs = table3_runs(tables["runs"]).filter(pl.col("server_impl") == server)
+    runs = table3_runs(in_memory(tables["runs"])).filter(pl.col("server_impl") == server)
     if runs.filter(pl.col("mode").is_null()).height:
         runs = runs.filter(pl.col("mode").is_null())  # the server as released, as the paper's QIR servers
     table = server_ack_delay_table(runs, tables["frames"], ("server_impl", "mode"))
@@ -174,7 +213,7 @@ def nonzero_first_ack_delays(tables: Tables) -> Measured:
     nonzero = {server: m for server, m in measured.items() if m.low is not None and m.high is not None and m.high > 0}
     if not nonzero:
         return Measured.unmeasured("no server of ours reports a first Initial ACK Delay above 0 ms")
-    low, high = min(m.low for m in nonzero.values()), max(m.high for m in nonzero.values())
+    low, high = min(number(m.low) for m in nonzero.values()), max(number(m.high) for m in nonzero.values())
     text = ", ".join(f"{server} {m.text}" for server, m in sorted(nonzero.items()))
     return Measured(low, high, f"{low:.1f}–{high:.1f} ms ({text})", sum(m.runs for m in nonzero.values()))
 
@@ -183,26 +222,37 @@ def zero_delay_servers_match(tables: Tables) -> Measured:
     """Appendix D: which of our servers report an ACK Delay of 0 ms in their first Initial ACK, against Table 3's
     printed repetitions of the same servers (imc24_tab03.csv)."""
     printed = paper_table("imc24", "tab03").filter(pl.col("pn_space") == "initial").drop_nulls("ack_delay_ms")
-    paper_zero = set(printed.group_by("server").agg((pl.col("ack_delay_ms").cast(pl.Float64) == 0).all().alias("zero")).filter("zero")["server"])
+    paper_zero = set(
+        printed.group_by("server")
+        .agg((pl.col("ack_delay_ms").cast(pl.Float64) == 0).all().alias("zero"))
+        .filter("zero")["server"]
+    )
     measured = {server: server_first_ack_delay(tables, server) for server in TABLE3_SERVERS}
     ours = {server: m for server, m in measured.items() if m.low is not None}
     if not ours:
         return Measured.unmeasured("no captures of any of our servers' first Initial ACK")
     zero = {server for server, m in ours.items() if m.high == 0}
     expected = paper_zero & set(ours)
-    text = f"0 ms: {', '.join(sorted(zero)) or 'none'} of {', '.join(sorted(ours))} (Table 3: {', '.join(sorted(expected)) or 'none'} of them)"
+    text = (
+        f"0 ms: {', '.join(sorted(zero)) or 'none'} of {', '.join(sorted(ours))} (Table 3: "
+        f"{', '.join(sorted(expected)) or 'none'} of them)"
+    )
     return Measured(None, None, text, sum(m.runs for m in ours.values()), matches=zero == expected)
 
 
 def default_pto_of(tables: Tables, client: str) -> Measured:
     """Appendix E / Table 4: the client's default PTO (first probe before any server datagram),
     else only a lower bound (open range)."""
-    rows = summary.default_pto_by_client(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
+    rows = summary.default_pto_by_client(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(
+        pl.col("client_impl") == client
+    )
     if rows.is_empty():
         return Measured.unmeasured(f"no {client} runs")
     row = rows.row(0, named=True)
     if row["default_pto_ms"] is not None:
-        return Measured(row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"]))
+        return Measured(
+            row["default_pto_ms"], row["default_pto_ms"], _fmt(row["default_pto_ms"]), int(row["runs_with_probe"])
+        )
     bound = row["default_pto_lower_bound_ms"]
     return Measured(bound, float("inf"), f"> {bound:.0f} ms (lower bound: no run made the client probe first)", 0)
 
@@ -213,42 +263,57 @@ def second_flight_of(tables: Tables, client: str) -> Measured:
     against the paper's neqo)."""
     paper_client = PAPER_IMPLEMENTATION.get(client, client)
     paper = paper_table("imc24", "tab04").filter(pl.col("client") == paper_client)["second_flight"].first()
-    rows = summary.second_flight_by_client(summary.iack_wfc_runs(second_flight_runs(tables["handshake_runs"]))).filter(pl.col("client_impl") == client)
+    rows = summary.second_flight_by_client(
+        summary.iack_wfc_runs(second_flight_runs(in_memory(tables["handshake_runs"])))
+    ).filter(pl.col("client_impl") == client)
     if rows.is_empty():
         return Measured.unmeasured(f"no calibrated {client} runs")
-    indices = {mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()}
+    indices = {
+        mode: flight.replace("_", ",") for mode, flight in rows.select("mode", "second_flight_datagrams").iter_rows()
+    }
     text = "; ".join(f"{mode}: {flight}" for mode, flight in sorted(indices.items()))
-    return Measured(None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values()))
+    return Measured(
+        None, None, text, int(rows["runs"].sum()), matches=all(flight == paper for flight in indices.values())
+    )
 
 
 def rtt_sample_share(tables: Tables, client: str) -> Measured:
     """Appendix E / Fig. 11: share of the RFC 9002 RTT samples the client exposed in its qlog."""
-    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(tables["handshake_runs"])).filter(pl.col("client_impl") == client)
+    rows = summary.rtt_sample_exposure(summary.iack_wfc_runs(in_memory(tables["handshake_runs"]))).filter(
+        pl.col("client_impl") == client
+    )
     if rows.is_empty() or rows["exposed_share"][0] is None:
         return Measured.unmeasured(f"no {client} transfer with both counts")
     row = rows.row(0, named=True)
     share = row["exposed_share"]
-    return Measured(share, share, f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})", int(row["runs"]))
+    return Measured(
+        share,
+        share,
+        f"{share:.3f} ({row['rtt_samples_logged']:.0f} of {row['rtt_samples_rfc9002']:.0f})",
+        int(row["runs"]),
+    )
 
 
 def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
     """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
     paper = paper_table("imc24", "tab02")
-    table = guidelines.guidelines_beside_paper(tables["handshake_runs"], tables["runs"], paper, tables["datagrams"])
+    table = guidelines.guidelines_beside_paper(
+        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), paper, tables["datagrams"]
+    )
     cell_of_claim = paper.filter((pl.col("certificate_id") == certificate) & (pl.col("condition_id") == condition))
     row = table.join(cell_of_claim.select("certificate", "condition"), on=["certificate", "condition"], how="semi")
     if row.is_empty() or row["configurations"][0] == 0:
         return Measured.unmeasured("no such configuration in the data")
     cell = row.row(0, named=True)
-    compared = guidelines.compared_configurations(tables["handshake_runs"], tables["runs"], tables["datagrams"], TTFB).filter(
-        (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
-    )
+    compared = guidelines.compared_configurations(
+        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB
+    ).filter((pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"]))
     runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
 
 
 def _sweet_spot(tables: Tables) -> tuple[pl.DataFrame, int]:
-    runs = delay_sweep_runs(tables["handshake_runs"], tables["runs"])
+    runs = delay_sweep_runs(in_memory(tables["handshake_runs"]), in_memory(tables["runs"]))
     return sweet_spot.sweet_spot_cells(runs), runs.filter(pl.col("status") == "ok").height
 
 
@@ -263,7 +328,9 @@ def sweet_spot_spurious_agreement(tables: Tables) -> Measured:
     differ = cells.filter(~pl.col("spurious_agrees")).select(
         pl.format("Δt {} ms @ {} ms", pl.col("cert_delay_ms").cast(pl.Int64), pl.col("rtt_ms").cast(pl.Int64))
     ).to_series()
-    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (f" (differ: {', '.join(differ)})" if differ.len() else "")
+    text = f"{summary_['spurious_agree']} of {summary_['spurious_cells']} cells" + (
+        f" (differ: {', '.join(differ)})" if differ.len() else ""
+    )
     return Measured(share, share, text, runs)
 
 
@@ -275,7 +342,10 @@ def sweet_spot_reduction_ratio(tables: Tables) -> Measured:
     if summary_["ratio_cells"] == 0:
         return Measured.unmeasured("no Δt > 0 cell of the Δt sweep with a logged first PTO in both modes")
     ratio = summary_["ratio_median"]
-    text = f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} cells)"
+    text = (
+        f"{ratio:.2f} (quartiles {summary_['ratio_q25']:.2f}–{summary_['ratio_q75']:.2f}, {summary_['ratio_cells']} "
+        "cells)"
+    )
     return Measured(ratio, ratio, text, runs)
 
 
@@ -303,7 +373,8 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.1-fig04-spurious": sweet_spot_spurious_agreement,
     "imc24-4.1-fig04-pto-reduction": sweet_spot_reduction_ratio,
     "imc24-4.1-fig05-ngtcp2": partial(ttfb_advantage_of, scenario="amplification", client="ngtcp2"),
-    "imc24-4.1-fig05-ngtcp2-paper-stack": partial(ttfb_advantage_of, scenario=_paper_stack("amplification"), client="ngtcp2"),
+    "imc24-4.1-fig05-ngtcp2-paper-stack": partial(ttfb_advantage_of, scenario=_paper_stack("amplification"),
+                                                  client="ngtcp2"),
     "imc24-4.1-fig05-client-probes": partial(client_probes_before_coalesced_hello, clients=("aioquic", "quic-go")),
     "imc24-4.2-fig06-range": partial(wfc_advantage_range, scenario="drop_server_flight"),
     **{
@@ -311,7 +382,8 @@ CLAIMS: dict[str, ClaimFunction] = {
         for client in FIG07_CLIENTS
         for suffix, scenario in (("", "drop_client_flight"), ("-paper-stack", _paper_stack("drop_client_flight")))
     },
-    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server) for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
+    **{f"imc24-D-tab03-{server}": partial(server_first_ack_delay, server=server)
+       for server in ("aioquic", "quic-go", "ngtcp2", "quinn")},
     "imc24-D-tab03-nonzero-range": nonzero_first_ack_delays,
     "imc24-D-tab03-zero-delay-servers": zero_delay_servers_match,
     # §4.1 per client (Fig. 5): the clients the paper saw lose with an instant ACK.
@@ -327,13 +399,16 @@ CLAIMS: dict[str, ClaimFunction] = {
     "imc24-4.2-fig07-neqo": partial(ttfb_advantage_of, scenario="drop_client_flight", client="firefox"),
     "imc24-E-tab04-pto-neqo": partial(default_pto_of, client="firefox"),
     "imc24-E-tab04-flight-neqo": partial(second_flight_of, client="firefox"),
-    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc", rtt_filter=_below(100.0)),
+    "imc24-F-fig12-wfc-below-100ms": partial(share_of_configurations, scenario="drop_server_flight", preferred="wfc",
+                                             rtt_filter=_below(100.0)),
     "imc24-F-fig12-iack-at-300ms": partial(
         share_of_configurations, scenario="drop_server_flight", preferred="iack", rtt_filter=pl.col("rtt_ms") == 300.0
     ),
-    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack", rtt_filter=pl.lit(True)),
+    "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack",
+                                           rtt_filter=pl.lit(True)),
     **{
-        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate, condition=condition)
+        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate,
+                                                            condition=condition)
         for certificate, condition in paper_table("imc24", "tab02").select("certificate_id", "condition_id").iter_rows()
     },
 }  # fmt: skip

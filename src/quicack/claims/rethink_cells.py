@@ -20,6 +20,7 @@ from quicack.claims import ClaimFunction, Measured
 from quicack.claims.table_cells import CellClaims, CellSpec, Row, cell_claims, median_difference
 from quicack.metrics.rethink_volume import claims_volume_table, ok_with_labels, reduced_wire
 from quicack.metrics.return_path import return_volume
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     BROWSER_RECEIVERS,
     RETHINK_FILE_BYTES,
@@ -30,7 +31,7 @@ from quicack.metrics.selection import (
     rethink_runs,
 )
 from quicack.reference import paper_table
-from quicack.storage.run_batches import RunRows
+from quicack.storage.run_batches import RunRows, in_memory
 
 Tables = Mapping[str, RunRows]
 NO_LOSS = "no loss"
@@ -83,7 +84,7 @@ def volume_cell(tables: Tables, loss: str, protocol: str, ratio: int, implementa
     rows = _configurations(volumes, implementation, protocol, ratio).sort(column)
     if rows.is_empty():
         return Measured.unmeasured(f"no run standing in for {setup}")
-    low, high = float(rows[column].min()), float(rows[column].max())
+    low, high = number(rows[column].min()), number(rows[column].max())
     fmt = "{:.0f}" if metric == "kb" else "{:.2f}"
     cells = ", ".join(f"{c} {fmt.format(v)}" for c, v in rows.select("configuration", column).iter_rows())
     span = fmt.format(low) if low == high else f"{fmt.format(low)}–{fmt.format(high)}"
@@ -109,8 +110,9 @@ def _explanation(row: Row, metric: str) -> str:
             else ""
         )
         return (
-            f"The same volume as the KB cell ({_cell_id(row, 'kb')}; its explanation) over the forward bytes: ours divides by "
-            "the measured forward IP bytes, the paper's percentages are its KB over 10,000, truncated (rethink_tab03.csv)."
+            f"The same volume as the KB cell ({_cell_id(row, 'kb')}; its explanation) over the forward bytes: ours "
+            "divides by the measured forward IP bytes, the paper's percentages are its KB over 10,000, truncated "
+            "(rethink_tab03.csv)."
             + projected
         )
     if implementation == QUICLY:
@@ -134,7 +136,8 @@ def _spec(metric: str) -> CellSpec:
         tolerance_reason=(
             "Table III prints whole KB: ±0.5 KB"
             if metric == "kb"
-            else "Table III prints 0.1 % truncated (its KB over 10,000: 390 KB → 3.9 %): up to 0.1 above the printed value; ±0.1"
+            else "Table III prints 0.1 % truncated (its KB over 10,000: 390 KB → 3.9 %): up to 0.1 above the printed "
+                 "value; ±0.1"
         ),
         claim_id=lambda row: _cell_id(row, metric),
         statement=lambda row: (
@@ -163,10 +166,11 @@ def table_cells() -> tuple[CellClaims, CellClaims]:
 
 
 def _per_run_return_kb(tables: Tables, lossy: bool, protocol: str, ratio: int) -> dict[str, pl.Series]:
-    """Per receiver (the QUIC stand-ins at that AR, the browsers left out; Linux TCP): the return KB per 10 MB of each of
+    """Per receiver (the QUIC stand-ins at that AR, the browsers left out; Linux TCP): the return KB per 10 MB of each
+    of
     its ok runs, the runs behind the volume table's medians."""
     profile = RETHINK_LOSS_PROFILE if lossy else RETHINK_PROFILE
-    runs = rethink_runs(tables["runs"], (profile,), (ratio,)).filter(
+    runs = rethink_runs(in_memory(tables["runs"]), (profile,), (ratio,)).filter(
         (pl.col("status") == "ok")
         & (pl.col("protocol") == protocol)
         & ~pl.col("client_impl").is_in(list(BROWSER_RECEIVERS))
@@ -189,7 +193,7 @@ def _range_over_receivers(differences: dict[str, Measured], what: str) -> Measur
     measured = {client: m for client, m in differences.items() if m.low is not None}
     if not measured:
         return Measured.unmeasured(f"no runs on both sides of {what}")
-    ordered = sorted(measured.items(), key=lambda kv: kv[1].low)
+    ordered = sorted(measured.items(), key=lambda kv: number(kv[1].low))
     (_, lowest), (_, highest) = ordered[0], ordered[-1]
     spread = max(lowest.spread or 0.0, highest.spread or 0.0)
     text = "; ".join(f"{client}: {m.text}" for client, m in ordered)
@@ -197,7 +201,8 @@ def _range_over_receivers(differences: dict[str, Measured], what: str) -> Measur
 
 
 def quic_minus_tcp_volume(tables: Tables, lossy: bool = False, ratio: int = 2) -> Measured:
-    """rethink §V / tcpquic: each QUIC stand-in's return volume minus Linux TCP's at the same AR (KB per 10 MB; positive:
+    """rethink §V / tcpquic: each QUIC stand-in's return volume minus Linux TCP's at the same AR (KB per 10 MB;
+    positive:
     QUIC sends more), their range."""
     setup = f"AR 1:{ratio}, {'1 % loss' if lossy else 'no loss'}"
     try:
@@ -257,7 +262,7 @@ def quic_over_thinned_tcp(tables: Tables) -> Measured:
     if thinned.is_empty() or quic.is_empty():
         return Measured.unmeasured("no QUIC AR 1:2 and thinned Linux TCP runs without loss")
     ratios = quic.select("configuration", (pl.col("return_kb_per_10mb") / thinned[0]).alias("times")).sort("times")
-    low, high = float(ratios["times"].min()), float(ratios["times"].max())
+    low, high = number(ratios["times"].min()), number(ratios["times"].max())
     cells = ", ".join(f"{c} {t:.2f}×" for c, t in ratios.iter_rows())
     return Measured(
         low, high, f"{low:.2f}–{high:.2f}× ({cells}; thinned TCP {thinned[0]:.0f} KB)", int(quic["runs"].sum()) + 1
@@ -267,14 +272,14 @@ def quic_over_thinned_tcp(tables: Tables) -> Measured:
 def _download_seconds_per_receiver(tables: Tables, ratio: int) -> dict[str, pl.Series]:
     """Per QUIC receiver (the browsers left out): the 10 MB download time (s, ``ack_runs.download_time_ms``, Table 4's
     metric) of each ok loss-free rethink run at AR 1:``ratio``."""
-    runs = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (ratio,)).filter(
+    runs = rethink_runs(in_memory(tables["runs"]), (RETHINK_PROFILE,), (ratio,)).filter(
         (pl.col("status") == "ok")
         & (pl.col("protocol") == "quic")
         & ~pl.col("client_impl").is_in(list(BROWSER_RECEIVERS))
     )
     if "ack_runs" not in tables or runs.is_empty():
         return {}
-    times = runs.join(tables["ack_runs"], on="run_id").select(
+    times = runs.join(in_memory(tables["ack_runs"]), on="run_id").select(
         "client_impl", (pl.col("download_time_ms") / 1000.0).alias("s")
     )
     return {client: group["s"] for (client,), group in times.drop_nulls("s").group_by("client_impl")}
@@ -295,7 +300,7 @@ def tcp_thinning_reduction(tables: Tables) -> Measured:
     AR 1:10 runs: thinned in the router) than without (AR 1:2), 10 MB, no loss; medians over runs."""
     counts = {}
     for ratio in (2, 10):
-        runs = rethink_runs(tables["runs"], (RETHINK_PROFILE,), (ratio,)).filter(
+        runs = rethink_runs(in_memory(tables["runs"]), (RETHINK_PROFILE,), (ratio,)).filter(
             (pl.col("status") == "ok") & (pl.col("protocol") == "tcp")
         )
         if runs.is_empty() or "datagrams" not in tables:
@@ -306,9 +311,12 @@ def tcp_thinning_reduction(tables: Tables) -> Measured:
             )
         except MissingData as missing:
             return Measured.unmeasured(str(missing))
-        counts[ratio] = (float(per_run["return_packets"].median()), per_run.height)
+        counts[ratio] = (number(per_run["return_packets"].median()), per_run.height)
     value = counts[2][0] / counts[10][0]
-    text = f"{value:.2f}× ({counts[2][0]:.0f} return packets without thinning, {counts[10][0]:.0f} thinned; medians over runs)"
+    text = (
+        f"{value:.2f}× ({counts[2][0]:.0f} return packets without thinning, {counts[10][0]:.0f} thinned; medians over "
+        "runs)"
+    )
     return Measured(value, value, text, counts[2][1] + counts[10][1])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -20,7 +21,8 @@ from quicack.claims import ClaimFunction, Measured
 from quicack.metrics.summary import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, median_difference_interval
 from quicack.reference import CLAIM_COLUMNS
 
-Row = Mapping[str, object]
+# A row of a table's reference file (polars' iter_rows(named=True): its values are typed Any).
+Row = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def median_difference(first: pl.Series, second: pl.Series, unit: str, what: str,
     # median_difference_interval gives median(wfc) − median(iack): here first − second.
     low, high = median_difference_interval(b, a)
     spread = max(value - low, high - value, 0.0)
-    text = (f"{fmt.format(value)} {unit} ({what}: {fmt.format(float(np.median(a)))} − {fmt.format(float(np.median(b)))}; "
+    text = (f"{fmt.format(value)} {unit} ({what}: {fmt.format(float(np.median(a)))} − "
+            f"{fmt.format(float(np.median(b)))}; "
             f"{a.size} and {b.size} runs; 95 % interval {fmt.format(low)} to {fmt.format(high)})")  # fmt: skip
     return Measured(value, value, text, int(a.size + b.size), spread=spread)

@@ -85,10 +85,15 @@ def ackfreq22_tab03_min_ack_overhead() -> Rendered:
     _check_explained(table, "ackfreq22-tab03")
     note = (
         "Smallest ACKs: TCP 40 B (IPv4), QUIC 51 B (20 IP + 8 UDP + 2 short header + 5 ACK frame + 16 tag; the "
-        "paper splits the same 7 B as 3 + 4); VPN = OpenVPN, +68 B; ROHC compresses IP/UDP to 3 B and IP/TCP to a tenth. "
-        "Halves round up (25.5 -> 26), as the paper does."
+        "paper splits the same 7 B as 3 + 4); VPN = OpenVPN, +68 B; ROHC compresses IP/UDP to 3 B and IP/TCP to a "
+        "tenth. Halves round up (25.5 -> 26), as the paper does."
     )
-    return Rendered(table.select("row", "column", "ack_bytes", "ours", "paper", "agrees", "explanation"), note=note, model=True, model_note=FORMULA_NOTE)
+    return Rendered(
+        table.select("row", "column", "ack_bytes", "ours", "paper", "agrees", "explanation"),
+        note=note,
+        model=True,
+        model_note=FORMULA_NOTE,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -145,7 +150,12 @@ def rethink_tab2_ack_bytes_per_packet() -> Rendered:
         "block), DCCP 12/16 B generic header + 4/8 B acknowledgement subheader (+3 B ACK vector), QUIC 51 B (+2 B per "
         "ACK range). 'unlimited': the ACK can grow to fill a packet."
     )
-    return Rendered(table.select("protocol", "case", "ours", "paper", "agrees", "explanation"), note=note, model=True, model_note=FORMULA_NOTE)
+    return Rendered(
+        table.select("protocol", "case", "ours", "paper", "agrees", "explanation"),
+        note=note,
+        model=True,
+        model_note=FORMULA_NOTE,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -178,11 +188,27 @@ def tcpquic_tab_anatomy() -> Rendered:
     )
     _check_explained(table, "tcpquic-tab-anatomy")
     note = "Share = ACK size / (ACK ratio x data packet size), with the slide's 1460 B TCP MSS and 1340 B QUIC packets."
-    columns = ["case", "bound", "ack_bytes", "ack_ratio", "data_packet_bytes", "ours", "paper_size", "paper", "agrees", "explanation"]
+    columns = [
+        "case",
+        "bound",
+        "ack_bytes",
+        "ack_ratio",
+        "data_packet_bytes",
+        "ours",
+        "paper_size",
+        "paper",
+        "agrees",
+        "explanation",
+    ]
     return Rendered(table.select(columns), note=note, model=True, model_note=FORMULA_NOTE)
 
 
-RATE_CASES = {"tcp_no_loss": ("tcp_cumulative",), "tcp_loss": ("tcp_loss",), "quic_ar2_no_loss": ("quic_cumulative",), "quic_ar2_loss": ("quic_loss",)}
+RATE_CASES = {
+    "tcp_no_loss": ("tcp_cumulative",),
+    "tcp_loss": ("tcp_loss",),
+    "quic_ar2_no_loss": ("quic_cumulative",),
+    "quic_ar2_loss": ("quic_loss",),
+}
 
 
 def tcpquic_tab_rate() -> Rendered:
@@ -208,9 +234,16 @@ def tcpquic_tab_rate() -> Rendered:
                 "exceeds_return_link": high is None or high > back * 1000,
             }
         )
-    table = pl.DataFrame(rows).join(paper.rename({"paper_kbps": "paper"}), on=["case", "forward_mbps", "return_mbps"], how="left")
+    table = pl.DataFrame(rows).join(
+        paper.rename({"paper_kbps": "paper"}), on=["case", "forward_mbps", "return_mbps"], how="left"
+    )
     note = (
         "Rate = forward rate x (ACK bytes / forward bytes) from the anatomy table (min - max); "
         "exceeds_return_link marks the cells the slide highlights: ACKs alone would need more than the return link."
     )
-    return Rendered(table.select("case", "forward_mbps", "return_mbps", "ours_kbps", "paper", "exceeds_return_link", "explanation"), note=note, model=True, model_note=FORMULA_NOTE)
+    return Rendered(
+        table.select("case", "forward_mbps", "return_mbps", "ours_kbps", "paper", "exceeds_return_link", "explanation"),
+        note=note,
+        model=True,
+        model_note=FORMULA_NOTE,
+    )

@@ -16,12 +16,16 @@ NOT_SURVEYED = "not in the paper's survey"
 
 
 @placeholder_when_missing
-def ackfreq22_tab02_ack_policies(runs: pl.DataFrame, packets: RunRows, frames: RunRows, ack_runs: pl.DataFrame | None = None) -> Rendered:
+def ackfreq22_tab02_ack_policies(
+    runs: pl.DataFrame, packets: RunRows, frames: RunRows, ack_runs: pl.DataFrame | None = None
+) -> Rendered:
     """ackfreq22 Table 2 with measured columns: per implementation the paper's default CC, ACK_FREQUENCY support,
     default AR and median ACK size, and ours as a client downloading ≥ 1 MB with its default policy: the median
     over runs of each run's median ACK ratio (p10–p90 of the ACKs), the median ACK-only packet on the wire — from the
     client's qlog, else (no frames in it, or no qlog: Chromium) from the client-side capture (``measured_from``)."""
-    selected = require_runs(default_ack_policy_runs(runs), "transferring at least 1 MB with the client's default ACK policy")
+    selected = require_runs(
+        default_ack_policy_runs(runs), "transferring at least 1 MB with the client's default ACK policy"
+    )
     per_run = default_ack_policies(selected, packets, frames, ack_runs)
     drawn = selected.join(per_run, on="run_id", how="left")
     survey_name = pl.col("client_impl").replace(PAPER_IMPLEMENTATION).alias("implementation")
@@ -63,12 +67,12 @@ def ackfreq22_tab02_ack_policies(runs: pl.DataFrame, packets: RunRows, frames: R
         pl.col("implementation").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("paper_order")
     ).sort("paper_order", "implementation").drop("paper_order")
     note = (
-        "Paper columns cited (ackfreq22 Table 2, source survey, median ACK size measured by its authors); measured columns: "
-        "each run's median number of ack-eliciting packets received per ACK sent (ACKs that acknowledged something new), "
-        "p10-p90 over the runs' ACKs, and the median ACK-only packet incl. IPv4/UDP headers, from the client's qlog; for a "
-        "client without frames in its qlog (Chromium writes none) from the client-side capture instead: how far each ACK "
-        "moved the largest acknowledged packet number, and the median ACK-only datagram (measured_from). The paper's "
-        "chrome row is measured with Debian's Chromium, its neqo row with Firefox ESR, whose QUIC is neqo "
-        "(measured_client; quicack.testbed.browsers)."
+        "Paper columns cited (ackfreq22 Table 2, source survey, median ACK size measured by its authors); measured "
+        "columns: each run's median number of ack-eliciting packets received per ACK sent (ACKs that acknowledged "
+        "something new), p10-p90 over the runs' ACKs, and the median ACK-only packet incl. IPv4/UDP headers, from the "
+        "client's qlog; for a client without frames in its qlog (Chromium writes none) from the client-side capture "
+        "instead: how far each ACK moved the largest acknowledged packet number, and the median ACK-only datagram "
+        "(measured_from). The paper's chrome row is measured with Debian's Chromium, its neqo row with Firefox ESR, "
+        "whose QUIC is neqo (measured_client; quicack.testbed.browsers)."
     )
     return Rendered(table, runs=drawn, metric="ack_ratio_median", note=note)

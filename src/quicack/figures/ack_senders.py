@@ -32,23 +32,36 @@ def _sender() -> pl.Expr:
     )
 
 
-def sender_rows(runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def sender_rows(
+    runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, one row per sender × receiver × path profile × file size)."""
-    for column in ("pacing", "congestion_control", "client_cpu_s", "server_cpu_s", "impairment_cpu_s", "host_load_1min"):
+    for column in (
+        "pacing",
+        "congestion_control",
+        "client_cpu_s",
+        "server_cpu_s",
+        "impairment_cpu_s",
+        "host_load_1min",
+    ):
         if column not in runs.columns:
             runs = runs.with_columns(pl.lit(None).alias(column))
     selected = require_runs(runs.filter(pl.col("path_profile").is_not_null()), f"of {WHERE}")
     ok = selected.filter(pl.col("status") == "ok").join(
         ack_runs.select("run_id", "download_time_ms", "forward_mbit_second_half"), on="run_id", how="left"
     )
-    profiles = path_profiles().select(pl.col("profile").alias("path_profile"), pl.col("s2c_rate_mbit").alias("profile_s2c_mbit"))
+    profiles = path_profiles().select(
+        pl.col("profile").alias("path_profile"), pl.col("s2c_rate_mbit").alias("profile_s2c_mbit")
+    )
     probes = (
         path_checks.select(pl.col("profile").alias("path_profile"), pl.col("s2c_rate_mbit").alias("probed_s2c_mbit"))
         if path_checks is not None and not path_checks.is_empty()
         else profiles.select("path_profile", pl.lit(None, pl.Float64).alias("probed_s2c_mbit"))
     )
     table = (
-        ok.with_columns(_sender(), (pl.col("file_bytes") * 8 / 1000.0 / pl.col("download_time_ms")).alias("goodput_mbit"))
+        ok.with_columns(
+            _sender(), (pl.col("file_bytes") * 8 / 1000.0 / pl.col("download_time_ms")).alias("goodput_mbit")
+        )
         .group_by("sender", pl.col("client_impl").alias("receiver"), "path_profile", "file_bytes")
         .agg(
             pl.len().alias("runs"),
@@ -63,7 +76,9 @@ def sender_rows(runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl.Data
         .join(profiles, on="path_profile", how="left")
         .join(probes, on="path_profile", how="left")
         .with_columns(
-            (100.0 * pl.col("forward_mbit_second_half") / pl.coalesce("probed_s2c_mbit", "profile_s2c_mbit")).alias("second_half_percent_of_path"),
+            (100.0 * pl.col("forward_mbit_second_half") / pl.coalesce("probed_s2c_mbit", "profile_s2c_mbit")).alias(
+                "second_half_percent_of_path"
+            ),
             (pl.col("sender_cpu_s") / pl.col("download_s")).alias("sender_cpu_share"),
             (pl.col("receiver_cpu_s") / pl.col("download_s")).alias("receiver_cpu_share"),
         )
@@ -78,14 +93,14 @@ def ackratio_senders(runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl
     """The ACK-ratio study's senders per scenario: goodput, the rate once under way against the path's, CPU."""
     selected, table = sender_rows(runs, ack_runs, path_checks)
     note = (
-        "Per sender (server, with the congestion control and pacing its run.json records), receiver, path profile and file "
-        "size, over the ok runs: goodput = file bytes / download time (the client's first datagram to the server's last "
-        "before the client closes); forward_mbit_second_half = the server's IP bits from the moment half of the download's "
-        "forward bytes had arrived to its end, over that time, against the path's own rate as quicack.testbed.path_check's "
-        "UDP probes measured it (path_checks; the profile's rate where not probed). A 1 MB download over a long path is "
-        "still in slow start in its second half (its window, not the path, sets that rate); a 10 MB one shows whether the "
-        "sender fills the path. CPU: median seconds of the sender, the receiver and the impairment program over the run "
-        "(*_cpu_share: per second of download; 1.0 = a whole core), and the machine's highest 1-minute load at the runs' start "
-        "(2 cores, other jobs included)."
+        "Per sender (server, with the congestion control and pacing its run.json records), receiver, path profile and "
+        "file size, over the ok runs: goodput = file bytes / download time (the client's first datagram to the "
+        "server's last before the client closes); forward_mbit_second_half = the server's IP bits from the moment half "
+        "of the download's forward bytes had arrived to its end, over that time, against the path's own rate as "
+        "quicack.testbed.path_check's UDP probes measured it (path_checks; the profile's rate where not probed). A 1 "
+        "MB download over a long path is still in slow start in its second half (its window, not the path, sets that "
+        "rate); a 10 MB one shows whether the sender fills the path. CPU: median seconds of the sender, the receiver "
+        "and the impairment program over the run (*_cpu_share: per second of download; 1.0 = a whole core), and the "
+        "machine's highest 1-minute load at the runs' start (2 cores, other jobs included)."
     )
     return Rendered(table, runs=selected, note=note)

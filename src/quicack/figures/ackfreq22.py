@@ -2,7 +2,8 @@
 return-path bytes by component, Fig. 4 with Eq. (3), Tables 4 and 5, Figs. 5 and 6, and the Eq. (1)–(5) table.
 
 The paper measured quicly (client and server modified, NewReno, no pacing) over a real satellite, 4G and VDSL path; here
-native stacks download 1 MB over emulated paths with Table 1's rates and RTTs (4G's base RTT fitted to Table 4), without Table 1's measured loss and with
+native stacks download 1 MB over emulated paths with Table 1's rates and RTTs (4G's base RTT fitted to Table 4), without
+Table 1's measured loss and with
 §5.6's 1 % in the -loss1 profiles (data/reference/path_profiles.csv, its loss_model column): without loss the quinn
 client, asked for the policy by the quinn server's ACK_FREQUENCY frames (NewReno, paced); with loss the aioquic client
 with quicack's ACK policy (D, NR and 3A from one receiver) from the same quinn server; for Fig. 5 ngtcp2 from quiche's
@@ -15,12 +16,13 @@ import matplotlib.pyplot as plt
 import polars as pl
 import seaborn as sns
 
-from quicack.figures.common import cwnd_figure, setup_style
+from quicack.figures.common import cwnd_figure, palette, setup_style
 from quicack.metrics.ack_breakdown import first_rtt_end
 from quicack.metrics.ackfreq22_runs import WHERE, download_times, measured_runs, ok_runs
 from quicack.metrics.client_traffic import client_traffic_estimates, eq3_summary
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.return_path import one_vantage_per_run
+from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     ACKFREQ22_ACK_RATIOS,
     ACKFREQ22_PATHS,
@@ -39,11 +41,12 @@ from quicack.rendered import Rendered, placeholder_when_missing
 from quicack.storage.run_batches import RunRows, per_run_batches
 
 STAND_INS = (
-    "The paper's quicly client and server (NewReno, no pacing) are stood in for by native stacks, each run's sender named "
-    "in its run.json: without loss the quinn client asked for the policy by the quinn server's ACK_FREQUENCY frames "
-    "(NewReno, paced), with loss the aioquic client with quicack's ACK policy (D, NR and 3A from one receiver) from the "
-    "same quinn server, for Fig. 5 ngtcp2 (--ack-thresh) from quiche's unpaced NewReno; over emulated paths with Table 1's "
-    "rates and RTT (4G: a 48 ms base RTT fitted to Table 4, its queue bringing a full path to Table 1's 95 ms). Table 1's measured loss is not emulated, §5.6's 1 % is (data/reference/path_profiles.csv, loss_model)."
+    "The paper's quicly client and server (NewReno, no pacing) are stood in for by native stacks, each run's sender "
+    "named in its run.json: without loss the quinn client asked for the policy by the quinn server's ACK_FREQUENCY "
+    "frames (NewReno, paced), with loss the aioquic client with quicack's ACK policy (D, NR and 3A from one receiver) "
+    "from the same quinn server, for Fig. 5 ngtcp2 (--ack-thresh) from quiche's unpaced NewReno; over emulated paths "
+    "with Table 1's rates and RTT (4G: a 48 ms base RTT fitted to Table 4, its queue bringing a full path to Table 1's "
+    "95 ms). Table 1's measured loss is not emulated, §5.6's 1 % is (data/reference/path_profiles.csv, loss_model)."
 )
 PATH_LABELS = {"ackfreq22-4g": "4G", "ackfreq22-vdsl": "VDSL", "ackfreq22-satellite": "Satellite"}
 LOSS_LABELS = {False: "no loss", True: "1 % loss"}
@@ -60,7 +63,9 @@ def _delivered(datagrams: pl.DataFrame) -> pl.DataFrame:
         rows.filter(pl.col("direction") == "s2c")
         .with_columns((pl.col("time_ms") // 1000).alias("second"))
         .group_by("run_id", "second")
-        .agg((pl.col("ip_header_bytes") + pl.col("udp_header_bytes") + pl.col("udp_payload_bytes")).sum().alias("bytes"))
+        .agg(
+            (pl.col("ip_header_bytes") + pl.col("udp_header_bytes") + pl.col("udp_payload_bytes")).sum().alias("bytes")
+        )
         .group_by("run_id")
         .agg((pl.col("bytes").max() * 8 / 1e6).alias("peak_forward_mbit"))
     )
@@ -84,13 +89,16 @@ def ackfreq22_tab01_paths(
     )
     measured = per_run.group_by(pl.col("path_profile").alias("profile")).agg(
         pl.col("first_round_trip_ms").median().round(1).alias("measured_rtt_ms"),
-        (100.0 * pl.col("loss_clusters").sum() / pl.col("forward_data_packets").sum()).round(3).alias("measured_s2c_loss_clusters_percent"),
+        (100.0 * pl.col("loss_clusters").sum() / pl.col("forward_data_packets").sum())
+        .round(3)
+        .alias("measured_s2c_loss_clusters_percent"),
         pl.col("peak_forward_mbit").median().round(2).alias("measured_peak_s2c_mbit"),
         pl.len().alias("runs"),
     )
     profiles = path_profiles().filter(pl.col("paper") == "ackfreq22")
     table = profiles.select(
-        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "table1_rtt_ms", "s2c_loss_percent", "c2s_loss_percent", "ack_delay_ms",
+        "profile", "path", "s2c_rate_mbit", "c2s_rate_mbit", "rtt_ms", "table1_rtt_ms", "s2c_loss_percent",
+        "c2s_loss_percent", "ack_delay_ms",
         "paper_ack_delay_vs_rtt",
     ).join(measured, on="profile", how="left")  # fmt: skip
     probed = "Not probed (no path_checks table). "
@@ -108,19 +116,21 @@ def ackfreq22_tab01_paths(
             how="left",
         )
         probed = (
-            "probe_* columns: the path itself, measured with UDP probes by quicack.testbed.path_check (median RTT of 40 "
-            "echoes; delivered rate under a sender 25 % above the profile's; random loss at half the rate); a 1 MB download's "
-            "fastest second stays below the probed rate where it ends in slow start (ackratio-senders shows the 10 MB ones). "
+            "probe_* columns: the path itself, measured with UDP probes by quicack.testbed.path_check (median RTT of "
+            "40 echoes; delivered rate under a sender 25 % above the profile's; random loss at half the rate); a 1 MB "
+            "download's fastest second stays below the probed rate where it ends in slow start (ackratio-senders shows "
+            "the 10 MB ones). "
         )
     note = (
-        "Configured columns: data/reference/path_profiles.csv (Table 1, and §5.6's 1 % loss in the -loss1 profiles); rtt_ms is "
-        "the emulated base RTT, table1_rtt_ms Table 1's median measured RTT — they differ for 4G only, whose base RTT is fitted "
-        "to Table 4's loss-free times (the profile's note). Measured: "
-        "median first round trip at the client-side capture; forward loss as loss clusters (runs of consecutive lost server "
-        "packets, gaps in the client's ACK ranges — queue overflows in slow start count too) per forward data packet; the "
-        "median over runs of the fastest 1 s of server IP bytes (1 MB downloads rarely leave slow start, so the fastest "
-        "second shows what the path delivers, not the mean; a download shorter than 1 s, as over 4G and VDSL, counts all its "
-        "bytes, about 8.8 Mbit). Return-path loss is not measured in the downloads: only the client "
+        "Configured columns: data/reference/path_profiles.csv (Table 1, and §5.6's 1 % loss in the -loss1 profiles); "
+        "rtt_ms is the emulated base RTT, table1_rtt_ms Table 1's median measured RTT — they differ for 4G only, whose "
+        "base RTT is fitted to Table 4's loss-free times (the profile's note). Measured: "
+        "median first round trip at the client-side capture; forward loss as loss clusters (runs of consecutive lost "
+        "server packets, gaps in the client's ACK ranges — queue overflows in slow start count too) per forward data "
+        "packet; the median over runs of the fastest 1 s of server IP bytes (1 MB downloads rarely leave slow start, "
+        "so the fastest second shows what the path delivers, not the mean; a download shorter than 1 s, as over 4G and "
+        "VDSL, counts all its bytes, about 8.8 Mbit). Return-path loss is not measured in the downloads: only the "
+        "client "
         "side is captured. " + probed + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)
@@ -139,7 +149,18 @@ COMPONENT_GROUPS = {
     "frame:padding": "PADDING",
     "datagram_padding": "PADDING",
 }
-COMPONENT_ORDER = ("IP", "UDP", "QUIC header", "AEAD tag", "ACK", "CRYPTO", "STREAM", "PADDING", "other frames", "undecrypted")
+COMPONENT_ORDER = (
+    "IP",
+    "UDP",
+    "QUIC header",
+    "AEAD tag",
+    "ACK",
+    "CRYPTO",
+    "STREAM",
+    "PADDING",
+    "other frames",
+    "undecrypted",
+)
 
 
 def return_components(selected: pl.DataFrame, ack_breakdown: pl.DataFrame) -> pl.DataFrame:
@@ -165,9 +186,15 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     """Fig. 3: the client's bytes by component as % of its bytes, per receiver implementation and AR (no added loss):
     every receiver at each configured AR over downloads of at least 10 MB (every path profile without loss), every
     other client with its default policy (≥ 1 MB transfers)."""
-    set_policy = long_download_runs(runs).with_columns(pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver"))
-    default = default_ack_policy_runs(runs).with_columns(pl.format("{} (default)", pl.col("client_impl")).alias("receiver"))
-    selected = require_runs(pl.concat([set_policy, default], how="diagonal_relaxed"), f"of the {WHERE} or of default-policy transfers")
+    set_policy = long_download_runs(runs).with_columns(
+        pl.format("{} AR {}", pl.col("client_impl"), pl.col("ack_ratio")).alias("receiver")
+    )
+    default = default_ack_policy_runs(runs).with_columns(
+        pl.format("{} (default)", pl.col("client_impl")).alias("receiver")
+    )
+    selected = require_runs(
+        pl.concat([set_policy, default], how="diagonal_relaxed"), f"of the {WHERE} or of default-policy transfers"
+    )
     shares = return_components(selected, ack_breakdown)
     if shares.is_empty():
         raise MissingData("no client-side capture of the selected runs")
@@ -175,9 +202,13 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     receivers = sorted(shares["receiver"].unique().to_list(), key=lambda r: (r.endswith("(default)"), len(r), r))
     fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(receivers) + 1.4))
     left = pl.Series([0.0] * len(receivers))
-    colours = plt.get_cmap("tab10").colors
+    colours = palette("tab10")
     for i, part in enumerate(COMPONENT_ORDER):
-        values = pl.DataFrame({"receiver": receivers}).join(shares.filter(pl.col("part") == part), on="receiver", how="left")["percent"].fill_null(0.0)
+        values = (
+            pl.DataFrame({"receiver": receivers})
+            .join(shares.filter(pl.col("part") == part), on="receiver", how="left")["percent"]
+            .fill_null(0.0)
+        )
         if values.sum() == 0:
             continue
         ax.barh(receivers, values.to_list(), left=left.to_list(), color=colours[i % len(colours)], label=part)
@@ -187,14 +218,15 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
     ax.set_xlabel("% of the client's (return-path) IP bytes")
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars: below them is the footnote
     note = (
-        "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. The paper "
-        "split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of at least 10 MB over the "
-        "emulated ackfreq22 and rethink paths without loss (so that the handshake's padded datagrams are a small part of the "
-        "return path, as in long video sessions). Where the dataset has them, 'chromium (default)' and 'firefox (default)' "
-        "are the browsers themselves (Debian's Chromium and Firefox ESR, whose QUIC is neqo; quicack.testbed.browsers) with "
-        "their own ACK policies; beside them the quinn client asked for AR 2 / 10 by the quinn server's ACK_FREQUENCY frames "
-        "(hq-interop) and ngtcp2 with --ack-thresh, each from a native sender (run.json), and other clients with their own "
-        "default policy (downloads of at least 1 MB with a client-side capture)."
+        "Whole connections (handshake included) at the client-side capture; components as ack_breakdown splits them. "
+        "The paper split Chrome 90's and Firefox 78's HTTP/3 video traffic (AR 10 and 2); here downloads of at least "
+        "10 MB over the emulated ackfreq22 and rethink paths without loss (so that the handshake's padded datagrams "
+        "are a small part of the return path, as in long video sessions). Where the dataset has them, 'chromium "
+        "(default)' and 'firefox (default)' are the browsers themselves (Debian's Chromium and Firefox ESR, whose QUIC "
+        "is neqo; quicack.testbed.browsers) with their own ACK policies; beside them the quinn client asked for AR 2 / "
+        "10 by the quinn server's ACK_FREQUENCY frames (hq-interop) and ngtcp2 with --ack-thresh, each from a native "
+        "sender (run.json), and other clients with their own default policy (downloads of at least 1 MB with a "
+        "client-side capture)."
     )
     return Rendered(fig, runs=selected, note=note)
 
@@ -202,9 +234,12 @@ def ackfreq22_fig03_return_components(runs: pl.DataFrame, ack_breakdown: pl.Data
 # -- Fig. 4 and the Eq. (1)–(5) table ---------------------------------------------------------------------------------
 
 @placeholder_when_missing
-def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> Rendered:
+def ackfreq22_fig04_client_bytes(
+    runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows
+) -> Rendered:
     """Fig. 4: the client's bytes as % of the server's per ACK policy on the satellite path (1 MB, no added loss):
-    measured per run (boxes) and Eq. (3)'s median estimate (bars; α fitted per policy from the receiver's timer ACKs)."""
+    measured per run (boxes) and Eq. (3)'s median estimate (bars; α fitted per policy from the receiver's timer
+    ACKs)."""
     what = f"{WHERE}: satellite, no added loss"
     selected = require_runs(ackfreq22_fig4_runs(runs), f"of the {what}")
     per_run = client_traffic_estimates(selected, ack_runs, datagrams, packets, frames)
@@ -215,25 +250,30 @@ def ackfreq22_fig04_client_bytes(runs: pl.DataFrame, ack_runs: pl.DataFrame, dat
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     positions = list(range(len(policies)))
-    ax.bar(positions, summary["eq3_percent"].to_list(), width=0.6, color="lightsteelblue", label="Eq. (3), median estimate")
+    ax.bar(
+        positions, summary["eq3_percent"].to_list(), width=0.6, color="lightsteelblue", label="Eq. (3), median estimate"
+    )
     sns.boxplot(per_run.select("policy", "client_percent").drop_nulls().to_pandas(), x="policy", y="client_percent",
                 order=policies, width=0.3, fill=False, color="black", linewidth=0.8, fliersize=3, ax=ax)  # fmt: skip
     ax.set_xticks(positions, policies, rotation=20, fontsize=7)
     ax.set_xlabel("")
     ax.set_ylabel("client bytes, % of server bytes")
     ax.legend(fontsize=7)
-    worst = summary["eq3_difference_pp"].abs().max()
+    worst = number(summary["eq3_difference_pp"].abs().max())
     note = (
-        f"Boxes: every run's client IP bytes / server IP bytes at the client-side capture; bars: Eq. (2)+(3)+(5) per run "
-        f"(A_total = Serv_p/AR + (1 − α)·A_del, S_bm the run's median ACK-only packet, V_crypt its handshake datagrams), median; "
-        f"α fitted per policy (the paper: 0.5). Largest |Eq. (3) − measured median|: {worst:.2f} percentage points (the paper: "
+        "Boxes: every run's client IP bytes / server IP bytes at the client-side capture; bars: Eq. (2)+(3)+(5) per "
+        "run (A_total = Serv_p/AR + (1 − α)·A_del, S_bm the run's median ACK-only packet, V_crypt its handshake "
+        f"datagrams), median; α fitted per policy (the paper: 0.5). Largest |Eq. (3) − measured median|: {worst:.2f} "
+        "percentage points (the paper: "
         "0.19 and 0.07 for Firefox and Chrome). d = 25 ms unless the label says otherwise. " + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
 
 
 @placeholder_when_missing
-def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows) -> Rendered:
+def ackfreq22_eq_table(
+    runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows
+) -> Rendered:
     """Eq. (1)–(5) against the measurement: per path, loss, policy and reordering policy the measured A_total and A_del,
     α fitted, Eq. (3) / Eq. (4) ACKs, Eq. (5)'s loss ACKs and the client traffic each gives beside the measured one."""
     selected = require_runs(ackfreq22_runs(runs, paced=True), f"of the {WHERE}")
@@ -248,11 +288,13 @@ def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: Ru
         pl.selectors.float().round(4)
     )
     note = (
-        "A_total measured: the receiver's application-data ACKs (its qlog's reasons; handshake ACKs left out); A_del: those "
-        "the delay timer sent; α: packets the timer ACKs covered (the receiver's own count) / AR; Eq. (4) as for Chrome (AR 2 "
-        "for the first 100 packets, then the run's AR — our receiver uses one AR, so Eq. (4) shows what the two phases "
-        "would add); Eq. (5): k = 1 (D), 3 (3A), 0 (NR) times the loss clusters L; percentages are client IP bytes / server "
-        "IP bytes (Eq. (2) with S_bm the median ACK-only packet and V_crypt the client's handshake datagrams). " + STAND_INS
+        "A_total measured: the receiver's application-data ACKs (its qlog's reasons; handshake ACKs left out); A_del: "
+        "those the delay timer sent; α: packets the timer ACKs covered (the receiver's own count) / AR; Eq. (4) as for "
+        "Chrome (AR 2 for the first 100 packets, then the run's AR — our receiver uses one AR, so Eq. (4) shows what "
+        "the two phases would add); Eq. (5): k = 1 (D), 3 (3A), 0 (NR) times the loss clusters L; percentages are "
+        "client IP bytes / server IP bytes (Eq. (2) with S_bm the median ACK-only packet and V_crypt the client's "
+        "handshake datagrams). "
+        + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)
 
@@ -260,10 +302,14 @@ def ackfreq22_eq_table(runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: Ru
 # -- Table 4, Fig. 6: download times ----------------------------------------------------------------------------------
 
 
-def _paper_beside_ours(paper: pl.DataFrame, paper_value: str, ours: pl.DataFrame, ours_value: str, unit: str) -> pl.DataFrame:
+def _paper_beside_ours(
+    paper: pl.DataFrame, paper_value: str, ours: pl.DataFrame, ours_value: str, unit: str
+) -> pl.DataFrame:
     """Tables 4 and 5: one row per (condition, AR), per path the paper's cell, ours and our run count side by side."""
     keys = ["path", "condition", "ack_ratio"]
-    long = paper.rename({paper_value: "paper_value"}).join(ours.rename({ours_value: "ours_value"}), on=keys, how="full", coalesce=True)
+    long = paper.rename({paper_value: "paper_value"}).join(
+        ours.rename({ours_value: "ours_value"}), on=keys, how="full", coalesce=True
+    )
     columns = []
     for path in ACKFREQ22_PATHS:
         label, here = PATH_LABELS[path], pl.col("path") == path
@@ -281,21 +327,28 @@ def ackfreq22_tab04_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
     ours = drawn.group_by("path", "condition", "ack_ratio").agg(
         pl.col("download_s").median().round(2).alias("ours_s"), pl.len().alias("runs")
     )
-    paper = paper_table("ackfreq22", "tab04").with_columns(pl.col("ack_ratio").cast(pl.Int64), pl.col("download_s").cast(pl.Float64))
+    paper = paper_table("ackfreq22", "tab04").with_columns(
+        pl.col("ack_ratio").cast(pl.Int64), pl.col("download_s").cast(pl.Float64)
+    )
     order = {c: i for i, c in enumerate(["no loss", *[f"1 % loss {p}" for p in ACKFREQ22_REORDERING_POLICIES]])}
     table = (
         _paper_beside_ours(paper, "download_s", ours, "ours_s", "s")
-        .with_columns(pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("order"))
+        .with_columns(
+            pl.col("condition").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("order")
+        )
         .sort("order", "ack_ratio")
         .drop("order")
     )
     note = (
-        "Download time: the client's first datagram to the last server datagram before its CONNECTION_CLOSE, at the client-side "
-        "capture; median over runs (the paper: N = 50). 1 % loss: §5.6's random loss in both directions; the loss-free rows "
-        "are the calibration of the path model (Table 1's measured loss is not emulated: path_profiles.csv, loss_model). "
+        "Download time: the client's first datagram to the last server datagram before its CONNECTION_CLOSE, at the "
+        "client-side capture; median over runs (the paper: N = 50). 1 % loss: §5.6's random loss in both directions; "
+        "the loss-free rows are the calibration of the path model (Table 1's measured loss is not emulated: "
+        "path_profiles.csv, loss_model). "
         + STAND_INS
     )
-    return Rendered(table, runs=selected, metric="download_time_ms" if "download_time_ms" in selected.columns else None, note=note)
+    return Rendered(
+        table, runs=selected, metric="download_time_ms" if "download_time_ms" in selected.columns else None, note=note
+    )
 
 
 @placeholder_when_missing
@@ -313,14 +366,19 @@ def ackfreq22_fig06_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
         part = drawn.filter(pl.col("lossy") == lossy)
         ratios = [r for r in ACKFREQ22_ACK_RATIOS if not part.filter(pl.col("ack_ratio") == r).is_empty()]
         if ratios:
-            boxes = part.filter(pl.col("ack_ratio").is_in(ratios)).select(pl.format("AR {}", "ack_ratio").alias("ratio"), "download_s")
+            boxes = part.filter(pl.col("ack_ratio").is_in(ratios)).select(
+                pl.format("AR {}", "ack_ratio").alias("ratio"), "download_s"
+            )
             sns.boxplot(boxes.to_pandas(), x="ratio", y="download_s", order=[f"AR {r}" for r in ratios], width=0.5,
                         fill=False, color="black", linewidth=0.8, fliersize=3, ax=ax)  # fmt: skip
         ax.set_xlabel("")
         ax.set_title(f"satellite, {LOSS_LABELS[lossy]}" + (" (D)" if lossy else ""), fontsize=8)
         ax.set_ylabel("time to download 1 MB (s)")
     fig.tight_layout()  # the right panel's axis label clear of the left panel
-    note = "Download time as in Table 4; 1 % loss with the default reordering policy D (an ACK at once on reordering). " + STAND_INS
+    note = (
+        "Download time as in Table 4; 1 % loss with the default reordering policy D (an ACK at once on reordering). "
+        + STAND_INS
+    )
     return Rendered(fig, runs=selected, note=note)
 
 
@@ -332,20 +390,30 @@ def ackfreq22_tab05_timer_acks(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Re
     """Table 5: median per-connection % of the receiver's application-data ACKs sent because the ACK-delay timer fired,
     per AR × loss × path (loss with policy D), ours beside the paper's."""
     selected = require_runs(
-        ackfreq22_matrix_runs(runs).filter(~pl.col("lossy") | (pl.col("ack_reordering") == "D")), f"of the {WHERE} at AR 2, 10, 20"
+        ackfreq22_matrix_runs(runs).filter(~pl.col("lossy") | (pl.col("ack_reordering") == "D")),
+        f"of the {WHERE} at AR 2, 10, 20",
     )
     drawn = measured_runs(selected, ack_runs, "acks_by_delay_timer", WHERE)
-    application = pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
+    application = (
+        pl.col("acks_by_packet_threshold") + pl.col("acks_by_delay_timer") + pl.col("acks_by_reordering").fill_null(0)
+    )
     ours = (
-        drawn.with_columns((100.0 * pl.col("acks_by_delay_timer") / application).alias("timer_percent"),
-                           pl.col("lossy").replace_strict(LOSS_LABELS, return_dtype=pl.Utf8).alias("condition"))  # fmt: skip
+        drawn.with_columns(
+            (100.0 * pl.col("acks_by_delay_timer") / application).alias("timer_percent"),
+            pl.col("lossy").replace_strict(LOSS_LABELS, return_dtype=pl.Utf8).alias("condition"),
+        )  # fmt: skip
         .group_by("path", "condition", "ack_ratio")
         .agg(pl.col("timer_percent").median().round(1).alias("ours_percent"), pl.len().alias("runs"))
     )
-    paper = paper_table("ackfreq22", "tab05").with_columns(pl.col("ack_ratio").cast(pl.Int64), pl.col("timer_percent").cast(pl.Float64))
-    table = _paper_beside_ours(paper, "timer_percent", ours, "ours_percent", "%").sort(pl.col("condition") != "no loss", "ack_ratio")
+    paper = paper_table("ackfreq22", "tab05").with_columns(
+        pl.col("ack_ratio").cast(pl.Int64), pl.col("timer_percent").cast(pl.Float64)
+    )
+    table = _paper_beside_ours(paper, "timer_percent", ours, "ours_percent", "%").sort(
+        pl.col("condition") != "no loss", "ack_ratio"
+    )
     note = (
-        "Timer share: ACKs the receiver's qlog says the delay timer sent (d = 25 ms) over its application-data ACKs (the "
+        "Timer share: ACKs the receiver's qlog says the delay timer sent (d = 25 ms) over its application-data ACKs "
+        "(the "
         "handshake's left out), per connection, median over runs; 1 % loss with policy D. " + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)

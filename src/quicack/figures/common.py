@@ -35,6 +35,12 @@ _SAVE_METADATA = {
 }
 
 
+def palette(name: str) -> list[tuple[float, float, float, float]]:
+    """The colours of a qualitative colormap ("tab10", "tab20"), in order."""
+    colormap = plt.get_cmap(name)
+    return [colormap(i) for i in range(colormap.N)]
+
+
 def setup_style() -> None:
     """The one style of every figure: seaborn's (its statistical plots — ECDFs, boxes — draw most figures) on
     matplotlib's tab10 colours, which figures also name directly ("tab:blue")."""
@@ -56,11 +62,12 @@ def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
     legend entry per configuration (``configurations``: run_id, configuration)."""
     setup_style()
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
-    colours = dict(zip(sorted(configurations["configuration"].unique().to_list()), plt.get_cmap("tab10").colors, strict=False))
+    colours = dict(zip(sorted(configurations["configuration"].unique().to_list()), palette("tab10"), strict=False))
     drawn = cwnd.join(configurations.select("run_id", "configuration"), on="run_id").sort("configuration", "run_id")
     labelled: set[str] = set()
     for (_run, configuration), group in drawn.group_by("run_id", "configuration", maintain_order=True):
-        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post", color=colours[configuration],
+        ax.step(group["time_s"].to_list(), (group["cwnd_bytes"] / 1e3).to_list(), where="post",
+                color=colours[configuration],
                 alpha=0.6, linewidth=0.8, label=None if configuration in labelled else configuration)  # fmt: skip
         labelled.add(configuration)
     ax.set_xlabel("time since the server's first metrics update (s)")
@@ -69,7 +76,9 @@ def cwnd_figure(cwnd: pl.DataFrame, configurations: pl.DataFrame) -> plt.Figure:
     return fig
 
 
-def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription) -> list[Path]:
+def save(
+    rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Sequence[str], description: DatasetDescription
+) -> list[Path]:
     """Write a rendered figure (one file per format) or table (CSV, Markdown, LaTeX) with its
     footnote; ``formats`` as the notebooks get it ("pdf,png") or as a list; tables ignore it."""
     footnote = rendered.footnote(description)
@@ -83,6 +92,8 @@ def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Seq
             placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
             return _save_table(placeholder, out_dir, artefact_id, footnote)
         return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)
+    if rendered.artefact is None:
+        raise ValueError(f"{artefact_id}: nothing rendered and no reason given (Rendered.missing)")
     if isinstance(rendered.artefact, pl.DataFrame):
         return _save_table(rendered.artefact, out_dir, artefact_id, footnote)
     return _save_figure(rendered.artefact, out_dir, artefact_id, wanted, footnote)
@@ -96,7 +107,12 @@ def status_path(out_dir: Path, artefact_id: str) -> Path:
 def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
-    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
+    status = {
+        "artefact": artefact_id,
+        "rendered": not rendered.missing,
+        "missing": rendered.missing or None,
+        "runs": runs,
+    }
     status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
@@ -112,7 +128,9 @@ def _placeholder_figure(artefact_id: str, missing: str) -> plt.Figure:
 # followed by '\input{...}' is not a LaTeX command in a .tex table, nor a new line of a Markdown table's note.
 
 
-def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str) -> list[Path]:
+def _save_figure(
+    fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Sequence[str], footnote: str
+) -> list[Path]:
     figures_dir.mkdir(parents=True, exist_ok=True)
     # Wrapped to the figure's width, under the axes: the footnote must never widen a
     # single-column figure (bbox_inches="tight" grows the canvas to whatever text there is).
@@ -132,7 +150,7 @@ def _save_figure(fig: plt.Figure, figures_dir: Path, figure_id: str, formats: Se
 def _footnote_top(fig: plt.Figure) -> float:
     """Where the footnote's first line starts, in inches above the figure's lower edge: below everything drawn, so that
     no rotated tick label, axis label or legend under the axes runs into it (they may reach below the edge)."""
-    bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0
+    bottom = fig.get_tightbbox().y0  # with the figure's own renderer
     return min(bottom, 0.0) - FOOTNOTE_GAP_IN
 
 
@@ -157,12 +175,21 @@ def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | No
     """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
     why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
-    statuses = sorted((json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"])
+    statuses = sorted(
+        (json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"]
+    )
     missing = [s for s in statuses if not s["rendered"]]
     failed = dict(sorted((failed or {}).items()))
     total = len(statuses) + len(failed)
     counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
-    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")")]
+    lines = [
+        "quicack rendering summary",
+        "",
+        f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")"),
+    ]
     lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    lines += [f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    lines += [
+        f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})"
+        for artefact, log in failed.items()
+    ]
     return "\n".join(lines) + "\n", len(missing) + len(failed)

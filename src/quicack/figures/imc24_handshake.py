@@ -10,6 +10,7 @@ from matplotlib.patches import Patch, Rectangle
 from quicack.figures.common import Rendered, setup_style
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
 from quicack.metrics.coalescence import coalescence_patterns
+from quicack.metrics.scalars import integer, number, optional_number
 from quicack.metrics.selection import MissingData, configuration_runs, representative_run, require_runs
 from quicack.rendered import placeholder_when_missing
 from quicack.storage.run_batches import RunRows, per_run_batches, rows_of_runs
@@ -50,7 +51,9 @@ def datagram_contents(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) 
     TLS messages it starts), whether it carries an ACK / ack-eliciting frames, and a key that
     identifies the same datagram at the other capture (its packet numbers)."""
     key = ["vantage", "direction", "pn_space", "packet_number"]
-    run_frames = frames.filter((pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("frame_type") != "padding"))
+    run_frames = frames.filter(
+        (pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("frame_type") != "padding")
+    )
     per_packet_frames = (
         run_frames.sort("frame_index")
         .with_columns(_frame_text().alias("text"))
@@ -61,15 +64,21 @@ def datagram_contents(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) 
         )
     )
     run_packets = (
-        packets.filter((pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("packet_type") != "datagram_padding"))
+        packets.filter(
+            (pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("packet_type") != "datagram_padding")
+        )
         .with_row_index("order")
         .join(per_packet_frames, on=key, how="left")
         .with_columns(
             (
                 pl.col("packet_type").replace_strict(PACKET_NAMES, default=pl.col("packet_type"))
-                + pl.when(pl.col("decrypted")).then("[" + pl.col("frame_text").fill_null("") + "]").otherwise(pl.lit("[?]"))
+                + pl.when(pl.col("decrypted"))
+                .then("[" + pl.col("frame_text").fill_null("") + "]")
+                .otherwise(pl.lit("[?]"))
             ).alias("packet_text"),
-            (pl.col("pn_space").fill_null("?") + ":" + pl.col("packet_number").cast(pl.Utf8).fill_null("?")).alias("packet_key"),
+            (pl.col("pn_space").fill_null("?") + ":" + pl.col("packet_number").cast(pl.Utf8).fill_null("?")).alias(
+                "packet_key"
+            ),
         )
     )
     return (
@@ -99,15 +108,29 @@ def handshake_sequence(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str)
     if contents.is_empty():
         raise ValueError(f"no captured packets for run {run_id!r}")
     origin = contents.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s"))["time_abs_ns"].min()
-    sent = pl.concat([contents.filter((pl.col("direction") == d) & (pl.col("vantage") == v)) for d, v in SENDER.items()])
-    received = pl.concat([contents.filter((pl.col("direction") == d) & (pl.col("vantage") == v)) for d, v in RECEIVER.items()]).select(
-        "direction", "match_key", ((pl.col("time_abs_ns") - origin) / 1e6).alias("received_ms")
+    sent = pl.concat(
+        [contents.filter((pl.col("direction") == d) & (pl.col("vantage") == v)) for d, v in SENDER.items()]
     )
+    received = pl.concat(
+        [contents.filter((pl.col("direction") == d) & (pl.col("vantage") == v)) for d, v in RECEIVER.items()]
+    ).select("direction", "match_key", ((pl.col("time_abs_ns") - origin) / 1e6).alias("received_ms"))
     arrows = (
         sent.with_columns(((pl.col("time_abs_ns") - origin) / 1e6).alias("sent_ms"))
         .join(received.unique(["direction", "match_key"], keep="first"), on=["direction", "match_key"], how="left")
         .sort("sent_ms")
-        .select("direction", "datagram_index", "sent_ms", "received_ms", "content", "bytes", "has_ack", "ack_eliciting", "server_hello", "client_hello", "finished")
+        .select(
+            "direction",
+            "datagram_index",
+            "sent_ms",
+            "received_ms",
+            "content",
+            "bytes",
+            "has_ack",
+            "ack_eliciting",
+            "server_hello",
+            "client_hello",
+            "finished",
+        )
     )
     finished = arrows.filter((pl.col("direction") == "c2s") & pl.col("finished"))
     if finished.height:
@@ -156,19 +179,34 @@ def merge_bursts(arrows: pl.DataFrame, burst_ms: float = BURST_MS) -> list[dict]
 def first_rtt_sample(packets: pl.DataFrame, frames: pl.DataFrame, run_id: str) -> dict | None:
     """The client's first RTT sample as its side of the link saw it: arrival of the first server
     ACK (Initial space) minus the departure of the packet it newly acknowledged as largest."""
-    left = frames.filter((pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE))
-    ack = left.filter((pl.col("direction") == "s2c") & pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).sort("time_ms")
+    left = frames.filter(
+        (pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE)
+    )
+    ack = left.filter(
+        (pl.col("direction") == "s2c")
+        & pl.col("frame_type").is_in(["ack", "ack_ecn"])
+        & (pl.col("pn_space") == "initial")
+    ).sort("time_ms")
     if ack.is_empty():
         return None
     first = ack.row(0, named=True)
     sent = packets.filter(
-        (pl.col("run_id") == run_id) & (pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s")
-        & (pl.col("pn_space") == "initial") & (pl.col("packet_number") == first["largest_acked"])
+        (pl.col("run_id") == run_id)
+        & (pl.col("source") == "pcap")
+        & (pl.col("vantage") == CLIENT_SIDE)
+        & (pl.col("direction") == "c2s")
+        & (pl.col("pn_space") == "initial")
+        & (pl.col("packet_number") == first["largest_acked"])
     )
     if sent.is_empty():
         return None
     sample = first["time_ms"] - sent["time_ms"].min()
-    return {"arrived_ms": first["time_ms"], "sample_ms": sample, "largest_acked": first["largest_acked"], "first_pto_ms": 3 * sample}
+    return {
+        "arrived_ms": first["time_ms"],
+        "sample_ms": sample,
+        "largest_acked": first["largest_acked"],
+        "first_pto_ms": 3 * sample,
+    }
 
 
 def _warp(
@@ -193,7 +231,15 @@ def _warp(
     return positions, breaks
 
 
-def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None, wait: tuple[float, float] | None, probes: list[float], title: str) -> None:
+def _draw_sequence(
+    ax: plt.Axes,
+    run: dict,
+    arrows: list[dict],
+    rtt: dict | None,
+    wait: tuple[float, float] | None,
+    probes: list[float],
+    title: str,
+) -> None:
     times = [a["sent_ms"] for a in arrows] + [a["received_ms"] for a in arrows if a["received_ms"] is not None]
     if wait:
         times += list(wait)
@@ -205,7 +251,10 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
 
     top, bottom = -1.0, max(positions.values()) + 1.5
     client_x, server_x = 0.0, 1.0
-    for x, name in ((client_x, f"client ({run['client_impl']})"), (server_x, f"server ({run['server_impl']}, {run['mode'].upper()})")):
+    for x, name in (
+        (client_x, f"client ({run['client_impl']})"),
+        (server_x, f"server ({run['server_impl']}, {run['mode'].upper()})"),
+    ):
         ax.plot([x, x], [top, bottom], color="black", linewidth=1.2, zorder=1)
         ax.text(x, top - 0.3, name, ha="center", va="bottom", fontsize=8, fontweight="bold")
     for y_break, gap, _start in breaks:
@@ -213,14 +262,38 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
             ax.plot([x - 0.025, x + 0.025], [y_break - 0.15, y_break + 0.15], color="white", linewidth=4, zorder=2)
             ax.plot([x - 0.025, x + 0.025], [y_break - 0.35, y_break - 0.05], color="black", linewidth=0.8, zorder=3)
             ax.plot([x - 0.025, x + 0.025], [y_break + 0.05, y_break + 0.35], color="black", linewidth=0.8, zorder=3)
-        ax.text(0.5, y_break, f"(axis cut: {gap:.0f} ms without a datagram)", ha="center", va="center", fontsize=6, color="gray", style="italic")
+        ax.text(
+            0.5,
+            y_break,
+            f"(axis cut: {gap:.0f} ms without a datagram)",
+            ha="center",
+            va="center",
+            fontsize=6,
+            color="gray",
+            style="italic",
+        )
     if wait:
         start, end = wait
-        ax.add_patch(Rectangle((server_x - 0.03, y(start)), 0.06, y(end) - y(start), facecolor="#f2d0d0", edgecolor="firebrick", hatch="///", zorder=2))
+        ax.add_patch(
+            Rectangle(
+                (server_x - 0.03, y(start)),
+                0.06,
+                y(end) - y(start),
+                facecolor="#f2d0d0",
+                edgecolor="firebrick",
+                hatch="///",
+                zorder=2,
+            )
+        )
         ax.text(
-            server_x + 0.14, (y(start) + y(end)) / 2,
-            f"waits for the certificate\n(store delay Δt = {run['cert_delay_ms']:g} ms)\nClientHello → ServerHello:\n{end - start:.1f} ms",
-            ha="left", va="center", fontsize=6.5, color="firebrick",
+            server_x + 0.14,
+            (y(start) + y(end)) / 2,
+            f"waits for the certificate\n(store delay Δt = {run['cert_delay_ms']:g} ms)\nClientHello → "
+            f"ServerHello:\n{end - start:.1f} ms",
+            ha="left",
+            va="center",
+            fontsize=6.5,
+            color="firebrick",
         )
     for arrow in arrows:
         c2s = arrow["direction"] == "c2s"
@@ -231,19 +304,49 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
         probe = c2s and any(abs(arrow["sent_ms"] - p) < 1e-6 for p in probes)
         color = "crimson" if probe else ("tab:blue" if c2s else "tab:green")
         if lost:
-            ax.annotate("", xy=(x0 + (x1 - x0) * 0.6, y0 + 0.6), xytext=(x0, y0), arrowprops={"arrowstyle": "-", "color": color, "linestyle": "--"})
+            ax.annotate(
+                "",
+                xy=(x0 + (x1 - x0) * 0.6, y0 + 0.6),
+                xytext=(x0, y0),
+                arrowprops={"arrowstyle": "-", "color": color, "linestyle": "--"},
+            )
             ax.text(x0 + (x1 - x0) * 0.62, y0 + 0.6, "✕ lost", color=color, fontsize=7, va="center")
         else:
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "-|>", "color": color, "linewidth": 1.0, "shrinkA": 0, "shrinkB": 0})
-        count = f"{arrow['datagrams']} datagrams, {arrow['bytes']:,} B" if arrow["datagrams"] > 1 else f"{arrow['bytes']:,} B"
+            ax.annotate(
+                "",
+                xy=(x1, y1),
+                xytext=(x0, y0),
+                arrowprops={"arrowstyle": "-|>", "color": color, "linewidth": 1.0, "shrinkA": 0, "shrinkB": 0},
+            )
+        count = (
+            f"{arrow['datagrams']} datagrams, {arrow['bytes']:,} B"
+            if arrow["datagrams"] > 1
+            else f"{arrow['bytes']:,} B"
+        )
         label = ("PTO probe: " if probe else "") + arrow["label"] + f"  ({count})"
         ax.text(
             0.5, (y0 + y1) / 2, label, ha="center", va="center", fontsize=5.8, color=color, linespacing=1.15,
             bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85}, zorder=4,
         )
-        ax.text(x0 + (-0.03 if c2s else 0.03), y0, f"{arrow['sent_ms']:.1f}", ha="right" if c2s else "left", va="center", fontsize=6, color="dimgray")
+        ax.text(
+            x0 + (-0.03 if c2s else 0.03),
+            y0,
+            f"{arrow['sent_ms']:.1f}",
+            ha="right" if c2s else "left",
+            va="center",
+            fontsize=6,
+            color="dimgray",
+        )
         if not lost:
-            ax.text(x1 + (0.03 if c2s else -0.03), y1, f"{arrow['received_ms']:.1f}", ha="left" if c2s else "right", va="center", fontsize=6, color="dimgray")
+            ax.text(
+                x1 + (0.03 if c2s else -0.03),
+                y1,
+                f"{arrow['received_ms']:.1f}",
+                ha="left" if c2s else "right",
+                va="center",
+                fontsize=6,
+                color="dimgray",
+            )
     notes = []
     if probes:
         before_any_server = rtt is None or probes[0] < rtt["arrived_ms"]
@@ -251,7 +354,8 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
         notes.append(f"client's first PTO expired at {probes[0]:.1f} ms ({reason})")
     if rtt:
         notes.append(
-            f"first RTT sample {rtt['sample_ms']:.1f} ms (ACK of its Initial pn {rtt['largest_acked']}) → first PTO 3 × {rtt['sample_ms']:.1f} = {rtt['first_pto_ms']:.1f} ms"
+            f"first RTT sample {rtt['sample_ms']:.1f} ms (ACK of its Initial pn {rtt['largest_acked']}) → first PTO 3 "
+            f"× {rtt['sample_ms']:.1f} = {rtt['first_pto_ms']:.1f} ms"
         )
         ax.plot([client_x - 0.05, client_x], [y(rtt["arrived_ms"])] * 2, color="purple", linewidth=2)
     ax.text(0.0, bottom + 0.4, "\n".join(notes), ha="left", va="top", fontsize=6.5, color="purple")
@@ -261,7 +365,9 @@ def _draw_sequence(ax: plt.Axes, run: dict, arrows: list[dict], rtt: dict | None
     ax.set_title(title, fontsize=8.5, loc="left")
 
 
-def handshake_timeline_figure(runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, iack_run_id: str, wfc_run_id: str) -> plt.Figure:
+def handshake_timeline_figure(
+    runs: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame, iack_run_id: str, wfc_run_id: str
+) -> plt.Figure:
     """Two sequence diagrams side by side, IACK and WFC, of two real runs: every datagram between
     the client-side (sim_left) and the server-side (sim_right) capture with its measured send and
     receive times (ms on one clock since the client's first datagram; time runs downwards, long
@@ -273,21 +379,27 @@ def handshake_timeline_figure(runs: pl.DataFrame, packets: pl.DataFrame, frames:
         run = runs.filter(pl.col("run_id") == run_id).row(0, named=True)
         sequence = handshake_sequence(packets, frames, run_id)
         arrows = merge_bursts(sequence)
-        first_sent = sequence.filter(pl.col("direction") == "c2s")["sent_ms"].min()
+        first_sent = number(sequence.filter(pl.col("direction") == "c2s")["sent_ms"].min())
         first_flight = sequence.filter((pl.col("direction") == "c2s") & (pl.col("sent_ms") <= first_sent + BURST_MS))
         # The server can answer once the whole first flight (a split ClientHello: two datagrams) is in.
-        hello_in = first_flight["received_ms"].max()
-        hello_out = sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["sent_ms"].min()
-        wait = (hello_in, hello_out) if hello_in is not None and hello_out is not None and hello_out > hello_in else None
-        server_hello_arrival = sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["received_ms"].min()
+        hello_in = optional_number(first_flight["received_ms"].max())
+        hello_out = optional_number(
+            sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["sent_ms"].min()
+        )
+        wait = (
+            (hello_in, hello_out) if hello_in is not None and hello_out is not None and hello_out > hello_in else None
+        )
+        server_hello_arrival = optional_number(
+            sequence.filter((pl.col("direction") == "s2c") & pl.col("server_hello"))["received_ms"].min()
+        )
         probes = [
             a["sent_ms"] for a in arrows
             if a["direction"] == "c2s" and a["sent_ms"] > first_sent + BURST_MS
             and (server_hello_arrival is None or a["sent_ms"] < server_hello_arrival)
         ]
         title = (
-            f"{panel} {run['mode'].upper()}: {run['scenario']}, RTT {run['rtt_ms']:g} ms, certificate {run['cert_bytes']:,} B, Δt {run['cert_delay_ms']:g} ms\n"
-            f"run {run_id}"
+            f"{panel} {run['mode'].upper()}: {run['scenario']}, RTT {run['rtt_ms']:g} ms, certificate "
+            f"{run['cert_bytes']:,} B, Δt {run['cert_delay_ms']:g} ms\nrun {run_id}"
         )
         _draw_sequence(ax, run, arrows, first_rtt_sample(packets, frames, run_id), wait, probes, title)
     fig.legend(
@@ -299,10 +411,14 @@ def handshake_timeline_figure(runs: pl.DataFrame, packets: pl.DataFrame, frames:
         loc="lower center", ncol=3, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.015),
     )
     fig.text(
-        0.5, 0.985,
-        "Times [ms] since the client's first datagram: left of the client = client-side capture, right of the server = server-side capture; "
-        "bursts sent < 1 ms apart are one arrow",
-        ha="center", va="top", fontsize=7, color="dimgray",
+        0.5,
+        0.985,
+        "Times [ms] since the client's first datagram: left of the client = client-side capture, right of the server = "
+        "server-side capture; bursts sent < 1 ms apart are one arrow",
+        ha="center",
+        va="top",
+        fontsize=7,
+        color="dimgray",
     )
     fig.tight_layout(rect=(0, 0.035, 1, 0.97))
     return fig
@@ -323,7 +439,9 @@ def _parse_content(content: str) -> list[tuple[str, str]]:
 
 
 @placeholder_when_missing
-def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss") -> Rendered:
+def imc24_fig03_coalescence(
+    runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss"
+) -> Rendered:
     """Per client (rows) and mode (IACK left, WFC right): the handshake datagrams of the usual
     pattern over the ``scenario`` runs, client→server on the upper lane and server→client on the
     lower, each datagram a box split into its QUIC packets (colour = packet type, text = frame
@@ -338,7 +456,7 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
     uncaptured = sorted(set(selected.filter(pl.col("status") == "ok")["client_impl"].drop_nulls()) - set(clients))
     modes = [m for m in ("iack", "wfc") if m in patterns["mode"].unique().to_list()]
     width, gap = 1.0, 0.18
-    most = max(patterns.group_by("client_impl", "mode", "direction").agg(pl.col("datagram_index").max())["datagram_index"].max(), 1)
+    most = max(integer(patterns["datagram_index"].max()), 1)
     half = most * (width + gap) + 0.9
     fig, axes = plt.subplots(len(clients), 1, figsize=(2.0 + 2 * half * 0.95, 1.55 * len(clients) + 0.9), squeeze=False)
     lanes = {"c2s": 1.15, "s2c": 0.0}
@@ -348,20 +466,55 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
             if m:
                 ax.axvline(m * half + 0.2, color="gray", linewidth=0.8, linestyle=":")
             for direction, lane_y in lanes.items():
-                rows = patterns.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode) & (pl.col("direction") == direction)).sort("datagram_index")
-                ax.text(x_origin - 0.08, lane_y + 0.45, "C→S" if direction == "c2s" else "S→C", ha="right", va="center", fontsize=7, color="dimgray")
+                rows = patterns.filter(
+                    (pl.col("client_impl") == client) & (pl.col("mode") == mode) & (pl.col("direction") == direction)
+                ).sort("datagram_index")
+                ax.text(
+                    x_origin - 0.08,
+                    lane_y + 0.45,
+                    "C→S" if direction == "c2s" else "S→C",
+                    ha="right",
+                    va="center",
+                    fontsize=7,
+                    color="dimgray",
+                )
                 for row in rows.iter_rows(named=True):
                     x = x_origin + (row["datagram_index"] - 1) * (width + gap)
                     parts = _parse_content(row["content"])
                     height = 0.9 / len(parts)
                     for p, (kind, frame_text) in enumerate(parts):
                         y0 = lane_y + 0.9 - (p + 1) * height
-                        ax.add_patch(Rectangle((x, y0), width, height, facecolor=PACKET_COLORS.get(kind, "#dddddd"), edgecolor="black", linewidth=0.6))
+                        ax.add_patch(
+                            Rectangle(
+                                (x, y0),
+                                width,
+                                height,
+                                facecolor=PACKET_COLORS.get(kind, "#dddddd"),
+                                edgecolor="black",
+                                linewidth=0.6,
+                            )
+                        )
                         ax.text(x + width / 2, y0 + height / 2, frame_text, ha="center", va="center", fontsize=5.6)
                     ax.add_patch(Rectangle((x, lane_y), width, 0.9, facecolor="none", edgecolor="black", linewidth=1.3))
-                    ax.text(x + 0.03, lane_y + 0.9, f"#{row['datagram_index']}", ha="left", va="bottom", fontsize=5.5, color="dimgray")
+                    ax.text(
+                        x + 0.03,
+                        lane_y + 0.9,
+                        f"#{row['datagram_index']}",
+                        ha="left",
+                        va="bottom",
+                        fontsize=5.5,
+                        color="dimgray",
+                    )
                     if row["runs_with_pattern"] < row["runs"]:
-                        ax.text(x + width - 0.03, lane_y + 0.9, f"{row['runs_with_pattern']}/{row['runs']} runs", ha="right", va="bottom", fontsize=5.2, color="firebrick")
+                        ax.text(
+                            x + width - 0.03,
+                            lane_y + 0.9,
+                            f"{row['runs_with_pattern']}/{row['runs']} runs",
+                            ha="right",
+                            va="bottom",
+                            fontsize=5.2,
+                            color="firebrick",
+                        )
             if client == clients[0]:
                 ax.set_title("")
                 ax.text(x_origin, 2.35, mode.upper(), fontsize=9, fontweight="bold", va="bottom")
@@ -371,12 +524,21 @@ def imc24_fig03_coalescence(runs: pl.DataFrame, packets: RunRows, frames: RunRow
         ax.axis("off")
     runs_per = patterns.group_by("client_impl", "mode").agg(pl.col("runs").max())["runs"]
     fig.legend(
-        handles=[Patch(facecolor=c, edgecolor="black", label=PACKET_NAMES[k]) for k, c in PACKET_COLORS.items() if k in {kind for content in patterns["content"].to_list() for kind, _ in _parse_content(content)}],
-        loc="lower center", ncol=4, fontsize=7, frameon=False, bbox_to_anchor=(0.5, 0.0),
+        handles=[
+            Patch(facecolor=c, edgecolor="black", label=PACKET_NAMES[k])
+            for k, c in PACKET_COLORS.items()
+            if k in {kind for content in patterns["content"].to_list() for kind, _ in _parse_content(content)}
+        ],
+        loc="lower center",
+        ncol=4,
+        fontsize=7,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
     )
     fig.suptitle(
-        f"Handshake datagrams per client: QUIC packets (colour) and their frames, most frequent pattern over {runs_per.min()}–{runs_per.max()} "
-        f"'{scenario}' runs per client and mode; #n = datagram index per direction",
+        "Handshake datagrams per client: QUIC packets (colour) and their frames, most frequent pattern over "
+        f"{integer(runs_per.min())}–{integer(runs_per.max())} '{scenario}' runs per client and mode; #n = datagram "
+        "index per direction",
         fontsize=8,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))

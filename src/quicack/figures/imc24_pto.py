@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+from matplotlib.artist import Artist
 
-from quicack.figures.common import Rendered, setup_style
+from quicack.figures.common import Rendered, palette, setup_style
 from quicack.metrics import summary
 from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, MissingData, pto_runs, require_runs, rtt_sample_runs
 from quicack.reference import paper_claim_range, paper_table
@@ -33,17 +34,25 @@ def pto_improvement_table(handshakes: pl.DataFrame, scenarios: Sequence[str] = F
         summary.pto_improvement(runs, column, scenarios).with_columns(pl.lit(source).alias("pto_source"))
         for source, column in PTO_SOURCES.items()
     ]
-    return pl.concat(frames).with_columns(pl.lit(",".join(scenarios)).alias("scenarios")).sort("pto_source", "client_impl", "rtt_ms")
+    return (
+        pl.concat(frames)
+        .with_columns(pl.lit(",".join(scenarios)).alias("scenarios"))
+        .sort("pto_source", "client_impl", "rtt_ms")
+    )
 
 
-def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_flight", reference: str = "noloss") -> pl.DataFrame:
+def first_sample_shift(
+    handshakes: pl.DataFrame, scenario: str = "drop_client_flight", reference: str = "noloss"
+) -> pl.DataFrame:
     """Per client, mode and RTT present in both: median first RTT sample (client qlog) in
     ``scenario`` minus that in ``reference``; near zero when the loss does not touch the first
     sample (what pooling them in Fig. 16 relies on)."""
     runs = summary.iack_wfc_runs(handshakes)
     by = ["client_impl", "mode", "rtt_ms"]
     medians = {
-        name: summary.summarize(runs.filter(pl.col("scenario") == name), "first_rtt_ms", by).select(*by, pl.col("median").alias(name))
+        name: summary.summarize(runs.filter(pl.col("scenario") == name), "first_rtt_ms", by).select(
+            *by, pl.col("median").alias(name)
+        )
         for name in (scenario, reference)
     }
     return (
@@ -55,20 +64,26 @@ def first_sample_shift(handshakes: pl.DataFrame, scenario: str = "drop_client_fl
 
 
 @placeholder_when_missing
-def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> Rendered:
+def imc24_fig16_pto_improvement(
+    handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED
+) -> Rendered:
     """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data, with
     its 95 % bootstrap interval over the repetitions; left the PTO the clients logged, right the one
     recomputed from their first RTT sample."""
-    runs = require_runs(pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"])
+    runs = require_runs(
+        pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"]
+    )
     setup_style()
     table = pto_improvement_table(handshakes, scenarios)
     if table.filter(pl.col("pto_improvement_ms").is_not_null()).is_empty():
         # WFC − IACK needs both: panels of clients with runs in one mode only would be empty.
-        raise MissingData(f"no client with ok runs in both modes (IACK and WFC) at one RTT ({runs.height} runs of it in the dataset)")
+        raise MissingData(
+            f"no client with ok runs in both modes (IACK and WFC) at one RTT ({runs.height} runs of it in the dataset)"
+        )
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
-    colors = plt.get_cmap("tab10").colors
+    colors = palette("tab10")
     fig, axes = plt.subplots(1, 2, figsize=(6.8, 2.8), sharey=True)
     style = {client: (markers[i % len(markers)], colors[i % len(colors)]) for i, client in enumerate(clients)}
     for ax, source in zip(axes, PTO_SOURCES, strict=True):
@@ -77,37 +92,70 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
         ax.axhline(0.0, color="black", linewidth=0.8)
         without = []
         for client in clients:
-            rows = part.filter((pl.col("client_impl") == client) & pl.col("pto_improvement_ms").is_not_null()).sort("rtt_ms")
+            rows = part.filter((pl.col("client_impl") == client) & pl.col("pto_improvement_ms").is_not_null()).sort(
+                "rtt_ms"
+            )
             if rows.is_empty():
                 without.append(client)
                 continue
             marker, color = style[client]
             median = rows["pto_improvement_ms"].to_numpy()
             # The run-to-run spread: each median's 95 % bootstrap interval over the repetitions.
-            spread = np.vstack([median - rows["pto_improvement_low_ms"].to_numpy(), rows["pto_improvement_high_ms"].to_numpy() - median])
-            # Clients side by side around each RTT (a small factor: the axis is logarithmic), so the intervals do not hide each other.
+            spread = np.vstack(
+                [
+                    median - rows["pto_improvement_low_ms"].to_numpy(),
+                    rows["pto_improvement_high_ms"].to_numpy() - median,
+                ]
+            )
+            # Clients side by side around each RTT (a small factor: the axis is logarithmic), so the intervals do not
+            # hide each other.
             dodge = 1.0 + 0.08 * (clients.index(client) - (len(clients) - 1) / 2)
             ax.errorbar(
-                rows["rtt_ms"].to_numpy() * dodge, median, yerr=spread, marker=marker, markersize=4, linewidth=1, color=color, capsize=2, elinewidth=0.8,
+                rows["rtt_ms"].to_numpy() * dodge,
+                median,
+                yerr=spread,
+                marker=marker,
+                markersize=4,
+                linewidth=1,
+                color=color,
+                capsize=2,
+                elinewidth=0.8,
             )
         if without:
-            ax.text(0.03, 0.97, "no value (needs IACK and WFC runs): " + ", ".join(without), transform=ax.transAxes, ha="left", va="top", fontsize=6.5, color="dimgray")
+            ax.text(
+                0.03,
+                0.97,
+                "no value (needs IACK and WFC runs): " + ", ".join(without),
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize=6.5,
+                color="dimgray",
+            )
         ax.set_xscale("log")
         rtts = sorted(part["rtt_ms"].unique().to_list())
         ax.set_xticks(rtts, [f"{r:g}" for r in rtts])
         ax.minorticks_off()
         ax.set_xlabel("RTT [ms]")
         ax.set_title(f"first PTO {source} ({PTO_SOURCES[source]})", fontsize=8)
-    handles = [plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients]
-    handles.append(plt.Line2D([], [], color="black", linewidth=0.8, marker="|", markersize=6, label="95 % bootstrap interval"))
-    handles.append(plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label=f"paper: {paper_low:g}–{paper_high:g} ms"))
+    handles: list[Artist] = [
+        plt.Line2D([], [], marker=style[c][0], color=style[c][1], markersize=4, linewidth=1, label=c) for c in clients
+    ]
+    handles.append(
+        plt.Line2D([], [], color="black", linewidth=0.8, marker="|", markersize=6, label="95 % bootstrap interval")
+    )
+    handles.append(
+        plt.Rectangle((0, 0), 1, 1, color="gray", alpha=0.12, label=f"paper: {paper_low:g}–{paper_high:g} ms")
+    )
     axes[0].set_ylabel("median first PTO, WFC − IACK [ms]")
     axes[1].legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     return Rendered(fig, runs, PTO_SOURCES["logged"])
 
 
-def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
+def rtt_sample_table(
+    handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc"
+) -> pl.DataFrame:
     """Fig. 11's numbers per client: RTT samples RFC 9002 allows (newly acknowledging ACKs of
     ack-eliciting packets, recomputed from the client qlog) and samples the implementation
     exposed (distinct logged smoothed RTT/rttvar), medians over the ok runs, and their share."""
@@ -117,14 +165,22 @@ def rtt_sample_table(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: 
 def runs_per_client_note(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> str:
     """'ok runs per client: aioquic 1, …' for Fig. 11's footnote (the paper has repetitions)."""
     table = rtt_sample_table(handshakes, rtt_ms)
-    return "ok runs per client (n): " + ", ".join(f"{c} {n}" for c, n in table.select("client_impl", "runs").iter_rows()) + "."
+    return (
+        "ok runs per client (n): "
+        + ", ".join(f"{c} {n}" for c, n in table.select("client_impl", "runs").iter_rows())
+        + "."
+    )
 
 
 @placeholder_when_missing
 def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> Rendered:
     """Fig. 11: per client, RTT samples possible (newly acknowledging ACKs) beside the ones the
     implementation exposed in its qlog, 10 MB transfer, WFC."""
-    runs = require_runs(rtt_sample_runs(handshakes, rtt_ms), f"of the 10 MB transfers (scenario 'transfer', WFC) at RTT {rtt_ms:g} ms", "rtt_samples_logged")
+    runs = require_runs(
+        rtt_sample_runs(handshakes, rtt_ms),
+        f"of the 10 MB transfers (scenario 'transfer', WFC) at RTT {rtt_ms:g} ms",
+        "rtt_samples_logged",
+    )
     setup_style()
     table = rtt_sample_table(handshakes, rtt_ms)
     clients = table["client_impl"].to_list()
@@ -142,9 +198,23 @@ def imc24_fig11_rtt_samples(handshakes: pl.DataFrame, rtt_ms: float = 100.0) -> 
         for bar, value in zip(bars, values, strict=True):
             text = "n/a" if value is None else f"{value:g}"
             y = bar.get_height() if value is not None else 1.0
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=6.5)
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, y),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+            )
     ax.set_yscale("log")
-    ax.set_ylim(bottom=1.0, top=max([v for v in table["rtt_samples_rfc9002"].to_list() + table["rtt_samples_logged"].to_list() if v] or [10]) * 40)
+    ax.set_ylim(
+        bottom=1.0,
+        top=max(
+            [v for v in table["rtt_samples_rfc9002"].to_list() + table["rtt_samples_logged"].to_list() if v] or [10]
+        )
+        * 40,
+    )
     ax.set_xticks(x, clients, rotation=30, ha="right")
     ax.grid(axis="x", visible=False)
     ax.set_ylabel("RTT samples per connection")
@@ -172,7 +242,9 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
     implementation (beyond the paper: App. E reports what qlogs expose; this measures it)."""
     if agreement.is_empty():
         raise MissingData("no qlog with RTT samples in this dataset (rfc9002_agreement is empty)")
-    ms = [f"{quantity}_abs_dev_{stat}_ms" for quantity in ("smoothed_rtt", "rttvar", "pto") for stat in ("median", "max")]
+    ms = [
+        f"{quantity}_abs_dev_{stat}_ms" for quantity in ("smoothed_rtt", "rttvar", "pto") for stat in ("median", "max")
+    ]
     table = (
         agreement.join(appendix_e_findings(), on="implementation", how="left")
         .with_columns(pl.col(ms).round(2), pl.col("imc24_appendix_e").fill_null("not among the paper's clients"))

@@ -4,6 +4,8 @@ emulated scan (``scan_truth`` not empty) each artefact also shows what the emula
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,7 +34,8 @@ def _cdns(frame: pl.DataFrame) -> list[str]:
 def _scan_note(scan: pl.DataFrame, what: str) -> str:
     return (
         f"{what}: {scan.height} connections in {scan['scan_id'].n_unique()} measurements from "
-        f"{scan['vantage_point'].n_unique()} vantage point(s) ({', '.join(sorted(scan['vantage_point'].unique().to_list()))})."
+        f"{scan['vantage_point'].n_unique()} vantage point(s) "
+        f"({', '.join(sorted(scan['vantage_point'].unique().to_list()))})."
     )
 
 
@@ -56,7 +59,12 @@ def _configured_label(scan: pl.DataFrame, truth: pl.DataFrame) -> dict[str, str]
     configured = scan.select("scan_id", "target_id", "cdn").join(
         truth.select("scan_id", "target_id", first_datagram_class="expected_class"), on=["scan_id", "target_id"]
     )
-    configured = configured.with_columns(iack=metric.is_iack()).drop_nulls("iack").group_by("cdn").agg(pl.col("iack").mean() * 100.0)
+    configured = (
+        configured.with_columns(iack=metric.is_iack())
+        .drop_nulls("iack")
+        .group_by("cdn")
+        .agg(pl.col("iack").mean() * 100.0)
+    )
     both = measured.join(configured, on="cdn", how="full", coalesce=True)
     return {
         cdn: f" (IACK {m:.0f} %, configured {c:.0f} %)" if m is not None and c is not None else ""
@@ -79,17 +87,21 @@ def _draw_iack_cdf(ax: plt.Axes, scan: pl.DataFrame, truth: pl.DataFrame, left_o
     ax.set_ylabel("CDF")
 
 
-def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_point: str = FIG08_VANTAGE_POINT, day: str | None = None) -> Rendered:
+def imc24_fig08_iack_sh_cdf(
+    scan: pl.DataFrame, truth: pl.DataFrame, vantage_point: str = FIG08_VANTAGE_POINT, day: str | None = None
+) -> Rendered:
     """imc24 Fig. 8: CDF of the delay between the first Initial ACK and the ServerHello per CDN, one vantage point
     on one top-list day (the paper: Sao Paulo, 2024-08-07; Fastly, Meta, Microsoft left out). A coalesced
     ACK+ServerHello is 0 ms, drawn at the axis' left end."""
     top = metric.toplist(scan)
     if top.is_empty():
-        return Rendered(None, missing=_missing(scan, "no top-list measurement (every measurement sends all targets to one address)"))
+        return Rendered(
+            None, missing=_missing(scan, "no top-list measurement (every measurement sends all targets to one address)")
+        )
     places = {metric.place_key(vp): vp for vp in top["vantage_point"].unique().to_list()}
     chosen = places.get(metric.place_key(vantage_point)) or sorted(places.values())[0]
     at_vp = top.filter(pl.col("vantage_point") == chosen)
-    day = day or at_vp["scan_date"].drop_nulls().min()
+    day = day or cast(str | None, at_vp["scan_date"].drop_nulls().min())  # a text column (schema.scan_tables)
     drawn = at_vp.filter(pl.col("scan_date") == day)
     setup_style()
     fig, ax = plt.subplots(figsize=(6, 2.6))
@@ -98,12 +110,17 @@ def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_poi
     ax.set_title(f"{chosen}, {day}", fontsize=9)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.tight_layout()
-    swapped = "" if metric.place_key(chosen) == metric.place_key(vantage_point) else f" The paper's vantage point {vantage_point} is not in this scan; drawn: {chosen}."
+    swapped = (
+        ""
+        if metric.place_key(chosen) == metric.place_key(vantage_point)
+        else f" The paper's vantage point {vantage_point} is not in this scan; drawn: {chosen}."
+    )
     note = (
         _scan_note(drawn, f"Top-list measurement of {chosen} on {day}")
-        + f" Connections with an Initial ACK and a ServerHello; coalesced = 0 ms at {CDF_FLOOR_MS:g} ms; ServerHello before the ACK "
-        f"({drawn.filter(pl.col('first_datagram_class') == metric.SH_FIRST).height} here) left out (the authors count them as IACK). "
-        f"Left out as in the paper: {', '.join(FIG08_LEFT_OUT)}.{swapped}"
+        + f" Connections with an Initial ACK and a ServerHello; coalesced = 0 ms at {CDF_FLOOR_MS:g} ms; ServerHello "
+          "before the ACK "
+        f"({drawn.filter(pl.col('first_datagram_class') == metric.SH_FIRST).height} here) left out (the authors count "
+        f"them as IACK). Left out as in the paper: {', '.join(FIG08_LEFT_OUT)}.{swapped}"
     )
     return Rendered(fig, note=note)
 
@@ -115,14 +132,27 @@ def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.Data
         return Rendered(None, missing=_missing(scan, "no top-list measurement"))
     vantage_points = sorted(top["vantage_point"].unique().to_list())
     setup_style()
-    fig, axes = plt.subplots(len(vantage_points), 1, figsize=(6, 1.9 * len(vantage_points) + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(vantage_points), 1, figsize=(6, 1.9 * len(vantage_points) + 0.6), sharex=True, squeeze=False
+    )
     for ax, vp in zip(axes[:, 0], vantage_points, strict=True):
         _draw_iack_cdf(ax, top.filter(pl.col("vantage_point") == vp), truth)
-        ax.text(0.99, 0.05, vp, transform=ax.transAxes, ha="right", va="bottom", fontsize=8, bbox={"facecolor": "lightgrey", "edgecolor": "none"})
+        ax.text(
+            0.99,
+            0.05,
+            vp,
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            bbox={"facecolor": "lightgrey", "edgecolor": "none"},
+        )
         ax.legend(fontsize=6, ncol=2, loc="upper left")
     axes[-1, 0].set_xlabel("Delay between ACK and SH [ms]")
     fig.tight_layout()
-    return Rendered(fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end.")
+    return Rendered(
+        fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end."
+    )
 
 
 def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
@@ -156,9 +186,11 @@ def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
     fig.tight_layout()
     note = (
         _scan_note(metric.toplist(scan), "Top-list measurements")
-        + " RTT = capture time of the first server Initial ACK minus that of the client Initial it acknowledges, minus its ACK Delay; "
-        "ACK Delay decoded with exponent 3 (the server's exponent arrives later, in EncryptedExtensions). The authors' quantity "
-        "for a coalesced ACK+SH is just −ACK Delay, so 'ACK Delay > RTT' there means 'ACK Delay > 0' (SCAN.md point 1)."
+        + " RTT = capture time of the first server Initial ACK minus that of the client Initial it acknowledges, minus "
+          "its ACK Delay; "
+        "ACK Delay decoded with exponent 3 (the server's exponent arrives later, in EncryptedExtensions). The authors' "
+        "quantity for a coalesced ACK+SH is just −ACK Delay, so 'ACK Delay > RTT' there means 'ACK Delay > 0' (SCAN.md "
+        "point 1)."
     )
     return Rendered(fig, note=note)
 
@@ -170,7 +202,9 @@ def _draw_series(ax: plt.Axes, lines: pl.DataFrame) -> None:
             continue
         hours = part["hour"].to_list()
         ax.plot(hours, part["median_ms"].to_numpy(), color=LINE_COLORS[line], label=line, linewidth=1.4)
-        ax.fill_between(hours, part["p25_ms"].to_numpy(), part["p75_ms"].to_numpy(), color=LINE_COLORS[line], alpha=0.2, linewidth=0)
+        ax.fill_between(
+            hours, part["p25_ms"].to_numpy(), part["p75_ms"].to_numpy(), color=LINE_COLORS[line], alpha=0.2, linewidth=0
+        )
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H"))
 
@@ -178,7 +212,9 @@ def _draw_series(ax: plt.Axes, lines: pl.DataFrame) -> None:
 def _configured_series_note(scan: pl.DataFrame, truth: pl.DataFrame) -> str:
     if truth.is_empty():
         return ""
-    rows = metric.series_from_home_pop(scan).join(truth.select("scan_id", "target_id", "expected_class"), on=["scan_id", "target_id"])
+    rows = metric.series_from_home_pop(scan).join(
+        truth.select("scan_id", "target_id", "expected_class"), on=["scan_id", "target_id"]
+    )
     agree = rows.filter(pl.col("expected_class") == pl.col("first_datagram_class")).height
     return f" Configured vs measured first-datagram kind (scan_truth): {agree} of {rows.height} connections agree."
 
@@ -188,13 +224,16 @@ def _series_note(scan: pl.DataFrame) -> str:
     named = ", ".join(f"{vp} → {pop}" for vp, pop in pops.iter_rows())
     return (
         _scan_note(metric.series(scan), "Single-address series measurements")
-        + f" Only responses of the vantage point's own PoP (the Cf-Ray PoP answering most of its connections: {named}). "
+        + " Only responses of the vantage point's own PoP (the Cf-Ray PoP answering most of its connections: "
+          f"{named}). "
         "Hourly median and 25–75th percentiles of the time from the client's first Initial to: ACK = the instant ACK, "
         "SH = the ServerHello after it, ACK,SH = a coalesced ACK+ServerHello. Hours are UTC (SCAN.md point 7)."
     )
 
 
-def imc24_fig09_cloudflare_series(scan: pl.DataFrame, truth: pl.DataFrame, vantage_point: str = FIG08_VANTAGE_POINT) -> Rendered:
+def imc24_fig09_cloudflare_series(
+    scan: pl.DataFrame, truth: pl.DataFrame, vantage_point: str = FIG08_VANTAGE_POINT
+) -> Rendered:
     """imc24 Fig. 9: the Cloudflare series at one vantage point (the paper: Sao Paulo): hourly median reception
     time of the instant ACK, the ServerHello after it, and a coalesced ACK+ServerHello."""
     lines = metric.series_latency(scan)
@@ -210,7 +249,9 @@ def imc24_fig09_cloudflare_series(scan: pl.DataFrame, truth: pl.DataFrame, vanta
     ax.set_title(chosen, fontsize=9)
     ax.legend(ncol=3, fontsize=7, loc="upper left")
     fig.tight_layout()
-    return Rendered(fig, note=_series_note(scan.filter(pl.col("vantage_point") == chosen)) + _configured_series_note(scan, truth))
+    return Rendered(
+        fig, note=_series_note(scan.filter(pl.col("vantage_point") == chosen)) + _configured_series_note(scan, truth)
+    )
 
 
 def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -220,10 +261,21 @@ def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: p
         return Rendered(None, missing=_missing(scan, "no single-address series measurement with Cf-Ray PoPs"))
     vantage_points = sorted(lines["vantage_point"].unique().to_list())
     setup_style()
-    fig, axes = plt.subplots(len(vantage_points), 1, figsize=(6, 1.6 * len(vantage_points) + 0.8), sharex=True, sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(vantage_points), 1, figsize=(6, 1.6 * len(vantage_points) + 0.8), sharex=True, sharey=True, squeeze=False
+    )
     for ax, vp in zip(axes[:, 0], vantage_points, strict=True):
         _draw_series(ax, lines.filter(pl.col("vantage_point") == vp))
-        ax.text(0.99, 0.08, vp, transform=ax.transAxes, ha="right", va="bottom", fontsize=8, bbox={"facecolor": "lightgrey", "edgecolor": "none"})
+        ax.text(
+            0.99,
+            0.08,
+            vp,
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            bbox={"facecolor": "lightgrey", "edgecolor": "none"},
+        )
     axes[0, 0].legend(ncol=3, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     axes[-1, 0].set_xlabel("Date MM-DD HH (UTC)")
     fig.supylabel("Median time since ClientHello [ms]", fontsize=9)
@@ -240,24 +292,31 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
     ours = metric.iack_deployment(scan)
     authors = metric.iack_deployment(scan, "authors").select("cdn", authors_iack_share_percent="iack_share_percent")
     order = cdn_names()
-    paper = paper_table("imc24", "tab01").with_columns(pl.col("paper_domains", "paper_iack_share_percent", "paper_variation_percent").cast(pl.Float64))
+    paper = paper_table("imc24", "tab01").with_columns(
+        pl.col("paper_domains", "paper_iack_share_percent", "paper_variation_percent").cast(pl.Float64)
+    )
     table = (
         paper.join(ours, on="cdn", how="full", coalesce=True)
         .join(authors, on="cdn", how="left")
         .join(metric.configured_iack_share(scan, truth), on="cdn", how="left")
-        .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent").round(1))
+        .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent",
+                             "configured_iack_share_percent").round(1))
         .select(
-            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent",
+            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent",
+            "configured_iack_share_percent",
             "measurements", "connections", "paper_domains", "paper_iack_share_percent", "paper_variation_percent",
         )
         .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(order)}, default=len(order)), "cdn")
     )  # fmt: skip
     note = (
         _scan_note(metric.toplist(scan), "Top-list measurements")
-        + " IACK share = instant ACK (ACK datagram before the ServerHello's) among connections with both, per vantage point × "
-        "day; largest over them; variation = largest − smallest. authors_iack_share_percent: their 'not (first ACK datagram = "
-        "first SH datagram)' over answered connections (a ServerHello first, or an ACK without ServerHello, counts as IACK). "
-        "configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that closes before its ServerHello)."
+        + " IACK share = instant ACK (ACK datagram before the ServerHello's) among connections with both, per vantage "
+          "point × "
+        "day; largest over them; variation = largest − smallest. authors_iack_share_percent: their 'not (first ACK "
+        "datagram = first SH datagram)' over answered connections (a ServerHello first, or an ACK without ServerHello, "
+        "counts as IACK). configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). "
+        "Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that "
+        "closes before its ServerHello)."
     )
     return Rendered(table, note=note)
 
@@ -278,8 +337,9 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
     )
     unmapped = seen.join(mapping, left_on="origin_asn", right_on="asn", how="anti")
     note = (
-        "AS numbers as printed in imc24 Table 5; any other AS is 'Others' (the authors' code also maps AS 19527 to Google, "
-        "which the table does not list; we follow the table). connections / domains: this scan's connections to that AS. "
-        f"Other ASes in this scan: {unmapped.height} ({unmapped['connections'].sum() if unmapped.height else 0} connections)."
+        "AS numbers as printed in imc24 Table 5; any other AS is 'Others' (the authors' code also maps AS 19527 to "
+        "Google, which the table does not list; we follow the table). connections / domains: this scan's connections "
+        f"to that AS. Other ASes in this scan: {unmapped.height} "
+        f"({unmapped['connections'].sum() if unmapped.height else 0} connections)."
     )
     return Rendered(table, note=note)

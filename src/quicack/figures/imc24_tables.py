@@ -1,5 +1,6 @@
 """imc24 (ReACKed QUICer) Tables 2–4 in the paper's layout, from the measurements, with the paper's
-values (data/reference/imc24_tab0N.csv) beside ours. Cells are strings as printed ("-" = no ACK, "> N" = lower bound only); the
+values (data/reference/imc24_tab0N.csv) beside ours. Cells are strings as printed ("-" = no ACK, "> N" = lower bound
+only); the
 numbers behind them stay in their own columns."""
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagra
     table = guidelines_metric.guidelines_beside_paper(handshakes, runs, paper_table("imc24", "tab02"), datagrams)
     missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
     note = (
-        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median over the "
-        f"configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < {guidelines_metric.TIE_MS:g} ms. "
-        "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the data): "
+        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median "
+        "over the configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < "
+        f"{guidelines_metric.TIE_MS:g} ms. "
+        "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the "
+        "data): "
         + ("; ".join(missing.to_series().to_list()) or "none")
         + ". Only IACK/WFC runs of configurations with both modes measured enter a cell."
     )
@@ -81,7 +84,10 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetition
     )
     present = set(selected.select("server_impl", "mode", "repetition").unique().iter_rows())
     papers = _paper_table3()
-    values = {(r["server_impl"], r["mode"], r["repetition"], r["pn_space"]): r["ack_delay_ms"] for r in per_repetition.iter_rows(named=True)}
+    values = {
+        (r["server_impl"], r["mode"], r["repetition"], r["pn_space"]): r["ack_delay_ms"]
+        for r in per_repetition.iter_rows(named=True)
+    }
     rows = []
     for info in describe.sort("server_impl", "mode", nulls_last=True).iter_rows(named=True):
         server, mode = info["server_impl"], info["mode"]
@@ -99,9 +105,9 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetition
         row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {info['runs']} runs, client {info['clients']}, {rtt}"
         rows.append(row)
     note = (
-        "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "
-        "space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR handshake captures, "
-        "quic-go client, August 2024."
+        "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK "
+        "in that space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR "
+        "handshake captures, quic-go client, August 2024."
     )
     return Rendered(pl.DataFrame(rows), table3_accounted_runs(runs), note=note)
 
@@ -126,12 +132,17 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
     lost_flight = second_flight_runs(handshakes)
     calibrated = lost_flight.filter(pl.col("calibrated_second_client_flight").is_not_null())
     flights_by_rtt = {
-        rtt: summary.second_flight_by_client(calibrated, rtt_ms=rtt) for rtt in sorted(calibrated["rtt_ms"].unique().to_list())
+        rtt: summary.second_flight_by_client(calibrated, rtt_ms=rtt)
+        for rtt in sorted(calibrated["rtt_ms"].unique().to_list())
     }
 
     def per_mode(client: str, rtt: float) -> dict[str, str]:
         frame = flights_by_rtt[rtt].filter(pl.col("client_impl") == client)
-        return {r["mode"]: _indices(r["second_flight_datagrams"]) for r in frame.iter_rows(named=True)}
+        return {
+            r["mode"]: indices
+            for r in frame.iter_rows(named=True)
+            if (indices := _indices(r["second_flight_datagrams"]))
+        }
 
     def text(by_mode: dict[str, str]) -> str:
         if len(set(by_mode.values())) == 1:
@@ -180,9 +191,9 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
             }
         )
     note = (
-        "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median over such "
-        "runs); '> N': no run had such a probe, N = the longest wait seen before the server answered (a lower bound). Second "
-        "flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed maps the flight once per client, as "
-        "imc24 does; other datasets may differ per mode or RTT, shown beside)."
+        "Default PTO: first client datagram after its first flight, sent before any server datagram arrived (median "
+        "over such runs); '> N': no run had such a probe, N = the longest wait seen before the server answered (a "
+        "lower bound). Second flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed "
+        "maps the flight once per client, as imc24 does; other datasets may differ per mode or RTT, shown beside)."
     )
     return Rendered(pl.DataFrame(rows), handshakes, note=note)

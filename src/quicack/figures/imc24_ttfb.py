@@ -32,7 +32,9 @@ MODE_MARKER = {"iack": "o", "wfc": "s"}
 TTFB = "ttfb_capture_ms"
 
 
-def ttfb_summary(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB) -> pl.DataFrame:
+def ttfb_summary(
+    handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB
+) -> pl.DataFrame:
     """Per client, mode and RTT: ``summarize`` of ``metric`` (median, quartiles, min/max, runs,
     failed_runs, missing_runs) plus ``iack_minus_wfc_ms``, the client's IACK median minus its WFC
     median at that RTT (negative: IACK delivers the first byte sooner)."""
@@ -91,20 +93,46 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
     for position, client in enumerate(clients):
         medians = {}
         for shift, mode in zip((-half, half), MODES, strict=True):
-            values = np.sort(drawn.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy())
+            values = np.sort(
+                drawn.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy()
+            )
             x = position + shift
             if values.size == 0:
-                ax.text(x, 0.02, "no run", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=5, rotation=90, color="gray")
+                ax.text(
+                    x,
+                    0.02,
+                    "no run",
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="bottom",
+                    fontsize=5,
+                    rotation=90,
+                    color="gray",
+                )
                 continue
             # The runs themselves, evenly spread across the box (deterministic, unlike a random jitter).
-            ax.scatter(x + _offsets(values.size, 0.18), values, s=10, color=MODE_COLOR[mode], marker=MODE_MARKER[mode], zorder=3, linewidths=0)
+            ax.scatter(
+                x + _offsets(values.size, 0.18),
+                values,
+                s=10,
+                color=MODE_COLOR[mode],
+                marker=MODE_MARKER[mode],
+                zorder=3,
+                linewidths=0,
+            )
             medians[mode] = float(np.median(values))
         if annotate and len(medians) == 2:
             top = ok.filter(pl.col("client_impl") == client)[TTFB].max()
             spread = f"\n±{reach[client]:.1f}" if reach.get(client) is not None else ""
             ax.annotate(
-                f"{medians['iack'] - medians['wfc']:+.1f}{spread}", (position, top), xytext=(0, 3), textcoords="offset points",
-                ha="center", va="bottom", fontsize=6.5, linespacing=0.9,
+                f"{medians['iack'] - medians['wfc']:+.1f}{spread}",
+                (position, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+                linespacing=0.9,
             )
     ax.set_xticks(range(len(clients)), clients, rotation=30, ha="right")
     ax.set_xlim(-0.6, len(clients) - 0.4)
@@ -115,7 +143,10 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
 
 def _mode_legend(ax: plt.Axes, **kwargs) -> None:
     handles = [
-        plt.Line2D([], [], color=MODE_COLOR[m], marker=MODE_MARKER[m], linestyle="none", markersize=5, label=MODE_LABEL[m]) for m in MODES
+        plt.Line2D(
+            [], [], color=MODE_COLOR[m], marker=MODE_MARKER[m], linestyle="none", markersize=5, label=MODE_LABEL[m]
+        )
+        for m in MODES
     ]
     handles.append(plt.Line2D([], [], color="black", linewidth=1.5, label="median"))
     ax.legend(handles=handles, fontsize=7, **kwargs)
@@ -165,7 +196,9 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
 
 
 def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> Rendered:
-    runs = require_runs(scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", TTFB)
+    runs = require_runs(
+        scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", TTFB
+    )
     return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), runs, TTFB)
 
 

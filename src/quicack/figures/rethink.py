@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 import seaborn as sns
 
-from quicack.figures.common import cwnd_figure, setup_style
+from quicack.figures.common import cwnd_figure, palette, setup_style
 from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.rethink_volume import (
     LOSS_LABELS,
@@ -41,11 +41,12 @@ from quicack.rendered import Rendered, placeholder_when_missing
 from quicack.storage.run_batches import RunRows
 
 STAND_INS = (
-    "The paper's stacks (quicly, Chromium, picoquic) are stood in for by native ones: the quinn client asked for AR 1:2 "
-    "or 1:10 and a 25 ms ACK delay by the quinn server's ACK_FREQUENCY frames (quinn: NewReno, paced), and ngtcp2's client "
-    "(--ack-thresh; its own delay, 25 ms on this path) from quiche's unpaced NewReno (quicly's sender); with 1 % loss also "
-    "the aioquic client with quicack's ACK policy where a run says so (run.json). TCP is Linux TCP (AR 1:2 = the kernel's "
-    "defaults, which on this path acknowledge nearly every segment; 1:10 = those ACKs thinned 1:5 in the emulated "
+    "The paper's stacks (quicly, Chromium, picoquic) are stood in for by native ones: the quinn client asked for AR "
+    "1:2 or 1:10 and a 25 ms ACK delay by the quinn server's ACK_FREQUENCY frames (quinn: NewReno, paced), and "
+    "ngtcp2's client (--ack-thresh; its own delay, 25 ms on this path) from quiche's unpaced NewReno (quicly's "
+    "sender); with 1 % loss also the aioquic client with quicack's ACK policy where a run says so (run.json). TCP is "
+    "Linux TCP (AR 1:2 = the kernel's defaults, which on this path acknowledge nearly every segment; 1:10 = those ACKs "
+    "thinned 1:5 in the emulated "
     "router, which the paper only projected). " + BROWSERS_NOTE
 )
 # Return packets above this size (path MTU probes, the handshake's padded Initials) leave the size axes readable;
@@ -53,7 +54,9 @@ STAND_INS = (
 SIZE_AXIS_MAX_BYTES = 250
 
 
-def labelled_return_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def labelled_return_sizes(
+    runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, return-path IP packet sizes after the first RTT with each run's configuration), no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10, or by a browser with its own policy"
     selected = require_runs(rethink_runs(runs, default_policy_receivers=BROWSER_RECEIVERS), what)
@@ -74,7 +77,8 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
     beyond = int(sizes.filter(pl.col("ip_bytes") > SIZE_AXIS_MAX_BYTES)["packets"].sum())
     ax.set_xlim(0, SIZE_AXIS_MAX_BYTES)
     ax.set_xlabel("return-path IP packet size (bytes)"
-                  + (f"; {beyond} of {int(sizes['packets'].sum())} packets above {SIZE_AXIS_MAX_BYTES} B not shown" if beyond else ""))  # fmt: skip
+                  + (f"; {beyond} of {int(sizes['packets'].sum())} packets above {SIZE_AXIS_MAX_BYTES} B not shown"
+                     if beyond else ""))  # fmt: skip
     ax.set_ylabel("fraction of packets")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
@@ -82,19 +86,24 @@ def return_size_cdf(sizes: pl.DataFrame, title: str) -> plt.Figure:
 
 
 @placeholder_when_missing
-def rethink_fig1_return_packet_sizes(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
+def rethink_fig1_return_packet_sizes(
+    runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None
+) -> Rendered:
     """rethink Fig. 1: CDF of the return-path IP packet sizes after the first RTT, 10 MB, no loss."""
     selected, sizes = labelled_return_sizes(runs, datagrams, tcp_segments)
     fig = return_size_cdf(sizes, "Return-path packet sizes after the first RTT, 10 MB, no loss")
     note = (
         f"{WHERE}, no loss; every client-to-server IP packet from the first after the server's first flight, at the "
-        "client side of the link (Linux TCP: at the server side, after the router's ACK thinning). Paper medians: TCP 52, Chromium 63, quicly 68, picoquic 83 B. " + STAND_INS
+        "client side of the link (Linux TCP: at the server side, after the router's ACK thinning). Paper medians: TCP "
+        "52, Chromium 63, quicly 68, picoquic 83 B. "
+        + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
 
 
 def _paper_volumes() -> pl.DataFrame:
-    """rethink Table III as printed, one text per (loss, protocol, AR): 'Chromium 313 KB (3.1 %), quicly 343 KB (3.4 %)'."""
+    """rethink Table III as printed, one text per (loss, protocol, AR): 'Chromium 313 KB (3.1 %), quicly 343 KB (3.4
+    %)'."""
     paper = paper_table("rethink", "tab03")
     return (
         paper.with_columns(
@@ -103,7 +112,9 @@ def _paper_volumes() -> pl.DataFrame:
                 + pl.when(pl.col("projected") == "yes").then(pl.lit(" projected")).otherwise(pl.lit(""))
             ).alias("paper_text")
         )
-        .group_by("loss", "protocol", pl.col("ack_ratio").cast(pl.Int64).alias("receiver_ack_ratio"), maintain_order=True)
+        .group_by(
+            "loss", "protocol", pl.col("ack_ratio").cast(pl.Int64).alias("receiver_ack_ratio"), maintain_order=True
+        )
         .agg(pl.col("paper_text").str.join(", ").alias("paper"))
     )
 
@@ -119,15 +130,21 @@ def rethink_tab3_return_volume(runs: pl.DataFrame, datagrams: RunRows, tcp_segme
     )
     note = (
         f"{WHERE}; with 1 % loss 2 MB transfers (a 10 MB one takes minutes), their return KB scaled to 10 MB "
-        "(column scaled_from). Medians over runs of IP bytes at the client side (Linux TCP's return bytes at the server "
-        "side, after the router's ACK thinning, which makes its AR 1:10 from the kernel's ≈ 1:1.3: ≈ 1:6.5 measured; the "
-        "paper projects TCP's 1:10) (the paper's TCP volumes seem to "
+        "(column scaled_from). Medians over runs of IP bytes at the client side (Linux TCP's return bytes at the "
+        "server side, after the router's ACK thinning, which makes its AR 1:10 from the kernel's ≈ 1:1.3: ≈ 1:6.5 "
+        "measured; the paper projects TCP's 1:10) (the paper's TCP volumes seem to "
         "include Ethernet headers, 14 B per packet, and its percentages are KB / 10,000 truncated). " + STAND_INS
     )
     return Rendered(table, runs=selected, note=note)
 
 
-QUIC_COMPONENTS = {"ip_header": "IP", "udp_header": "UDP", "quic_header": "QUIC header", "aead_tag": "AEAD tag", "frame:ack": "ACK frame"}
+QUIC_COMPONENTS = {
+    "ip_header": "IP",
+    "udp_header": "UDP",
+    "quic_header": "QUIC header",
+    "aead_tag": "AEAD tag",
+    "frame:ack": "ACK frame",
+}
 TCP_COMPONENTS = {
     "ip_header": "IP",
     "tcp_header": "TCP header",
@@ -140,7 +157,8 @@ TCP_COMPONENTS = {
 
 def return_components(ack_breakdown: pl.DataFrame, ok: pl.DataFrame) -> pl.DataFrame:
     """Per loss × configuration × component: the median over runs of the return-path KB per 10 MB forward (a 2 MB
-    loss run scaled ×5), where each run's return link is read (return_path.return_link_rows); QUIC frames other than ACK as 'other frames'."""
+    loss run scaled ×5), where each run's return link is read (return_path.return_link_rows); QUIC frames other than ACK
+    as 'other frames'."""
     names = {**QUIC_COMPONENTS, **TCP_COMPONENTS}
     rows = return_link_rows(ack_breakdown.join(ok.select("run_id"), on="run_id", how="semi"))
     per_run = (
@@ -150,7 +168,11 @@ def return_components(ack_breakdown: pl.DataFrame, ok: pl.DataFrame) -> pl.DataF
         .join(ok.select("run_id", "configuration", "lossy", "file_bytes"), on="run_id")
         .with_columns((pl.col("bytes") / 1e3 * RETHINK_FILE_BYTES / pl.col("file_bytes")).alias("kb_per_10mb"))
     )
-    return per_run.group_by("lossy", "configuration", "part").agg(pl.col("kb_per_10mb").median()).sort("lossy", "configuration", "part")
+    return (
+        per_run.group_by("lossy", "configuration", "part")
+        .agg(pl.col("kb_per_10mb").median())
+        .sort("lossy", "configuration", "part")
+    )
 
 
 @placeholder_when_missing
@@ -163,14 +185,17 @@ def rethink_fig2_return_overhead(runs: pl.DataFrame, ack_breakdown: pl.DataFrame
         raise MissingData(f"no ack_breakdown rows of the {what}")
     setup_style()
     order = list(dict.fromkeys([*QUIC_COMPONENTS.values(), *TCP_COMPONENTS.values(), "other frames"]))
-    colours = dict(zip(order, plt.get_cmap("tab20").colors, strict=False))
+    colours = dict(zip(order, palette("tab20"), strict=False))
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.6), sharey=True)
     for ax, lossy in zip(axes, (False, True), strict=True):
         panel = parts.filter(pl.col("lossy") == lossy)
         configurations = sorted(panel["configuration"].unique().to_list())
         bottom = [0.0] * len(configurations)
         for part in order:
-            heights = [panel.filter((pl.col("configuration") == c) & (pl.col("part") == part))["kb_per_10mb"].sum() for c in configurations]
+            heights = [
+                float(panel.filter((pl.col("configuration") == c) & (pl.col("part") == part))["kb_per_10mb"].sum())
+                for c in configurations
+            ]
             if any(heights):
                 ax.bar(configurations, heights, bottom=bottom, label=part, color=colours[part])
                 bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
@@ -206,7 +231,9 @@ def _rate_lines(ax: plt.Axes, lines: pl.DataFrame) -> None:
 
 
 @placeholder_when_missing
-def rethink_fig3_return_packet_rate(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None) -> Rendered:
+def rethink_fig3_return_packet_rate(
+    runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None = None
+) -> Rendered:
     """rethink Fig. 3: return-path packets per second (1 s bins), TCP and QUIC at AR 1:2 and 1:10, no loss."""
     what = f"{WHERE} at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs), what)
@@ -249,7 +276,9 @@ def rethink_fig5_forward_rate(runs: pl.DataFrame, datagrams: RunRows, tcp_segmen
     what = f"{WHERE} and its 100 kbit/s-return variant at AR 1:2 or 1:10"
     selected = require_runs(rethink_runs(runs, tuple(RETURN_LABELS)), what)
     ok = ok_with_labels(selected)
-    rates = reduced_wire(ok, datagrams, tcp_segments, lambda wire: packets_per_second(wire, "s2c", data_only=True), what)
+    rates = reduced_wire(
+        ok, datagrams, tcp_segments, lambda wire: packets_per_second(wire, "s2c", data_only=True), what
+    )
     lines = _median_per_second(rates, ok, "path_profile")
     setup_style()
     fig, axes = plt.subplots(1, 2, figsize=(8.0, 3.4), sharey=True)

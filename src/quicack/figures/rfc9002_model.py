@@ -29,7 +29,13 @@ def imc24_fig02_pto_evolution(
     fig, ax = plt.subplots(figsize=(4.5, 2.8))
     ax.plot(index, wfc, marker="o", markersize=3, label=f"WFC: first sample RTT + Δt = {rtt_ms + cert_delay_ms:g} ms")
     ax.plot(index, iack, marker="s", markersize=3, label=f"IACK: first sample RTT = {rtt_ms:g} ms")
-    ax.axhline(floor, color="black", linestyle=":", linewidth=1, label=f"client–frontend PTO limit (RTT + kGranularity = {floor:g} ms)")
+    ax.axhline(
+        floor,
+        color="black",
+        linestyle=":",
+        linewidth=1,
+        label=f"client–frontend PTO limit (RTT + kGranularity = {floor:g} ms)",
+    )
     ax.set_xlabel("RTT sample [#]")
     ax.set_ylabel("PTO [ms]")
     ax.set_title(f"PTO evolution, static RTT {rtt_ms:g} ms, Δt {cert_delay_ms:g} ms", fontsize=9)
@@ -40,7 +46,9 @@ def imc24_fig02_pto_evolution(
 
 
 def sweet_spot_grid(
-    cert_delays_ms: Sequence[float], rtts_ms: Sequence[float], params: recovery.RecoveryParams = recovery.RecoveryParams()
+    cert_delays_ms: Sequence[float] | np.ndarray,
+    rtts_ms: Sequence[float] | np.ndarray,
+    params: recovery.RecoveryParams = recovery.RecoveryParams(),
 ) -> tuple[np.ndarray, np.ndarray]:
     """First-PTO reduction relative to the RTT, and whether the instant ACK causes spurious
     probes, on a (RTT × Δt) grid (rows: RTT, columns: Δt)."""
@@ -64,17 +72,49 @@ def imc24_fig04_sweet_spot(
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     shown = np.where(reduction > 0, reduction, np.nan)
     # Rasterized inside the vector PDF, as in imc24_sweet_spot: a grid of vector cells is slow to write and to view.
-    mesh = ax.pcolormesh(cert_delays, rtts, shown, shading="auto", cmap="viridis", norm=LogNorm(vmin=0.01, vmax=np.nanmax(shown)),
-                         rasterized=True)
+    mesh = ax.pcolormesh(
+        cert_delays,
+        rtts,
+        shown,
+        shading="auto",
+        cmap="viridis",
+        norm=LogNorm(vmin=0.01, vmax=np.nanmax(shown)),
+        rasterized=True,
+    )
     fig.colorbar(mesh, ax=ax, label="first-PTO reduction / RTT")
     ax.contourf(cert_delays, rtts, spurious.astype(float), levels=[0.5, 1.5], colors="none", hatches=["////"])
-    ax.plot(cert_delays, cert_delays / 3, color="red", linestyle="--", linewidth=1.2, label="Δt = 3·RTT (client PTO from the IACK)")
+    ax.plot(
+        cert_delays,
+        cert_delays / 3,
+        color="red",
+        linestyle="--",
+        linewidth=1.2,
+        label="Δt = 3·RTT (client PTO from the IACK)",
+    )
     ax.set_yscale("log")
     ax.set_ylim(*rtt_range_ms)
     ax.set_xlabel("Δt frontend ↔ certificate store [ms]")
     ax.set_ylabel("client–frontend RTT [ms]")
-    ax.text(0.97, 0.04, "hatched: spurious\nretransmissions", transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="white")
-    ax.text(0.03, 0.96, "no spurious\nretransmissions", transform=ax.transAxes, ha="left", va="top", fontsize=7, color="white")
+    ax.text(
+        0.97,
+        0.04,
+        "hatched: spurious\nretransmissions",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=7,
+        color="white",
+    )
+    ax.text(
+        0.03,
+        0.96,
+        "no spurious\nretransmissions",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=7,
+        color="white",
+    )
     ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0))
     fig.tight_layout()
     return Rendered(fig, model=True)

@@ -39,5 +39,7 @@ def tcpquic_fig_volume_acks(runs: pl.DataFrame, datagrams: RunRows, tcp_segments
             ax.text(0.5, 0.5, "no runs", ha="center", va="center", transform=ax.transAxes)
     axes[0].set_ylabel("return-path KB per 10 MB forward")
     fig.tight_layout()
-    note = f"{WHERE}; medians over runs of the client-to-server IP bytes (the % is of the forward IP bytes). " + STAND_INS
+    note = (
+        f"{WHERE}; medians over runs of the client-to-server IP bytes (the % is of the forward IP bytes). " + STAND_INS
+    )
     return Rendered(fig, runs=selected, note=note)

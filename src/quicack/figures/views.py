@@ -30,7 +30,9 @@ def read_view_if_present(db: str | Path, name: str) -> RunRows | None:
     """The named view, or None when the database has none of that name (e.g. ``tcp_segments`` in a dataset
     recorded before the testbed captured TCP): the figures then draw QUIC alone."""
     with database.connect(Path(db)) as con:
-        present = con.sql("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", params=[name]).fetchone()
+        present = con.sql(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", params=[name]
+        ).fetchone()
         if not present or present[0] == 0:
             return None
         return _view(con, Path(db), name)

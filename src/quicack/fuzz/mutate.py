@@ -88,12 +88,12 @@ def crafted_number(data: bytes, rng: random.Random, seeds: list[Seed]) -> bytes:
         for start, end in sorted(rng.sample(numbers, min(len(numbers), rng.choice((1, 1, 3)))), reverse=True):
             out = out[:start] + rng.choice(CRAFTED_NUMBERS) + out[end:]
         return out
-    out = bytearray(data)
+    words = bytearray(data)
     for _ in range(rng.choice((1, 2))):
-        if len(out) >= 4:
-            at = rng.randrange(len(out) - 3) & ~3
-            out[at : at + 4] = rng.choice(CRAFTED_WORDS).to_bytes(4, rng.choice(("little", "big")))
-    return bytes(out)
+        if len(words) >= 4:
+            at = rng.randrange(len(words) - 3) & ~3
+            words[at : at + 4] = rng.choice(CRAFTED_WORDS).to_bytes(4, rng.choice(("little", "big")))
+    return bytes(words)
 
 
 def nest(data: bytes, rng: random.Random, seeds: list[Seed]) -> bytes:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import Any
 
 from .corpus import find_seeds
 from .mutate import mutated_input
@@ -153,8 +154,9 @@ class _Worker:
         self.deadline = self.started + timeout
         self.connection.send(number)
 
-    def poll(self, signalled: list) -> tuple[int, str, object, float] | None:
-        """What happened to this worker: ("ready" | "ok" | "exception" | "signal" | "hang", ...) or None."""
+    def poll(self, signalled: list) -> tuple[int, str, Any, float] | None:
+        """What happened to this worker: ("ready" | "ok" | "exception" | "signal" | "hang", ...) or None; the value
+        as the worker sent it (for "ok": issue rows and peak RSS)."""
         number = -1 if self.number is None else self.number
         elapsed = time.monotonic() - self.started
         if self.connection in signalled:

@@ -9,6 +9,7 @@ An edge is everything Python may import when a module runs, so that the graph is
   its function does): the submodule a.b when there is one, else a;
 * a name a package imports on first use (quicack.lazy_names), listed in its literal `_MODULES` table: `from
   quicack.layout import group_key` is an edge to quicack.layout.runs, not to the package's other modules;
+* not an import under `if TYPE_CHECKING:` (read by the type checker only, e.g. a lazy package's names);
 * an entry point written as text, "quicack.<module>:<function>" (the fuzz target);
 * quicack.cli imports only the module that implements the subcommand called (its `COMMANDS` table): a subcommand
   reaches the command module and that module, not the other subcommands.
@@ -39,11 +40,25 @@ def module_name(path: Path, source: Path) -> str:
 
 def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
     """The value of a top-level `name = ...` (or `name: T = ...`), None when there is none."""
+    value: ast.expr | None
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(target, ast.Name) and target.id == name for target in targets) and node.value is not None:
-            return node.value
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets) and value is not None:
+            return value
     return None
+
+
+def _type_checking_blocks(tree: ast.Module) -> list[ast.If]:
+    """The module's `if TYPE_CHECKING:` blocks: the imports in their bodies are read by the type checker only."""
+    return [
+        node for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
 
 
 def _literal_assignment(tree: ast.Module, name: str) -> object | None:
@@ -79,7 +94,9 @@ class CodeGraph:
         """{name: submodule} of a package that imports names on first use (its `_MODULES` table), else {}."""
         if name not in self.paths or not self.is_package(name):
             return {}
-        table = _literal_assignment(self.module_tree(name), "_MODULES") or {}
+        table = _literal_assignment(self.module_tree(name), "_MODULES")
+        if not isinstance(table, dict):
+            return {}
         return {attribute: f"{name}.{module}" for module, attributes in table.items() for attribute in attributes}
 
     @cached_property
@@ -102,6 +119,9 @@ class CodeGraph:
         """The quicack modules `tree` imports (see the module's docstring); `package`: the one relative imports
         start from; `skip`: a node whose text entry points are not edges (quicack.cli's COMMANDS)."""
         skipped = {id(node) for node in ast.walk(skip)} if skip is not None else set()
+        type_only = {
+            id(node) for block in _type_checking_blocks(tree) for stmt in block.body for node in ast.walk(stmt)
+        }
         found: set[str] = set()
 
         def whole(name: str) -> set[str]:
@@ -109,6 +129,8 @@ class CodeGraph:
             return {name, *self.lazy_names(name).values()}
 
         for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     found |= whole(alias.name) if alias.name in self.paths else {alias.name}
@@ -201,7 +223,7 @@ class CodeGraph:
 
     def _module_external_imports(self, name: str) -> set[str]:
         if name not in self._external_imports:
-            found = set()
+            found: set[str] = set()
             for node in ast.walk(self.module_tree(name)):
                 if isinstance(node, ast.Import):
                     found.update(alias.name.split(".")[0] for alias in node.names)

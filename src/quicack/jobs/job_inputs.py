@@ -120,7 +120,10 @@ class WorkflowInputs:
         temporary = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
         try:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(json.dumps({"fingerprint": self.fingerprint, "answers": self._answers}, sort_keys=True), encoding="utf-8")
+            temporary.write_text(
+                json.dumps({"fingerprint": self.fingerprint, "answers": self._answers}, sort_keys=True),
+                encoding="utf-8",
+            )
             os.replace(temporary, self.cache)
         except OSError:
             temporary.unlink(missing_ok=True)

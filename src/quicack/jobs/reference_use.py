@@ -41,7 +41,9 @@ def _import_time_nodes(statements: list[ast.stmt]) -> list[ast.AST]:
     nodes: list[ast.AST] = []
     for statement in statements:
         # A decorator is called with the function or class when the statement runs.
-        decorators = [ast.Call(func=d, args=[], keywords=[], lineno=d.lineno) for d in getattr(statement, "decorator_list", [])]
+        decorators = [
+            ast.Call(func=d, args=[], keywords=[], lineno=d.lineno) for d in getattr(statement, "decorator_list", [])
+        ]
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
             nodes += [*decorators, *statement.args.defaults, *(d for d in statement.args.kw_defaults if d)]
         elif isinstance(statement, ast.ClassDef):
@@ -81,16 +83,17 @@ class ReferenceUse:
             tree = self._script_trees[key] if key in self._script_trees else self.graph.module_tree(key)
             package = key if key in self.graph.paths and self.graph.is_package(key) else key.rpartition(".")[0]
             scope = _Scope()
-            for node in tree.body:
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    scope.defs[node.name] = node
-            for node in _import_time_nodes(tree.body):
-                for sub in ast.walk(node):
-                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(sub, ast.AnnAssign | ast.AugAssign) else []
+            for statement in tree.body:
+                if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    scope.defs[statement.name] = statement
+            for runs in _import_time_nodes(tree.body):
+                for sub in ast.walk(runs):
+                    if not isinstance(sub, ast.Assign | ast.AnnAssign | ast.AugAssign) or sub.value is None:
+                        continue
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                     for target in targets:
                         for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                            if sub.value is not None:
-                                scope.assigns.setdefault(name, []).append(sub.value)
+                            scope.assigns.setdefault(name, []).append(sub.value)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Import):
                     for alias in node.names:
@@ -129,7 +132,9 @@ class ReferenceUse:
             return self._attribute(lazy[name], name, seen | {(module, name)})
         return None
 
-    def _imported(self, imported: tuple[str, str | None], seen: frozenset = frozenset()) -> tuple[str, str | None] | None:
+    def _imported(
+        self, imported: tuple[str, str | None], seen: frozenset = frozenset()
+    ) -> tuple[str, str | None] | None:
         module, name = imported
         if name is None:
             return (module, None) if module in self.graph.paths else None
@@ -205,7 +210,7 @@ class ReferenceUse:
                 node, mentioned = stack.pop()
                 if isinstance(node, ast.Call):
                     target = self._resolve(key, node.func) if isinstance(node.func, ast.Name | ast.Attribute) else None
-                    if target is not None and target[0] == "reader":
+                    if target is not None and target[0] == "reader" and target[1] is not None:
                         files.add(self._reader_file(key, node, target[1]))
                         stack += [(child, mentioned) for child in (*node.args, *node.keywords)]
                         continue
@@ -234,7 +239,9 @@ class ReferenceUse:
         code of every module it imports."""
         key = f"<script {script}>"
         self._script_trees[key] = self.graph.tree(script)
-        return self._follow([(key, list(self._script_trees[key].body), True)]) | self._import_time(self.graph.script_modules(script))
+        return self._follow([(key, list(self._script_trees[key].body), True)]) | self._import_time(
+            self.graph.script_modules(script)
+        )
 
     def command_reads(self, command: str) -> set[Path]:
         """The reference files `quicack <command>` reads: from the function quicack.cli.COMMANDS names for it (which

@@ -13,12 +13,15 @@ Ingest, the qlog reader, the capture decoder, the scan reader, the Snakemake rul
 these rules from here, so that the analysis never depends on the recorder.
 """
 
+from typing import TYPE_CHECKING
+
 from quicack.lazy_names import lazy_names
 
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
 # importing every module (naming, runs, scan_folders: datetime, urllib) cost a small capture's decoding a few ms.
 _MODULES = {
-    "naming": ("PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name", "parse_run_folder",
+    "naming": ("PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name",
+               "parse_run_folder",
                "sender_label", "testcase_name"),
     "runs": ("RUN_JSON", "LeftOut", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key",
              "group_tree", "is_qlog_name", "keylog_files", "leaves_raw", "qlog_files", "raw_entries", "run_groups"),
@@ -26,6 +29,41 @@ _MODULES = {
     "vantage": ("CLIENT", "SERVER", "SIM_LEFT", "SIM_RIGHT", "capture_point", "endpoint_from_path"),
 }  # fmt: skip
 __getattr__ = lazy_names(__name__, _MODULES)
+
+if TYPE_CHECKING:  # the same names for the type checker (quicack.jobs.code_graph does not follow these imports)
+    from quicack.layout.naming import (
+        PAPER_STACK_SUFFIX,
+        RunLocation,
+        ack_policy_label,
+        file_size_bytes,
+        parse_imc24_folder_name,
+        parse_run_folder,
+        sender_label,
+        testcase_name,
+    )
+    from quicack.layout.runs import (
+        RUN_JSON,
+        LeftOut,
+        RunFolder,
+        capture_files,
+        discover_runs,
+        group_from_key,
+        group_key,
+        group_tree,
+        is_qlog_name,
+        keylog_files,
+        leaves_raw,
+        qlog_files,
+        raw_entries,
+        run_groups,
+    )
+    from quicack.layout.scan_folders import (
+        MeasurementFolder,
+        MeasurementTime,
+        find_measurements,
+        parse_measurement_time,
+    )
+    from quicack.layout.vantage import CLIENT, SERVER, SIM_LEFT, SIM_RIGHT, capture_point, endpoint_from_path
 
 
 __all__ = [

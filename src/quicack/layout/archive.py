@@ -68,7 +68,7 @@ class _Concatenated(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]  # IOBase's takes any Buffer
         while True:
             if self.current is None:
                 if not self.paths:
@@ -115,7 +115,10 @@ def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PA
     bytes), ``.gz`` files decompressed, in parts of ``part_bytes`` if larger; returns the number of files."""
     files = sorted(p for p in raw.rglob("*") if p.is_file() and p.name != MARKER)
     partial = archive.with_name(archive.name + ".partial")
-    with lzma.open(partial, "wb", preset=preset) as xz, tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    with (
+        lzma.open(partial, "wb", preset=preset) as xz,
+        tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for path in files:
             name = path.relative_to(raw).as_posix()
             data = path.read_bytes()
@@ -223,7 +226,10 @@ def _extract(archive: Path, staging: Path) -> dict[str, int]:
                 data = stream.read() if stream is not None else b""
                 target = staging / path
                 if member.pax_headers.get(GZIPPED_HEADER) == "1":
-                    data, target = gzip.compress(data, compresslevel=9, mtime=0), target.with_name(target.name + GZIP_SUFFIX)
+                    data, target = (
+                        gzip.compress(data, compresslevel=9, mtime=0),
+                        target.with_name(target.name + GZIP_SUFFIX),
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
                 manifest[target.relative_to(staging).as_posix()] = len(data)

@@ -24,7 +24,8 @@ _TESTCASE_RE = re.compile(
     # The path: the RTT, or the name of a path profile (data/reference/path_profiles.csv), which brings its own.
     # Then the server's sender settings when set, then the receiver's ACK policy: TCP runs (app tcp) carry an ACK
     # ratio alone (the kernel or the router sets it); ngtcp2's own delay reads 'dimpl'.
-    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)-(?:rtt(?P<rtt>[0-9.]+)ms|(?P<profile>[a-z0-9]+(?:-[a-z0-9]+)*?))"
+    r"^(?P<scenario>[a-z0-9_]+)-(?P<mode>iack|wfc|none)"
+    r"-(?:rtt(?P<rtt>[0-9.]+)ms|(?P<profile>[a-z0-9]+(?:-[a-z0-9]+)*?))"
     r"-(?P<file>[0-9]+[KMG]B)-(?P<app>h3|hq|tcp)"
     r"(?:-cc(?P<congestion_control>[a-z0-9]+)-(?P<pacing>paced|unpaced))?"
     r"(?:-ar(?P<ack_ratio>[0-9]+)"
@@ -258,7 +259,9 @@ def describe_run_id(run_id: str) -> dict[str, Any]:
     names = parts[:-1] if repetition is not None else parts
     out: dict[str, Any] = {}
     if len(names) >= 2 and (pair := _GROUP_RE.match(names[-2])):
-        out.update(server_impl=pair.group("server"), client_impl=pair.group("client"), testcase=names[-1], scenario=names[-1])
+        out.update(
+            server_impl=pair.group("server"), client_impl=pair.group("client"), testcase=names[-1], scenario=names[-1]
+        )
         if len(names) >= 3:
             out["series"] = names[-3]
     elif names and (pair := _GROUP_RE.match(names[0])):

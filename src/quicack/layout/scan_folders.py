@@ -136,7 +136,12 @@ def _measurement_paths(path: Path) -> list[Path]:
         return _children(path)
     if (path / DATA_FOLDER).is_dir():
         return _children(path / DATA_FOLDER)
-    return [folder for vantage in _children(path) if (vantage / DATA_FOLDER).is_dir() for folder in _children(vantage / DATA_FOLDER)]
+    return [
+        folder
+        for vantage in _children(path)
+        if (vantage / DATA_FOLDER).is_dir()
+        for folder in _children(vantage / DATA_FOLDER)
+    ]
 
 
 def _children(path: Path) -> list[Path]:

@@ -67,10 +67,16 @@ def tcp_breakdown(tcp_segments: pl.DataFrame) -> pl.DataFrame:
         segments.group_by(KEYS)
         .agg(
             *(pl.col(column).sum().alias(component) for component, column in TCP_COMPONENTS.items()),
-            *(((pl.col(column) > 0).sum()).alias(f"{component}#packets") for component, column in TCP_COMPONENTS.items()),
+            *(
+                ((pl.col(column) > 0).sum()).alias(f"{component}#packets")
+                for component, column in TCP_COMPONENTS.items()
+            ),
         )
         .unpivot(index=KEYS, variable_name="component", value_name="value")
-        .with_columns(kind=pl.col("component").str.ends_with("#packets"), component=pl.col("component").str.strip_suffix("#packets"))
+        .with_columns(
+            kind=pl.col("component").str.ends_with("#packets"),
+            component=pl.col("component").str.strip_suffix("#packets"),
+        )
     )
     rows = (
         rows.filter(~pl.col("kind")).drop("kind").rename({"value": "bytes"})

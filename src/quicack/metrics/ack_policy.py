@@ -106,8 +106,10 @@ def ack_reasons(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
     ``ack_eliciting_since_previous_ack`` (the receiver's own count) and ``ack_delay_ms`` (the ACK Delay field)."""
     return frames.filter(
         (pl.col("source") == "qlog") & (pl.col("vantage") == vantage) & (pl.col("event") == "sent")
-        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES) & pl.col("ack_reason").is_not_null()
-    ).select("run_id", "time_ms", "packet_number", "ack_reason", "ack_eliciting_since_previous_ack", "ack_delay_ms")  # fmt: skip
+        & (pl.col("pn_space") == "appdata") & pl.col("frame_type").is_in(ACK_FRAMES)
+        & pl.col("ack_reason").is_not_null()
+    ).select("run_id", "time_ms", "packet_number", "ack_reason", "ack_eliciting_since_previous_ack",
+             "ack_delay_ms")  # fmt: skip
 
 
 def ack_reason_counts(frames: pl.DataFrame, vantage: str = "client") -> pl.DataFrame:
@@ -116,7 +118,9 @@ def ack_reason_counts(frames: pl.DataFrame, vantage: str = "client") -> pl.DataF
     return (
         ack_reasons(frames, vantage)
         .group_by("run_id", "ack_reason")
-        .agg(pl.len().alias("acks"), pl.col("ack_eliciting_since_previous_ack").median().alias("packets_per_ack_median"))
+        .agg(
+            pl.len().alias("acks"), pl.col("ack_eliciting_since_previous_ack").median().alias("packets_per_ack_median")
+        )
         .with_columns((pl.col("acks") / pl.col("acks").sum().over("run_id")).alias("share"))
         .sort("run_id", "ack_reason")
     )
@@ -157,7 +161,9 @@ def captured_ack_ratio_per_run(frames: pl.DataFrame, vantage: str = "sim_left", 
     )
 
 
-def default_ack_policies(selected: pl.DataFrame, packets: RunRows, frames: RunRows, ack_runs: pl.DataFrame | None) -> pl.DataFrame:
+def default_ack_policies(
+    selected: pl.DataFrame, packets: RunRows, frames: RunRows, ack_runs: pl.DataFrame | None
+) -> pl.DataFrame:
     """Per ``selected`` run, the receiver's measured ACK policy: from its qlog (``ack_policy_per_run``) where that logs
     its frames, else from the client-side capture (``captured_ack_ratio_per_run``; the ACK-only packet size from
     ``ack_runs``) — Chromium writes no qlog. Columns run_id, ack_ratio_median, ack_ratio_p10, ack_ratio_p90,

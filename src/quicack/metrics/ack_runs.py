@@ -53,7 +53,9 @@ def _chosen_vantage(datagrams: pl.DataFrame) -> pl.DataFrame:
 def _download_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
     """Per (run_id, vantage): ``download_start_ms`` (first client datagram) and ``download_end_ms``."""
     close = (
-        frames.filter((pl.col("source") == "pcap") & (pl.col("direction") == "c2s") & (pl.col("frame_type") == "connection_close"))
+        frames.filter(
+            (pl.col("source") == "pcap") & (pl.col("direction") == "c2s") & (pl.col("frame_type") == "connection_close")
+        )
         .group_by(RUN_VANTAGE)
         .agg(pl.col("time_ms").min().alias("close_ms"))
     )
@@ -63,7 +65,10 @@ def _download_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame
         .agg(
             pl.col("time_ms").filter(pl.col("direction") == "c2s").min().alias("download_start_ms"),
             pl.col("time_ms")
-            .filter((pl.col("direction") == "s2c") & (pl.col("close_ms").is_null() | (pl.col("time_ms") <= pl.col("close_ms"))))
+            .filter(
+                (pl.col("direction") == "s2c")
+                & (pl.col("close_ms").is_null() | (pl.col("time_ms") <= pl.col("close_ms")))
+            )
             .max()
             .alias("download_end_ms"),
         )
@@ -73,22 +78,35 @@ def _download_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame
 def _volumes(datagrams: pl.DataFrame, ends: pl.DataFrame) -> pl.DataFrame:
     wire = quic_wire_packets(datagrams).join(ends, on=RUN_VANTAGE)
     forward_data = pl.col("carries_data") & (pl.col("time_ms") <= pl.col("download_end_ms"))
-    forward = wire.filter((pl.col("direction") == "s2c") & (pl.col("time_ms") <= pl.col("download_end_ms"))).sort(*RUN_VANTAGE, "time_ms")
+    forward = wire.filter((pl.col("direction") == "s2c") & (pl.col("time_ms") <= pl.col("download_end_ms"))).sort(
+        *RUN_VANTAGE, "time_ms"
+    )
     halfway = forward.with_columns(pl.col("ip_bytes").cum_sum().over(RUN_VANTAGE).alias("so_far")).filter(
         pl.col("so_far") >= pl.col("ip_bytes").sum().over(RUN_VANTAGE) / 2
     )
     second_half = halfway.group_by(RUN_VANTAGE).agg(
         # bytes that arrived after the halfway datagram, over the time from it to the last one
-        ((pl.col("ip_bytes").sum() - pl.col("ip_bytes").first()) * 8 / 1000.0 / (pl.col("time_ms").max() - pl.col("time_ms").first()))
-        .alias("forward_mbit_second_half")
+        (
+            (pl.col("ip_bytes").sum() - pl.col("ip_bytes").first())
+            * 8
+            / 1000.0
+            / (pl.col("time_ms").max() - pl.col("time_ms").first())
+        ).alias("forward_mbit_second_half")
     )
-    return wire.group_by(RUN_VANTAGE).agg(
-        pl.col("ip_bytes").filter(pl.col("direction") == "s2c").sum().alias("forward_ip_bytes"),
-        pl.col("ip_bytes").filter(pl.col("direction") == "c2s").sum().alias("return_ip_bytes"),
-        pl.col("ip_bytes").filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt")).sum().alias("return_ip_bytes_after_first_rtt"),
-        forward_data.sum().alias("forward_data_packets"),
-        pl.col("time_ms").filter(forward_data).min().alias("first_data_ms"),
-    ).join(second_half, on=RUN_VANTAGE, how="left")
+    return (
+        wire.group_by(RUN_VANTAGE)
+        .agg(
+            pl.col("ip_bytes").filter(pl.col("direction") == "s2c").sum().alias("forward_ip_bytes"),
+            pl.col("ip_bytes").filter(pl.col("direction") == "c2s").sum().alias("return_ip_bytes"),
+            pl.col("ip_bytes")
+            .filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt"))
+            .sum()
+            .alias("return_ip_bytes_after_first_rtt"),
+            forward_data.sum().alias("forward_data_packets"),
+            pl.col("time_ms").filter(forward_data).min().alias("first_data_ms"),
+        )
+        .join(second_half, on=RUN_VANTAGE, how="left")
+    )
 
 
 def _ack_only_packets(datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
@@ -97,9 +115,9 @@ def _ack_only_packets(datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl
     key = [*RUN_VANTAGE, "direction", "datagram_index", "pn_space", "packet_number"]
     client_pcap = (pl.col("source") == "pcap") & (pl.col("direction") == "c2s")
     with_ack = frames.filter(client_pcap & pl.col("frame_type").is_in(ACK_FRAMES)).select(key).unique()
-    ack_only = packets.filter(client_pcap & pl.col("decrypted").fill_null(False) & ~pl.col("ack_eliciting").fill_null(True)).join(
-        with_ack, on=key, how="semi"
-    )
+    ack_only = packets.filter(
+        client_pcap & pl.col("decrypted").fill_null(False) & ~pl.col("ack_eliciting").fill_null(True)
+    ).join(with_ack, on=key, how="semi")
     wire = datagrams.filter(pl.col("direction") == "c2s").select(
         *RUN_VANTAGE,
         "datagram_index",
@@ -113,10 +131,13 @@ def _ack_only_packets(datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl
     )
 
 
-def _ack_ratios(frames: pl.DataFrame, chosen: pl.DataFrame, ack_ratio: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _ack_ratios(
+    frames: pl.DataFrame, chosen: pl.DataFrame, ack_ratio: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per (run_id, vantage): quartiles of the captured ACKs' advance; and the triggers inferred from it."""
     per_vantage = [
-        captured_acks(frames, vantage).with_columns(pl.lit(vantage).alias("vantage")) for vantage in chosen["vantage"].unique().sort()
+        captured_acks(frames, vantage).with_columns(pl.lit(vantage).alias("vantage"))
+        for vantage in chosen["vantage"].unique().sort()
     ]
     acks = pl.concat(per_vantage, how="vertical").join(chosen, on=RUN_VANTAGE, how="semi")
     advance = pl.col("largest_acked_advance")
@@ -139,7 +160,9 @@ def _ack_ratios(frames: pl.DataFrame, chosen: pl.DataFrame, ack_ratio: pl.DataFr
         )
         .group_by(RUN_VANTAGE)
         .agg(*[(pl.col("ack_reason") == t).sum().alias(f"acks_by_{t}") for t in TRIGGERS if t != "reordering"])
-        .with_columns(pl.lit(None, pl.Int64).alias("acks_by_reordering"), pl.lit("inferred").alias("ack_trigger_source"))
+        .with_columns(
+            pl.lit(None, pl.Int64).alias("acks_by_reordering"), pl.lit("inferred").alias("ack_trigger_source")
+        )
     )
     return quartiles, inferred
 
@@ -165,17 +188,26 @@ def _loss_clusters(frames: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     ).join(consecutive, on="run_id", how="semi")  # fmt: skip
     # ranges are highest first: every range but the lowest has a gap below it, named by the range's low end
     gaps = (
-        acks.select(*RUN_VANTAGE, pl.col("ack_ranges").list.slice(0, pl.col("ack_ranges").list.len() - 1).alias("above_gap"))
+        acks.select(
+            *RUN_VANTAGE, pl.col("ack_ranges").list.slice(0, pl.col("ack_ranges").list.len() - 1).alias("above_gap")
+        )
         .explode("above_gap")
         .drop_nulls("above_gap")
         .select(*RUN_VANTAGE, pl.col("above_gap").struct.field("low").alias("gap_above"))
     )
     counted = gaps.group_by(RUN_VANTAGE).agg(pl.col("gap_above").n_unique().alias("loss_clusters"))
     # runs whose ACKs never reported a gap lost nothing
-    return acks.select(RUN_VANTAGE).unique().join(counted, on=RUN_VANTAGE, how="left").with_columns(pl.col("loss_clusters").fill_null(0))
+    return (
+        acks.select(RUN_VANTAGE)
+        .unique()
+        .join(counted, on=RUN_VANTAGE, how="left")
+        .with_columns(pl.col("loss_clusters").fill_null(0))
+    )
 
 
-def quic_ack_runs(runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFrame:
+def quic_ack_runs(
+    runs: pl.DataFrame, datagrams: pl.DataFrame, packets: pl.DataFrame, frames: pl.DataFrame
+) -> pl.DataFrame:
     """``ack_runs`` rows of every captured QUIC run in the tables."""
     datagrams = one_vantage_per_run(datagrams)
     chosen = datagrams.select(RUN_VANTAGE).unique().sort(RUN_VANTAGE)
@@ -226,7 +258,9 @@ def finished_rows(rows: pl.DataFrame, protocol: str) -> pl.DataFrame:
         pl.lit(protocol).alias("protocol"),
         (100.0 * pl.col("return_ip_bytes") / pl.col("forward_ip_bytes")).alias("return_percent_of_forward"),
         (pl.col("download_end_ms") - pl.col("download_start_ms")).alias("download_time_ms"),
-        (1000.0 * pl.col("forward_data_packets") / (pl.col("download_end_ms") - pl.col("first_data_ms"))).alias("forward_data_packets_per_s"),
+        (1000.0 * pl.col("forward_data_packets") / (pl.col("download_end_ms") - pl.col("first_data_ms"))).alias(
+            "forward_data_packets_per_s"
+        ),
     ).drop("download_start_ms", "download_end_ms", "first_data_ms")
     return ACK_RUNS.conform(finished)
 

@@ -25,7 +25,9 @@ MATCH_TOLERANCE_MS = 1.0
 LOOK_BACK_MS = 1.0
 
 
-def pair_in_order(sample_times: list[float], change_times: list[float], back_ms: float, forward_ms: float) -> list[int | None]:
+def pair_in_order(
+    sample_times: list[float], change_times: list[float], back_ms: float, forward_ms: float
+) -> list[int | None]:
     """Pair each sample with the earliest not yet paired logged change within
     [sample - back_ms, sample + forward_ms], in time order.
 
@@ -73,11 +75,23 @@ def estimator_agreement(rtt_samples: pl.DataFrame, metrics: pl.DataFrame, endpoi
     )
     pairs = []
     for (run_id, vantage), endpoint_samples in samples.group_by(KEY, maintain_order=True):
-        change_times = changes.filter((pl.col("run_id") == run_id) & (pl.col("vantage") == vantage))["logged_time_ms"].to_list()
+        change_times = changes.filter((pl.col("run_id") == run_id) & (pl.col("vantage") == vantage))[
+            "logged_time_ms"
+        ].to_list()
         indices = pair_in_order(endpoint_samples["time_ms"].to_list(), change_times, LOOK_BACK_MS, MATCH_TOLERANCE_MS)
-        pairs.append(endpoint_samples.select(*KEY, "sample_index").with_columns(pl.Series("logged_index", indices, dtype=pl.Int64)))
-    matched = pl.concat(pairs) if pairs else samples.select(*KEY, "sample_index").with_columns(pl.lit(None, pl.Int64).alias("logged_index"))
-    implementations = endpoints.filter(pl.col("source") == "qlog").unique(KEY, keep="first").select(*KEY, "implementation")
+        pairs.append(
+            endpoint_samples.select(*KEY, "sample_index").with_columns(
+                pl.Series("logged_index", indices, dtype=pl.Int64)
+            )
+        )
+    matched = (
+        pl.concat(pairs)
+        if pairs
+        else samples.select(*KEY, "sample_index").with_columns(pl.lit(None, pl.Int64).alias("logged_index"))
+    )
+    implementations = (
+        endpoints.filter(pl.col("source") == "qlog").unique(KEY, keep="first").select(*KEY, "implementation")
+    )
     return ESTIMATOR_AGREEMENT.conform(
         samples.join(matched, on=[*KEY, "sample_index"], how="left")
         .join(changes.drop("logged_time_ms"), on=[*KEY, "logged_index"], how="left")

@@ -22,7 +22,8 @@ def handshake_datagrams(packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataF
     """Per run and direction: every datagram up to the last one carrying a long-header packet,
     with its index, time and packet/frame content."""
     sender_packets = packets.filter(
-        (pl.col("source") == "pcap") & (pl.col("vantage") == pl.col("direction").replace_strict(SENDER_SIDE, default=None))
+        (pl.col("source") == "pcap")
+        & (pl.col("vantage") == pl.col("direction").replace_strict(SENDER_SIDE, default=None))
     ).with_row_index("packet_order")
     frame_lists = (
         frames.filter((pl.col("source") == "pcap") & (pl.col("frame_type") != "padding"))
@@ -54,16 +55,26 @@ def handshake_datagrams(packets: pl.DataFrame, frames: pl.DataFrame) -> pl.DataF
     )
 
 
-def coalescence_patterns(runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss") -> pl.DataFrame:
+def coalescence_patterns(
+    runs: pl.DataFrame, packets: RunRows, frames: RunRows, scenario: str = "noloss"
+) -> pl.DataFrame:
     """Per (client, mode, direction, datagram index): the most frequent content over the runs of
     ``scenario`` and how many of them showed it (``runs_with_pattern`` of ``runs``)."""
-    chosen = runs.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok")).select("run_id", "client_impl", "mode")
-    per_run = per_run_batches(handshake_datagrams, chosen["run_id"], packets, frames).join(chosen, on="run_id", how="inner")
+    chosen = runs.filter((pl.col("scenario") == scenario) & (pl.col("status") == "ok")).select(
+        "run_id", "client_impl", "mode"
+    )
+    per_run = per_run_batches(handshake_datagrams, chosen["run_id"], packets, frames).join(
+        chosen, on="run_id", how="inner"
+    )
     group = ["client_impl", "mode", "direction", "datagram_index"]
     counted = per_run.group_by(*group, "content").agg(pl.len().alias("runs_with_pattern"))
     return (
         counted.sort("runs_with_pattern", "content", descending=[True, False])
         .group_by(group, maintain_order=True)
-        .agg(pl.col("content").first(), pl.col("runs_with_pattern").first(), pl.col("runs_with_pattern").sum().alias("runs"))
+        .agg(
+            pl.col("content").first(),
+            pl.col("runs_with_pattern").first(),
+            pl.col("runs_with_pattern").sum().alias("runs"),
+        )
         .sort(group)
     )

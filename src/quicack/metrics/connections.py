@@ -34,7 +34,9 @@ def logged_estimates(metrics: pl.DataFrame) -> pl.DataFrame:
     changed = (pl.col("smoothed_rtt_ms") != pl.col("smoothed_rtt_ms").shift(1).over(KEY)) | (
         pl.col("rtt_variance_ms").fill_null(-1.0) != pl.col("rtt_variance_ms").shift(1).over(KEY).fill_null(-1.0)
     )
-    return filled.filter(changed.fill_null(True)).select(*KEY, "time_ms", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms")
+    return filled.filter(changed.fill_null(True)).select(
+        *KEY, "time_ms", "smoothed_rtt_ms", "rtt_variance_ms", "latest_rtt_ms"
+    )
 
 
 def connections_table(
@@ -83,7 +85,9 @@ def connections_table(
     ttfb = ttfb_by_source(runs, frames, packets).with_columns(pl.lit("client").alias("vantage"))
     handshake = instant_ack_timing(frames)
     # A client without a qlog (Chromium writes none) still has its capture's TTFB: its row comes from that alone.
-    capture_only = ttfb.filter(pl.col("ttfb_capture_ms").is_not_null()).select(KEY).join(qlog_endpoints, on=KEY, how="anti")
+    capture_only = (
+        ttfb.filter(pl.col("ttfb_capture_ms").is_not_null()).select(KEY).join(qlog_endpoints, on=KEY, how="anti")
+    )
     return CONNECTIONS.conform(
         pl.concat([qlog_endpoints, capture_only], how="diagonal_relaxed")
         .join(recomputed, on=KEY, how="left", nulls_equal=True)

@@ -22,4 +22,6 @@ def cwnd_over_time(metrics_logged: pl.DataFrame, vantage: str = "server") -> pl.
 
 def cwnd_of_runs(selected: pl.DataFrame, metrics_logged: RunRows, vantage: str = "server") -> pl.DataFrame:
     """``cwnd_over_time`` of the ``selected`` runs, their qlog metrics read a batch of runs at a time."""
-    return per_run_batches(lambda metrics_logged: cwnd_over_time(metrics_logged, vantage), selected["run_id"], metrics_logged)
+    return per_run_batches(
+        lambda metrics_logged: cwnd_over_time(metrics_logged, vantage), selected["run_id"], metrics_logged
+    )

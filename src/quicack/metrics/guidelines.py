@@ -88,7 +88,11 @@ FIRST_FLIGHT_BURST_MS = 1.0
 def first_flight_bytes(datagrams: pl.DataFrame) -> pl.DataFrame:
     """Per run: the UDP payload bytes of the client's first flight at the client-side capture."""
     return (
-        datagrams.filter((pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "c2s") & (pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS))
+        datagrams.filter(
+            (pl.col("vantage") == CLIENT_SIDE)
+            & (pl.col("direction") == "c2s")
+            & (pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS)
+        )
         .group_by("run_id")
         .agg(pl.col("udp_payload_bytes").sum().alias("first_flight_bytes"))
     )
@@ -99,7 +103,9 @@ def amplification_limits(datagrams: RunRows | None, runs: pl.DataFrame) -> pl.Da
     the UDP payload of the client's first flight at the client-side capture (median over its
     runs; a ClientHello split over two datagrams doubles it). Without captures: 3 × 1200 B."""
     clients = runs.select("client_impl").unique()
-    default = clients.with_columns(pl.lit(float(AMPLIFICATION_FACTOR * MIN_INITIAL_DATAGRAM_BYTES)).alias("amplification_limit_bytes"))
+    default = clients.with_columns(
+        pl.lit(float(AMPLIFICATION_FACTOR * MIN_INITIAL_DATAGRAM_BYTES)).alias("amplification_limit_bytes")
+    )
     if datagrams is None:
         return default
     first_flight = (
@@ -109,7 +115,10 @@ def amplification_limits(datagrams: RunRows | None, runs: pl.DataFrame) -> pl.Da
         .agg((pl.col("first_flight_bytes").median() * AMPLIFICATION_FACTOR).alias("amplification_limit_bytes"))
     )
     return default.join(first_flight, on="client_impl", how="left", suffix="_measured").select(
-        "client_impl", pl.coalesce("amplification_limit_bytes_measured", "amplification_limit_bytes").alias("amplification_limit_bytes")
+        "client_impl",
+        pl.coalesce("amplification_limit_bytes_measured", "amplification_limit_bytes").alias(
+            "amplification_limit_bytes"
+        ),
     )
 
 
@@ -124,7 +133,10 @@ def classify_configurations(runs: pl.DataFrame, datagrams: RunRows | None = None
     rule = pl.col("drop_to_server_rule") if "drop_to_server_rule" in runs.columns else pl.lit(None, dtype=pl.Utf8)
     # Table 2 is what this machine measured: runs with the ServerHello held to the paper's stack delay stay out.
     paired = iack_wfc_runs(own_stack_delay(runs)).with_columns(
-        pl.when(rule.is_not_null()).then(pl.lit("rule ") + rule).otherwise(pl.col("drop_to_server")).alias("drop_to_server")
+        pl.when(rule.is_not_null())
+        .then(pl.lit("rule ") + rule)
+        .otherwise(pl.col("drop_to_server"))
+        .alias("drop_to_server")
     )
     # Drop lists are calibrated per mode (IACK's server flight has one datagram more): each mode
     # of a configuration must drop one list consistently, and the modes must drop the same side.
@@ -169,10 +181,22 @@ def classify_configurations(runs: pl.DataFrame, datagrams: RunRows | None = None
     return (
         attributes.join(amplification_limits(datagrams, runs), on="client_impl", how="left")
         .with_columns(
-            pl.when(pl.col("cert_bytes") > pl.col("amplification_limit_bytes")).then(pl.lit(ABOVE)).otherwise(pl.lit(BELOW)).alias("certificate"),
+            pl.when(pl.col("cert_bytes") > pl.col("amplification_limit_bytes"))
+            .then(pl.lit(ABOVE))
+            .otherwise(pl.lit(BELOW))
+            .alias("certificate"),
             column.alias("condition"),
         )
-        .select("client_impl", "scenario", "rtt_ms", "cert_bytes", "cert_delay_ms", "amplification_limit_bytes", "certificate", "condition")
+        .select(
+            "client_impl",
+            "scenario",
+            "rtt_ms",
+            "cert_bytes",
+            "cert_delay_ms",
+            "amplification_limit_bytes",
+            "certificate",
+            "condition",
+        )
         .sort("scenario", "rtt_ms", "client_impl")
     )
 
@@ -207,8 +231,15 @@ def guidelines_table(
         .sort("scenario")
         .with_columns(
             (
-                pl.col("scenario") + " @ " + pl.col("rtt_ms").cast(pl.List(pl.Utf8)).list.eval(pl.element().str.replace(r"\.0$", "")).list.join("/")
-                + " ms × " + pl.col("clients").cast(pl.Utf8) + " clients"
+                pl.col("scenario")
+                + " @ "
+                + pl.col("rtt_ms")
+                .cast(pl.List(pl.Utf8))
+                .list.eval(pl.element().str.replace(r"\.0$", ""))
+                .list.join("/")
+                + " ms × "
+                + pl.col("clients").cast(pl.Utf8)
+                + " clients"
             ).alias("measured_in")
         )
         .group_by("certificate", "condition", maintain_order=True)
@@ -219,7 +250,11 @@ def guidelines_table(
             {"certificate": row, "condition": column, "order": i}
             for i, (row, column) in enumerate((r, c) for r in CERTIFICATE_ROWS for c in CONDITION_COLUMNS)
         ]
-    ).join(paper.select("certificate", "condition", pl.col("preferred").alias("paper_preferred")), on=["certificate", "condition"], how="left")
+    ).join(
+        paper.select("certificate", "condition", pl.col("preferred").alias("paper_preferred")),
+        on=["certificate", "condition"],
+        how="left",
+    )
     uncovered = layout.filter(pl.col("paper_preferred").is_null())
     if not uncovered.is_empty():
         raise ValueError(f"the paper's Table 2 has no cell for {uncovered.select('certificate', 'condition').rows()}")
@@ -248,7 +283,9 @@ def guidelines_beside_paper(
             return "not measured"
         mode = row["preferred"]
         margin = row["median_iack_advantage_ms"]
-        counts = f"{row['configurations_iack']} IACK / {row['configurations_wfc']} WFC / {row['configurations_tie']} tie"
+        counts = (
+            f"{row['configurations_iack']} IACK / {row['configurations_wfc']} WFC / {row['configurations_tie']} tie"
+        )
         if mode == "tie":
             return f"tie (median margin {margin:+.1f} ms; {counts})"
         winner = "IACK" if mode == "iack" else "WFC"

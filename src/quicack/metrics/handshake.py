@@ -22,7 +22,9 @@ FIRST_FLIGHT_BURST_MS = 1.0
 def server_ack_and_hello(frames: pl.DataFrame) -> pl.DataFrame:
     """Per run at the client-side capture: when the first server ACK and the ServerHello arrived,
     and whether the first server packet was an instant ACK (ACK without CRYPTO)."""
-    s2c = frames.filter((pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "s2c"))
+    s2c = frames.filter(
+        (pl.col("source") == "pcap") & (pl.col("vantage") == CLIENT_SIDE) & (pl.col("direction") == "s2c")
+    )
     first_initial = (
         s2c.filter(pl.col("pn_space") == "initial")
         .group_by("run_id", "packet_number")
@@ -36,7 +38,10 @@ def server_ack_and_hello(frames: pl.DataFrame) -> pl.DataFrame:
         .agg((pl.col("has_ack") & ~pl.col("has_crypto")).first().alias("iack"))
     )
     timings = s2c.group_by("run_id").agg(
-        pl.col("time_ms").filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).min().alias("server_ack_ms"),
+        pl.col("time_ms")
+        .filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial"))
+        .min()
+        .alias("server_ack_ms"),
         pl.col("time_ms").filter(pl.col("tls_messages").list.contains("server_hello")).min().alias("server_hello_ms"),
     )
     return first_initial.join(timings, on="run_id", how="full", coalesce=True).with_columns(
@@ -69,9 +74,15 @@ def first_flight_end(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataFr
         .sort("run_id", "datagram_index")
         .with_columns((~pl.col("all_new").fill_null(False)).cum_sum().over("run_id").alias("breaks"))
     )
-    by_content = new_data.filter(pl.col("breaks") == 0).group_by("run_id").agg(pl.col("time_ms").max().alias("first_flight_end_ms"))
+    by_content = (
+        new_data.filter(pl.col("breaks") == 0)
+        .group_by("run_id")
+        .agg(pl.col("time_ms").max().alias("first_flight_end_ms"))
+    )
     by_burst = (
-        c2s.filter(pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS).group_by("run_id").agg(pl.col("time_ms").max().alias("burst_end_ms"))
+        c2s.filter(pl.col("time_ms") <= FIRST_FLIGHT_BURST_MS)
+        .group_by("run_id")
+        .agg(pl.col("time_ms").max().alias("burst_end_ms"))
     )
     return by_burst.join(by_content, on="run_id", how="left").select(
         "run_id", pl.coalesce("first_flight_end_ms", "burst_end_ms").alias("first_flight_end_ms")
@@ -88,10 +99,15 @@ def default_pto_probe(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataF
         c2s.group_by("run_id")
         .agg(
             pl.col("first_flight_end_ms").first(),
-            pl.col("time_ms").filter(pl.col("time_ms") > pl.col("first_flight_end_ms")).min().alias("first_later_datagram_ms"),
+            pl.col("time_ms")
+            .filter(pl.col("time_ms") > pl.col("first_flight_end_ms"))
+            .min()
+            .alias("first_later_datagram_ms"),
         )
         .join(
-            left.filter(pl.col("direction") == "s2c").group_by("run_id").agg(pl.col("time_ms").min().alias("first_server_datagram_ms")),
+            left.filter(pl.col("direction") == "s2c")
+            .group_by("run_id")
+            .agg(pl.col("time_ms").min().alias("first_server_datagram_ms")),
             on="run_id",
             how="left",
         )
@@ -100,7 +116,9 @@ def default_pto_probe(datagrams: pl.DataFrame, frames: pl.DataFrame) -> pl.DataF
     return per_run.select(
         "run_id",
         "first_server_datagram_ms",
-        pl.when(probe_first).then(pl.col("first_later_datagram_ms") - pl.col("first_flight_end_ms")).alias("default_pto_ms"),
+        pl.when(probe_first)
+        .then(pl.col("first_later_datagram_ms") - pl.col("first_flight_end_ms"))
+        .alias("default_pto_ms"),
         # No bound when the server answered before the client had sent all of its first flight (Chromium's second
         # ClientHello datagram can leave after the server's instant ACK on a busy machine).
         pl.when(~probe_first.fill_null(False) & (pl.col("first_server_datagram_ms") >= pl.col("first_flight_end_ms")))
@@ -122,7 +140,14 @@ def handshake_runs(
     runs: pl.DataFrame, frames: pl.DataFrame, datagrams: pl.DataFrame, connections: pl.DataFrame, metrics: pl.DataFrame
 ) -> pl.DataFrame:
     client = connections.filter(pl.col("vantage") == "client").select(
-        "run_id", "ttfb_ms", "ttfb_capture_ms", "first_rtt_ms", "first_pto_ms", "first_pto_logged_ms", "rtt_samples", "rtt_samples_logged"
+        "run_id",
+        "ttfb_ms",
+        "ttfb_capture_ms",
+        "first_rtt_ms",
+        "first_pto_ms",
+        "first_pto_logged_ms",
+        "rtt_samples",
+        "rtt_samples_logged",
     )
     return HANDSHAKE_RUNS.conform(
         runs.select(

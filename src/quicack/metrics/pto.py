@@ -86,7 +86,9 @@ def retransmitted_frames(frames: pl.DataFrame) -> pl.DataFrame:
         .join_asof(originals.sort("offset"), on="offset", by=group, strategy="backward", check_sortedness=False)
         .join(delivered, on=["run_id", "direction", "original_space", "original_packet_number"], how="left")
         .with_columns(
-            (pl.col("original_delivered").fill_null(False) & (pl.col("offset") < pl.col("original_end"))).alias("spurious")
+            (pl.col("original_delivered").fill_null(False) & (pl.col("offset") < pl.col("original_end"))).alias(
+                "spurious"
+            )
         )
     )
 
@@ -106,7 +108,9 @@ def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.DataFrame
     # What the sender had received: the peer's datagrams at the sender's own side of the link,
     # i.e. after any drop. Datagrams, not frames, so truncated captures still count.
     received = (
-        datagrams.with_columns(pl.col("direction").replace_strict({"c2s": "s2c", "s2c": "c2s"}, default=None).alias("own"))
+        datagrams.with_columns(
+            pl.col("direction").replace_strict({"c2s": "s2c", "s2c": "c2s"}, default=None).alias("own")
+        )
         .filter(pl.col("vantage") == pl.col("own").replace_strict(SENDER_SIDE, default=None))
         .select("run_id", pl.col("own").alias("direction"), pl.col("time_ms").alias("last_received_ms"))
         .sort("last_received_ms")
@@ -121,10 +125,22 @@ def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.DataFrame
     )
     return (
         candidates.sort("time_ms")
-        .join_asof(received, left_on="time_ms", right_on="last_received_ms", by=["run_id", "direction"], strategy="backward", check_sortedness=False)
         .join_asof(
-            sent, left_on="time_ms", right_on="previous_sent_ms", by=["run_id", "direction"], strategy="backward",
-            allow_exact_matches=False, check_sortedness=False,
+            received,
+            left_on="time_ms",
+            right_on="last_received_ms",
+            by=["run_id", "direction"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .join_asof(
+            sent,
+            left_on="time_ms",
+            right_on="previous_sent_ms",
+            by=["run_id", "direction"],
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
         )
         .filter(
             ((pl.col("time_ms") - pl.col("last_received_ms").fill_null(-1e9)) >= TIMER_GAP_MS)
@@ -137,7 +153,10 @@ def pto_counts_logged(metrics: pl.DataFrame) -> pl.DataFrame:
     """Per (run, qlog vantage): how often the logged pto_count rose (null when never logged)."""
     logged = metrics.filter(pl.col("pto_count").is_not_null()).sort("run_id", "vantage", "time_ms", maintain_order=True)
     return logged.group_by("run_id", "vantage").agg(
-        (pl.col("pto_count").diff().fill_null(pl.col("pto_count").first()) > 0).sum().cast(pl.Int64).alias("pto_expiries_logged")
+        (pl.col("pto_count").diff().fill_null(pl.col("pto_count").first()) > 0)
+        .sum()
+        .cast(pl.Int64)
+        .alias("pto_expiries_logged")
     )
 
 
@@ -153,7 +172,9 @@ def retransmission_summary(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.
     probes = probe_packets(frames, datagrams).sort("run_id", "direction", "time_ms")
     expiries = (
         probes.with_columns(
-            (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias("new_burst")
+            (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias(
+                "new_burst"
+            )
         )
         .group_by("run_id", "direction")
         .agg(

@@ -19,7 +19,7 @@ from quicack.metrics.selection import (
     require_runs,
     rethink_runs,
 )
-from quicack.storage.run_batches import RunRows, per_run_batches, rows_in
+from quicack.storage.run_batches import RunRows, in_memory, per_run_batches, rows_in
 
 WHERE = "10 MB downloads over the emulated 8.5/1.5 Mbit/s, 600 ms satellite path (rethink-satellite)"
 LOSS_LABELS = {False: "no loss", True: "1 % forward loss"}
@@ -72,15 +72,19 @@ def claims_volume_table(tables: Mapping[str, RunRows]) -> pl.DataFrame:
     stacks'); MissingData without a datagrams table or without the runs."""
     if "datagrams" not in tables:
         raise MissingData("no datagrams table")
-    return volume_per_configuration(tables["runs"], tables["datagrams"], tables.get("tcp_segments"))[1]
+    return volume_per_configuration(in_memory(tables["runs"]), tables["datagrams"], tables.get("tcp_segments"))[1]
 
 
-def volume_per_configuration(runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def volume_per_configuration(
+    runs: pl.DataFrame, datagrams: RunRows, tcp_segments: RunRows | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the runs drawn, per loss × protocol × configuration the median return volume): forward MB and return KB as
     measured, the return as % of the forward, and the return KB per 10 MB forward — a 2 MB loss run scaled ×5,
     ``scaled_from`` says so."""
     what = f"{WHERE} (1 % loss: rethink-satellite-loss1) at AR 1:2 or 1:10"
-    selected = require_runs(rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE), default_policy_receivers=BROWSER_RECEIVERS), what)
+    selected = require_runs(
+        rethink_runs(runs, (RETHINK_PROFILE, RETHINK_LOSS_PROFILE), default_policy_receivers=BROWSER_RECEIVERS), what
+    )
     ok = ok_with_labels(selected)
     per_run = reduced_wire(ok, datagrams, tcp_segments, return_volume, what).join(
         ok.select("run_id", "configuration", "client_impl", "receiver_ack_ratio", "lossy", "file_bytes"), on="run_id"

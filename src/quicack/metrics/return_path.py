@@ -19,6 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.metrics.ack_breakdown import first_rtt_end
+from quicack.metrics.scalars import integer
 
 CLIENT_SIDE = "sim_left"
 SERVER_SIDE = "sim_right"
@@ -60,7 +61,9 @@ def quic_wire_packets(datagrams: pl.DataFrame) -> pl.DataFrame:
         (pl.col("ip_header_bytes") + pl.col("udp_header_bytes") + pl.col("udp_payload_bytes")).alias("ip_bytes"),
     )
     rows = _with_first_rtt(rows)
-    return rows.with_columns(carries_data=(pl.col("direction") == "s2c") & pl.col("after_first_rtt")).select(WIRE_COLUMNS)
+    return rows.with_columns(carries_data=(pl.col("direction") == "s2c") & pl.col("after_first_rtt")).select(
+        WIRE_COLUMNS
+    )
 
 
 def tcp_link_segments(tcp_segments: pl.DataFrame) -> pl.DataFrame:
@@ -148,7 +151,7 @@ def counted_median(counts: pl.DataFrame, value: str, count: str = "packets") -> 
     ends = ordered[count].cum_sum()
 
     def at(position: int) -> float:  # the value at a 0-based position of the written-out, sorted values
-        return float(ordered[value][int((ends > position).arg_max())])
+        return float(ordered[value][integer((ends > position).arg_max())])
 
     return (at((total - 1) // 2) + at(total // 2)) / 2
 
@@ -181,7 +184,9 @@ def packets_per_second(wire: pl.DataFrame, direction: str, data_only: bool = Fal
         .group_by("run_id", "second")
         .agg(pl.len().cast(pl.Int64).alias("packets"))
     )
-    seconds = binned.group_by("run_id").agg(pl.int_ranges(0, pl.col("second").max() + 1).alias("second")).explode("second")
+    seconds = (
+        binned.group_by("run_id").agg(pl.int_ranges(0, pl.col("second").max() + 1).alias("second")).explode("second")
+    )
     return (
         seconds.join(binned, on=["run_id", "second"], how="left")
         .with_columns(pl.col("packets").fill_null(0))

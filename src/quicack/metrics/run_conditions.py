@@ -32,9 +32,13 @@ def conditions_note(runs: pl.DataFrame) -> str:
     scenarios = runs["scenario"].drop_nulls()
     paper_stack = scenarios.str.ends_with(PAPER_STACK_SUFFIX)
     if paper_stack.any():
-        parts.append("server stack delay: the paper's (ServerHello held, data/reference/imc24_stack_delay.csv)"
-                     + ("" if paper_stack.all() else " and this machine's (runs named without _paper_stack)"))  # fmt: skip
-    as_paper = "implementation_conditions" in runs.columns and bool((runs["implementation_conditions"] == "paper").all())
+        parts.append(
+            "server stack delay: the paper's (ServerHello held, data/reference/imc24_stack_delay.csv)"
+            + ("" if paper_stack.all() else " and this machine's (runs named without _paper_stack)")
+        )
+    as_paper = "implementation_conditions" in runs.columns and bool(
+        (runs["implementation_conditions"] == "paper").all()
+    )
     table = implementation_conditions()
     studies = sorted({study_of(s) for s in scenarios.unique()})
     described = []
@@ -48,7 +52,9 @@ def conditions_note(runs: pl.DataFrame) -> str:
                 described.append(f"{implementation} {role}: {', '.join(values)}")
     if described:
         recorded = "set as the papers' where the testbed can" if as_paper else "as built"
-        parts.append(f"implementations {recorded} (data/reference/implementation_conditions.csv): " + "; ".join(described))
+        parts.append(
+            f"implementations {recorded} (data/reference/implementation_conditions.csv): " + "; ".join(described)
+        )
     return ("Conditions — " + "; ".join(parts) + ".") if parts else ""
 
 

@@ -39,7 +39,9 @@ def measurement_kinds(scan: pl.DataFrame) -> pl.DataFrame:
     """Per measurement (scan_id): 'series' when every target went to one address (the authors' Cloudflare series
     sends all its names to one Cloudflare address), else 'toplist' (a top list resolves to many addresses)."""
     return scan.group_by("scan_id").agg(
-        measurement_kind=pl.when(pl.col("server_address").drop_nulls().n_unique() == 1).then(pl.lit(SERIES)).otherwise(pl.lit(TOPLIST))
+        measurement_kind=pl.when(pl.col("server_address").drop_nulls().n_unique() == 1)
+        .then(pl.lit(SERIES))
+        .otherwise(pl.lit(TOPLIST))
     )
 
 
@@ -114,17 +116,25 @@ def iack_to_sh_delays(scan: pl.DataFrame, definition: Definition = "paper") -> p
     both = scan.filter(pl.col("first_datagram_class").is_in([IACK, COALESCED, SH_FIRST]))
     if definition == "paper":
         return both.filter(pl.col("first_datagram_class") != SH_FIRST).with_columns(
-            iack_to_sh_ms=pl.when(pl.col("first_datagram_class") == COALESCED).then(0.0).otherwise(pl.col("ack_to_sh_ms"))
+            iack_to_sh_ms=pl.when(pl.col("first_datagram_class") == COALESCED)
+            .then(0.0)
+            .otherwise(pl.col("ack_to_sh_ms"))
         )
     return both.filter(~pl.col("iack_padded").fill_null(False)).with_columns(
-        iack_to_sh_ms=pl.when(pl.col("first_datagram_class") == COALESCED).then(0.0).otherwise(pl.col("ack_to_sh_ms").abs())
+        iack_to_sh_ms=pl.when(pl.col("first_datagram_class") == COALESCED)
+        .then(0.0)
+        .otherwise(pl.col("ack_to_sh_ms").abs())
     )
 
 
 def median_iack_ahead(scan: pl.DataFrame, definition: Definition = "paper") -> pl.DataFrame:
     """Per CDN, the median time an instant ACK arrives ahead of the ServerHello (IACK connections only)."""
     delays = iack_to_sh_delays(toplist(scan), definition).filter(pl.col("first_datagram_class") != COALESCED)
-    return delays.group_by("cdn").agg(median_iack_to_sh_ms=pl.col("iack_to_sh_ms").median(), connections=pl.len()).sort("cdn")
+    return (
+        delays.group_by("cdn")
+        .agg(median_iack_to_sh_ms=pl.col("iack_to_sh_ms").median(), connections=pl.len())
+        .sort("cdn")
+    )
 
 
 def ack_delay_vs_rtt(scan: pl.DataFrame) -> pl.DataFrame:
@@ -175,7 +185,9 @@ def series_from_home_pop(scan: pl.DataFrame, keep_unknown_pop: bool = False) -> 
     if rows["cdn"].drop_nulls().len():
         rows = rows.filter(pl.col("cdn") == "Cloudflare")
     home = pl.col("cf_ray_pop") == pl.col("home_pop")
-    return rows.join(home_pops(scan), on="vantage_point").filter(home | pl.col("cf_ray_pop").is_null() if keep_unknown_pop else home)
+    return rows.join(home_pops(scan), on="vantage_point").filter(
+        home | pl.col("cf_ray_pop").is_null() if keep_unknown_pop else home
+    )
 
 
 def series_latency(scan: pl.DataFrame) -> pl.DataFrame:
@@ -186,8 +198,12 @@ def series_latency(scan: pl.DataFrame) -> pl.DataFrame:
     )
     lines = pl.concat(
         [
-            rows.filter(pl.col("first_datagram_class") == IACK).select("vantage_point", "hour", line=pl.lit("ACK"), time_ms=pl.col("ack_time_ms")),
-            rows.filter(pl.col("first_datagram_class") == IACK).select("vantage_point", "hour", line=pl.lit("SH"), time_ms=pl.col("sh_time_ms")),
+            rows.filter(pl.col("first_datagram_class") == IACK).select(
+                "vantage_point", "hour", line=pl.lit("ACK"), time_ms=pl.col("ack_time_ms")
+            ),
+            rows.filter(pl.col("first_datagram_class") == IACK).select(
+                "vantage_point", "hour", line=pl.lit("SH"), time_ms=pl.col("sh_time_ms")
+            ),
             rows.filter(pl.col("first_datagram_class") == COALESCED).select(
                 "vantage_point", "hour", line=pl.lit("ACK,SH"), time_ms=pl.col("sh_time_ms")
             ),
@@ -217,7 +233,9 @@ def coalesced_share_per_domain(scan: pl.DataFrame) -> pl.DataFrame:
             coalesced=(pl.col("first_datagram_class") == COALESCED).sum(),
             iack_without_sh=((pl.col("first_datagram_class") == NO_SH) & pl.col("ack_time_ms").is_not_null()).sum(),
         )
-        .with_columns(coalesced_share_percent=pl.when(pl.col("with_sh") > 0).then(100.0 * pl.col("coalesced") / pl.col("with_sh")))
+        .with_columns(
+            coalesced_share_percent=pl.when(pl.col("with_sh") > 0).then(100.0 * pl.col("coalesced") / pl.col("with_sh"))
+        )
         .sort("sni")
     )
 
@@ -225,4 +243,8 @@ def coalesced_share_per_domain(scan: pl.DataFrame) -> pl.DataFrame:
 def series_iack_to_sh(scan: pl.DataFrame) -> pl.DataFrame:
     """Per vantage point: median IACK→SH delay of the series' instant ACKs from the home PoP."""
     rows = series_from_home_pop(scan).filter(pl.col("first_datagram_class") == IACK)
-    return rows.group_by("vantage_point").agg(median_iack_to_sh_ms=pl.col("ack_to_sh_ms").median(), connections=pl.len()).sort("vantage_point")
+    return (
+        rows.group_by("vantage_point")
+        .agg(median_iack_to_sh_ms=pl.col("ack_to_sh_ms").median(), connections=pl.len())
+        .sort("vantage_point")
+    )

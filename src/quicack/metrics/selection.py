@@ -30,7 +30,9 @@ def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys:
         lacking = [key for key in keys if usable[key].null_count() == usable.height]
         if lacking:
             said = ", ".join(repr(key) for key in lacking)
-            raise MissingData(f"no ok run {what} says its {said}: the {usable.height} ok run(s) of it lack run.json key(s) {said}")
+            raise MissingData(
+                f"no ok run {what} says its {said}: the {usable.height} ok run(s) of it lack run.json key(s) {said}"
+            )
     if usable.is_empty():
         measured = f" with {metric}" if metric is not None else ""
         raise MissingData(f"no ok run{measured} {what} ({runs.height} runs of it in the dataset)")
@@ -55,16 +57,22 @@ def configuration_runs(handshakes: pl.DataFrame, client: str, scenario: str, rtt
     return scenario_runs(handshakes, scenario, rtt_ms).filter(pl.col("client_impl") == client)
 
 
-def representative_run(handshakes: pl.DataFrame, client: str, scenario: str, mode: str, rtt_ms: float, metric: str = "ttfb_capture_ms") -> str:
+def representative_run(
+    handshakes: pl.DataFrame, client: str, scenario: str, mode: str, rtt_ms: float, metric: str = "ttfb_capture_ms"
+) -> str:
     """The ok run of a configuration whose ``metric`` is closest to the configuration's median
     (the lower repetition on a tie)."""
     runs = configuration_runs(handshakes, client, scenario, rtt_ms).filter(
         (pl.col("mode") == mode) & (pl.col("status") == "ok") & pl.col(metric).is_not_null()
     )
     if runs.is_empty():
-        raise MissingData(f"no ok run with {metric} of client {client}, scenario '{scenario}', {mode.upper()}, RTT {rtt_ms:g} ms")
+        raise MissingData(
+            f"no ok run with {metric} of client {client}, scenario '{scenario}', {mode.upper()}, RTT {rtt_ms:g} ms"
+        )
     median = runs[metric].median()
-    return runs.with_columns((pl.col(metric) - median).abs().alias("distance")).sort("distance", "repetition")["run_id"][0]
+    return runs.with_columns((pl.col(metric) - median).abs().alias("distance")).sort("distance", "repetition")[
+        "run_id"
+    ][0]
 
 
 def pto_runs(handshakes: pl.DataFrame, scenarios: Sequence[str] = FIRST_SAMPLE_UNAFFECTED) -> pl.DataFrame:
@@ -96,9 +104,13 @@ def second_flight_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
     return handshakes.filter(pl.col("scenario") == SECOND_FLIGHT_SCENARIO)
 
 
-def rtt_sample_runs(handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc") -> pl.DataFrame:
+def rtt_sample_runs(
+    handshakes: pl.DataFrame, rtt_ms: float = 100.0, scenario: str = "transfer", mode: str = "wfc"
+) -> pl.DataFrame:
     """The 10 MB transfers behind Fig. 11."""
-    return iack_wfc_runs(handshakes).filter((pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms))
+    return iack_wfc_runs(handshakes).filter(
+        (pl.col("scenario") == scenario) & (pl.col("mode") == mode) & (pl.col("rtt_ms") == rtt_ms)
+    )
 
 
 def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenario: str = "noloss") -> pl.DataFrame:
@@ -187,8 +199,8 @@ BROWSER_RECEIVERS = ("chromium", "firefox")
 PAPER_IMPLEMENTATION = {"chromium": "chrome", "firefox": "neqo"}
 BROWSERS_NOTE = (
     "'(own policy)' rows, where the dataset has them, are the browsers themselves: Debian's Chromium (Google QUIC: an "
-    "ACK every 2nd packet for the first 100, then every 10th) and Firefox ESR (neqo) downloading over HTTP/3 with their "
-    "own, unsettable ACK policies (quicack.testbed.browsers; the server and the browser versions are in runs)."
+    "ACK every 2nd packet for the first 100, then every 10th) and Firefox ESR (neqo) downloading over HTTP/3 with "
+    "their own, unsettable ACK policies (quicack.testbed.browsers; the server and the browser versions are in runs)."
 )
 
 
@@ -207,7 +219,11 @@ def rethink_runs(
     return with_receiver_ack_ratio(runs).filter(
         pl.col("path_profile").cast(pl.Utf8).is_in(list(profiles))
         & (pl.col("receiver_ack_ratio").is_in(list(ack_ratios)) | own_policy)
-        & ((pl.col("protocol") == "tcp") | own_policy | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D")))
+        & (
+            (pl.col("protocol") == "tcp")
+            | own_policy
+            | (quic_delay_default & pl.col("ack_reordering").fill_null("D").eq("D"))
+        )
         & (loss_profile | (pl.col("file_bytes") == RETHINK_FILE_BYTES))
     )
 
@@ -231,7 +247,9 @@ ACKFREQ22_REORDERING_POLICIES = ("D", "NR", "3A")
 ACKFREQ22_RECEIVERS = ("quinn", "aioquic")
 
 
-def ackfreq22_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS, paced: bool | None = None) -> pl.DataFrame:
+def ackfreq22_runs(
+    runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ22_RECEIVERS, paced: bool | None = None
+) -> pl.DataFrame:
     """Every 1 MB download over an ackfreq22 path profile with a configured ACK ratio, failed ones kept; adds
     ``path`` (the profile without its loss suffix) and ``lossy`` (§5.6's 1 % loss). ``receivers``: the client
     implementations (None = all); ``paced``: only runs whose server paced (True) or did not (False: Fig. 5's
@@ -241,7 +259,8 @@ def ackfreq22_runs(runs: pl.DataFrame, receivers: Sequence[str] | None = ACKFREQ
     pacing = pl.col("pacing").fill_null(True) if "pacing" in runs.columns else pl.lit(True)
     receiver = pl.col("client_impl").is_in(list(receivers)) if receivers is not None else pl.lit(True)
     return runs.filter(
-        path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES) & pl.col("ack_ratio").is_not_null()
+        path.is_in(list(ACKFREQ22_PATHS)) & (pl.col("file_bytes") == ACKFREQ22_FILE_BYTES)
+        & pl.col("ack_ratio").is_not_null()
         & (pl.lit(True) if paced is None else pacing == paced) & receiver
     ).with_columns(path.alias("path"), profile.str.ends_with(ACKFREQ22_LOSS_SUFFIX).alias("lossy"))  # fmt: skip
 
@@ -277,7 +296,8 @@ def long_download_runs(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def ack_policy_label() -> pl.Expr:
-    """'AR 10' for d = 25 ms, 'AR 100, d 10 ms' / 'AR 100, d RTT/4' for any other delay: a policy of ackfreq22's figures."""
+    """'AR 10' for d = 25 ms, 'AR 100, d 10 ms' / 'AR 100, d RTT/4' for any other delay: a policy of ackfreq22's
+    figures."""
     delay = (
         pl.when(pl.col("ack_delay_rtt_fraction").is_not_null())
         .then(pl.format("RTT/{}", (1.0 / pl.col("ack_delay_rtt_fraction")).round(0).cast(pl.Int64)))

@@ -25,7 +25,9 @@ def first_server_acks(frames: pl.DataFrame) -> pl.DataFrame:
         & pl.col("frame_type").is_in(["ack", "ack_ecn"])
         & pl.col("pn_space").is_in(SPACES)
     ).with_columns(
-        pl.col("vantage").replace_strict({v: i for i, v in enumerate(VANTAGE_PREFERENCE)}, default=len(VANTAGE_PREFERENCE)).alias("preference")
+        pl.col("vantage")
+        .replace_strict({v: i for i, v in enumerate(VANTAGE_PREFERENCE)}, default=len(VANTAGE_PREFERENCE))
+        .alias("preference")
     )
     return (
         acks.sort("run_id", "pn_space", "preference", "time_ms", "packet_number", "frame_index")

@@ -58,7 +58,9 @@ def mode_difference(handshakes: pl.DataFrame, metric: str, by: Sequence[str]) ->
     keys = list(by)
     medians = summarize(iack_wfc_runs(handshakes), metric, [*keys, "mode"])
     by_mode = {
-        mode: medians.filter(pl.col("mode") == mode).select(*keys, pl.col("median").alias(f"{mode}_median"), pl.col("runs").alias(f"{mode}_runs"))
+        mode: medians.filter(pl.col("mode") == mode).select(
+            *keys, pl.col("median").alias(f"{mode}_median"), pl.col("runs").alias(f"{mode}_runs")
+        )
         for mode in MODES
     }
     return (
@@ -79,18 +81,27 @@ CONFIDENCE = 0.95
 
 
 def median_difference_interval(
-    iack: np.ndarray, wfc: np.ndarray, confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    iack: np.ndarray,
+    wfc: np.ndarray,
+    confidence: float = CONFIDENCE,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of median(wfc) − median(iack): each mode's runs are resampled
     with replacement on their own (they are independent connections), ``resamples`` times. With a
     handful of runs the interval is as wide as their spread allows, never narrower."""
     rng = np.random.default_rng(seed)
-    medians = {name: np.median(rng.choice(values, (resamples, values.size)), axis=1) for name, values in (("iack", iack), ("wfc", wfc))}
+    medians = {
+        name: np.median(rng.choice(values, (resamples, values.size)), axis=1)
+        for name, values in (("iack", iack), ("wfc", wfc))
+    }
     low, high = np.quantile(medians["wfc"] - medians["iack"], [(1 - confidence) / 2, (1 + confidence) / 2])
     return float(low), float(high)
 
 
-def mode_difference_interval(handshakes: pl.DataFrame, metric: str, by: Sequence[str], confidence: float = CONFIDENCE) -> pl.DataFrame:
+def mode_difference_interval(
+    handshakes: pl.DataFrame, metric: str, by: Sequence[str], confidence: float = CONFIDENCE
+) -> pl.DataFrame:
     """``mode_difference`` plus the run-to-run spread of ``wfc_minus_iack``: its ``confidence``
     percentile-bootstrap interval (``wfc_minus_iack_low``/``_high``; null when a mode has no run)."""
     keys = list(by)
@@ -128,9 +139,15 @@ def pto_improvement(
     interval over the runs (``mode_difference_interval``)."""
     selected = handshakes.filter(pl.col("scenario").is_in(list(scenarios)))
     return mode_difference_interval(selected, pto_column, ["client_impl", "rtt_ms"]).select(
-        "client_impl", "rtt_ms", pl.col("iack_median").alias("iack_median_ms"), pl.col("wfc_median").alias("wfc_median_ms"),
-        pl.col("wfc_minus_iack").alias("pto_improvement_ms"), pl.col("wfc_minus_iack_low").alias("pto_improvement_low_ms"),
-        pl.col("wfc_minus_iack_high").alias("pto_improvement_high_ms"), "iack_runs", "wfc_runs",
+        "client_impl",
+        "rtt_ms",
+        pl.col("iack_median").alias("iack_median_ms"),
+        pl.col("wfc_median").alias("wfc_median_ms"),
+        pl.col("wfc_minus_iack").alias("pto_improvement_ms"),
+        pl.col("wfc_minus_iack_low").alias("pto_improvement_low_ms"),
+        pl.col("wfc_minus_iack_high").alias("pto_improvement_high_ms"),
+        "iack_runs",
+        "wfc_runs",
     )
 
 
@@ -140,9 +157,9 @@ def stack_delay(handshakes: pl.DataFrame, scenario: str = "noloss") -> pl.DataFr
     ACK→ServerHello gap at the client-side capture in IACK, and the difference of the clients' median
     first RTT samples between WFC and IACK (what the client reports)."""
     noloss = handshakes.filter(pl.col("scenario") == scenario)
-    gap = summarize(noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]).select(
-        "client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms")
-    )
+    gap = summarize(
+        noloss.filter(pl.col("mode") == "iack"), "ack_to_server_hello_ms", ["client_impl", "rtt_ms"]
+    ).select("client_impl", "rtt_ms", pl.col("median").alias("iack_ack_to_server_hello_ms"))
     first_rtt = mode_difference(noloss, "first_rtt_ms", ["client_impl", "rtt_ms"])
     return gap.join(
         first_rtt.select("client_impl", "rtt_ms", pl.col("wfc_minus_iack").alias("first_rtt_wfc_minus_iack_ms")),
@@ -171,8 +188,12 @@ def second_flight_by_client(handshakes: pl.DataFrame, rtt_ms: float = 9.0) -> pl
     """imc24 Table 4's second column: per client and mode, the calibrated second-client-flight
     datagram indices seen most often over the loss runs at ``rtt_ms`` (and in how many). The
     lowest RTT by default: at 300 ms the default PTO fires first and probes join the flight."""
-    calibrated = handshakes.filter(pl.col("calibrated_second_client_flight").is_not_null() & (pl.col("rtt_ms") == rtt_ms))
-    counted = calibrated.group_by("client_impl", "mode", "calibrated_second_client_flight").agg(pl.len().alias("runs_with_indices"))
+    calibrated = handshakes.filter(
+        pl.col("calibrated_second_client_flight").is_not_null() & (pl.col("rtt_ms") == rtt_ms)
+    )
+    counted = calibrated.group_by("client_impl", "mode", "calibrated_second_client_flight").agg(
+        pl.len().alias("runs_with_indices")
+    )
     return (
         counted.sort("runs_with_indices", "calibrated_second_client_flight", descending=[True, False])
         .group_by("client_impl", "mode", maintain_order=True)

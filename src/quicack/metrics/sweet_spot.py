@@ -13,8 +13,11 @@ RFC 9002 model of the paper's Fig. 4 (``quicack.models.recovery``).
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import polars as pl
 
+from quicack.metrics.scalars import optional_number
 from quicack.models import recovery
 
 PTO_COLUMN = "first_pto_logged_ms"
@@ -26,12 +29,12 @@ def _model(cells: pl.DataFrame) -> pl.DataFrame:
     """The model's first-PTO reduction and spurious-probe prediction for each (Δt, RTT) of ``cells``."""
     pair = pl.struct("rtt_ms", "cert_delay_ms")
     return cells.with_columns(
-        pair.map_elements(lambda c: recovery.first_pto_reduction_ms(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Float64).alias(
-            "model_reduction_ms"
-        ),
-        pair.map_elements(lambda c: recovery.instant_ack_is_spurious(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Boolean).alias(
-            "model_spurious"
-        ),
+        pair.map_elements(
+            lambda c: recovery.first_pto_reduction_ms(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Float64
+        ).alias("model_reduction_ms"),
+        pair.map_elements(
+            lambda c: recovery.instant_ack_is_spurious(c["rtt_ms"], c["cert_delay_ms"]), return_dtype=pl.Boolean
+        ).alias("model_spurious"),
     )
 
 
@@ -68,7 +71,11 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
             pl.col("reduction_ms").median().alias("measured_reduction_ms"),
             pl.col("reduction_ms").min().alias("measured_reduction_min_ms"),
             pl.col("reduction_ms").max().alias("measured_reduction_max_ms"),
-            pl.col("client_impl").filter(pl.col("reduction_ms").is_not_null()).sort().str.join(",").alias("clients_with_pto"),
+            pl.col("client_impl")
+            .filter(pl.col("reduction_ms").is_not_null())
+            .sort()
+            .str.join(",")
+            .alias("clients_with_pto"),
             pl.col("client_impl").sort().str.join(",").alias("clients"),
             pl.col("iack_runs").sum(),
             pl.col("wfc_runs").sum(),
@@ -85,7 +92,9 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
         _model(cells)
         .with_columns(
             (pl.col("model_reduction_ms") / pl.col("rtt_ms")).alias("model_reduction_per_rtt"),
-            pl.when(pl.col("model_reduction_ms") > 0).then(pl.col("measured_reduction_ms") / pl.col("model_reduction_ms")).alias("reduction_ratio"),
+            pl.when(pl.col("model_reduction_ms") > 0)
+            .then(pl.col("measured_reduction_ms") / pl.col("model_reduction_ms"))
+            .alias("reduction_ratio"),
             pl.when(pl.col("iack_runs") > 0).then(pl.col("iack_probe_share") > 0.5).alias("measured_spurious"),
         )
         .with_columns((pl.col("measured_spurious") == pl.col("model_spurious")).alias("spurious_agrees"))
@@ -93,7 +102,17 @@ def sweet_spot_cells(sweep_runs: pl.DataFrame, pto_column: str = PTO_COLUMN) -> 
     )
 
 
-def agreement_summary(cells: pl.DataFrame) -> dict[str, float | int | None]:
+class AgreementSummary(TypedDict):
+    cells: int
+    spurious_cells: int
+    spurious_agree: int
+    ratio_cells: int
+    ratio_median: float | None
+    ratio_q25: float | None
+    ratio_q75: float | None
+
+
+def agreement_summary(cells: pl.DataFrame) -> AgreementSummary:
     """How well the measurement follows the model over the cells: cells whose spurious probes agree (of
     those with IACK runs), and the median / quartiles of measured ÷ model first-PTO reduction (Δt > 0)."""
     spurious = cells.filter(pl.col("measured_spurious").is_not_null())
@@ -103,7 +122,7 @@ def agreement_summary(cells: pl.DataFrame) -> dict[str, float | int | None]:
         "spurious_cells": spurious.height,
         "spurious_agree": int(spurious["spurious_agrees"].sum()),
         "ratio_cells": ratios.len(),
-        "ratio_median": ratios.median(),
+        "ratio_median": optional_number(ratios.median()),
         "ratio_q25": ratios.quantile(0.25, "linear"),
         "ratio_q75": ratios.quantile(0.75, "linear"),
     }

@@ -58,12 +58,16 @@ def _segments_acknowledged(links: pl.DataFrame) -> pl.DataFrame:
         .select("run_id", "time_ms", pl.col("ack").cum_max().over("run_id").alias("end"))
         .sort("end")
     )
-    covered = acks.join_asof(data_ends, on="end", by="run_id", strategy="backward", check_sortedness=False).with_columns(
-        pl.col("segments_covered").fill_null(0)
-    )
+    covered = acks.join_asof(
+        data_ends, on="end", by="run_id", strategy="backward", check_sortedness=False
+    ).with_columns(pl.col("segments_covered").fill_null(0))
     return (
         covered.sort("run_id", "time_ms")
-        .with_columns((pl.col("segments_covered") - pl.col("segments_covered").shift(1).over("run_id").fill_null(0)).alias("advance"))
+        .with_columns(
+            (pl.col("segments_covered") - pl.col("segments_covered").shift(1).over("run_id").fill_null(0)).alias(
+                "advance"
+            )
+        )
         .filter(pl.col("advance") > 0)
     )
 
@@ -80,7 +84,10 @@ def tcp_ack_runs(runs: pl.DataFrame, tcp_segments: pl.DataFrame | None) -> pl.Da
     volumes = wire.group_by(RUN_VANTAGE).agg(
         pl.col("ip_bytes").filter(pl.col("direction") == "s2c").sum().alias("forward_ip_bytes"),
         pl.col("ip_bytes").filter(pl.col("direction") == "c2s").sum().alias("return_ip_bytes"),
-        pl.col("ip_bytes").filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt")).sum().alias("return_ip_bytes_after_first_rtt"),
+        pl.col("ip_bytes")
+        .filter((pl.col("direction") == "c2s") & pl.col("after_first_rtt"))
+        .sum()
+        .alias("return_ip_bytes_after_first_rtt"),
         forward_data.sum().alias("forward_data_packets"),
         pl.col("time_ms").filter(pl.col("direction") == "c2s").min().alias("download_start_ms"),
         pl.col("time_ms").filter(forward_data).min().alias("first_data_ms"),

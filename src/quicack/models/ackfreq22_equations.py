@@ -15,12 +15,24 @@ clusters.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Eq. (2), (3) and (5) compute numbers, or polars expressions of columns (quicack.metrics.client_traffic).
+Quantity = TypeVar("Quantity", float, "pl.Expr")
 
 PAPER_ALPHA = 0.5
 CHROME_INITIAL_PACKETS = 100  # Chrome: AR 2 for the first 100 packets, then AR 10
 
 
-def acks_in_sequence(server_packets: float, ack_ratio: float, timer_acks: float = 0.0, alpha: float = PAPER_ALPHA) -> float:
+def acks_in_sequence(
+    server_packets: Quantity,
+    ack_ratio: Quantity,
+    timer_acks: Quantity | float = 0.0,
+    alpha: Quantity | float = PAPER_ALPHA,
+) -> Quantity:
     """Eq. (3): ACKs for in-sequence packets. Every timer ACK covers only α·AR packets, so it adds (1 − α) of an
     ACK beyond the Serv_p / AR the ratio alone would send."""
     return server_packets / ack_ratio + (1.0 - alpha) * timer_acks
@@ -39,12 +51,12 @@ def acks_in_sequence_two_phase(
     return first / initial_ack_ratio + (server_packets - first) / later_ack_ratio + (1.0 - alpha) * timer_acks
 
 
-def acks_after_loss(loss_clusters: float, packets_acked_immediately: float) -> float:
+def acks_after_loss(loss_clusters: Quantity, packets_acked_immediately: Quantity) -> Quantity:
     """Eq. (5): A_loss = k · L."""
     return packets_acked_immediately * loss_clusters
 
 
-def client_bytes(acks: float, loss_acks: float, ack_bytes: float, handshake_bytes: float) -> float:
+def client_bytes(acks: Quantity, loss_acks: Quantity, ack_bytes: Quantity, handshake_bytes: Quantity) -> Quantity:
     """Eq. (2): T_client = (A_total + A_loss) · S_bm + V_crypt (Eq. (1) with V_bm = all ACK bytes)."""
     return (acks + loss_acks) * ack_bytes + handshake_bytes
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import overload
 
 K_INITIAL_RTT_MS = 333.0
 K_GRANULARITY_MS = 1.0
@@ -97,7 +98,9 @@ def update_rtt(
         return RttUpdate(new_state, 0.0, latest_rtt_ms)
 
     min_rtt = min(state.min_rtt_ms, latest_rtt_ms)
-    ack_delay = effective_ack_delay_ms(ack_delay_ms, pn_space=pn_space, handshake_confirmed=handshake_confirmed, params=params)
+    ack_delay = effective_ack_delay_ms(
+        ack_delay_ms, pn_space=pn_space, handshake_confirmed=handshake_confirmed, params=params
+    )
     adjusted = latest_rtt_ms - ack_delay if latest_rtt_ms >= min_rtt + ack_delay else latest_rtt_ms
 
     smoothed = 7 / 8 * state.smoothed_rtt_ms + 1 / 8 * adjusted
@@ -222,7 +225,7 @@ def recompute_connection(
         sample = None
         largest_packet = space_sent.get(largest) if largest is not None else None
         largest_is_new = largest_packet is not None and any(p.packet_number == largest for p in newly)
-        if largest_is_new and eliciting > 0:
+        if largest_packet is not None and largest_is_new and eliciting > 0:
             confirmed = handshake_confirmed_ms is not None and ack.time_ms >= handshake_confirmed_ms
             update = update_rtt(
                 state,
@@ -237,7 +240,7 @@ def recompute_connection(
                 sample_index=sample_index,
                 time_ms=ack.time_ms,
                 pn_space=ack.pn_space,
-                largest_acked=largest,
+                largest_acked=largest_packet.packet_number,  # = largest
                 latest_rtt_ms=state.latest_rtt_ms,
                 ack_delay_ms=update.ack_delay_used_ms,
                 adjusted_rtt_ms=update.adjusted_rtt_ms,
@@ -299,6 +302,12 @@ def pto_evolution(
     return ptos
 
 
+@overload
+def first_pto_reduction_ms(rtt_ms: float, cert_delay_ms: float, params: RecoveryParams = ...) -> float: ...
+@overload
+def first_pto_reduction_ms(
+    rtt_ms: float | None, cert_delay_ms: float | None, params: RecoveryParams = ...
+) -> float | None: ...
 def first_pto_reduction_ms(
     rtt_ms: float | None, cert_delay_ms: float | None, params: RecoveryParams = RecoveryParams()
 ) -> float | None:

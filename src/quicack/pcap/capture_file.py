@@ -88,7 +88,9 @@ def read_link_records(
         yield from _read_pcap(stream, head, limits)
     else:
         # The bytes found are not repeated: a rejected file may be anything (a link to a secret).
-        yield ReadIssue(None, "error", "not a pcap or pcapng file (its first 4 bytes are no pcap or pcapng magic number)")
+        yield ReadIssue(
+            None, "error", "not a pcap or pcapng file (its first 4 bytes are no pcap or pcapng magic number)"
+        )
 
 
 def _read_pcap(stream: BinaryIO, head: bytes, limits: Limits) -> Iterator[LinkRecord | ReadIssue]:
@@ -181,6 +183,7 @@ def link_to_udp(
     completes its datagram gives the whole datagram; None for the others (without `fragments`: an issue each)."""
     data = record.data
     linktype = record.linktype
+    ethertype: int | None  # None: a PPP frame that does not carry IP
     if linktype == LINKTYPE_ETHERNET:
         if len(data) < 14:
             return ReadIssue(record.record_number, "warning", "Ethernet frame shorter than its header")
@@ -242,7 +245,9 @@ def link_to_udp(
             ihl = (version_ihl & 0x0F) * 4
             src = address_names.get(src_raw) or _address_name(src_raw, address_names)
             dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
-            return tcp_segment(record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst)
+            return tcp_segment(
+                record.record_number, record.time_abs_ns, data, offset + ihl, ihl, total_length, src, dst
+            )
         ihl = (version_ihl & 0x0F) * 4
         src = address_names.get(src_raw) or _address_name(src_raw, address_names)
         dst = address_names.get(dst_raw) or _address_name(dst_raw, address_names)
@@ -326,7 +331,7 @@ def _ipv4_fragment(
         data[offset : offset + ihl], (flags_fragment & 0x1FFF) * 8, bool(flags_fragment & IPV4_MORE_FRAGMENTS),
         data[offset + ihl : end], ihl, len(data) < end,
     )  # fmt: skip
-    if type(added) is not tuple:
+    if not isinstance(added, tuple):
         return added
     header, whole, header_bytes = added
     packet = bytearray(header)
@@ -364,10 +369,10 @@ def _ipv6_fragment(
         record.time_abs_ns, bytes(header), offset_flags & 0xFFF8, bool(offset_flags & 1), data[position + 8 : end],
         position + 8 - offset, len(data) < end,
     )  # fmt: skip
-    if type(added) is not tuple:
+    if not isinstance(added, tuple):
         return added
-    header, whole, header_bytes = added
-    packet = bytearray(header)
+    first_header, whole, header_bytes = added
+    packet = bytearray(first_header)
     packet[4:6] = (len(packet) - 40 + len(whole)).to_bytes(2, "big")
     return _reassembled(record, LINKTYPE_IPV6, bytes(packet) + whole, header_bytes - len(packet), address_names)
 
@@ -388,7 +393,9 @@ def _reassembled(
     return converted
 
 
-def read_udp(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[UdpDatagram | ReadIssue | TlsKeylogSecrets]:
+def read_udp(
+    path: Path, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[UdpDatagram | TcpSegment | ReadIssue | TlsKeylogSecrets]:
     """Yield every UDP datagram and TCP segment of a capture, plus issues and embedded keylog secrets, in file order.
 
     Never raises on bad input: damaged compression, a tripped limit or anything unforeseen ends the file with

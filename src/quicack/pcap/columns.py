@@ -182,7 +182,11 @@ def assemble_batch(
 ) -> CaptureBatch:
     """The buffered rows (a `RowBuffers` or `quicack_core.RowBuffers`) as contract frames."""
     # quicack_core gives the ACK ranges as lists of structs when asked (a core built before that: as text)
-    columns = rows.columns(ack_ranges_as_lists=True) if getattr(rows, "ACK_RANGES_AS_LISTS", False) else rows.columns()
+    columns = (
+        rows.columns(ack_ranges_as_lists=True)  # type: ignore[call-arg]  # quicack_core's RowBuffers only (getattr)
+        if getattr(rows, "ACK_RANGES_AS_LISTS", False)
+        else rows.columns()
+    )
     datagram_frame = _frame(DATAGRAMS, columns["datagrams"]).with_columns(
         run_id=pl.lit(run_id), vantage=pl.lit(vantage), udp_header_bytes=pl.lit(UDP_HEADER_BYTES)
     )

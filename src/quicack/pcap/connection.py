@@ -86,7 +86,7 @@ class Connection:
     cids: set[bytes] = field(default_factory=set)
     keys: dict[tuple[str, str], PacketKeys | None] = field(default_factory=dict)
     # the PacketKeys class (quic's or quicack_core's) and the PacketNumbers of the decoder's engine
-    keys_class: type = PacketKeys
+    keys_class: type[PacketKeys] = PacketKeys
     crypto_stream_class: type | None = None  # tls.CryptoStream (None: that one) or quicack_core's
     packet_numbers: PacketNumbers = field(default_factory=PacketNumbers)
     flow_keys: list[tuple[str, int, str, int]] = field(default_factory=list)  # the UDP flows it uses
@@ -96,7 +96,7 @@ class Connection:
     cipher_suite: int | None = None
     failed_key_searches: dict[tuple[str, str], int] = field(default_factory=dict)
     # Keys made ahead of their first packet (make_keys_early), by (space, direction), with what made them.
-    early_keys: dict[tuple[str, str], tuple[tuple, PacketKeys]] = field(default_factory=dict)
+    early_keys: dict[tuple[str, str], tuple[tuple[bytes, int, bytes, int], PacketKeys]] = field(default_factory=dict)
     # A draft before -22 is read with draft-22's keys only once a packet authenticated (versions.QuicVersion.tentative)
     version_confirmed: bool = False
     version_refuted: bool = False
@@ -147,7 +147,7 @@ class Connection:
         key = (key_type, direction)
         keys = self.keys.get(key, False)
         if keys is not False:
-            return keys  # type: ignore[return-value]
+            return keys  # type: ignore[return-value]  # False only as get's default
         if key_type == "initial":
             client_keys, server_keys = initial_keys(self.initial_secret_dcid, self.version, self.keys_class)
             self.keys[("initial", C2S)] = client_keys
@@ -225,7 +225,9 @@ class Connection:
             early = self.early_keys.get(key)
             if early is not None:
                 inputs, keys = early
-                if keys.used:  # its first packet came: these are now the keys decrypt_with_keylog would have made
+                # (quicack_core's keys only) its first packet came: these are now the keys decrypt_with_keylog would
+                # have made
+                if getattr(keys, "used", False):
                     del self.early_keys[key]
                     continue
                 if inputs == self._early_key_inputs(key):
@@ -234,15 +236,15 @@ class Connection:
                 del self.keys[key]
             elif key in self.keys:
                 continue
-            inputs = self._early_key_inputs(key)
-            if inputs is None:
+            key_inputs = self._early_key_inputs(key)
+            if key_inputs is None:
                 continue
             try:
-                keys = self.keys_class.from_secret(inputs[1], inputs[2], inputs[3])
+                keys = self.keys_class.from_secret(key_inputs[1], key_inputs[2], key_inputs[3])
             except ValueError:
                 continue  # a suite without keys here: decrypt_with_keylog reports it at the first packet
             self.keys[key] = keys
-            self.early_keys[key] = (inputs, keys)
+            self.early_keys[key] = (key_inputs, keys)
 
     def _early_key_inputs(self, key: tuple[str, str]) -> tuple[bytes, int, bytes, int] | None:
         """(client random, cipher suite, secret, version) when decrypt_with_keylog's no-guess branch would apply."""

@@ -174,14 +174,20 @@ class CaptureDecoder(FlowTracking, LaneBridge):
 
     def _add_datagram(self, datagram: UdpDatagram) -> None:
         flow = self.flows.get((datagram.src, datagram.src_port, datagram.dst, datagram.dst_port))
-        if flow is not None and datagram.payload[:1] and datagram.payload[0] & 0x80 and self._starts_another_connection(flow, datagram):
+        if (
+            flow is not None
+            and datagram.payload[:1]
+            and datagram.payload[0] & 0x80
+            and self._starts_another_connection(flow, datagram)
+        ):
             flow = None
         if flow is None:
             flow = self._new_flow(datagram)
             if flow is None:
                 self.issues.add(
                     "warning",
-                    "UDP datagrams that are not QUIC (or of a connection whose start is not in the capture) were skipped",
+                    "UDP datagrams that are not QUIC (or of a connection whose start is not in the capture) were "
+                    "skipped",
                     datagram.record_number,
                 )
                 return
@@ -325,7 +331,8 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         if cid_length is None:
             self.issues.add(
                 "warning",
-                f"{seen.direction} short header packet before any long header: connection ID length unknown, not decrypted",
+                f"{seen.direction} short header packet before any long header: connection ID length unknown, not "
+                "decrypted",
                 seen.record,
             )
             self._add_opaque_packet(seen, "1rtt", "appdata", wire_bytes - start)
@@ -362,7 +369,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
             if keys is not None:
                 # The compiled engine: decrypt, packet numbers, frames and the packet's row in one call.
                 try:
-                    packet_number, walk = self.rows.decrypt_and_add(
+                    packet_number, walk = self.rows.decrypt_and_add(  # type: ignore[attr-defined]  # compiled only
                         keys, connection.packet_numbers, direction, packet_type, pn_space, payload, start, pn_offset,
                         end, short, seen.row, packet_bytes, connection.sender(direction),
                     )  # fmt: skip
@@ -436,7 +443,8 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         if unknown is not None:
             self.issues.add(
                 "warning",
-                f"{direction} {packet_type} packet {packet_number}: {unknown}; the rest of the packet is counted as 'unknown'",
+                f"{direction} {packet_type} packet {packet_number}: {unknown}; the rest of the packet is counted as "
+                "'unknown'",
                 record,
             )
         if crypto:
@@ -461,13 +469,15 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         ):
             self.issues.add(
                 "warning",
-                f"{direction} {packet_type} packets not decrypted: the keylog has no secrets for this connection's client random",
+                f"{direction} {packet_type} packets not decrypted: the keylog has no secrets for this connection's "
+                "client random",
                 record,
             )
         else:
             self.issues.add(
                 "warning",
-                f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong secrets?)",
+                f"{direction} {packet_type} packets not decrypted: the keylog secrets do not decrypt them (wrong "
+                "secrets?)",
                 record,
             )
 
@@ -514,7 +524,9 @@ class CaptureDecoder(FlowTracking, LaneBridge):
             ("warning", quic_version(version).unsupported_message(packets))
             for version, packets in sorted(self.unsupported_packets.items())
         ]
-        tentative = [("warning", quic_version(version).tentative_message()) for version in sorted(self.tentative_versions)]
+        tentative = [
+            ("warning", quic_version(version).tentative_message()) for version in sorted(self.tentative_versions)
+        ]
         return self.issues.rows() + unsupported + tentative
 
 
@@ -541,7 +553,9 @@ def decode_capture(
     )
     secrets = load_keylogs(keylog_paths)
     chosen = select_engine(engine)
-    decoder = CaptureDecoder(secrets, run_id or path.stem, vantage or capture_point(path), str(path), chosen, closed_linger_ns)
+    decoder = CaptureDecoder(
+        secrets, run_id or path.stem, vantage or capture_point(path), str(path), chosen, closed_linger_ns
+    )
     for problem in secrets.problems:
         decoder.issues.add("warning", f"keylog: {problem}", None)
     check_every = max(1, min(BATCH_CHECK_DATAGRAMS, batch_rows // 4))

@@ -15,6 +15,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .columns import RowBuffers
+    from .connection import PacketNumbers
+    from .quic import PacketKeys
+    from .tls import CryptoStream
 
 ENVIRONMENT_VARIABLE = "QUICACK_PCAP_ENGINE"
 ENGINES = ("compiled", "python")
@@ -22,12 +29,13 @@ ENGINES = ("compiled", "python")
 
 @dataclass(frozen=True)
 class Engine:
+    # Each part typed as its Python twin: the compiled one has the same interface (tests/test_pcap_engines.py).
     name: str
-    packet_keys: type
-    row_buffers: type
-    packet_numbers: type
-    pcap_lane: type | None
-    crypto_stream: type
+    packet_keys: type[PacketKeys]
+    row_buffers: type[RowBuffers]
+    packet_numbers: type[PacketNumbers]
+    pcap_lane: Any  # quicack_core.PcapLane (compiled only: no Python twin), or None
+    crypto_stream: type[CryptoStream]
 
 
 def python_engine() -> Engine:
@@ -48,7 +56,9 @@ def compiled_engine() -> Engine | None:
     # A core built before CryptoStream moved into it still works, with the Python twin of that part.
     crypto_stream = getattr(quicack_core, "CryptoStream", None)
     if crypto_stream is None:
-        from .tls import CryptoStream as crypto_stream
+        from .tls import CryptoStream
+
+        crypto_stream = CryptoStream
     return Engine(
         "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers,
         quicack_core.PcapLane, crypto_stream,

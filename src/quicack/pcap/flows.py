@@ -7,7 +7,7 @@ connection, and the state of closed connections dropped once they have been clos
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from .connection import C2S, S2C, Connection, Endpoint
 from .quic import HeaderError, LongHeader, UnknownVersionError, parse_long_header
@@ -16,6 +16,9 @@ from .versions import quic_version
 if TYPE_CHECKING:
     from .capture_file import UdpDatagram
     from .columns import CaptureBatch
+    from .decode import _Issues
+    from .decoder_engine import Engine
+    from .keylog import Keylog
 
 Flow = tuple[str, int, str, int]  # source address and port, destination address and port
 MIN_CLIENT_INITIAL_DATAGRAM_BYTES = 1200  # RFC 9000 §14.1 (the drafts asked for as much or more)
@@ -23,6 +26,12 @@ MIN_CLIENT_INITIAL_DATAGRAM_BYTES = 1200  # RFC 9000 §14.1 (the drafts asked fo
 
 class FlowTracking:
     """The decoder's flows and connections (see the module's docstring)."""
+
+    # The decoder's, of which this is a part (quicack.pcap.decode.CaptureDecoder, quicack.pcap.lane_bridge.LaneBridge)
+    engine: Engine
+    keylog: Keylog
+    issues: _Issues
+    lane: Any  # a quicack_core.PcapLane (compiled, untyped), or None
 
     def _init_flows(self, closed_linger_ns: int) -> None:
         self.closed_linger_ns = closed_linger_ns
@@ -93,7 +102,8 @@ class FlowTracking:
                 client_is_src = datagram.src_port > datagram.dst_port
                 self.issues.add(
                     "warning",
-                    "connection seen without its first Initial: client guessed from the ports, times are relative to the first packet",
+                    "connection seen without its first Initial: client guessed from the ports, times are relative to "
+                    "the first packet",
                     datagram.record_number,
                 )
                 client = (datagram.src, datagram.src_port) if client_is_src else (datagram.dst, datagram.dst_port)
@@ -139,7 +149,7 @@ class FlowTracking:
         than ``closed_linger_ns`` before the batch's last datagram (memory then follows open connections)."""
         if batch.datagrams.is_empty():
             return
-        now_ns = batch.datagrams["time_abs_ns"].max()
+        now_ns = cast(int, batch.datagrams["time_abs_ns"].max())  # an integer column, not empty here
         # the two columns only: filtering the whole frame first gathered its 25 columns (~2 ms per batch)
         frames = batch.frames
         closed = frames["connection_odcid"].filter(frames["frame_type"] == "connection_close").unique().to_list()
@@ -147,7 +157,9 @@ class FlowTracking:
             connection = self.connections_by_odcid.get(odcid)
             if connection is not None and odcid not in self.closing:
                 self.closing[odcid] = (connection, now_ns)
-        expired = [odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns]
+        expired = [
+            odcid for odcid, (_, closed_ns) in self.closing.items() if now_ns - closed_ns > self.closed_linger_ns
+        ]
         for odcid in expired:
             connection, _ = self.closing.pop(odcid)
             self._forget(connection)

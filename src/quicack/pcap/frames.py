@@ -86,7 +86,12 @@ class FrameColumns:
         rows = len(self.frame_index)
         columns: dict[str, list[int | float | None]] = {
             name: [None] * rows
-            for name in ("ack_frequency_sequence", "ack_eliciting_threshold", "request_max_ack_delay_ms", "reordering_threshold")
+            for name in (
+                "ack_frequency_sequence",
+                "ack_eliciting_threshold",
+                "request_max_ack_delay_ms",
+                "reordering_threshold",
+            )
         }
         for row, frame in self.ack_frequency.items():
             columns["ack_frequency_sequence"][row] = frame.sequence_number
@@ -237,13 +242,13 @@ def walk_frames(payload: bytes, out: FrameColumns) -> WalkResult:
                 add(index, "datagram", buf.tell() - position, length=length)
                 ack_eliciting = True
             else:
-                name, stream_id = _skip_other_frame(frame_type, buf, new_cids)
+                name, other_stream_id = _skip_other_frame(frame_type, buf, new_cids)
                 if name is None:
                     unknown = f"unknown frame type 0x{frame_type:x}"
                     add(index, "unknown", end - position)
                     index += 1
                     break
-                add(index, name, buf.tell() - position, stream_id=stream_id)
+                add(index, name, buf.tell() - position, stream_id=other_stream_id)
                 if frame_type not in NON_ACK_ELICITING:
                     ack_eliciting = True
         except BufferReadError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from quicack.reading.compressed import CorruptCompressedData
 from quicack.reading.limits import InputLimitExceeded, Limits
@@ -23,7 +23,9 @@ from .tcp import TcpSegment
 
 if TYPE_CHECKING:
     from .columns import CaptureBatch
+    from .decode import CaptureDecoder
     from .decoder_engine import Engine
+    from .flows import Flow
 
 ONE_RTT_C2S, ONE_RTT_S2C = ("1rtt", C2S), ("1rtt", S2C)  # keys of Connection.keys
 INITIAL_C2S, INITIAL_S2C, HANDSHAKE_C2S, HANDSHAKE_S2C = (
@@ -35,6 +37,11 @@ READ_ERRORS = (OSError, EOFError, ValueError, CorruptCompressedData, InputLimitE
 
 class LaneBridge:
     """What the decoder tells the lane, flow by flow (see the module's docstring)."""
+
+    # The decoder's, of which this is a part (quicack.pcap.decode.CaptureDecoder, quicack.pcap.flows.FlowTracking)
+    engine: Engine
+    flows: dict[Flow, tuple[Connection, str]]
+    lane: Any  # a quicack_core.PcapLane (compiled, untyped), or None
 
     def _init_lane(self) -> None:
         # The compiled engine's pcap reader, which decodes the 1-RTT datagrams of the flows offered to it.
@@ -71,12 +78,12 @@ class LaneBridge:
         lane = self.lane
         for key in connection.flow_keys:
             direction = self.flows[key][1]
-            keys = connection.keys.get(("1rtt", direction))
+            one_rtt_keys = connection.keys.get(("1rtt", direction))
             cid_length = connection.receiver(direction).cid_length
             sender = connection.sender(direction)
-            if keys is not None and cid_length is not None and sender.transport_parameters is not None:
+            if one_rtt_keys is not None and cid_length is not None and sender.transport_parameters is not None:
                 lane.register(
-                    *key, connection, connection.odcid, direction, connection.time_origin_ns, cid_length, keys,
+                    *key, connection, connection.odcid, direction, connection.time_origin_ns, cid_length, one_rtt_keys,
                     connection.packet_numbers, sender, **self._long_header_keys(connection, direction, sender),
                 )  # fmt: skip
             else:
@@ -103,7 +110,7 @@ class LaneBridge:
     def decode_through_lane(self, batch_rows: int, check_every: int) -> Iterator[CaptureBatch]:
         """Let the lane decode what it can and hand the rest to the decoder in file order, as `decode._decode_items`
         would."""
-        decoder = self  # the CaptureDecoder this is a part of
+        decoder = cast("CaptureDecoder", self)  # the CaptureDecoder this is a part of
         lane, issues = decoder.lane, decoder.issues
         address_names: dict[bytes, str] = {}
         fragments = FragmentReassembly()  # the lane hands IP fragments back as records: reassembled here
@@ -135,10 +142,10 @@ class LaneBridge:
                     issues.add(issue.severity, issue.message, issue.record_number)
                 if converted is None:
                     continue
-                if type(converted) is TcpSegment:
+                if isinstance(converted, TcpSegment):
                     decoder.tcp.add(converted)
                     continue
-                if type(converted) is not UdpDatagram:
+                if not isinstance(converted, UdpDatagram):
                     issues.add(converted.severity, converted.message, converted.record_number)
                     continue
                 datagram = converted

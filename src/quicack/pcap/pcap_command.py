@@ -1,6 +1,8 @@
-"""`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like listing.
+"""`quicack pcap CAPTURE [--keylog FILE ...] --out DIR [--print]`: one capture to Parquet, optionally a tshark-like
+listing.
 
-The `quicack` command adds its arguments through `add_arguments(parser)` (quicack.cli.COMMANDS); `pcap_command(argv)` runs it alone.
+The `quicack` command adds its arguments through `add_arguments(parser)` (quicack.cli.COMMANDS); `pcap_command(argv)`
+runs it alone.
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ def format_packets(batch: CaptureBatch) -> Iterator[str]:
             content = ""  # Retry, Version Negotiation: no frames
         else:
             content = next(summary_iter, "")
-        yield f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} {packet_bytes:>5} B  {content}"
+        yield (
+            f"{time_text} {direction} {arrow} dg {datagram_index:<5} {packet_type:<10} pn={number:<7} "
+            f"{packet_bytes:>5} B  {content}"
+        )
 
 
 def _print_batches(batches: Iterable[CaptureBatch], stream: TextIO) -> Iterator[CaptureBatch]:
@@ -155,7 +160,8 @@ def pcap_command(argv: list[str]) -> int:
 def exit_at_once(code: int) -> None:
     """Leave the process without tearing the interpreter down: the Parquet files are closed and renamed by then,
     and the teardown (polars' modules, the decoder's objects) took ~35 ms of CPU, more than decoding and writing a
-    small capture (bench/README.md). For a process that only ran this command (`python -m quicack.pcap.pcap_command`)."""
+    small capture (bench/README.md). For a process that only ran this command (`python -m
+    quicack.pcap.pcap_command`)."""
     import os
 
     sys.stdout.flush()

@@ -199,7 +199,9 @@ def _rest_skipped(number: int, corrupt_at: int, problem: str) -> ReadIssue:
     if problem.endswith(PAST_THE_END):
         # no well-framed block follows a block that runs past the end: the file was cut (a capture stopped
         # mid-write), the common case, and worth its own words
-        return ReadIssue(number or None, "error", f"capture ends inside the block at byte {corrupt_at} (truncated file): {problem}")
+        return ReadIssue(
+            number or None, "error", f"capture ends inside the block at byte {corrupt_at} (truncated file): {problem}"
+        )
     return ReadIssue(
         number or None,
         "error",

@@ -88,13 +88,19 @@ def tcp_segment(
 ) -> TcpSegment | ReadIssue:
     """The TCP segment whose header starts at ``data[at]`` in an IP packet of ``ip_bytes`` bytes on the wire."""
     if len(data) < at + TCP_FIXED_HEADER_BYTES:
-        return ReadIssue(record_number, "warning", "TCP header truncated in capture (snap length too small): segment skipped")
+        return ReadIssue(
+            record_number, "warning", "TCP header truncated in capture (snap length too small): segment skipped"
+        )
     header = data[at : at + TCP_FIXED_HEADER_BYTES]
     header_bytes = (header[12] >> 4) * 4
     if header_bytes < TCP_FIXED_HEADER_BYTES or ip_header_bytes + header_bytes > ip_bytes:
         return ReadIssue(record_number, "warning", "TCP data offset inconsistent with the IP length: segment skipped")
     options_length = header_bytes - TCP_FIXED_HEADER_BYTES
-    split = split_options(data[at + TCP_FIXED_HEADER_BYTES : at + header_bytes], options_length) if options_length else (0, 0, 0, 0)
+    split = (
+        split_options(data[at + TCP_FIXED_HEADER_BYTES : at + header_bytes], options_length)
+        if options_length
+        else (0, 0, 0, 0)
+    )
     if split is None:
         return ReadIssue(record_number, "warning", "TCP options cut by the capture or malformed: segment skipped")
     timestamps, sack, other, blocks = split
@@ -165,13 +171,18 @@ class TcpRows:
         if not columns["direction"]:
             return TCP_SEGMENTS.empty()
         flags = pl.col("flags")
-        frame = pl.DataFrame(columns, schema_overrides={name: pl.Int64 for name in _ROW_COLUMNS[2:] if name != "time_ms"})
+        frame = pl.DataFrame(
+            columns, schema_overrides={name: pl.Int64 for name in _ROW_COLUMNS[2:] if name != "time_ms"}
+        )
         return TCP_SEGMENTS.conform(
             frame.with_columns(
                 run_id=pl.lit(run_id),
                 vantage=pl.lit(vantage),
                 tcp_header_bytes=pl.lit(TCP_FIXED_HEADER_BYTES),
-                payload_bytes=pl.col("ip_bytes") - pl.col("ip_header_bytes") - TCP_FIXED_HEADER_BYTES - pl.col("option_bytes"),
+                payload_bytes=pl.col("ip_bytes")
+                - pl.col("ip_header_bytes")
+                - TCP_FIXED_HEADER_BYTES
+                - pl.col("option_bytes"),
                 pure_ack=((flags & TCP_ACK) != 0) & ((flags & (TCP_SYN | TCP_FIN | TCP_RST)) == 0),
             )
             .with_columns(pure_ack=pl.col("pure_ack") & (pl.col("payload_bytes") == 0))

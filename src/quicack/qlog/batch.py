@@ -123,7 +123,7 @@ def strict_columns(columns: list[list[Any]], dtypes: dict[str, Any]) -> pl.DataF
 
 
 def sanitize(row: tuple[Any, ...], dtypes: dict[str, Any]) -> tuple[Any, ...]:
-    out = []
+    out: list[Any] = []
     for v, dt in zip(row, dtypes.values(), strict=True):
         if v is None:
             out.append(None)

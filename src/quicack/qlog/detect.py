@@ -29,7 +29,15 @@ UNKNOWN = "unknown"
 
 _STR_FIELD = {
     name: re.compile(rb'"' + name.encode() + rb'"\s*:\s*"([^"]{0,200})"')
-    for name in ("qlog_version", "qlog_format", "file_schema", "serialization_format", "title", "code_version", "time_units")
+    for name in (
+        "qlog_version",
+        "qlog_format",
+        "file_schema",
+        "serialization_format",
+        "title",
+        "code_version",
+        "time_units",
+    )
 }
 _VANTAGE = re.compile(rb'"vantage_point"\s*:\s*\{([^}]{0,300})\}')
 _VP_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')

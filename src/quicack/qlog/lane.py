@@ -49,7 +49,7 @@ def _lane_field(index: int, name: str) -> property:
                 return
             except (TypeError, OverflowError):  # a value the lane cannot hold: the connection stays here
                 self.take_over()
-        self.own[name] = value  # type: ignore[index]
+        self.own[name] = value  # type: ignore[index]  # own is set by take_over
 
     return property(get, put)
 
@@ -86,7 +86,7 @@ class _LaneAckReasons:
             conn.lane.ack_reason_set(conn.cid, key[0], key[1], value[0], value[1])
         except (TypeError, OverflowError):
             conn.take_over()
-            conn.own["ack_reasons"][key] = value  # type: ignore[index]
+            conn.own["ack_reasons"][key] = value  # type: ignore[index]  # own is set by take_over
 
 
 class LaneConnection(TraceConnection):
@@ -113,7 +113,7 @@ class LaneConnection(TraceConnection):
         self.own = own
 
     @property
-    def ack_reasons(self) -> Any:  # type: ignore[override]
+    def ack_reasons(self) -> Any:
         return self.lane_reasons if self.own is None else self.own["ack_reasons"]
 
     @ack_reasons.setter
@@ -128,7 +128,7 @@ class LaneConnection(TraceConnection):
         out = tuple(self.py_rows)
         self.py_rows = [[], [], []]
         self.pending_events = 0
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # three lists
 
     packets = _rows(0)
     frames = _rows(1)
@@ -150,7 +150,7 @@ class LaneMerged(Merged):
         self.parts: list[tuple[LaneConnection, list[Any]]] = []
 
     def add(self, conn: TraceConnection, flat: list[Any]) -> None:
-        self.parts.append((conn, flat))  # type: ignore[arg-type]
+        self.parts.append((conn, flat))  # type: ignore[arg-type]  # conn is not None here
 
     def frame(self, table: Any) -> pl.DataFrame:
         lane, number = self.lane, self.table
@@ -213,8 +213,14 @@ class LaneFileReader(FileReader):
             return
         self.lane_trace = trace
         conn = trace.conn
-        self.lane.set_trace(trace.index, trace.group_id, trace.group_is_connection, trace.time_format == "delta",
-                            trace.last_t, conn.cid if conn is not None else None)  # type: ignore[attr-defined]
+        self.lane.set_trace(
+            trace.index,
+            trace.group_id,
+            trace.group_is_connection,
+            trace.time_format == "delta",
+            trace.last_t,
+            conn.cid if conn is not None else None,  # type: ignore[attr-defined]  # a lane connection has cid
+        )
 
     def _read_sequence(self, container: str) -> Iterator[QlogBatch]:
         trace: Trace | None = None

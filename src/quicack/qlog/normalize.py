@@ -57,6 +57,10 @@ _KIND_BY_EVENT = {
 }
 
 
+def _no_handler(t: float, data: dict[str, Any]) -> None:
+    """The handler of kind 0 (no kind): never called, the reader checks the kind first."""
+
+
 def event_kind(name: str, cache: dict[str, int]) -> int:
     """Kind of a full event name (``transport:packet_sent``, ``quic:packet_sent``, ``PACKET_SENT``, ...)."""
     kind = cache.get(name)
@@ -242,7 +246,7 @@ class TraceConnection:
     # quicack:ack_sent events waiting for the packet_sent that carries their ACK: (pn_space, packet number) ->
     # (reason, ack-eliciting packets since the previous ACK)
     ack_reasons: dict[tuple[str | None, int | None], tuple[Any, Any]] = field(default_factory=dict)
-    on: tuple[Callable[[float, dict[str, Any]], None] | None, ...] = field(init=False, repr=False, compare=False)
+    on: tuple[Callable[[float, dict[str, Any]], None], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.on = self.handlers()
@@ -255,23 +259,28 @@ class TraceConnection:
 
     # -- events -------------------------------------------------------------------------------------------
 
-    def handlers(self) -> tuple[Callable[[float, dict[str, Any]], None] | None, ...]:
+    def handlers(self) -> tuple[Callable[[float, dict[str, Any]], None], ...]:
         """Handler per event kind (index = kind), each called as ``handler(t, data)`` with ``data`` a dict.
 
         The reader indexes this tuple instead of calling a dispatching method: one Python call per event
         fewer (the tuple holds bound methods, hence a reference cycle, collected with the connection).
         """
-        by_kind = {PACKET_SENT: partial(self.on_packet, True), PACKET_RECEIVED: partial(self.on_packet, False),
-                   METRICS: self.on_metrics, PARAMETERS: self.on_parameters, DATAGRAM_RX: self.on_datagram_received,
-                   ACK_SENT: self.on_ack_sent}
-        return tuple(by_kind.get(k) for k in range(max(by_kind) + 1))
+        by_kind: dict[int, Callable[[float, dict[str, Any]], None]] = {
+            PACKET_SENT: partial(self.on_packet, True),
+            PACKET_RECEIVED: partial(self.on_packet, False),
+            METRICS: self.on_metrics,
+            PARAMETERS: self.on_parameters,
+            DATAGRAM_RX: self.on_datagram_received,
+            ACK_SENT: self.on_ack_sent,
+        }
+        return tuple(by_kind.get(k, _no_handler) for k in range(max(by_kind) + 1))
 
     def on_datagram_received(self, t: float, data: dict[str, Any]) -> None:
         self.last_datagram_rx_t = t
 
     def on_ack_sent(self, t: float, data: dict[str, Any]) -> None:
         """quicack:ack_sent: kept until the packet_sent carrying the ACK, whose ACK frame row gets the reason."""
-        space = _QLOG_PN_SPACE.get(data.get("packet_number_space"))
+        space = _QLOG_PN_SPACE.get(data.get("packet_number_space", ""))
         reason = data.get("reason")
         self.ack_reasons[(space, _int(data.get("packet_number")))] = (
             reason if reason.__class__ is str else None, _int(data.get("acked_packets")))
@@ -360,6 +369,9 @@ class TraceConnection:
                             None, None, None))
             elif name == "ack":
                 rs = normalize_ranges(fr.get("acked_ranges"))
+                la: int | None
+                far: int | None
+                ranges: str | None
                 if rs:
                     top = rs[0]
                     la, far, ranges = top[1], top[1] - top[0], _dumps(rs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -63,7 +64,8 @@ def write_qlog_parquet(
     """Read every qlog in ``paths`` and write ``out_dir/<table>.parquet`` for packets, frames, metrics_logged,
     endpoints and ingest_issues (and rtt_samples when ``rtt_samples`` derives them). Batches are written as
     Parquet row groups as they come, so peak memory is one batch (JSON-SEQ / NDJSON) or one file (JSON
-    documents) plus the rows waiting for a row group (``row_group_rows``), independent of the total input size; for rtt_samples a file's sent packets and ACK frames
+    documents) plus the rows waiting for a row group (``row_group_rows``), independent of the total input size; for
+    rtt_samples a file's sent packets and ACK frames
     wait until its end. ``on_file`` hears what each file gave.
 
     No paths at all is reported as an ``ingest_issues`` row (an empty folder or a run without qlog).
@@ -91,7 +93,7 @@ def write_qlog_parquet(
                 file_summary.errors += count_errors(batch.ingest_issues)
                 if batch.endpoints.height:
                     file_summary.connections += batch.endpoints.height
-                    file_summary.dialect = batch.endpoints["dialect"].first()
+                    file_summary.dialect = cast(str | None, batch.endpoints["dialect"].first())  # a text column
                 if rtt_samples:
                     sent_packets.append(batch.packets.filter(pl.col("event") == "sent"))
                     ack_frames.append(batch.frames.filter(pl.col("ack_ranges").is_not_null()))
@@ -104,7 +106,9 @@ def write_qlog_parquet(
             if on_file:
                 on_file(file_summary)
         if summary.files == 0:
-            issue = issue_row(str(out_dir), None, STAGE, ERROR, "no qlog files to read (empty folder or a run without qlog output)")
+            issue = issue_row(
+                str(out_dir), None, STAGE, ERROR, "no qlog files to read (empty folder or a run without qlog output)"
+            )
             writer.write("ingest_issues", issues_frame([issue]))
     summary.rows = {t.name: writer.rows[t.name] for t in TABLES}
     summary.outputs = dict(writer.paths)

@@ -80,7 +80,9 @@ class PlausibilityChecks:
     def add_batch(self, packets: pl.DataFrame, frames: pl.DataFrame, metrics: pl.DataFrame) -> None:
         for table in (packets, frames, metrics):
             if table.height:
-                spans = table.group_by("run_id").agg(pl.col("time_ms").min().alias("a"), pl.col("time_ms").max().alias("b"))
+                spans = table.group_by("run_id").agg(
+                    pl.col("time_ms").min().alias("a"), pl.col("time_ms").max().alias("b")
+                )
                 for run_id, first, last in spans.iter_rows():
                     seen = self._get(run_id)
                     if first is not None:
@@ -113,8 +115,10 @@ class PlausibilityChecks:
         with_sample = (pl.col("latest_rtt_ms").fill_null(0) > 0) | (pl.col("min_rtt_ms").fill_null(0) > 0)
         # an RTT sample needs a packet from the peer after one of ours: before, RTT metrics are the initial RTT of
         # RFC 9002 (quinn logs min_rtt = latest_rtt = 0.333 s at the start, a quinn server after the client's Initial)
-        gates = pl.DataFrame({"run_id": list(self.observed), "gate": [o.first_received_ms for o in self.observed.values()]},
-                             schema={"run_id": pl.Utf8, "gate": pl.Float64})
+        gates = pl.DataFrame(
+            {"run_id": list(self.observed), "gate": [o.first_received_ms for o in self.observed.values()]},
+            schema={"run_id": pl.Utf8, "gate": pl.Float64},
+        )
         after = metrics.join(gates, on="run_id", how="left").filter(pl.col("time_ms") >= pl.col("gate"))
         summary = after.group_by("run_id").agg(
             pl.col("latest_rtt_ms").max().alias("sample"),
@@ -137,7 +141,9 @@ class PlausibilityChecks:
                 seen.max_ack_delay_ms[event] = max(delay, seen.max_ack_delay_ms.get(event, delay))
         unknown = frames.filter(pl.col("frame_type") == "unknown")
         if unknown.height:
-            for name, count in unknown["raw_frame_type"].fill_null("(no name or number logged)").value_counts().iter_rows():
+            for name, count in (
+                unknown["raw_frame_type"].fill_null("(no name or number logged)").value_counts().iter_rows()
+            ):
                 self.unknown_frames[name] += count
 
     def _add_backwards(self, rows: pl.DataFrame, last_field: str) -> None:
@@ -169,9 +175,14 @@ class PlausibilityChecks:
         out = []
         span = seen.span_ms()
         if span is not None and seen.max_sample_ms is not None and seen.max_sample_ms > span:
-            out.append((RTT_SAMPLE_LONGER, f"RTT samples larger than the trace: latest_rtt up to {seen.max_sample_ms:g} "
-                                           f"ms in a trace whose rows span {span:g} ms (a unit other than the log "
-                                           "says?); not rescaled"))
+            out.append(
+                (
+                    RTT_SAMPLE_LONGER,
+                    f"RTT samples larger than the trace: latest_rtt up to {seen.max_sample_ms:g} "
+                    f"ms in a trace whose rows span {span:g} ms (a unit other than the log "
+                    "says?); not rescaled",
+                )
+            )
         if span is not None and seen.max_rtt_ms is not None and seen.max_rtt_ms > span:
             out.append((RTT_LONGER, f"RTT metrics longer than the trace: {seen.rtt_name} up to {seen.max_rtt_ms:g} ms "
                                     f"in a trace whose rows span {span:g} ms (a unit other than the log says?); "

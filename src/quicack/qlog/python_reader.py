@@ -1,7 +1,8 @@
 """The Python reader of one qlog file of any dialect: its records into batches of data-contract rows.
 
 ``quicack.qlog.qlog_file`` chooses it (for JSON documents always; for JSON-SEQ / NDJSON when the compiled lane is
-not installed or not chosen); ``quicack.qlog.lane`` builds on it. It never raises on bad input: every problem becomes an ``ingest_issues`` row (stage ``qlog``) and
+not installed or not chosen); ``quicack.qlog.lane`` builds on it. It never raises on bad input: every problem becomes an
+``ingest_issues`` row (stage ``qlog``) and
 every good event before the damage is kept.
 
 Connections and run ids: a file may hold several connections (several traces of a JSON document, several
@@ -233,7 +234,7 @@ class FileReader:
             self.issue("error", f"{self.path}: no qlog records found")
 
     def _damaged_record(self, rec: Damage | Joined) -> None:
-        if rec.__class__ is Joined:
+        if isinstance(rec, Joined):
             self.issue("warning", f"{self.path}: record {rec.number} at byte {rec.offset} is not one JSON text but "
                                   f"several (a separator missing between them): read the {rec.texts} object(s) in it "
                                   "one by one")
@@ -269,7 +270,7 @@ class FileReader:
 
     def _make_trace(self, index: int, top: dict[str, Any], tr: dict[str, Any]) -> Trace:
         d = self.dialect
-        vp = tr.get("vantage_point") if isinstance(tr.get("vantage_point"), dict) else {}
+        vp = vp_field if isinstance(vp_field := tr.get("vantage_point"), dict) else {}
         vp_type = vp.get("type") if isinstance(vp.get("type"), str) else None
         vantage = side_of_vantage_point(vp)
         if vantage is None and (vp_type or "unknown").lower() == "unknown" and d and d.vantage:
@@ -288,12 +289,12 @@ class FileReader:
         elif self.vantage_arg and self.vantage_arg != vantage:
             self.issue("warning", f"{self.path}: file says vantage {vantage!r} but the caller said "
                                   f"{self.vantage_arg!r}; using the file's")
-        common = tr.get("common_fields") if isinstance(tr.get("common_fields"), dict) else {}
+        common = common_field if isinstance(common_field := tr.get("common_fields"), dict) else {}
         group = common.get("group_id") or common.get("ODCID") or common.get("odcid") or common.get("dcid")
         if not group and isinstance(tr.get("description"), str) and re.fullmatch(r"[0-9a-fA-F]{8,40}",
                                                                                  tr["description"]):
             group = tr["description"]  # picoquic puts the initial CID in the trace description
-        config = tr.get("configuration") if isinstance(tr.get("configuration"), dict) else {}
+        config = config_field if isinstance(config_field := tr.get("configuration"), dict) else {}
         time_units = config.get("time_units") or common.get("time_units")
         if time_units is not None and time_unit_to_ms(time_units) is None:
             self.issue("warning", f"{self.path}: trace {index} has time_units {str(time_units)[:40]!r}, which no qlog "
@@ -407,6 +408,7 @@ class FileReader:
         # Hot path: one call per event. Plain dict lookups and class checks, no exceptions in the common case.
         self.pending += 1
         self.events_since_batch += 1
+        t: Any  # a number, or text that may be one (picoquic, mvfst)
         if ev.__class__ is dict:
             t = ev.get("time")
             name = ev.get("name")
@@ -551,9 +553,12 @@ class FileReader:
                       and c.profile.ack_delay == ACK_DELAY_ENCODED and c.run_id in self.checks.observed
                       and self.checks.observed[c.run_id].max_ack_delay_ms]
         if raw_delays:
-            self.issue("warning", f"{self.path}: a capture converted by pcap2qlog: its ACK frames' ack_delay is the raw "
-                                  "ACK Delay field (tshark's quic.ack.ack_delay), read as units of 2^ack_delay_exponent "
-                                  "microseconds (the exponent of the transport parameters logged, else 3)")
+            self.issue(
+                "warning",
+                f"{self.path}: a capture converted by pcap2qlog: its ACK frames' ack_delay is the raw "
+                "ACK Delay field (tshark's quic.ack.ack_delay), read as units of 2^ack_delay_exponent "
+                "microseconds (the exponent of the transport parameters logged, else 3)",
+            )
 
     def _endpoints(self) -> pl.DataFrame:
         rows = []

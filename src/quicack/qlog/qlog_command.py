@@ -1,7 +1,8 @@
 """``quicack qlog PATH... --out DIR``: qlog files (or folders of them) to DIR/<table>.parquet, with the RTT samples
 recomputed from them.
 
-The ``quicack`` command adds its arguments through ``add_arguments(parser)`` (quicack.cli.COMMANDS); ``qlog_command(argv)`` runs it alone.
+The ``quicack`` command adds its arguments through ``add_arguments(parser)`` (quicack.cli.COMMANDS);
+``qlog_command(argv)`` runs it alone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from quicack.reading.limits import add_limit_arguments, limits_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, help="qlog files (.qlog, .sqlog, JSON, NDJSON; .gz/.zst too) or folders of them")
+    parser.add_argument(
+        "paths", nargs="+", type=Path, help="qlog files (.qlog, .sqlog, JSON, NDJSON; .gz/.zst too) or folders of them"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder: <table>.parquet per table")
     add_limit_arguments(parser)
     parser.set_defaults(handler=run)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from .nesting import too_deep
 try:  # orjson parses qlog records ~3-5x faster than the standard library; fall back when absent.
     import orjson
 
-    _loads = orjson.loads
+    _loads: Callable[[bytes | str], Any] = orjson.loads
     _JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError, RecursionError)
 except ImportError:  # pragma: no cover - exercised only without orjson
     _loads = json.loads
@@ -218,7 +218,7 @@ def _joined_texts(part: bytes, offset: int, number: int, last: bool, max_depth: 
         if value.__class__ is not dict:
             return None
         out.append(value)
-        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]
+        pos = _JSON_SPACE.match(text, end).end()  # type: ignore[union-attr]  # matches the empty string
     return out if len(out) - damaged >= 1 and len(out) > 1 else None
 
 
@@ -342,6 +342,7 @@ def iter_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> Iterator[Any |
     if isinstance(stream_error, InputLimitExceeded):  # a bomb is reported as such, not as a cut file
         yield Damage(at, 1, f"{stream_error}; the events before byte {at} are kept", at_end=True, stops_file=True)
     elif token is not None:  # every event was read or skipped; a NaN outside them (a trace's field) is no cut
+        # failure is not None with a token
         where = _original_position(failure.pos, skipped) if skipped else failure.pos  # type: ignore[union-attr]
         yield Damage(where, 1, f"invalid JSON document ({non_json_number_at(text, where)})", at_end=False)
     elif damage_at is not None or not skipped or stream_error is not None:
@@ -470,6 +471,7 @@ def _event_with_non_json_number(text: str, at: int, kept_end: int | None, skippe
     why = f"an event holding {why}"
     if kept_end is not None and (not skipped or skipped[-1].end <= kept_end):
         return Skipped(kept_end, end, at, why)
+    # (the pattern matches the empty string)
     return Skipped(at, _BETWEEN_EVENTS.match(text, end).end(), at, why)  # type: ignore[union-attr]
 
 

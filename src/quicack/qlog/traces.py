@@ -67,7 +67,7 @@ def side_of_vantage_point(vp: dict[str, Any]) -> str | None:
 
 def is_converted_capture(top: dict[str, Any], trace: dict[str, Any]) -> bool:
     """A trace pcap2qlog made from a capture: it names the capture in configuration.original_uris, or itself."""
-    config = trace.get("configuration") if isinstance(trace.get("configuration"), dict) else {}
+    config = config_field if isinstance(config_field := trace.get("configuration"), dict) else {}
     uris = config.get("original_uris")
     if isinstance(uris, list) and any(isinstance(u, str) and u.lower().endswith((".pcap", ".pcapng")) for u in uris):
         return True

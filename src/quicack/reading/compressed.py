@@ -107,8 +107,8 @@ class _GuardedStream(io.RawIOBase):
                 self.pending_error = error
                 break
         if self.pending_error is not None and not pieces:
-            error, self.pending_error = self.pending_error, None
-            raise error
+            pending, self.pending_error = self.pending_error, None
+            raise pending
         return b"".join(pieces)
 
     def _check_limits(self) -> None:
@@ -150,12 +150,14 @@ def open_input(path: Path, limits: Limits = DEFAULT_LIMITS) -> BinaryIO:
             return raw
         inner: BinaryIO
         if compression == "gzip":
+            # GzipFile is binary, not typed BinaryIO
             inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif compression == "zstd":
-            inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[assignment]
+            inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
         else:
-            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]
+            inner = lzma.LZMAFile(raw, mode="rb")  # type: ignore[assignment]  # LZMAFile: as GzipFile
     except BaseException:
         raw.close()
         raise
+    # a binary stream, not typed BinaryIO
     return _GuardedStream(inner, raw, compression, limits)  # type: ignore[return-value]

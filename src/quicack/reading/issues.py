@@ -73,7 +73,8 @@ def issue_cause() -> pl.Expr:
 def with_causes(issues: pl.DataFrame) -> pl.DataFrame:
     """``issues`` with a ``cause`` column, sorted by severity (errors first), stage, path."""
     return issues.with_columns(issue_cause()).sort(
-        pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64), "stage", "path",
+        pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
+        "stage", "path",
         maintain_order=True,
     )  # fmt: skip
 
@@ -84,10 +85,19 @@ def grouped_issues(issues: pl.DataFrame) -> pl.DataFrame:
     return (
         with_causes(issues)
         .group_by("severity", "stage", "cause", maintain_order=True)
-        .agg(pl.len().alias("rows"), pl.col("path").n_unique().alias("files"), pl.col("path").first().alias("example_path"),
-             pl.col("message").first().alias("example_message"))  # fmt: skip
-        .sort(pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
-              pl.col("rows"), "stage", "cause", descending=[False, True, False, False])  # fmt: skip
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("path").n_unique().alias("files"),
+            pl.col("path").first().alias("example_path"),
+            pl.col("message").first().alias("example_message"),
+        )  # fmt: skip
+        .sort(
+            pl.col("severity").replace_strict(SEVERITY_ORDER, default=len(SEVERITY_ORDER), return_dtype=pl.Int64),
+            pl.col("rows"),
+            "stage",
+            "cause",
+            descending=[False, True, False, False],
+        )  # fmt: skip
     )
 
 

@@ -15,10 +15,16 @@ layout is `quicack.layout.scan_folders`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from quicack.lazy_names import lazy_names
 
 # Imported on first use (quicack.lazy_names): `quicack scan --help` does not pay for polars and the decoder.
 _MODULES = {"measurement": ("MeasurementTables", "read_measurement")}
 __getattr__ = lazy_names(__name__, _MODULES)
+
+if TYPE_CHECKING:  # the same names for the type checker (quicack.jobs.code_graph does not follow these imports)
+    from quicack.scan.measurement import MeasurementTables as MeasurementTables
+    from quicack.scan.measurement import read_measurement as read_measurement
 
 __all__ = [name for names in _MODULES.values() for name in names]

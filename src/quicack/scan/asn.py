@@ -50,7 +50,8 @@ class PrefixTable:
                         found[text] = asn
                         break
         return pl.DataFrame(
-            {"address": list(found), "origin_asn": list(found.values())}, schema={"address": pl.Utf8, "origin_asn": pl.Int64}
+            {"address": list(found), "origin_asn": list(found.values())},
+            schema={"address": pl.Utf8, "origin_asn": pl.Int64},
         )
 
 

@@ -131,7 +131,7 @@ def classify_connections(
             iack_padded=pl.when(pl.col("first_datagram_class") == "iack").then(pl.col("ack_padded")),
             rtt_estimate_ms=(pl.col("ack_abs_ns") - pl.col("acked_abs_ns")) / 1e6 - pl.col("first_ack_delay_ms"),
         )
-        .cast(CLASSIFICATION_SCHEMA)  # type: ignore[arg-type]
+        .cast(CLASSIFICATION_SCHEMA)  # type: ignore[arg-type]  # cast()'s Mapping keys: str | Selector | dtype
     )
 
 

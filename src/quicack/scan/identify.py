@@ -88,7 +88,11 @@ class ConnectionIdentifier:
         """The connection number of a datagram, or None when it starts no QUIC flow (the decoder skips it too)."""
         key = (datagram.src, datagram.src_port, datagram.dst, datagram.dst_port)
         connection = self.flows.get(key)
-        if connection is not None and key[:2] == connection.client and _client_initial_scid(datagram) not in (None, connection.client_scid):
+        if (
+            connection is not None
+            and key[:2] == connection.client
+            and _client_initial_scid(datagram) not in (None, connection.client_scid)
+        ):
             connection = None  # the client's port was reused for a new connection (the decoder's rule too)
         if connection is None:
             connection = self._new_connection(datagram)
@@ -140,7 +144,12 @@ class ConnectionIdentifier:
                 connection.tries += 1
                 try:
                     packet = connection.keys.decrypt(
-                        payload, position, header.pn_offset, position + header.packet_bytes, connection.largest_pn + 1, False
+                        payload,
+                        position,
+                        header.pn_offset,
+                        position + header.packet_bytes,
+                        connection.largest_pn + 1,
+                        False,
                     )
                 except (CryptoError, ValueError):
                     packet = None

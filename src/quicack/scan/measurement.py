@@ -54,7 +54,12 @@ def read_measurement(
     """Read one measurement folder; ``on_batch`` receives the capture decoder's tables (``quicack scan --out``)."""
     issues = qscanner_files.Issues(folder.scan_id)
     if folder.time is None:
-        issues.add(folder.path, "warning", "folder name is not a timestamp (date -Ins, e.g. 2024-08-07T06:00:01,123456789+00:00); measurement_time is null")
+        issues.add(
+            folder.path,
+            "warning",
+            "folder name is not a timestamp (date -Ins, e.g. 2024-08-07T06:00:01,123456789+00:00); measurement_time is "
+            "null",
+        )
     targets = _optional(folder, TARGETS, qscanner_files.read_targets, issues, missing=None)
     info = _optional(folder, CONNECTION_INFO, qscanner_files.read_connection_info, issues, missing="warning")
     shared = _optional(folder, SHARED_CONFIG, qscanner_files.read_shared_config, issues, missing=None)
@@ -102,27 +107,32 @@ def _optional(folder: MeasurementFolder, name: str, reader, issues: qscanner_fil
     return reader(path, issues)
 
 
-def _packet_facts(folder: MeasurementFolder, issues: qscanner_files.Issues, on_batch) -> tuple[CaptureFacts | None, str | None]:
+def _packet_facts(
+    folder: MeasurementFolder, issues: qscanner_files.Issues, on_batch
+) -> tuple[CaptureFacts | None, str | None]:
     capture = folder.file(CAPTURE) or folder.file("capture.pcapng")
     if capture is not None:
         keylog = folder.file(KEYLOG)
-        return read_capture_facts(capture, [keylog] if keylog else [], folder.scan_id, folder.vantage_point, on_batch), "capture"
+        return read_capture_facts(
+            capture, [keylog] if keylog else [], folder.scan_id, folder.vantage_point, on_batch
+        ), "capture"
     pcap_csv = folder.file(PCAP_CSV)
     if pcap_csv is not None:
         return read_pcap_csv_facts(pcap_csv, issues), "pcap_csv"
     issues.add(
         folder.path / CAPTURE,
         "error",
-        "no capture.pcap[.zst] and no pcap.csv[.zst]: connections are listed from QScanner's files without classification (QScanner logs no per-packet times)",
+        "no capture.pcap[.zst] and no pcap.csv[.zst]: connections are listed from QScanner's files without "
+        "classification (QScanner logs no per-packet times)",
     )
     return None, None
 
 
 def _attempted(targets: pl.DataFrame | None, info: pl.DataFrame | None) -> pl.DataFrame:
     """Targets and QScanner's per-connection rows, joined by target id (QScanner numbers its input lines)."""
-    if targets is None and info is None:
-        return pl.DataFrame(schema={"target_id": pl.Int64, "scid": pl.Utf8})
     if targets is None:
+        if info is None:
+            return pl.DataFrame(schema={"target_id": pl.Int64, "scid": pl.Utf8})
         return info.rename({"info_hostname": "sni", "info_address": "server_address", "info_port": "server_port"})
     if info is None:
         return targets.rename({"target_sni": "sni", "target_address": "server_address", "target_port": "server_port"})
@@ -135,7 +145,9 @@ def _attempted(targets: pl.DataFrame | None, info: pl.DataFrame | None) -> pl.Da
     )
 
 
-def _with_classification(attempted: pl.DataFrame, facts: CaptureFacts, shared: pl.DataFrame | None, source: str | None) -> pl.DataFrame:
+def _with_classification(
+    attempted: pl.DataFrame, facts: CaptureFacts, shared: pl.DataFrame | None, source: str | None
+) -> pl.DataFrame:
     captured = facts.connections.join(facts.counts, on="connection", how="left").with_columns(
         pl.col("client_datagrams", "server_datagrams").fill_null(0)
     )
@@ -152,7 +164,9 @@ def _with_classification(attempted: pl.DataFrame, facts: CaptureFacts, shared: p
         .group_by("connection", maintain_order=True)
         .agg(pl.col("batch").first())
     )
-    exponents = decoder_exponents(first_ack_batches, facts.encrypted_extensions, captured.select("connection", "server_ack_delay_exponent"))
+    exponents = decoder_exponents(
+        first_ack_batches, facts.encrypted_extensions, captured.select("connection", "server_ack_delay_exponent")
+    )
     classes = classify_connections(captured, facts.server_datagrams, facts.client_initials, exponents)
     captured = captured.drop("target_id").join(classes, on="connection", how="left").with_columns(
         captured=pl.lit(True), classified_from=pl.lit(source)
@@ -179,7 +193,9 @@ def _with_origin(attempted: pl.DataFrame, prefixes: PrefixTable | None) -> pl.Da
     )
 
 
-def _report_silent_targets(attempted: pl.DataFrame, folder: MeasurementFolder, issues: qscanner_files.Issues, have_packets: bool) -> None:
+def _report_silent_targets(
+    attempted: pl.DataFrame, folder: MeasurementFolder, issues: qscanner_files.Issues, have_packets: bool
+) -> None:
     """Targets that never answered are data (rows with server_datagrams = 0), and also counted as an issue."""
     if not have_packets or attempted.is_empty():
         return
@@ -192,4 +208,6 @@ def _report_silent_targets(attempted: pl.DataFrame, folder: MeasurementFolder, i
             continue
         named = silent["target_id"].drop_nulls().head(MAX_NAMED_TARGETS).to_list()
         more = ", ..." if silent.height > len(named) else ""
-        issues.add(folder.path, "warning", f"{silent.height} target(s) {what}: targetid {', '.join(map(str, named))}{more}")
+        issues.add(
+            folder.path, "warning", f"{silent.height} target(s) {what}: targetid {', '.join(map(str, named))}{more}"
+        )

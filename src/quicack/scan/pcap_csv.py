@@ -60,21 +60,35 @@ def read_pcap_csv_facts(path: Path, issues: Issues) -> CaptureFacts:
     try:
         data = read_text_bytes(path)
         rows = pl.read_csv(
-            io.BytesIO(data), separator="|", has_header=False, new_columns=list(PCAP_CSV_FIELDS), infer_schema=False, quote_char=None
+            io.BytesIO(data),
+            separator="|",
+            has_header=False,
+            new_columns=list(PCAP_CSV_FIELDS),
+            infer_schema=False,
+            quote_char=None,
         )
     except Exception as error:  # noqa: BLE001 - a broken file costs the classification, not the measurement
         issues.add(path, "error", f"pcap.csv not readable ({type(error).__name__}: {error}); no classification")
         return empty
     if rows.width != len(PCAP_CSV_FIELDS):
-        issues.add(path, "error", f"pcap.csv has {rows.width} fields per row, expected {len(PCAP_CSV_FIELDS)}; no classification")
+        issues.add(
+            path,
+            "error",
+            f"pcap.csv has {rows.width} fields per row, expected {len(PCAP_CSV_FIELDS)}; no classification",
+        )
         return empty
-    listed = {name: pl.col(name).fill_null("").str.split(",") for name in ("long_packet_type", "frame_type", "handshake_type", "scid", "dcid", "ack_delay", "first_ack_range")}
+    listed = {
+        name: pl.col(name).fill_null("").str.split(",")
+        for name in ("long_packet_type", "frame_type", "handshake_type", "scid", "dcid", "ack_delay", "first_ack_range")
+    }
     time_text = pl.col("ts").str.strip_chars()
     datagrams = rows.with_row_index("datagram_index", offset=1).select(
         pl.col("datagram_index").cast(pl.Int64),
         # `-t ud` prints UTC "YYYY-MM-DD hh:mm:ss.fffffffff"; epoch seconds are accepted too.
         time_abs_ns=pl.coalesce(
-            time_text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns"),
+            time_text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="ns", time_zone="UTC", strict=False).dt.epoch(
+                "ns"
+            ),
             (time_text.cast(pl.Float64, strict=False) * 1e9).cast(pl.Int64),
         ),
         udp_payload_bytes=pl.col("udp_length").cast(pl.Int64, strict=False) - UDP_HEADER_BYTES,
@@ -137,8 +151,9 @@ def read_pcap_csv_facts(path: Path, issues: Issues) -> CaptureFacts:
         )
     )
     return CaptureFacts(
+        # cast()'s Mapping keys are typed str | Selector | dtype: a dict[str, ...] is not one (also below)
         connections=connections.select(list(CONNECTION_SCHEMA)).cast(CONNECTION_SCHEMA),  # type: ignore[arg-type]
-        server_datagrams=server.cast(SERVER_DATAGRAM_SCHEMA),  # type: ignore[arg-type]
+        server_datagrams=server.cast(SERVER_DATAGRAM_SCHEMA),  # type: ignore[arg-type]  # (the same)
         client_initials=pl.DataFrame(schema=CLIENT_INITIAL_SCHEMA),
         counts=connections.select(list(COUNT_SCHEMA)),
         encrypted_extensions=pl.DataFrame(schema=ENCRYPTED_EXTENSIONS_SCHEMA),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,7 +223,7 @@ def _once_per_target(frame: pl.DataFrame, path: Path, issues: Issues) -> pl.Data
 
 
 def _cast(
-    frame: pl.DataFrame, types: dict[str, pl.DataType | type[pl.DataType]], path: Path, issues: Issues
+    frame: pl.DataFrame, types: Mapping[str, pl.DataType | type[pl.DataType]], path: Path, issues: Issues
 ) -> pl.DataFrame:
     """Cast text columns; values that do not parse become null, one warning per column saying how many."""
     cast = frame.with_columns(pl.col(name).str.strip_chars().cast(dtype, strict=False) for name, dtype in types.items())
@@ -319,7 +320,8 @@ def read_targets(path: Path, issues: Issues) -> pl.DataFrame | None:
         issues.add(
             path,
             "error",
-            f"{_header_mismatch(columns[:4], TARGETS_COLUMNS)}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's input with a header row); file skipped",
+            f"{_header_mismatch(columns[:4], TARGETS_COLUMNS)}; expected {','.join(TARGETS_COLUMNS)!r} (QScanner's "
+            "input with a header row); file skipped",
         )
         return None
     if not _has_rows(frame, path, issues):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
+from quicack.metrics.scalars import integer
 from quicack.pcap import CaptureBatch, decode_capture
 from quicack.reading.issues import issue_row, issues_frame
 from quicack.schema import INGEST_ISSUES
@@ -127,7 +128,15 @@ def read_capture_facts(
         _reduce_batch(batch, number, matcher, parts, capture, run_id)
     issues = [frame for frame in parts.issues if not frame.is_empty()]
     if matcher.unmatched:
-        issues.append(_issue(capture, run_id, "warning", f"{matcher.unmatched} decoded datagram(s) could not be tied to a connection; they are left out of the classification"))
+        issues.append(
+            _issue(
+                capture,
+                run_id,
+                "warning",
+                f"{matcher.unmatched} decoded datagram(s) could not be tied to a connection; they are left out of the "
+                "classification",
+            )
+        )
     return CaptureFacts(
         connections=identifier.connection_frame(),
         server_datagrams=_concat(parts.server_datagrams, SERVER_DATAGRAM_SCHEMA),
@@ -140,10 +149,14 @@ def read_capture_facts(
     )
 
 
-def _reduce_batch(batch: CaptureBatch, number: int, matcher: _Matcher, parts: _Parts, capture: Path, run_id: str) -> None:
+def _reduce_batch(
+    batch: CaptureBatch, number: int, matcher: _Matcher, parts: _Parts, capture: Path, run_id: str
+) -> None:
     datagrams = batch.datagrams.select("direction", "datagram_index", "time_abs_ns", "udp_payload_bytes")
     owners = matcher.connections_of(datagrams["time_abs_ns"].to_list(), datagrams["udp_payload_bytes"].to_list())
-    datagrams = datagrams.with_columns(connection=pl.Series(owners, dtype=pl.Int64)).filter(pl.col("connection").is_not_null())
+    datagrams = datagrams.with_columns(connection=pl.Series(owners, dtype=pl.Int64)).filter(
+        pl.col("connection").is_not_null()
+    )
     parts.counts.append(
         datagrams.group_by("connection").agg(
             client_datagrams=(pl.col("direction") == "c2s").sum().cast(pl.Int64),
@@ -153,7 +166,11 @@ def _reduce_batch(batch: CaptureBatch, number: int, matcher: _Matcher, parts: _P
     packets = (
         batch.packets.select("direction", "datagram_index", "packet_type", "pn_space", "packet_number", "decrypted")
         .with_row_index("packet_row")
-        .join(datagrams.select("direction", "datagram_index", "connection", "time_abs_ns"), on=["direction", "datagram_index"], how="left")
+        .join(
+            datagrams.select("direction", "datagram_index", "connection", "time_abs_ns"),
+            on=["direction", "datagram_index"],
+            how="left",
+        )
     )
     parts.client_initials.append(
         packets.filter((pl.col("direction") == "c2s") & (pl.col("pn_space") == "initial") & pl.col("decrypted"))
@@ -176,7 +193,9 @@ def _frames_with_packets(
     frames: pl.DataFrame, packets: pl.DataFrame, capture: Path, run_id: str, parts: _Parts
 ) -> pl.DataFrame | None:
     """Frame rows with their packet's connection, datagram index and time, matched by position (see above)."""
-    owners = packets.filter(pl.col("decrypted") & pl.col("packet_type").is_in(FRAME_CARRYING_TYPES)).with_row_index("owner")
+    owners = packets.filter(pl.col("decrypted") & pl.col("packet_type").is_in(FRAME_CARRYING_TYPES)).with_row_index(
+        "owner"
+    )
     frames = frames.with_columns(owner=(pl.col("frame_index") == 0).cum_sum().cast(pl.UInt32) - 1)
     joined = frames.join(
         owners.select(
@@ -196,8 +215,18 @@ def _frames_with_packets(
         & (pl.col("owner_space") == pl.col("pn_space"))
         & (pl.col("owner_number") == pl.col("packet_number"))
     ).fill_null(False)
-    if frames.height != 0 and (owners.height != frames["owner"].max() + 1 or not joined.select(consistent.all()).item()):
-        parts.issues.append(_issue(capture, run_id, "error", "frame rows do not line up with packet rows in a decoder batch; that batch is left out of the classification"))
+    if frames.height != 0 and (
+        owners.height != integer(frames["owner"].max()) + 1 or not joined.select(consistent.all()).item()
+    ):
+        parts.issues.append(
+            _issue(
+                capture,
+                run_id,
+                "error",
+                "frame rows do not line up with packet rows in a decoder batch; that batch is left out of the "
+                "classification",
+            )
+        )
         return None
     return joined.drop("owner", "owner_direction", "owner_space", "owner_number")
 
@@ -230,7 +259,8 @@ def server_datagram_facts(
         .filter(pl.col("has_initial_ack") | pl.col("has_server_hello"))
         .join(datagrams.filter(server).select("datagram_index", "udp_payload_bytes"), on="datagram_index", how="left")
         .with_columns(
-            padded=pl.col("padding_frames") | pl.col("datagram_index").is_in(trailing_zeros["datagram_index"].implode()),
+            padded=pl.col("padding_frames")
+            | pl.col("datagram_index").is_in(trailing_zeros["datagram_index"].implode()),
             batch=pl.lit(batch, pl.Int64),
         )
         .select(list(SERVER_DATAGRAM_SCHEMA))
@@ -242,5 +272,5 @@ def _issue(path: Path, run_id: str, severity: str, message: str) -> pl.DataFrame
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict) -> pl.DataFrame:
-    frames = [frame.cast(schema) for frame in frames if not frame.is_empty()]  # type: ignore[arg-type]
+    frames = [frame.cast(schema) for frame in frames if not frame.is_empty()]
     return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=schema)

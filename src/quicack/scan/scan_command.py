@@ -26,7 +26,9 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_scan_part_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)")
+    parser.add_argument(
+        "--root", type=Path, required=True, help="the scan's root (<root>/<vantage_point>/data/<timestamp>/)"
+    )
     parser.add_argument("--part", required=True, help="part key (quicack.layout.scan_folders.scan_part_key)")
     parser.add_argument("--parquet", type=Path, required=True, help="the pipeline's Parquet folder")
     parser.add_argument("--prefix-to-asn", type=Path, help="pyasn ipasn file or a prefix,asn CSV (origin AS and CDN)")
@@ -61,7 +63,10 @@ def _write_measurements(
             writer.write(name, relative_paths(table, root) if name == "ingest_issues" and root is not None else table)
         counts = tables.scan_connections["first_datagram_class"].value_counts(sort=True).rows()
         summary = ", ".join(f"{kind or 'unclassified'} {count}" for kind, count in counts)
-        print(f"{folder.scan_id}: {tables.scan_connections.height} connection(s) ({summary}), {tables.ingest_issues.height} issue(s)")
+        print(
+            f"{folder.scan_id}: {tables.scan_connections.height} connection(s) ({summary}), "
+            f"{tables.ingest_issues.height} issue(s)"
+        )
 
 
 def scan_command(args: argparse.Namespace) -> int:
@@ -87,11 +92,17 @@ def scan_part_command(args: argparse.Namespace) -> int:
 
     folders = scan_parts(args.root).get(args.part, [])
     with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:
-        _write_measurements(writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part, root=args.root)
+        _write_measurements(
+            writer, folders, args.prefix_to_asn, capture_tables=False, issues_run_id=args.part, root=args.root
+        )
         if not folders:
             from .qscanner_files import Issues
 
             issues = Issues(args.part)
-            issues.add(".", "error", f"no measurement folder of part {args.part} in the scan folder (removed while the pipeline ran?)")
+            issues.add(
+                ".",
+                "error",
+                f"no measurement folder of part {args.part} in the scan folder (removed while the pipeline ran?)",
+            )
             writer.write("ingest_issues", issues.frame())
     return 0

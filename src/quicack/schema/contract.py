@@ -80,7 +80,9 @@ def ack_ranges_from_json(column: str) -> pl.Expr:
     return pairs.list.eval(pl.struct(low=pl.element().list.get(0), high=pl.element().list.get(1))).alias(column)
 
 
-RUN_ID = Column("run_id", S, "Identifier of the measured connection: <server>_<client>/<testcase>/<repetition> within the dataset.")
+RUN_ID = Column(
+    "run_id", S, "Identifier of the measured connection: <server>_<client>/<testcase>/<repetition> within the dataset."
+)
 SOURCE = Column("source", S, "Where the row comes from: 'pcap' (packet capture) or 'qlog' (implementation log).")
 VANTAGE_PKT = Column(
     "vantage",

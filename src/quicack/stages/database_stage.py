@@ -39,7 +39,11 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     errors = count_errors(issues)
     warnings = issues.height - errors
     lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
-    where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
+    where = (
+        f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)"
+        if issue_list
+        else "SELECT * FROM ingest_issues"
+    )
     lines += issue_lines(issues, where)
     if issue_list is not None:
         write_issue_list(issues, issue_list)
@@ -69,20 +73,29 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
         "output, so that Snakemake never removes the database itself)"
     )
     parser.add_argument("--summary", type=Path, required=True)
-    parser.add_argument("--issues", type=Path, help="write every ingest issue here (CSV, with its cause); the summary groups them")
+    parser.add_argument(
+        "--issues", type=Path, help="write every ingest issue here (CSV, with its cause); the summary groups them"
+    )
     parser.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     parser.add_argument(
         "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
         "are deleted. Default: every part found"
     )
     parser.add_argument(
-        "--description", type=Path, help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown"
+        "--description",
+        type=Path,
+        help="the dataset's description (dataset.yaml), stored as table dataset_description; without: origin unknown",
     )
     parser.add_argument(
-        "--scan-description", type=Path, help="the description of the scan measurements (their dataset.yaml), when the database has any"
+        "--scan-description",
+        type=Path,
+        help="the description of the scan measurements (their dataset.yaml), when the database has any",
     )
     parser.add_argument(
-        "--path-checks", type=Path, help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table path_checks"
+        "--path-checks",
+        type=Path,
+        help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table "
+             "path_checks",
     )
     parser.set_defaults(handler=build_db)
 
@@ -103,13 +116,17 @@ def build_db(args: argparse.Namespace) -> int:
         for given in (args.description, args.scan_description):
             if given is not None and not given.is_file():
                 raise DescriptionError(f"{given}: no such file")
-        described = write_description(building, args.description, args.scan_description, with_scan=bool(snapshot.get("scan_connections")))
+        described = write_description(
+            building, args.description, args.scan_description, with_scan=bool(snapshot.get("scan_connections"))
+        )
     except DescriptionError as error:
         building.unlink(missing_ok=True)
         print(f"dataset description: {error}", file=sys.stderr)
         return 2
     for description in described:
-        print(f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})")
+        print(
+            f"dataset description ({description.part}): {description.kind} ({description.description_file or 'none'})"
+        )
     if args.path_checks is not None:
         from quicack.storage.path_checks import PathChecksError, write_path_checks
 

@@ -56,7 +56,9 @@ def derive_group_stage(
 def derive_tables(read: dict[str, pl.DataFrame], params: recovery.RecoveryParams) -> dict[str, pl.DataFrame]:
     """The derived tables of some runs from their ingest tables (`DERIVE_INPUTS`)."""
     rtt = recompute_rtt_samples(read["packets"], read["frames"], read["endpoints"], params)
-    connections = connections_table(read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"])
+    connections = connections_table(
+        read["packets"], read["frames"], read["metrics_logged"], read["endpoints"], rtt, read["runs"]
+    )
     handshakes = handshake_runs(read["runs"], read["frames"], read["datagrams"], connections, read["metrics_logged"])
     connections = with_capture_retransmissions(connections, handshakes)
     agreement = estimator_agreement(rtt, read["metrics_logged"], read["endpoints"])
@@ -82,7 +84,9 @@ def write_folder_connections(out_dir: Path, params: recovery.RecoveryParams = re
     from quicack.schema import TABLES
 
     read = {
-        name: TABLES[name].conform(pl.read_parquet(path)) if (path := out_dir / f"{name}.parquet").is_file() else TABLES[name].empty()
+        name: TABLES[name].conform(pl.read_parquet(path))
+        if (path := out_dir / f"{name}.parquet").is_file()
+        else TABLES[name].empty()
         for name in DERIVE_INPUTS
     }
     with parquet_store.TableWriter.in_folder(out_dir, ["connections"]) as writer:

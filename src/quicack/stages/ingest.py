@@ -64,7 +64,7 @@ def run_row(
             issues.append(issue_row(_rel(run_json, raw_root), run.run_id, "discover", "warning",
                                     f"{problem}: described from the folder name"))
     stated = frozenset(meta) if meta is not None else None
-    if stated is None:
+    if meta is None:  # (stated is None)
         meta = _describe_from_path(run, issues, raw_root)
     else:
         # A run.json that says part of it (a user's own runs): what it lacks, or leaves null, comes from the folder
@@ -73,12 +73,21 @@ def run_row(
         from_folder = _describe_from_path(run, [], raw_root)
         meta = {**meta, **{key: value for key, value in from_folder.items() if meta.get(key) is None}}
     meta = _flatten_path(meta)
-    row = {c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues) for c in RUNS.columns if c.name not in DERIVED_RUN_COLUMNS}
+    row = {
+        c.name: _typed(meta.get(c.name), c.dtype, c.name, run, raw_root, issues)
+        for c in RUNS.columns
+        if c.name not in DERIVED_RUN_COLUMNS
+    }
     # The drop-list calibration is nested in run.json; runs carries its two flights flat.
-    calibration = meta.get("drop_calibration") if isinstance(meta.get("drop_calibration"), dict) else {}
+    calibration = calibration_field if isinstance(calibration_field := meta.get("drop_calibration"), dict) else {}
     row["calibrated_first_server_flight"] = calibration.get("first_server_flight")
     row["calibrated_second_client_flight"] = calibration.get("second_client_flight")
-    for name in ("drop_to_client", "drop_to_server", "calibrated_first_server_flight", "calibrated_second_client_flight"):
+    for name in (
+        "drop_to_client",
+        "drop_to_server",
+        "calibrated_first_server_flight",
+        "calibrated_second_client_flight",
+    ):
         row[name] = _droplist(row[name], name, run, raw_root, issues)
     row["transport"] = row["transport"] or QUIC  # run.json says 'tcp' for the Linux TCP runs; older runs are QUIC
     from_path = describe_run_id(run.run_id)
@@ -94,7 +103,15 @@ def run_row(
         row["repetition"] = series.index(from_path["series"]) + 1 if from_path["series"] in series else None
     row["status_source"] = "run.json" if row["status"] is not None else None
     if row["status"] not in (None, "ok", "failed"):
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"unknown status {row['status']!r}; inferred from the run's data"))
+        issues.append(
+            issue_row(
+                _rel(run.path, raw_root),
+                run.run_id,
+                "discover",
+                "warning",
+                f"unknown status {row['status']!r}; inferred from the run's data",
+            )
+        )
         row["status"] = row["status_source"] = None
     return row, issues, stated
 
@@ -116,7 +133,10 @@ def _read_run_json(path: Path) -> tuple[dict | None, str | None]:
     except RecursionError:
         return None, "run.json is nested too deeply to read"
     if not isinstance(meta, dict):
-        return None, f"run.json holds a{'n' if type(meta).__name__[0] in 'aeiou' else ''} {type(meta).__name__}, not an object"
+        return (
+            None,
+            f"run.json holds a{'n' if type(meta).__name__[0] in 'aeiou' else ''} {type(meta).__name__}, not an object",
+        )
     return meta, None
 
 
@@ -130,15 +150,17 @@ def _flatten_path(meta: dict) -> dict:
             for direction in ("c2s", "s2c"):
                 flat.setdefault(column.format(direction), per_direction.get(direction))
     # The impairment program's random drops toward the client, and the run's CPU and load (testbed.host).
-    impairment = meta.get("impairment") if isinstance(meta.get("impairment"), dict) else {}
-    s2c = impairment.get("s2c") if isinstance(impairment.get("s2c"), dict) else {}
+    impairment = impairment_field if isinstance(impairment_field := meta.get("impairment"), dict) else {}
+    s2c = s2c_field if isinstance(s2c_field := impairment.get("s2c"), dict) else {}
     lost = s2c.get("lost_indices")
     if isinstance(lost, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in lost):
         flat.setdefault("s2c_random_losses", len(lost))
-        flat.setdefault("s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1))
-    testbed = meta.get("testbed") if isinstance(meta.get("testbed"), dict) else {}
-    host = testbed.get("host") if isinstance(testbed.get("host"), dict) else {}
-    cpu = host.get("cpu_seconds") if isinstance(host.get("cpu_seconds"), dict) else {}
+        flat.setdefault(
+            "s2c_random_loss_clusters", sum(1 for i, x in enumerate(lost) if i == 0 or lost[i - 1] != x - 1)
+        )
+    testbed = testbed_field if isinstance(testbed_field := meta.get("testbed"), dict) else {}
+    host = host_field if isinstance(host_field := testbed.get("host"), dict) else {}
+    cpu = cpu_field if isinstance(cpu_field := host.get("cpu_seconds"), dict) else {}
     for process in ("client", "server", "impairment"):
         flat.setdefault(f"{process}_cpu_s", cpu.get(process))
     load = host.get("loadavg_start")
@@ -159,7 +181,15 @@ def _typed(value, dtype, name: str, run: RunFolder, raw_root: Path, issues: list
     wrong_bool = isinstance(value, bool) and dtype is not pl.Boolean
     if isinstance(value, accepted) and not wrong_bool and not (isinstance(value, int) and abs(value) >= 2**63):
         return value
-    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null"))
+    issues.append(
+        issue_row(
+            _rel(run.path, raw_root),
+            run.run_id,
+            "discover",
+            "warning",
+            f"run.json field {name!r} is {type(value).__name__}, not {dtype}; recorded as null",
+        )
+    )
     return None
 
 
@@ -170,7 +200,15 @@ def _droplist(indices, name: str, run: RunFolder, raw_root: Path, issues: list[d
         return indices
     if isinstance(indices, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
         return "_".join(str(i) for i in indices)
-    issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"run.json field {name!r} is not a list of datagram indices; recorded as null"))
+    issues.append(
+        issue_row(
+            _rel(run.path, raw_root),
+            run.run_id,
+            "discover",
+            "warning",
+            f"run.json field {name!r} is not a list of datagram indices; recorded as null",
+        )
+    )
     return None
 
 
@@ -179,7 +217,11 @@ def _describe_from_path(run: RunFolder, issues: list[dict], raw_root: Path) -> d
     try:
         return dict(parse_run_folder(run.path, read_run_json=False))
     except (ValueError, KeyError) as error:
-        issues.append(issue_row(_rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"))
+        issues.append(
+            issue_row(
+                _rel(run.path, raw_root), run.run_id, "discover", "warning", f"folder name not understood ({error})"
+            )
+        )
         return {}
 
 
@@ -239,7 +281,9 @@ def ingest_group_frames(
         runs.append(row)
         issues.extend(run_issues)
         # The kernel's TCP writes no qlog and no keylog (nothing is encrypted): a TCP run is missing neither.
-        qlogs, missing = discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
+        qlogs, missing = (
+            discover_qlogs(run.path, run.run_id) if row["transport"] != TCP else ([], INGEST_ISSUES.empty())
+        )
         yield "ingest_issues", relative_paths(missing, raw_root)
         kept = set(readable([path for path, _ in qlogs], run))
         evidence = Evidence()
@@ -257,12 +301,23 @@ def ingest_group_frames(
             row.update(evidence.status())
         # A run.json that leaves out a key an analysis needs: one row per key of the group below. (Runs without
         # run.json, QIR logs and the imc24 artifact, have none by their layout: the README says what they lack.)
-        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is not.
-        for key in missing_keys(row) if stated is not None else ():
-            if key.name not in stated:
-                lacking[key.name] = lacking.get(key.name, 0) + 1
+        # A key run.json states as null is said (mode null: a server without the IACK/WFC modes); one it leaves out is
+        # not.
+        if stated is not None:
+            for key in missing_keys(row):
+                if key.name not in stated:
+                    lacking[key.name] = lacking.get(key.name, 0) + 1
     if not tree.runs:
-        issues.append(issue_row(group, None, "discover", "error", "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim folders)"))
+        issues.append(
+            issue_row(
+                group,
+                None,
+                "discover",
+                "error",
+                "no run folder found (expected <group>/<testcase>/<repetition>/ with run.json or client/server/sim "
+                "folders)",
+            )
+        )
     issues.extend(_missing_key_issue(group, key, count, len(runs)) for key, count in lacking.items())
     yield "runs", pl.DataFrame(runs, schema=RUNS.schema) if runs else RUNS.empty()
     yield "ingest_issues", issues_frame(issues)
@@ -272,9 +327,14 @@ def _missing_key_issue(group: str, key: str, lacking: int, runs: int) -> dict[st
     """One row per run.json key the group's runs lack: which studies need it (`quicack.schema.run_json`).
     Information, not a warning: a run.json may say any subset of its keys (README: Your own runs), so strict mode
     does not fail on it; the analyses that need the key leave the runs out and say so."""
-    return issue_row(group, None, "discover", "info",
-                     f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
-                     f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)")
+    return issue_row(
+        group,
+        None,
+        "discover",
+        "info",
+        f"{lacking} of {runs} run(s) have a run.json that does not say {key!r} (nor does the folder name): "
+        f"{'; '.join(KEYS_BY_NAME[key].needed_by)} cannot use them (README: Your own runs)",
+    )
 
 
 class Evidence:
@@ -316,10 +376,22 @@ def _ingest_captures(
 
 def _folder_link_issue(link: Path, raw_root: Path) -> dict[str, str | None]:
     if leaves_raw(link, raw_root):
-        return issue_row(_rel(link, raw_root), None, "discover", "error", "symbolic link to a folder, leading outside the "
-                     "raw folder: not followed (links to folders inside a run group never are)")
-    return issue_row(_rel(link, raw_root), None, "discover", "warning", "symbolic link to a folder: not followed (its runs "
-                 "would count twice, or loop); the folder it leads to is read where it is")
+        return issue_row(
+            _rel(link, raw_root),
+            None,
+            "discover",
+            "error",
+            "symbolic link to a folder, leading outside the "
+            "raw folder: not followed (links to folders inside a run group never are)",
+        )
+    return issue_row(
+        _rel(link, raw_root),
+        None,
+        "discover",
+        "warning",
+        "symbolic link to a folder: not followed (its runs "
+        "would count twice, or loop); the folder it leads to is read where it is",
+    )
 
 
 
@@ -343,8 +415,11 @@ def unusable_raw_folder(raw_root: Path, follow_external_symlinks: bool = False) 
     if not runs:
         return f"raw_dir {raw_root} holds no run folder (expected {expected})"
     if all(_misplaced(run.run_id) for run in runs):
-        return (f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
-                f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too deep?)")
+        return (
+            f"raw_dir {raw_root} holds runs, but not in the layout: {runs[0].run_id!r} has no <server>_<client> "
+            f"folder above <testcase>/ (expected {expected}; is raw_dir a run group or test case folder, one level too "
+            "deep?)"
+        )
     return None
 
 
@@ -364,8 +439,29 @@ def dataset_issues(raw_root: Path, follow_external_symlinks: bool = False) -> pl
     else:
         entries = raw_entries(raw_root, follow_external_symlinks)
         if not entries.groups:
-            issues.append(issue_row(str(raw_root), None, "discover", "error", "raw folder holds no run group (<server>_<client>/ folders)"))
-        issues.extend(issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason) for left in entries.left_out)
-        for stray in sorted(p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
-            issues.append(issue_row(stray.name, None, "discover", "warning", "file at the top of the raw folder is not part of any run group; ignored"))
+            issues.append(
+                issue_row(
+                    str(raw_root),
+                    None,
+                    "discover",
+                    "error",
+                    "raw folder holds no run group (<server>_<client>/ folders)",
+                )
+            )
+        issues.extend(
+            issue_row(_rel(left.path, raw_root), None, "discover", left.severity, left.reason)
+            for left in entries.left_out
+        )
+        for stray in sorted(
+            p for p in raw_root.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"
+        ):
+            issues.append(
+                issue_row(
+                    stray.name,
+                    None,
+                    "discover",
+                    "warning",
+                    "file at the top of the raw folder is not part of any run group; ignored",
+                )
+            )
     return issues_frame(issues)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from quicack.schema import TABLES, Table
 
@@ -25,6 +26,14 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def one_value(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The value of a query that returns one row of one column (``count(*)``, ``current_setting(...)``)."""
+    row = con.execute(sql).fetchone()
+    if row is None:
+        raise ValueError(f"no row from {sql}")
+    return row[0]
+
+
 def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: pl.DataFrame) -> None:
     """Store ``frame`` (conformed to ``table``) inside the database as a table of that name, with the contract's
     comments on it and its columns: the small tables build-db adds beside the Parquet views."""
@@ -35,13 +44,13 @@ def write_commented_table(con: duckdb.DuckDBPyConnection, table: Table, frame: p
         con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
 
 
-def _sql_type(dtype: pl.DataType | type[pl.DataType]) -> str:
+def _sql_type(dtype: pl.DataType | DataTypeClass) -> str:
     """The DuckDB type of a contract column (lists and structs included: VARCHAR[], STRUCT(low BIGINT, ...)[])."""
     if isinstance(dtype, pl.List):
         return _sql_type(dtype.inner) + "[]"
     if isinstance(dtype, pl.Struct):
         return "STRUCT(" + ", ".join(f"{_quote(field.name)} {_sql_type(field.dtype)}" for field in dtype.fields) + ")"
-    mapping = {pl.Utf8: "VARCHAR", pl.Float64: "DOUBLE", pl.Int64: "BIGINT", pl.Boolean: "BOOLEAN"}
+    mapping: dict[object, str] = {pl.Utf8: "VARCHAR", pl.Float64: "DOUBLE", pl.Int64: "BIGINT", pl.Boolean: "BOOLEAN"}
     return mapping[dtype if isinstance(dtype, type) else type(dtype)]
 
 
@@ -68,14 +77,16 @@ def build_database(db_path: Path, files: dict[str, list[Path]], repo_root: Path)
             paths = [_view_path(path, root) for path in files.get(table.name, [])]
             if paths:
                 listed = ", ".join(sql_string(path) for path in paths)
-                con.execute(f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)")
+                con.execute(
+                    f"CREATE VIEW {table.name} AS SELECT {columns} FROM read_parquet([{listed}], union_by_name = true)"
+                )
             else:
                 nulls = ", ".join(f"CAST(NULL AS {_sql_type(c.dtype)}) AS {_quote(c.name)}" for c in table.columns)
                 con.execute(f"CREATE VIEW {table.name} AS SELECT {nulls} WHERE false")
             con.execute(f"COMMENT ON VIEW {table.name} IS {sql_string(table.comment)}")
             for column in table.columns:
                 con.execute(f"COMMENT ON COLUMN {table.name}.{_quote(column.name)} IS {sql_string(column.comment)}")
-            counts[table.name] = con.execute(f"SELECT count(*) FROM {table.name}").fetchone()[0]
+            counts[table.name] = one_value(con, f"SELECT count(*) FROM {table.name}")
     return counts
 
 
@@ -117,7 +128,9 @@ def _view_root(con: duckdb.DuckDBPyConnection, db_path: Path) -> Path | None:
     """The folder the views' relative paths start from (the one the database was built from): the nearest folder
     holding ``db_path`` in which a view's first Parquet file exists. Whatever the results folder is called; None
     when the views name no relative path or the file is gone."""
-    sql = con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal AND sql LIKE '%read_parquet(%' LIMIT 1").fetchone()
+    sql = con.execute(
+        "SELECT sql FROM duckdb_views() WHERE NOT internal AND sql LIKE '%read_parquet(%' LIMIT 1"
+    ).fetchone()
     found = _FIRST_VIEW_PATH.search(sql[0]) if sql else None
     if found is None:
         return None

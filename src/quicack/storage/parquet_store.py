@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import polars as pl
 
@@ -23,7 +23,13 @@ if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 # Parquet settings fixed so that two runs on the same input give identical files.
-_PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "statistics": True}
+class _ParquetOptions(TypedDict):
+    compression: Literal["zstd"]
+    compression_level: int
+    statistics: bool
+
+
+_PARQUET_OPTIONS: _ParquetOptions = {"compression": "zstd", "compression_level": 3, "statistics": True}
 # Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
 # overhead is small, small enough that the rows waiting for one stay a few MB.
 ROW_GROUP_ROWS = 65_536

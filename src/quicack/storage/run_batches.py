@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, overload
 
 import polars as pl
 
@@ -38,7 +38,16 @@ class StoredView:
 RunRows: TypeAlias = pl.DataFrame | StoredView
 
 
-def batches_by_rows(rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH, max_runs: int | None = None) -> list[list[str]]:
+def in_memory(table: RunRows) -> pl.DataFrame:
+    """A table that is never packet-sized (runs, ack_runs...), hence always read whole, as the frame it is."""
+    if isinstance(table, StoredView):
+        raise TypeError(f"{table.name} is a packet-sized view: read it a batch of runs at a time (per_run_batches)")
+    return table
+
+
+def batches_by_rows(
+    rows_per_run: pl.DataFrame, max_rows: int = ROWS_PER_BATCH, max_runs: int | None = None
+) -> list[list[str]]:
     """``rows_per_run`` (run_id, rows; in the order wanted) cut into consecutive batches of run ids of at most
     ``max_rows`` rows (a run larger than that is a batch alone) and, if given, at most ``max_runs`` runs. At least
     one (perhaps empty) batch."""
@@ -70,7 +79,11 @@ def _counted_runs(run_ids: list[str], counted: list[pl.DataFrame]) -> pl.DataFra
     wanted = pl.DataFrame({"run_id": run_ids}, schema={"run_id": pl.Utf8})
     if not counted:
         return wanted.with_columns(pl.lit(0, pl.Int64).alias("rows"))
-    rows = pl.concat([c.cast({"rows": pl.Int64}) for c in counted], how="vertical").group_by("run_id").agg(pl.col("rows").sum())
+    rows = (
+        pl.concat([c.cast({"rows": pl.Int64}) for c in counted], how="vertical")
+        .group_by("run_id")
+        .agg(pl.col("rows").sum())
+    )
     return wanted.join(rows, on="run_id", how="left", maintain_order="left").with_columns(pl.col("rows").fill_null(0))
 
 
@@ -118,7 +131,14 @@ def parquet_rows_per_run(parquet_root: Path, names: Iterable[str], part: str, ru
     """run_id (in the order of ``run_ids``) and its rows summed over one part of the named tables
     (``parquet_root/<table>/<part>.parquet``; only their run_id column is read)."""
     paths = (parquet_root / name / f"{part}.parquet" for name in names)
-    return _counted_runs(run_ids, [pl.scan_parquet(path).group_by("run_id").agg(pl.len().alias("rows")).collect() for path in paths if path.exists()])
+    return _counted_runs(
+        run_ids,
+        [
+            pl.scan_parquet(path).group_by("run_id").agg(pl.len().alias("rows")).collect()
+            for path in paths
+            if path.exists()
+        ],
+    )
 
 
 def per_run_batches(
@@ -143,6 +163,10 @@ def per_run_batches(
     return _in_batches(compute, ids, tables, stored[0].db, max_rows)
 
 
+@overload
+def _read(con, table: RunRows, run_ids: list[str]) -> pl.DataFrame: ...
+@overload
+def _read(con, table: RunRows | None, run_ids: list[str]) -> pl.DataFrame | None: ...
 def _read(con, table: RunRows | None, run_ids: list[str]) -> pl.DataFrame | None:
     """The rows of these runs: from the database (``con``) for a stored view, by a filter for a frame in memory."""
     if isinstance(table, StoredView):
@@ -156,10 +180,13 @@ def _detached(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` in buffers of its own. A polars result can share the string buffers of the batch it was computed
     from (a run_id column taken from the input is a view into them): kept as it is, each small per-run result would
     keep its whole batch in memory. Through Arrow's plain strings, every column is copied out."""
+    # from_arrow of a Table is a DataFrame
     return pl.from_arrow(frame.to_arrow(compat_level=pl.CompatLevel.oldest()))  # type: ignore[return-value]
 
 
-def _in_batches(compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int) -> pl.DataFrame:
+def _in_batches(
+    compute: Callable[..., pl.DataFrame], ids: list[str], tables: tuple[RunRows | None, ...], db: Path, max_rows: int
+) -> pl.DataFrame:
     stored = [table for table in tables if isinstance(table, StoredView)]
     parts = []
     with database.connect(db) as con:

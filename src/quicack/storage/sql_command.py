@@ -88,7 +88,12 @@ def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
 
     con = duckdb.connect(MEMORY)
     for name in TABLES if folder is not None else ():
-        files = [folder / f"{name}.parquet"] if (folder / f"{name}.parquet").is_file() else sorted((folder / name).glob("*.parquet"))
+        assert folder is not None  # (the loop runs only then)
+        files = (
+            [folder / f"{name}.parquet"]
+            if (folder / f"{name}.parquet").is_file()
+            else sorted((folder / name).glob("*.parquet"))
+        )
         if files:
             paths = ", ".join(sql_string(str(path.resolve())) for path in files)
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{paths}], union_by_name = true)")
@@ -97,9 +102,10 @@ def parquet_folder(folder: Path | None) -> duckdb.DuckDBPyConnection:
 
 def restrict(con: duckdb.DuckDBPyConnection) -> None:
     """Confine ``con`` (opened by quicack.storage.database.connect) to reading the Parquet files its views name:
-    external
-    access off but for those files, no extension installed or loaded on demand, the configuration locked."""
-    search_path = con.execute("SELECT current_setting('file_search_path')").fetchone()[0]
+    external access off but for those files, no extension installed or loaded on demand, the configuration locked."""
+    from quicack.storage.database import one_value
+
+    search_path = one_value(con, "SELECT current_setting('file_search_path')")
     roots = [Path(folder) for folder in search_path.split(",") if folder]  # DuckDB's list is comma-separated
     allowed: set[str] = set()
     for (view_sql,) in con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall():
@@ -181,7 +187,7 @@ def _prompt(con: duckdb.DuckDBPyConnection, csv: bool) -> int:
     interactive = sys.stdin.isatty()
     if interactive:
         print(f"{UNRESTRICTED_HINT}. End a statement with ';' (SHOW TABLES; lists the tables), quit with Ctrl-D.")
-    status, lines = 0, []
+    status, lines = 0, list[str]()
     while True:
         try:
             line = input(("quicack> " if not lines else "    ...> ") if interactive else "")

@@ -6,7 +6,8 @@ Modules, in the order a run uses them:
 * ``scenarios`` — imc24 scenarios and the expansion of a ``testbed:`` config into run groups
 * ``netns`` — client/router/server namespaces and veths (198.18.0.0/15), creation and removal
 * ``router`` / ``impair`` — NFQUEUE rules + the user-space delay/loss/drop-list program, tbf bandwidth
-* ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``; the layout is ``quicack.layout``)
+* ``capture`` — tcpdump on both router interfaces (``sim/trace_node_{left,right}.pcap``; the layout is
+``quicack.layout``)
 * ``server_programs`` — command lines of every server implementation: imc24's quic-go server (IACK, WFC, Δt and an
   emulated stack delay, built by src/implementations/build.sh), the aioquic server, quinn, ngtcp2, Linux TCP
 * ``iack_wfc_server`` — the aioquic server with instant ACK (IACK) and wait-for-certificate (WFC) emulated in a

@@ -181,6 +181,7 @@ class AckPolicyConnection(QuicConnection):
             return policy.ack_delay_ms / 1000.0
         loss = self._loss
         rtt = loss._rtt_smoothed if loss._rtt_initialized else self._configuration.initial_rtt
+        assert policy.ack_delay_rtt_fraction is not None  # __init__ required one of the two
         return policy.ack_delay_rtt_fraction * rtt
 
     def _application_space(self) -> QuicPacketSpace | None:

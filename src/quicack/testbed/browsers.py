@@ -52,7 +52,10 @@ CHROMIUM = "chromium"
 FIREFOX = "firefox"
 BROWSERS: tuple[str, ...] = (CHROMIUM, FIREFOX)
 # The real binaries: Debian's /usr/bin/chromium is a shell launcher that adds flags of its own and then execs this.
-_EXECUTABLES = {CHROMIUM: ("/usr/lib/chromium/chromium", "chromium"), FIREFOX: ("/usr/lib/firefox-esr/firefox-esr", "firefox-esr")}
+_EXECUTABLES = {
+    CHROMIUM: ("/usr/lib/chromium/chromium", "chromium"),
+    FIREFOX: ("/usr/lib/firefox-esr/firefox-esr", "firefox-esr"),
+}
 DEBIAN_PACKAGES = {CHROMIUM: "chromium", FIREFOX: "firefox-esr"}
 # Names a download has while the browser still writes it.
 _PARTIAL_SUFFIXES = (".crdownload", ".part")
@@ -84,7 +87,15 @@ def version(browser: str) -> str | None:
         return None
     env = os.environ | {"HOME": tempfile.gettempdir()}  # both may try to create a profile folder in HOME
     try:
-        out = subprocess.run([str(program), "--version"], capture_output=True, text=True, timeout=30, env=env, check=True, encoding="utf-8")
+        out = subprocess.run(
+            [str(program), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+            check=True,
+            encoding="utf-8",
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     line = out.stdout.strip().splitlines()[0] if out.stdout.strip() else browser
@@ -95,7 +106,14 @@ def version(browser: str) -> str | None:
 
 def _debian_version(package: str) -> str:
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            encoding="utf-8",
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -110,7 +128,9 @@ def _known(browser: str) -> str:
 def spki_sha256(certificate: x509.Certificate) -> str:
     """base64 SHA-256 of a certificate's SubjectPublicKeyInfo: what Chromium's --ignore-certificate-errors-spki-list
     takes."""
-    spki = certificate.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    spki = certificate.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return base64.b64encode(hashlib.sha256(spki).digest()).decode()
 
 
@@ -273,7 +293,7 @@ def _marionette_quit(profile: Path, timeout_s: float = 10.0) -> bool:
         return False
 
 
-def _marionette_read(reader) -> list:  # type: ignore[no-untyped-def]
+def _marionette_read(reader) -> list:
     length = b""
     while not length.endswith(b":"):
         byte = reader.read(1)
@@ -305,7 +325,11 @@ def stop_browser(popen: subprocess.Popen[bytes], browser: str, work: Path) -> st
     _normal_scheduling([popen.pid, *_processes_mentioning(str(work))])
     if popen.poll() is None:
         deadline = time.monotonic() + _QUIT_GRACE_S
-        asked = _marionette_quit(work / "profile", _QUIT_GRACE_S) if browser == FIREFOX else _signal(popen.pid, signal.SIGINT)
+        asked = (
+            _marionette_quit(work / "profile", _QUIT_GRACE_S)
+            if browser == FIREFOX
+            else _signal(popen.pid, signal.SIGINT)
+        )
         try:
             popen.wait(timeout=max(0.1, deadline - time.monotonic()) if asked else 0.1)
             how = "quit on request"
@@ -383,7 +407,11 @@ def _collect_logs(dl: Download, work: Path) -> list[str]:
     netlog = work / "netlog.json"
     if dl.netlog is not None and netlog.is_file():
         dl.netlog.parent.mkdir(parents=True, exist_ok=True)
-        with netlog.open("rb") as src, dl.netlog.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as dst:
+        with (
+            netlog.open("rb") as src,
+            dl.netlog.open("wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as dst,
+        ):
             shutil.copyfileobj(src, dst)
         # Chromium closes its NetLog's JSON only when it quits cleanly; a killed one leaves it open (or empty).
         complete = netlog.read_bytes()[-64:].rstrip().endswith(b"}")
@@ -460,8 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qlog-dir", type=Path, required=True)
     ap.add_argument("--download-dir", type=Path, required=True)
     ap.add_argument("--netlog", type=Path, help="Chromium: keep its NetLog here, gzipped")
-    ap.add_argument("--server-chain", type=Path, help="the PEM chain the server presents (default: the testbed's small one)")
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds from the browser's start to the finished download")
+    ap.add_argument(
+        "--server-chain", type=Path, help="the PEM chain the server presents (default: the testbed's small one)"
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds from the browser's start to the finished download"
+    )
     ap.add_argument("--version", action="store_true", help="print the browser's version and exit")
     ap.add_argument("url", nargs="?")
     a = ap.parse_args(argv)

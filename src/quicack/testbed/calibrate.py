@@ -53,7 +53,9 @@ def split_datagrams(pcap: Path) -> tuple[list[Datagram], list[Datagram]]:
             "direction", "datagram_index", "time_abs_ns", "udp_payload_bytes"
         ).iter_rows():
             facts[(direction, index)] = (time_ns, size)
-        for direction, index, packet_type in batch.packets.select("direction", "datagram_index", "packet_type").iter_rows():
+        for direction, index, packet_type in batch.packets.select(
+            "direction", "datagram_index", "packet_type"
+        ).iter_rows():
             kinds.setdefault((direction, index), []).append(packet_type)
     by_direction: dict[str, list[Datagram]] = {"c2s": [], "s2c": []}
     for (direction, index), (time_ns, size) in sorted(facts.items()):

@@ -12,6 +12,7 @@ import gzip
 import shutil
 import signal
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from quicack.layout.vantage import CAPTURE_FILE_NAMES, SIM_LEFT, SIM_RIGHT
@@ -36,6 +37,10 @@ class Captures:
             m.stop(signal.SIGINT, grace_s=5.0)
 
 
+def _says_listening(tcpdump: Managed) -> bool:
+    return b"listening on" in tcpdump.stderr_path.read_bytes()
+
+
 def start_captures(topo: Topology, sim_dir: Path, procs: ProcessSet, snaplen: int = 0) -> Captures:
     sim_dir.mkdir(parents=True, exist_ok=True)
     handles = []
@@ -48,7 +53,7 @@ def start_captures(topo: Topology, sim_dir: Path, procs: ProcessSet, snaplen: in
         m = procs.start(name, ns_argv(topo.router_ns, argv))
         handles.append((m, path))
     for m, _ in handles:
-        wait_until(lambda m=m: b"listening on" in m.stderr_path.read_bytes(), 10.0, m, f"{m.name} to listen")
+        wait_until(partial(_says_listening, m), 10.0, m, f"{m.name} to listen")
     (lm, lp), (rm, rp) = handles
     return Captures(lm, rm, lp, rp)
 

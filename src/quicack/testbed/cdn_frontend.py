@@ -367,7 +367,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--name", required=True, help="frontend id written into every decision")
     ap.add_argument("--iata", required=True, help="the PoP's IATA code, ends the cf-ray header")
     ap.add_argument("--padded", action="store_true", help="pad instant ACKs to a full datagram")
-    ap.add_argument("--cache-ttl-s", type=float, default=5.0, help="a certificate is dropped this long after its last use")
+    ap.add_argument(
+        "--cache-ttl-s", type=float, default=5.0, help="a certificate is dropped this long after its last use"
+    )
     ap.add_argument("--store", required=True, help="certificate store HOST:PORT")
     ap.add_argument("--decisions", type=Path, required=True, help="JSON lines, one per connection")
     ap.add_argument("--keylog", type=Path)

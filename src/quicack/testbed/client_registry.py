@@ -21,7 +21,7 @@ HQ = "hq"  # ALPN "hq-interop"
 TCP = "tcp"  # a plain TCP byte stream (quicack.testbed.tcp_transfer), not QUIC
 
 # How a client's command line is made (quicack.testbed.clients.client_command).
-CONTRACT = "contract"  # src/implementations/README.md's options: --alpn --keylog --qlog-dir --download-dir --timeout URL
+CONTRACT = "contract"
 GTLSCLIENT = "gtlsclient"  # ngtcp2's example client's own options (SSLKEYLOGFILE, --download, host port URL)
 BROWSER = "browser"  # python -m quicack.testbed.browsers
 TCP_TRANSFER = "tcp_transfer"  # python -m quicack.testbed.tcp_transfer fetch
@@ -122,26 +122,73 @@ _QUIC_GO_NO_GSO = {"QUIC_GO_DISABLE_GSO": "true"}
 
 # Order: the imc24 testbed clients first, then the extra dialect for the qlog reader, then the browsers, then TCP.
 CLIENTS: tuple[Client, ...] = (
-    Client("aioquic", frozenset({H3, HQ}), PythonScript("aioquic/aioquic_client.py", "aioquic"), CONTRACT,
-           Qlog("aioquic", "json-0.3"), ack_policy=True),
-    Client("quic-go", frozenset({H3, HQ}), GoBuild("quic-go", "quic-go-client"), CONTRACT,
-           Qlog("quic-go", "json-seq-main-schema"), version_label="quic-go {}", timeout_unit="s",
-           environment=_QUIC_GO_NO_GSO, key_share=True),
+    Client(
+        "aioquic",
+        frozenset({H3, HQ}),
+        PythonScript("aioquic/aioquic_client.py", "aioquic"),
+        CONTRACT,
+        Qlog("aioquic", "json-0.3"),
+        ack_policy=True,
+    ),
+    Client(
+        "quic-go",
+        frozenset({H3, HQ}),
+        GoBuild("quic-go", "quic-go-client"),
+        CONTRACT,
+        Qlog("quic-go", "json-seq-main-schema"),
+        version_label="quic-go {}",
+        timeout_unit="s",
+        environment=_QUIC_GO_NO_GSO,
+        key_share=True,
+    ),
     # golang.org/x/net/quic has no HTTP/3 layer.
-    Client("go-x-net", frozenset({HQ}), GoBuild("go-x-net", "go-x-net-client"), CONTRACT,
-           Qlog("go-x-net", "json-seq-0.3"), version_label="golang.org/x/net {}", timeout_unit="s",
-           environment=_QUIC_GO_NO_GSO, key_share=True),
+    Client(
+        "go-x-net",
+        frozenset({HQ}),
+        GoBuild("go-x-net", "go-x-net-client"),
+        CONTRACT,
+        Qlog("go-x-net", "json-seq-0.3"),
+        version_label="golang.org/x/net {}",
+        timeout_unit="s",
+        environment=_QUIC_GO_NO_GSO,
+        key_share=True,
+    ),
     # Debian ships ngtcp2's HTTP/3 example client only (no HTTP/0.9 "h09client"); its ACK ratio is --ack-thresh.
-    Client("ngtcp2", frozenset({H3}), DebianProgram("gtlsclient", "ngtcp2-client"), GTLSCLIENT,
-           Qlog("ngtcp2", "json-seq-0.3"), ack_policy=True, exit_status_is_reliable=False),
-    Client("quinn", frozenset({H3, HQ}), CargoBuild("quinn", "quicack-quinn-client", "quinn-client"), CONTRACT,
-           Qlog("quinn", "json-seq-0.3")),
-    Client("quiche", frozenset({H3, HQ}), CargoBuild("quiche", "quicack-quiche-client", "quiche-client"), CONTRACT,
-           Qlog("quiche", "json-seq-main-schema"), key_share=True),
+    Client(
+        "ngtcp2",
+        frozenset({H3}),
+        DebianProgram("gtlsclient", "ngtcp2-client"),
+        GTLSCLIENT,
+        Qlog("ngtcp2", "json-seq-0.3"),
+        ack_policy=True,
+        exit_status_is_reliable=False,
+    ),
+    Client(
+        "quinn",
+        frozenset({H3, HQ}),
+        CargoBuild("quinn", "quicack-quinn-client", "quinn-client"),
+        CONTRACT,
+        Qlog("quinn", "json-seq-0.3"),
+    ),
+    Client(
+        "quiche",
+        frozenset({H3, HQ}),
+        CargoBuild("quiche", "quicack-quiche-client", "quiche-client"),
+        CONTRACT,
+        Qlog("quiche", "json-seq-main-schema"),
+        key_share=True,
+    ),
     # quic-go v0.48: a qlog 0.3 header without file_schema (the extra dialect).
-    Client("quic-go-old", frozenset({H3, HQ}), GoBuild("quic-go-old", "quic-go-old-client"), CONTRACT,
-           Qlog("quic-go", "json-seq-0.3"), version_label="quic-go {}", timeout_unit="s",
-           environment=_QUIC_GO_NO_GSO),
+    Client(
+        "quic-go-old",
+        frozenset({H3, HQ}),
+        GoBuild("quic-go-old", "quic-go-old-client"),
+        CONTRACT,
+        Qlog("quic-go", "json-seq-0.3"),
+        version_label="quic-go {}",
+        timeout_unit="s",
+        environment=_QUIC_GO_NO_GSO,
+    ),
     # Chromium writes no qlog: its NetLog is kept beside the keylog instead.
     Client("chromium", frozenset({H3}), Browser(), BROWSER, None),
     # Firefox's QUIC is neqo.
@@ -163,8 +210,9 @@ def build_lines() -> list[str]:
         if isinstance(program, GoBuild):
             lines.append(f"go {client.name} {program.folder} {program.package} {program.output} {client.version_label}")
         elif isinstance(program, CargoBuild):
-            lines.append(f"cargo {client.name} {program.folder} {program.crate_binary} {program.output} "
-                         f"{client.version_label}")
+            lines.append(
+                f"cargo {client.name} {program.folder} {program.crate_binary} {program.output} {client.version_label}"
+            )
         elif isinstance(program, PythonScript):
             lines.append(f"python {client.name} {program.path} {program.distribution}")
         elif isinstance(program, DebianProgram):

@@ -233,7 +233,8 @@ def _ngtcp2_command(executable: Path, req: ClientRequest, host: str, port: int) 
 
 def _browser_command(req: ClientRequest) -> list[str]:
     argv = [sys.executable, "-m", "quicack.testbed.browsers", "--browser", req.impl, "--keylog", str(req.keylog_path),
-            "--qlog-dir", str(req.qlog_dir), "--download-dir", str(req.download_dir), "--timeout", f"{req.timeout_s:g}"]  # fmt: skip
+            "--qlog-dir", str(req.qlog_dir), "--download-dir", str(req.download_dir), "--timeout",
+            f"{req.timeout_s:g}"]  # fmt: skip
     if req.impl == browsers.CHROMIUM:
         argv += ["--netlog", str(req.keylog_path.parent / CHROMIUM_NETLOG)]
     if req.server_chain is not None:
@@ -289,7 +290,9 @@ def _version_of(spec: Client, executable: Path) -> str | None:
         return _debian_package_version(program.package, prefix=f"{spec.name} (Debian {program.package}) ")
     assert isinstance(program, (GoBuild, CargoBuild))
     try:
-        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
+        out = subprocess.run(
+            [str(executable), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()
@@ -299,7 +302,12 @@ def _version_of(spec: Client, executable: Path) -> str | None:
 def _debian_package_version(package: str, prefix: str) -> str | None:
     try:
         out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
+            ["dpkg-query", "-W", "-f=${Version}", package],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            encoding="utf-8",
         )
     except (OSError, subprocess.SubprocessError):
         return f"{prefix.strip()} unknown"

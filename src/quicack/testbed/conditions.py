@@ -71,7 +71,9 @@ def server_hello_hold_ms(condition: str | float | int, client: str, residual_ms:
         return 0.0
     if condition == STACK_PAPER:
         return round(max(0.0, float(paper_stack_delay(client)["paper_median_ms"]) - residual_ms), 3)
-    raise ValueError(f"server_stack_delay: {condition!r} is neither {' nor '.join(STACK_CONDITIONS)} nor a number of ms")
+    raise ValueError(
+        f"server_stack_delay: {condition!r} is neither {' nor '.join(STACK_CONDITIONS)} nor a number of ms"
+    )
 
 
 def stack_scenario(scenario: str, condition: str | float | int) -> str:
@@ -92,14 +94,22 @@ def stack_record(scenario: str, client: str, hold_ms: float | None, condition: s
         return {"condition": STACK_PAPER, "hold_ms": hold_ms, "basis": "fixed hold for every client"}
     row = paper_stack_delay(client)
     paper_ms = float(row["paper_median_ms"])
-    return {"condition": STACK_PAPER, "hold_ms": hold_ms, "paper_delay_ms": paper_ms, "paper_client": row["paper_client"],
-            "basis": row["basis"], "residual_ms": round(paper_ms - hold_ms, 3)}  # fmt: skip
+    return {
+        "condition": STACK_PAPER,
+        "hold_ms": hold_ms,
+        "paper_delay_ms": paper_ms,
+        "paper_client": row["paper_client"],
+        "basis": row["basis"],
+        "residual_ms": round(paper_ms - hold_ms, 3),
+    }
 
 
 def conditions_of(study: str, implementation: str, role: str) -> pl.DataFrame:
     """The rows of implementation_conditions.csv for one implementation in one role of one study."""
     table = implementation_conditions()
-    return table.filter((pl.col("study") == study) & (pl.col("implementation") == implementation) & (pl.col("role") == role))
+    return table.filter(
+        (pl.col("study") == study) & (pl.col("implementation") == implementation) & (pl.col("role") == role)
+    )
 
 
 def condition_options(study: str, implementation: str, role: str) -> list[str]:
@@ -140,7 +150,9 @@ def conditions_record(conditions: str | None, scenario: str, client: str, server
         rows = conditions_of(study, implementation, role)
         record[role] = {
             "implementation": implementation,
-            "parameters": {r["parameter"]: {"value": r["value"], "applied": r["applied"]} for r in rows.iter_rows(named=True)},
+            "parameters": {
+                r["parameter"]: {"value": r["value"], "applied": r["applied"]} for r in rows.iter_rows(named=True)
+            },
             "options": condition_options(study, implementation, role),
         }
     return record

@@ -168,7 +168,7 @@ class DeferredHandshakeConnection(QuicConnection):
                 self._hs_release_at = context.time + self._hs_delay_s
                 self._log_quicack("handshake_deferred", {"release_in_ms": self._hs_delay_s * 1000})
             # Log the frame in this packet's qlog entry, as aioquic would, by parsing it again.
-            if self._quic_logger is not None:
+            if self._quic_logger is not None and context.quic_logger_frames is not None:
                 from aioquic.quic.packet import QuicStreamFrame
 
                 b = Buffer(data=raw)
@@ -321,7 +321,7 @@ class TestbedQuicServer(QuicServer):  # noqa: D101 - not a pytest test class
         self._pacing = pacing
 
     def datagram_received(self, data: bytes | str, addr: NetworkAddress) -> None:
-        data = bytes(data)  # type: ignore[arg-type]
+        data = bytes(data)  # type: ignore[arg-type]  # asyncio passes bytes
         try:
             header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
         except ValueError:
@@ -410,7 +410,8 @@ async def serve(settings: ServerSettings, ready_file: Path | None = None) -> Non
     ensure_files(settings.www)
     cfg, cert_bytes = build_configuration(settings)
     loop = asyncio.get_running_loop()
-    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www, settings.host, settings.port,
+    transport, server = await open_endpoint(cfg, settings.mode, settings.cert_delay_ms / 1000.0, settings.www,
+                                            settings.host, settings.port,
                                            settings.pacing)  # fmt: skip
     warm_ms = await warm_up(settings, settings.www)
     info = settings.describe(cert_bytes) | {

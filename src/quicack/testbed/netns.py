@@ -140,7 +140,8 @@ def create(topo: Topology) -> None:
 
 def link_address(ns: str, dev: str) -> str:
     """The MAC address of interface `dev` in namespace `ns` (for static neighbour entries)."""
-    out = subprocess.run(ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"]), capture_output=True, text=True, encoding="utf-8")
+    argv = ns_argv(ns, ["cat", f"/sys/class/net/{dev}/address"])
+    out = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8")
     return out.stdout.strip()
 
 
@@ -161,7 +162,9 @@ def confine_client(topo: Topology, port: int) -> None:
     sends out is refused inside it (TCP with a reset, anything else with ICMP port unreachable), so it never reaches
     the emulated link or the captures. For clients that reach out by themselves (the browsers)."""
     out = ["iptables", "-w", "-A", "OUTPUT", "-o", topo.client_if]
-    run_checked(ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"]))
+    run_checked(
+        ns_argv(topo.client_ns, [*out, "-p", "udp", "-d", str(topo.server_addr), "--dport", str(port), "-j", "ACCEPT"])
+    )
     run_checked(ns_argv(topo.client_ns, [*out, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"]))
     run_checked(ns_argv(topo.client_ns, [*out, "-j", "REJECT"]))
 

@@ -81,7 +81,9 @@ def _sink(port: int, seconds: float, report: Path) -> None:
             sock.settimeout(2.0)
     except TimeoutError:
         pass
-    report.write_text(json.dumps({"received": received, "wire_bytes": wire_bytes, "first": first, "last": last}), encoding="utf-8")
+    report.write_text(
+        json.dumps({"received": received, "wire_bytes": wire_bytes, "first": first, "last": last}), encoding="utf-8"
+    )
 
 
 def _blast(address: str, port: int, rate_bps: float, seconds: float, report: Path) -> None:
@@ -148,11 +150,18 @@ def _role(*args: str) -> list[str]:
 def _transfer(topo: Topology, procs: ProcessSet, work: Path, direction: str, rate_bps: float, seconds: float) -> dict:
     """One sender → sink transfer; returns the sink's and the sender's reports."""
     sink_ns, sender_ns, target = (
-        (topo.client_ns, topo.server_ns, topo.client_addr) if direction == "s2c" else (topo.server_ns, topo.client_ns, topo.server_addr)
+        (topo.client_ns, topo.server_ns, topo.client_addr)
+        if direction == "s2c"
+        else (topo.server_ns, topo.client_ns, topo.server_addr)
     )
     sink_report, sender_report = work / f"sink-{direction}.json", work / f"sender-{direction}.json"
     sink_report.unlink(missing_ok=True)
-    sink = procs.start(f"sink-{direction}", ns_argv(sink_ns, _role("sink", "--port", str(PORT), "--seconds", str(seconds + 10), "--report", str(sink_report))))
+    sink = procs.start(
+        f"sink-{direction}",
+        ns_argv(
+            sink_ns, _role("sink", "--port", str(PORT), "--seconds", str(seconds + 10), "--report", str(sink_report))
+        ),
+    )
     deadline = time.time() + 10
     while not sink_report.exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -174,7 +183,7 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
         bandwidth_c2s_mbit=float(profile["c2s_rate_mbit"]), bandwidth_s2c_mbit=float(profile["s2c_rate_mbit"]),
         loss_c2s=float(profile["c2s_loss_percent"]) / 100, loss_s2c=float(profile["s2c_loss_percent"]) / 100,
         queue_s2c_bytes=int(profile["s2c_queue_bytes"]), queue_c2s_packets=int(profile["c2s_queue_packets"]),
-        **({} if spin_ms is None else {"spin_ms": spin_ms}),
+        spin_ms=router.PathImpairment.spin_ms if spin_ms is None else spin_ms,  # None: the field's default
     )  # fmt: skip
     topo = Topology(netns.new_job_id())
     work = Path(tempfile.mkdtemp(prefix="quicack-pathcheck-"))
@@ -185,7 +194,23 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
         router.start_impairment(topo, imp, procs, work / "impairment.json")
         echo = procs.start("echo", ns_argv(topo.server_ns, _role("echo", "--port", str(PORT + 1), "--seconds", "15")))
         time.sleep(0.3)
-        ping = procs.start("ping", ns_argv(topo.client_ns, _role("ping", "--address", str(topo.server_addr), "--port", str(PORT + 1), "--count", "40", "--report", str(work / "ping.json"))))
+        ping = procs.start(
+            "ping",
+            ns_argv(
+                topo.client_ns,
+                _role(
+                    "ping",
+                    "--address",
+                    str(topo.server_addr),
+                    "--port",
+                    str(PORT + 1),
+                    "--count",
+                    "40",
+                    "--report",
+                    str(work / "ping.json"),
+                ),
+            ),
+        )
         ping.popen.wait(timeout=60)
         echo.stop()
         rtts = json.loads((work / "ping.json").read_text(encoding="utf-8"))["rtts_ms"]
@@ -202,16 +227,25 @@ def measure(profile_name: str, seconds: float = 5.0, spin_ms: float | None = Non
                 "loss_probes": below["sent"],
             }
         procs.stop_all()
-        summary = json.loads((work / "impairment.json").read_text(encoding="utf-8")) if (work / "impairment.json").exists() else {}
-        lateness = [d.get("max_release_lateness_ms") for d in summary.values() if isinstance(d, dict)]
-        lateness = [x for x in lateness if x is not None]
+        summary = (
+            json.loads((work / "impairment.json").read_text(encoding="utf-8"))
+            if (work / "impairment.json").exists()
+            else {}
+        )
+        lateness = [
+            late for d in summary.values()
+            if isinstance(d, dict) and (late := d.get("max_release_lateness_ms")) is not None
+        ]
     finally:
         procs.stop_all()
         netns.destroy(topo)
     s2c, c2s = results["s2c"], results["c2s"]
     note = ""
     if s2c["rate_mbit"] is not None and s2c["rate_mbit"] < 0.9 * float(profile["s2c_rate_mbit"]):
-        note = f"forward rate not reached: {s2c['rate_mbit']:.1f} of {profile['s2c_rate_mbit']:g} Mbit/s (user-space impairment)"
+        note = (
+            f"forward rate not reached: {s2c['rate_mbit']:.1f} of {profile['s2c_rate_mbit']:g} Mbit/s (user-space "
+            "impairment)"
+        )
     return PathMeasurement(
         profile=profile_name,
         rtt_min_ms=min(rtts) if rtts else None,

@@ -1,7 +1,8 @@
 """How the testbed sets a receiver's ACK policy (``receiver_ack_policy``), per client and server.
 
 The receiver is the downloading client; what can be set, and by whom, depends on the implementation
-(ACKRATIO.md of the project's shared notes, beside the repository: ../shared/ACKRATIO.md, "Which receivers can be driven here"):
+(ACKRATIO.md of the project's shared notes, beside the repository: ../shared/ACKRATIO.md, "Which receivers can be driven
+here"):
 
 * **aioquic client** — by itself (``RECEIVER``): quicack's ``QuicConnection`` subclass
   (quicack.testbed.ack_policy_receiver) takes AR N, a delay (fixed or an RTT fraction) and D / NR / 3A.
@@ -59,7 +60,9 @@ def tcp_ack_thinning(ack_ratio: int) -> int:
     if ack_ratio <= 2:
         return 0
     if ack_ratio % 2:
-        raise ValueError(f"receiver_ack_policy: a Linux TCP ACK ratio above 2 must be even (thinning 1:2 by N/2), got {ack_ratio}")
+        raise ValueError(
+            f"receiver_ack_policy: a Linux TCP ACK ratio above 2 must be even (thinning 1:2 by N/2), got {ack_ratio}"
+        )
     return ack_ratio // 2
 
 

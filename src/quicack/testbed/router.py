@@ -47,7 +47,8 @@ def _tbf(topo: Topology, dev: str, mbit: float, limit_bytes: int, limit_packets:
     # Bucket: at least two full-size frames, and at least 1 ms worth of tokens.
     burst = max(3200, int(rate_bps / 8 / 1000))
     _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf",
-                                  "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit_bytes)]))  # fmt: skip
+                                  "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit",
+                                  str(limit_bytes)]))  # fmt: skip
     if limit_packets is not None:
         _run(ns_argv(topo.router_ns, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
                                       "pfifo", "limit", str(limit_packets)]))  # fmt: skip
@@ -89,5 +90,7 @@ def start_impairment(topo: Topology, imp: PathImpairment, procs: ProcessSet, sum
 
 
 def qdisc_stats(topo: Topology) -> str:
-    p = subprocess.run(ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True, encoding="utf-8")
+    p = subprocess.run(
+        ns_argv(topo.router_ns, ["tc", "-s", "qdisc", "show"]), capture_output=True, text=True, encoding="utf-8"
+    )
     return p.stdout

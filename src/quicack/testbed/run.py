@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import signal
@@ -22,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -39,20 +38,19 @@ from quicack.testbed.clients import (
     TCP,
     ClientRequest,
     client_command,
-    client_versions,
     confined_to_its_flow,
     exit_grace_s,
     url_scheme,
 )
-from quicack.testbed.conditions import conditions_record, group_condition_options, stack_record
-from quicack.testbed.files import FILE_SIZES, ensure_files, sha256_file
+from quicack.testbed.conditions import group_condition_options
+from quicack.testbed.files import ensure_files, sha256_file
 from quicack.testbed.procs import ProcessSet, wait_until
 from quicack.testbed.receiver_ack_control import (
     SENDER_ACK_FREQUENCY,
     ack_policy_control,
-    tcp_ack_policy_record,
     tcp_ack_thinning,
 )
+from quicack.testbed.run_record import Timing, run_record
 from quicack.testbed.scenarios import RunGroup, expand, group_from_json, in_part, with_drops
 from quicack.testbed.server_programs import ServerRequest, is_ready, server_command
 from quicack.testbed.server_programs import server_info as server_info_of
@@ -69,12 +67,7 @@ class RunResult:
     run_dir: Path
 
 
-@dataclass
-class _Timing:
-    marks: dict[str, float] = field(default_factory=dict)
 
-    def mark(self, name: str) -> None:
-        self.marks[name] = time.time()
 
 
 def _www_dir() -> Path:
@@ -122,12 +115,13 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         drop_c2s_finished_flight=group.drop_to_server_finished_flight,
         thin_c2s_tcp_acks=tcp_ack_thinning(policy.ack_ratio) if tcp and policy else 0,
         seed=group.seed * 1000 + repetition,
-        **({} if group.impairment_spin_ms is None else {"spin_ms": group.impairment_spin_ms}),
+        spin_ms=router.PathImpairment.spin_ms if group.impairment_spin_ms is None else group.impairment_spin_ms,
     )
     topo = netns.Topology(netns.new_job_id())
     procs = ProcessSet(logs)
-    timing = _Timing()
+    timing = Timing()
     timing.mark("start")
+    reason: str | None  # None: ok
     status, reason = "failed", "testbed did not complete"
     server_info: dict[str, Any] = {}
     client_exit: int | None = None
@@ -214,7 +208,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     except (Exception, KeyboardInterrupt, SystemExit) as exc:
         reason = f"testbed error: {type(exc).__name__}: {exc}"
         if isinstance(exc, KeyboardInterrupt | SystemExit):
-            rj = _run_json(group, repetition, loc, served, server_info, status, reason, client_exit, downloaded,
+            rj = run_record(group, repetition, loc, served, server_info, status, reason, client_exit, downloaded,
                            impairment, timing, topo, [], host)  # fmt: skip
             tidy.write_run_json(run_dir, tidy.fold_into_run_json(run_dir, rj))
             raise
@@ -231,7 +225,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
         for server_side in sim_folder(run_dir).glob(capture.RIGHT + "*"):
             server_side.unlink()
     tidy.drop_redundant_server_keylog(run_dir)
-    rj = _run_json(
+    rj = run_record(
         group, repetition, loc, served, server_info, status, reason, client_exit, downloaded, impairment, timing,
         topo, cleanup_problems, host,
     )  # fmt: skip
@@ -275,143 +269,6 @@ def _compress_outputs(run_dir: Path) -> None:
                 capture.gzip_file(p)
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).parent, encoding="utf-8")  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def _versions() -> dict[str, str]:
-    try:
-        return client_versions()
-    except Exception as exc:  # a broken client build must not lose the run record
-        return {"error": str(exc)}
-
-
-def _run_json(
-    group: RunGroup,
-    repetition: int,
-    loc: RunLocation,
-    served: Any,
-    server_info: dict[str, Any],
-    status: str,
-    reason: str | None,
-    client_exit: int | None,
-    downloaded: dict[str, Any],
-    impairment: dict[str, Any],
-    timing: _Timing,
-    topo: netns.Topology,
-    cleanup_problems: list[str],
-    host: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    raw_path = loc.relative().as_posix()
-    versions = _versions()
-    t = timing.marks
-    tcp = group.app_protocol == TCP
-    policy = group.receiver_ack_policy
-    quic_policy = None if tcp else policy
-    return {
-        "run_id": f"{group.dataset}/{raw_path}",
-        "dataset": group.dataset,
-        "raw_path": raw_path,
-        "client_impl": group.client,
-        "client_version": versions.get(group.client),
-        "server_impl": group.server,
-        "server_version": server_info.get("server_version"),
-        "mode": group.mode if group.mode != "none" else None,
-        "scenario": group.scenario,
-        "testcase": loc.testcase,
-        "repetition": repetition,
-        "rtt_ms": group.rtt_ms,
-        "one_way_delay_ms": {"c2s": group.rtt_ms / 2, "s2c": group.rtt_ms / 2},
-        "cert_delay_ms": group.cert_delay_ms,
-        # The emulated server stack delay (0 = the server's own) and the client's key share (null = its default).
-        "server_hello_hold_ms": group.server_hello_hold_ms if group.mode != "none" else None,
-        "server_stack": stack_record(group.scenario, group.client, group.server_hello_hold_ms if group.mode != "none" else None,
-                                     group.server_stack_delay),  # fmt: skip
-        "client_key_share": group.client_key_share,
-        # The papers' implementation conditions (data/reference/implementation_conditions.csv) or null (as built).
-        "implementation_conditions": group.implementation_conditions,
-        "implementation_conditions_set": conditions_record(group.implementation_conditions, group.scenario, group.client,
-                                                           group.server),  # fmt: skip
-        "cert_size": None if tcp else group.cert_size,  # no certificate on a plain TCP connection
-        "cert_bytes": server_info.get("cert_bytes"),
-        "file_name": group.file_name,
-        "file_bytes": FILE_SIZES[group.file_name],
-        "file_sha256": served.sha256,
-        "app_protocol": group.app_protocol,
-        "transport": "tcp" if tcp else "quic",
-        "ack_ratio": policy.ack_ratio if policy else None,
-        "ack_delay_ms": quic_policy.ack_delay_ms if quic_policy else None,
-        "ack_delay_rtt_fraction": quic_policy.ack_delay_rtt_fraction if quic_policy else None,
-        "ack_reordering": quic_policy.reordering if quic_policy else None,
-        "receiver_ack_policy": None if policy is None else {"control": ack_policy_control(group.client, group.server)}
-        | (tcp_ack_policy_record(policy.ack_ratio) if tcp
-           else asdict(policy) | {"advertised_max_ack_delay_ms": policy.advertised_max_ack_delay_ms}),
-        "ack_policy_control": ack_policy_control(group.client, group.server) if policy else None,
-        # The server as a sender: what it reports (aioquic), else null (the implementation's own, not recorded).
-        "congestion_control": server_info.get("congestion_control"),
-        "pacing": server_info.get("pacing"),
-        "path_profile": group.path_profile,
-        "bandwidth_mbit": {"c2s": group.bandwidth_c2s_mbit, "s2c": group.bandwidth_s2c_mbit},
-        "loss": {"c2s": group.loss_c2s, "s2c": group.loss_s2c},
-        "queue_s2c_bytes": group.queue_s2c_bytes,
-        "queue_c2s_packets": group.queue_c2s_packets,
-        "drop_to_client": list(group.drop_to_client),
-        # A content rule drops whichever datagrams carry the flight: what it dropped is the run's drop list.
-        "drop_to_server": (impairment.get("c2s") or {}).get("dropped_indices", []) if group.drop_to_server_finished_flight
-        else list(group.drop_to_server),
-        "drop_to_server_rule": f"finished_flight:{group.drop_to_server_finished_flight}" if group.drop_to_server_finished_flight else None,
-        "drop_calibration": group.extra.get("calibration"),
-        "server_initial_rtt_ms": server_info.get("server_initial_rtt_ms"),
-        "server_initial_pto_ms": server_info.get("server_initial_pto_ms"),
-        "status": status,
-        "failure_reason": reason,
-        "client_exit_code": client_exit,
-        "downloaded": downloaded,
-        "impairment": impairment,
-        "timings": {
-            "start_unix_s": t.get("start"),
-            "server_ready_unix_s": t.get("server_ready"),
-            "client_start_unix_s": t.get("client_start"),
-            "client_end_unix_s": t.get("client_end"),
-            "client_duration_s": (t["client_end"] - t["client_start"]) if "client_end" in t and "client_start" in t else None,
-            "total_s": (t["stopped"] - t["start"]) if "stopped" in t else None,
-        },
-        "versions": {"clients": versions, "server": server_info.get("server_version"), "python": platform.python_version()},
-        "testbed": {
-            "kernel": platform.release(),
-            "quicack_git_commit": _git_commit(),
-            "job": topo.job,
-            "addresses": {"client": str(topo.client_addr), "server": str(topo.server_addr)},
-            "capture_snaplen": group.capture_snaplen,
-            "forward_snaplen": group.forward_snaplen,
-            "qlog_events_kept": {"client": group.client_qlog_events, "server": group.server_qlog_events},
-            "captures": group.captures,
-            "server_side_capture": group.captures and group.server_side_capture,
-            "compressed": group.compress,
-            "seed": group.seed * 1000 + repetition,
-            "client_confined_to_its_flow": confined_to_its_flow(group.client),
-            "cleanup_problems": cleanup_problems,
-            "impairment_spin_ms": group.impairment_spin_ms if group.impairment_spin_ms is not None else router.PathImpairment.spin_ms,
-            # 1-minute load average of the machine at the start and end, CPU seconds per process (_cpu_seconds).
-            "host": host or {},
-            "scheduling": _scheduling(),
-        },
-    }  # fmt: skip
-
-
-def _scheduling() -> dict[str, Any]:
-    """How the recorder (and so the client, the server and tcpdump it starts) was scheduled: on a host shared with
-    other work, ``chrt -f`` keeps their wake-ups from waiting behind it (the impairment program is SCHED_FIFO 50)."""
-    policy = os.sched_getscheduler(0)
-    names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}
-    return {"policy": names.get(policy, str(policy)), "priority": os.sched_getparam(0).sched_priority, "nice": os.nice(0)}
-
-
 def _baseline(group: RunGroup, **changes: Any) -> RunGroup:
     # The calibration reads both captures, whatever the group keeps.
     return replace(group, **{"scenario": "noloss", "repetitions": 1, "compress": False, "calibrate": None,
@@ -431,7 +288,13 @@ def _calibrate_baseline(baseline: RunGroup, work: Path, name: str) -> dict[str, 
 # for both modes and every RTT ("this static mapping no longer drops the entire second client flight" when a
 # client sends probes first, e.g. at 300 ms). Found from several no-loss WFC baselines at this RTT, because a
 # client's burst may include one more ACK-only datagram by timing alone (see choose_static_flight).
-CLIENT_FLIGHT_REFERENCE = {"mode": "wfc", "rtt_ms": 9.0, "cert_delay_ms": 0.0, "cert_size": "small", "server_hello_hold_ms": 0.0}
+CLIENT_FLIGHT_REFERENCE = {
+    "mode": "wfc",
+    "rtt_ms": 9.0,
+    "cert_delay_ms": 0.0,
+    "cert_size": "small",
+    "server_hello_hold_ms": 0.0,
+}
 CLIENT_FLIGHT_BASELINES = 3
 CLIENT_FLIGHT_FILE = "client_flight_calibration.json"
 
@@ -457,7 +320,11 @@ def static_client_flight(group: RunGroup, raw_root: Path, work: Path) -> dict[st
         _calibrate_baseline(_baseline(group, **CLIENT_FLIGHT_REFERENCE), work, f"client_flight_{i}")
         for i in range(1, CLIENT_FLIGHT_BASELINES + 1)
     ]
-    flights = [tuple(b["second_client_flight"]) for b in baselines if b["baseline_status"] == "ok" and b["second_client_flight"]]
+    flights = [
+        tuple(b["second_client_flight"])
+        for b in baselines
+        if b["baseline_status"] == "ok" and b["second_client_flight"]
+    ]
     if not flights:
         raise RuntimeError(f"{group.client}: no no-loss baseline showed a second client flight")
     chosen = choose_static_flight(flights)
@@ -487,7 +354,8 @@ def calibrate_group(group: RunGroup, work: Path, raw_root: Path) -> RunGroup:
         static = static_client_flight(group, raw_root, work)
         flight = static["second_client_flight"]
         return _with_calibration(group, {
-            "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight, "static": True,
+            "drop_to_client": [], "drop_to_server": flight, "first_server_flight": None, "second_client_flight": flight,
+            "static": True,
             "reference": static["reference"], "note": f"static per client ({CLIENT_FLIGHT_FILE})",
             "baseline_status": "ok", "baseline_failure_reason": None,
         })  # fmt: skip
@@ -509,7 +377,7 @@ def kept_runs(group: RunGroup, raw_root: Path) -> tuple[dict[str, Any], list[dic
     return recorded, runs
 
 
-def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:  # type: ignore[no-untyped-def]
+def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:
     """Every repetition of `group` (after drop-list calibration when the scenario needs it), or, with
     ``kept_repetitions``, the repetitions after the kept ones, with the kept runs' drop lists."""
     kept: list[dict[str, Any]] = []
@@ -563,7 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
-    ap.add_argument("--part", help="run only the groups of the blocks with this `part` (a session-sized share of a long matrix)")
+    ap.add_argument(
+        "--part", help="run only the groups of the blocks with this `part` (a session-sized share of a long matrix)"
+    )
     a = ap.parse_args(argv)
     if a.group_json:
         groups = [group_from_json(a.group_json)]

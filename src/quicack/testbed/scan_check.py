@@ -66,7 +66,9 @@ def first_flight_classes(capture: Path) -> dict[str, Measured]:
         ack=pl.col("datagram_index").filter(pl.col("frame_type") == "ack").min(),
         sh=pl.col("datagram_index").filter(pl.col("tls_messages").list.contains("server_hello").fill_null(False)).min(),
     )
-    size_of = {(r["connection_odcid"], r["datagram_index"]): r["udp_payload_bytes"] for r in sizes.iter_rows(named=True)}
+    size_of = {
+        (r["connection_odcid"], r["datagram_index"]): r["udp_payload_bytes"] for r in sizes.iter_rows(named=True)
+    }
     out: dict[str, Measured] = {}
     for r in per_conn.iter_rows(named=True):
         ack, sh = r["ack"], r["sh"]

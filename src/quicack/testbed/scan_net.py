@@ -127,7 +127,8 @@ class ScanTopology:
 
 
 def create(topo: ScanTopology) -> None:
-    """Namespaces, veths, addresses, per-VP routing tables, NFQUEUE rules. Caller must call `quicack.testbed.netns.destroy`."""
+    """Namespaces, veths, addresses, per-VP routing tables, NFQUEUE rules. Caller must call
+    `quicack.testbed.netns.destroy`."""
     for ns in topo.namespaces:
         run_checked(["ip", "netns", "add", ns])
     r = topo.router_ns
@@ -146,10 +147,40 @@ def create(topo: ScanTopology) -> None:
             run_checked(ns_argv(ns, ["ip", "link", "set", dev, "up"]))
         run_checked(ns_argv(leaf.ns, ["ip", "route", "add", "default", "via", str(leaf.router_addr)]))
         # Static neighbours: no ARP exchange delays a scan's first datagrams.
-        run_checked(ns_argv(leaf.ns, ["ip", "neigh", "replace", str(leaf.router_addr), "lladdr", link_address(r, leaf.router_if),
-                               "dev", leaf.inside_if, "nud", "permanent"]))  # fmt: skip
-        run_checked(ns_argv(r, ["ip", "neigh", "replace", str(leaf.addr), "lladdr", link_address(leaf.ns, leaf.inside_if),
-                         "dev", leaf.router_if, "nud", "permanent"]))  # fmt: skip
+        run_checked(
+            ns_argv(
+                leaf.ns,
+                [
+                    "ip",
+                    "neigh",
+                    "replace",
+                    str(leaf.router_addr),
+                    "lladdr",
+                    link_address(r, leaf.router_if),
+                    "dev",
+                    leaf.inside_if,
+                    "nud",
+                    "permanent",
+                ],
+            )
+        )
+        run_checked(
+            ns_argv(
+                r,
+                [
+                    "ip",
+                    "neigh",
+                    "replace",
+                    str(leaf.addr),
+                    "lladdr",
+                    link_address(leaf.ns, leaf.inside_if),
+                    "dev",
+                    leaf.router_if,
+                    "nud",
+                    "permanent",
+                ],
+            )
+        )
     run_checked(ns_argv(r, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
     # Replies from an anycast address come from whichever PoP a VP's table chose: no reverse-path check.
     for key in ("all", "default", *[leaf.router_if for leaf in topo.leaves()]):
@@ -159,12 +190,14 @@ def create(topo: ScanTopology) -> None:
             run_checked(ns_argv(topo.site(site.name).ns, ["ip", "addr", "add", f"{addr}/32", "dev", "lo"]))
     for i, vp in enumerate(topo.vantage_points):
         table = str(_TABLE_BASE + i)
-        for prefix, site in topo.routes[vp].items():
-            leaf = topo.site(site)
+        for prefix, site_name in topo.routes[vp].items():
+            leaf = topo.site(site_name)
             run_checked(ns_argv(r, ["ip", "route", "add", str(prefix), "via", str(leaf.addr), "dev", leaf.router_if,
                              "table", table]))  # fmt: skip
         for leaf in (topo.vp(vp), topo.users(vp)):
-            run_checked(ns_argv(r, ["ip", "rule", "add", "iif", leaf.router_if, "lookup", table, "pref", str(1000 + i)]))
+            run_checked(
+                ns_argv(r, ["ip", "rule", "add", "iif", leaf.router_if, "lookup", table, "pref", str(1000 + i)])
+            )
     for path in topo.path_delays():
         # No --queue-bypass: without the impairment program, datagrams are dropped, not passed unimpaired.
         for in_if, out_if, queue in ((path.in_if, path.out_if, path.queue), (path.out_if, path.in_if, path.queue + 1)):

@@ -110,7 +110,10 @@ class ScanPlan:
 
     def store_delay_ms(self, when: dt.datetime) -> float:
         a = self.activity(when, float(self.store.get("utc_offset_h", 0)))
-        return float(self.store["delay_ms_night"]) + (float(self.store["delay_ms_day"]) - float(self.store["delay_ms_night"])) * a
+        return (
+            float(self.store["delay_ms_night"])
+            + (float(self.store["delay_ms_day"]) - float(self.store["delay_ms_night"])) * a
+        )
 
     def warmed(self, m: Measurement, vp: VantagePoint, rng: random.Random) -> list[Domain]:
         """The domains the users of `vp` load right before measurement `m` (each once, input order)."""

@@ -84,7 +84,9 @@ SCENARIOS: dict[str, Scenario] = {
         # limit (3 × ~2.4 kB) is above 5,113 B, so only a larger certificate puts them in that row.
         Scenario(
             "amplification_xlarge", "xlarge", 200.0,
-            description="10,226 B certificate (above the amplification limit of two-datagram ClientHellos), Δt = 200 ms",
+            description=(
+                "10,226 B certificate (above the amplification limit of two-datagram ClientHellos), Δt = 200 ms"
+            ),
         ),
         Scenario(
             "drop_server_flight_xlarge", "xlarge", 0.0, calibrate="server_flight",
@@ -266,7 +268,8 @@ def _path_settings(profile_name: str) -> dict[str, Any]:
 def _implementation_conditions(cfg: dict[str, Any]) -> str | None:
     wanted = cfg.get("implementation_conditions")
     if wanted is not None and wanted not in IMPLEMENTATION_CONDITIONS:
-        raise ValueError(f"implementation_conditions: {wanted!r} (known: {', '.join(IMPLEMENTATION_CONDITIONS)} or null)")
+        known = ", ".join(IMPLEMENTATION_CONDITIONS)
+        raise ValueError(f"implementation_conditions: {wanted!r} (known: {known} or null)")
     return wanted
 
 
@@ -306,13 +309,17 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
         if stack != STACK_MACHINE and modal and not holds_server_hello(server):
             raise ValueError(f"{scen_name}: the {server} server cannot hold its ServerHello (only quic-go's)")
         bw = cfg.get("bandwidth_mbit", 10.0)
-        path = _path_settings(profile_name) if profile_name else {
-            "rtt_ms": float(rtt),
-            "bandwidth_c2s_mbit": cfg.get("bandwidth_up_mbit", bw),
-            "bandwidth_s2c_mbit": cfg.get("bandwidth_down_mbit", bw),
-            "loss_c2s": float(cfg.get("loss_up", 0.0)),
-            "loss_s2c": float(cfg.get("loss_down", 0.0)),
-        }
+        path = (
+            _path_settings(profile_name)
+            if profile_name
+            else {
+                "rtt_ms": float(rtt),
+                "bandwidth_c2s_mbit": cfg.get("bandwidth_up_mbit", bw),
+                "bandwidth_s2c_mbit": cfg.get("bandwidth_down_mbit", bw),
+                "loss_c2s": float(cfg.get("loss_up", 0.0)),
+                "loss_s2c": float(cfg.get("loss_down", 0.0)),
+            }
+        )
         out.append(
             RunGroup(
                 dataset=cfg["dataset"],
@@ -324,8 +331,11 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 file_name=cfg.get("file") or scen.file_name,
                 app_protocol=app,
                 cert_size=cfg.get("cert_size") or scen.cert_size,
-                cert_delay_ms=(float(cfg["cert_delay_ms"]) if cfg.get("cert_delay_ms") is not None
-                               else scen.cert_delay_ms) if modal else 0.0,
+                cert_delay_ms=(
+                    float(cfg["cert_delay_ms"]) if cfg.get("cert_delay_ms") is not None else scen.cert_delay_ms
+                )
+                if modal
+                else 0.0,
                 server_initial_rtt_ms=cfg.get("server_initial_rtt_ms"),
                 timeout_s=float(cfg.get("timeout_s", 30)),
                 capture_snaplen=int(cfg.get("capture_snaplen", 0)),
@@ -394,9 +404,9 @@ def _group_dict(group: RunGroup) -> dict[str, Any]:
     for setting, default in (
         ("server_side_capture", True), ("drop_to_server_finished_flight", 0), ("queue_s2c_bytes", None),
         ("queue_c2s_packets", None), ("forward_snaplen", 0), ("client_qlog_events", None), ("server_qlog_events", None),
-        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0), ("impairment_spin_ms", None),
-        ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None), ("server_stack_delay", None),
-        ("implementation_conditions", None),
+        ("server_congestion_control", None), ("server_pacing", True), ("kept_repetitions", 0),
+        ("impairment_spin_ms", None), ("server_hello_hold_ms", 0.0), ("client_key_share", None), ("kept_base", None),
+        ("server_stack_delay", None), ("implementation_conditions", None),
     ):  # fmt: skip
         if d[setting] == default:
             # Defaults are left out, so that the groups recorded before these settings existed keep their parameters.
@@ -421,9 +431,15 @@ def _group_from_dict(d: dict[str, Any]) -> RunGroup:
     return RunGroup(**d)
 
 
-def with_drops(group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...], finished_flight: int = 0) -> RunGroup:
+def with_drops(
+    group: RunGroup, to_client: tuple[int, ...], to_server: tuple[int, ...], finished_flight: int = 0
+) -> RunGroup:
     return replace(
-        group, drop_to_client=to_client, drop_to_server=to_server, drop_to_server_finished_flight=finished_flight, extra=dict(group.extra)
+        group,
+        drop_to_client=to_client,
+        drop_to_server=to_server,
+        drop_to_server_finished_flight=finished_flight,
+        extra=dict(group.extra),
     )
 
 

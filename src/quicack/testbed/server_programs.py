@@ -29,8 +29,10 @@ token-bucket pacer has no off switch). quic-go and ngtcp2 run as they are.
 All of them serve the testbed's certificate chain (``--cert-size``), write a TLS keylog (NSS format) and a qlog
 into the run's ``server/`` folder. For another client program (a browser driver) the interface is
 ``ServerRequest`` → ``server_command`` (argv, environment) → start it in the server namespace → ``is_ready`` →
-``server_info`` (run.json's server fields); ``quicack.testbed.run.execute_run`` does exactly that for every run. ``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
-no certificate, keylog or qlog; it is ready once it listens on the TCP port. ``server_command`` only builds the command line; the runner starts it in the
+``server_info`` (run.json's server fields); ``quicack.testbed.run.execute_run`` does exactly that for every run.
+``linux-tcp`` is the kernel's TCP (``python -m quicack.testbed.tcp_transfer serve``):
+no certificate, keylog or qlog; it is ready once it listens on the TCP port. ``server_command`` only builds the command
+line; the runner starts it in the
 server namespace and waits for ``ready`` before starting the client.
 """
 
@@ -111,7 +113,9 @@ class ServerRequest:
     ready_file: Path  # aioquic writes its server info here once listening
     mode: str = "none"  # quic-go and aioquic: 'iack' | 'wfc' | 'none'
     cert_delay_ms: float = 0.0  # quic-go and aioquic: Δt
-    server_hello_hold_ms: float = 0.0  # quic-go only: the first flight no earlier than this after TLS got the ClientHello
+    server_hello_hold_ms: float = (
+        0.0  # quic-go only: the first flight no earlier than this after TLS got the ClientHello
+    )
     initial_rtt_ms: float | None = None  # aioquic only
     congestion_control: str | None = None  # SENDER_SETTINGS (None: the implementation's default)
     pacing: bool | None = None  # None: the server's own (SENDER_SETTINGS); the aioquic server's pacer on/off
@@ -150,8 +154,11 @@ def check_sender_settings(impl: str, congestion_control: str | None, pacing: boo
         takes = ", ".join(settings.congestion_controls) if settings.congestion_controls else "none (it runs its own)"
         raise ValueError(f"server_congestion_control {congestion_control!r}: the {impl} server takes {takes}")
     if pacing is not None and pacing not in settings.pacing:
-        raise ValueError(f"server_pacing {str(pacing).lower()}: the {impl} server {'always paces' if pacing is False else 'cannot pace with reno or cubic'}"
-                         " (quicack.testbed.server_programs.SENDER_SETTINGS)")
+        raise ValueError(
+            f"server_pacing {str(pacing).lower()}: the {impl} server "
+            f"{'always paces' if pacing is False else 'cannot pace with reno or cubic'}"
+            " (quicack.testbed.server_programs.SENDER_SETTINGS)"
+        )
 
 
 def sender_of(impl: str, congestion_control: str | None, pacing: bool | None) -> dict[str, Any]:
@@ -181,7 +188,9 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
     """argv and extra environment variables that start the server of ``req.impl`` for one run."""
     executable = server_executable(req.impl)
     if executable is None:
-        raise FileNotFoundError(f"{req.impl} server is not built/installed (src/implementations/build.sh; apt ngtcp2-server)")
+        raise FileNotFoundError(
+            f"{req.impl} server is not built/installed (src/implementations/build.sh; apt ngtcp2-server)"
+        )
     if req.impl == LINUX_TCP:
         argv = [str(executable), "-m", "quicack.testbed.tcp_transfer", "serve", "--host", req.host,
                 "--port", str(req.port), "--www", str(req.www), "--ready-file", str(req.ready_file)]  # fmt: skip
@@ -218,7 +227,12 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
             "--mode", req.mode, "--ready-file", str(req.ready_file),
         ]  # fmt: skip
         if req.mode != "none":
-            argv += ["--cert-delay-ms", f"{req.cert_delay_ms:g}", "--server-hello-hold-ms", f"{req.server_hello_hold_ms:g}"]
+            argv += [
+                "--cert-delay-ms",
+                f"{req.cert_delay_ms:g}",
+                "--server-hello-hold-ms",
+                f"{req.server_hello_hold_ms:g}",
+            ]
         return argv, {"QUIC_GO_DISABLE_GSO": "true"}
     if req.impl == "quinn":
         argv = [
@@ -254,7 +268,9 @@ def server_command(req: ServerRequest) -> tuple[list[str], dict[str, str]]:
 def udp_listening(ns_argv: list[str], port: int) -> bool:
     """Whether a UDP socket is bound to `port` (``ns_argv`` runs ``ss`` in the server namespace)."""
     try:
-        out = subprocess.run([*ns_argv, "ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, timeout=5, encoding="utf-8")
+        out = subprocess.run(
+            [*ns_argv, "ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, timeout=5, encoding="utf-8"
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return bool(out.stdout.strip())
@@ -317,7 +333,9 @@ def server_version(impl: str) -> str | None:
     # quinn-server and quiche-server have --version too.
     probe = implementations_dir() / _BUILT_BINARIES[impl]
     try:
-        out = subprocess.run([str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8")
+        out = subprocess.run(
+            [str(probe), "--version"], capture_output=True, text=True, timeout=10, check=True, encoding="utf-8"
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     version = out.stdout.strip()

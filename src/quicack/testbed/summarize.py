@@ -24,11 +24,22 @@ def summary_markdown(raw: Path) -> str:
     runs = load_runs(raw)
     rows: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
-        rows[(r.get("server_impl", "aioquic"), r["client_impl"], r["scenario"], r["mode"], r["rtt_ms"], r["file_name"], r["app_protocol"])].append(r)
+        rows[
+            (
+                r.get("server_impl", "aioquic"),
+                r["client_impl"],
+                r["scenario"],
+                r["mode"],
+                r["rtt_ms"],
+                r["file_name"],
+                r["app_protocol"],
+            )
+        ].append(r)
     lines = [
         f"{len(runs)} runs, {sum(r['status'] == 'ok' for r in runs)} ok, {_size(raw) / 1e6:.1f} MB on disk.",
         "",
-        "| server | client | scenario | mode | RTT ms | file | app | ok / runs | drop to client | drop to server | failures |",
+        "| server | client | scenario | mode | RTT ms | file | app | ok / runs | drop to client | drop to server | "
+        "failures |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (server, client, scen, mode, rtt, file, app), rs in sorted(rows.items(), key=lambda kv: tuple(map(str, kv[0]))):
@@ -37,7 +48,8 @@ def summary_markdown(raw: Path) -> str:
         ds = "_".join(map(str, rs[0]["drop_to_server"])) or "–"
         fails = "; ".join(sorted({(r["failure_reason"] or "")[:60] for r in rs if r["status"] != "ok"}))
         lines.append(
-            f"| {server} | {client} | {scen} | {mode or '–'} | {rtt:g} | {file} | {app} | {ok} / {len(rs)} | {dc} | {ds} | {fails} |"
+            f"| {server} | {client} | {scen} | {mode or '–'} | {rtt:g} | {file} | {app} | {ok} / {len(rs)} | {dc} | "
+            f"{ds} | {fails} |"
         )
     return "\n".join(lines) + "\n"
 
