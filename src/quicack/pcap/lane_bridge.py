@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 from quicack.compressed import CorruptCompressedData
 from quicack.limits import InputLimitExceeded, Limits
 
-from .capture_file import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
+from .capture_file import (
+    PCAP_MAGIC_NS_LE,
+    PCAP_MAGIC_US_LE,
+    PCAPNG_SHB,
+    LinkRecord,
+    UdpDatagram,
+    link_to_udp,
+    open_capture,
+)
 from .connection import C2S, S2C, Connection, Endpoint
 from .ip_fragments import FragmentReassembly
 from .tcp import TcpSegment
@@ -145,6 +153,10 @@ class LaneBridge:
             elif kind == "issue":
                 issues.add("error", item[2], item[1])
                 continue
+            elif kind == "secrets":  # a pcapng Decryption Secrets Block's key log, as `_decode_items` takes it
+                source = f"{Path(decoder.path).name} (decryption secrets block)"
+                decoder.keylog.add_text(item[1].decode("utf-8", "replace"), source)
+                continue
             elif kind == "error":
                 error = item[1]
                 if not isinstance(error, READ_ERRORS):
@@ -159,14 +171,19 @@ class LaneBridge:
                     yield decoder.take_batch()
 
 def open_lane(path: Path, engine: Engine, limits: Limits):
-    """(open stream, quicack_core.PcapLane) for a classic pcap file (plain, gzip, zstd), else None: pcapng, an
-    empty, short or unreadable file go through `read_udp`, which reports what is wrong with them."""
+    """(open stream, quicack_core.PcapLane) for a classic pcap or a pcapng file (plain, gzip, zstd), else None: an
+    empty, short or unreadable file, or pcapng with a core built before it reads pcapng, go through `read_udp`,
+    which reports what is wrong with them."""
     try:
         stream = open_capture(path, limits)
     except READ_ERRORS:
         return None
     try:
-        head = stream.read(24)
+        head = stream.read(4)
+        pcapng = len(head) == 4 and int.from_bytes(head, "little") == PCAPNG_SHB
+        if pcapng and getattr(engine.pcap_lane, "PCAPNG", False):
+            return _lane(stream, head, path, engine, limits)  # its first 4 bytes, as read_pcapng takes them
+        head += stream.read(20)
     except READ_ERRORS:  # damaged at once: read_udp reports it
         stream.close()
         return None
@@ -174,6 +191,10 @@ def open_lane(path: Path, engine: Engine, limits: Limits):
     if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
         stream.close()
         return None
+    return _lane(stream, head, path, engine, limits)
+
+
+def _lane(stream, head: bytes, path: Path, engine: Engine, limits: Limits):
     max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
     if type(stream) is io.BufferedReader and path.is_file():  # plain file (not a pipe): the lane reads it itself
         try:
