@@ -381,3 +381,7 @@ impl PcapLane {
         Block::Issue(record_or_none(self.number), message)
     }
 }
+
+#[cfg(test)]
+#[path = "tests/pcapng.rs"]
+mod tests;
