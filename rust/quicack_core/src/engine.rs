@@ -76,6 +76,7 @@ pub struct PcapLane {
     nanoseconds: bool,
     linktype: u32,
     number: i64,
+    last_record: Option<i64>, // the last record handed out (decoded or not): where a read error is reported
     finished: bool,
     flows: HashMap<FlowKey, FastFlow>,
     names: HashMap<Vec<u8>, Py<PyString>>,
@@ -482,6 +483,7 @@ impl PcapLane {
             nanoseconds: magic == 0xA1B2_3C4D,
             linktype,
             number: 0,
+            last_record: None,
             finished: false,
             flows: HashMap::new(),
             names: HashMap::new(),
@@ -536,7 +538,7 @@ impl PcapLane {
                 Err(error) => {
                     // A read error of the stream (a damaged gzip / zstd file): the caller reports it.
                     self.finished = true;
-                    return Ok((decoded, ("error", error.into_value(py)).into_py(py)));
+                    return Ok((decoded, ("error", error.into_value(py), self.last_record).into_py(py)));
                 }
             };
             let (record, time, data, wire_length) = match next {
@@ -552,6 +554,7 @@ impl PcapLane {
                 }
                 Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),
             };
+            self.last_record = Some(record);
             let data = &self.buffer[data.0..data.1];
             let linktype = self.linktype; // a pcapng record's interface's
             let Some(udp) = plain_udp(linktype, data) else {

@@ -167,6 +167,7 @@ impl PcapLane {
             nanoseconds: true,
             linktype: 0,
             number: 0,
+            last_record: None,
             finished: false,
             flows: HashMap::new(),
             names: HashMap::new(),

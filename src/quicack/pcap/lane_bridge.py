@@ -24,6 +24,7 @@ from .capture_file import (
     UdpDatagram,
     link_to_udp,
     open_capture,
+    unreadable_message,
 )
 from .connection import C2S, S2C, Connection, Endpoint
 from .ip_fragments import FragmentReassembly
@@ -161,7 +162,8 @@ class LaneBridge:
                 error = item[1]
                 if not isinstance(error, READ_ERRORS):
                     raise error
-                issues.add("error", f"capture unreadable after this point: {type(error).__name__}: {error}", None)
+                # the last record read, as read_udp names it (a core before it: none)
+                issues.add("error", unreadable_message(error), item[2] if len(item) > 2 else None)
                 continue
             else:
                 continue  # "budget", "event", "events": nothing more to do
