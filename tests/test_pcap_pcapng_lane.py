@@ -1,9 +1,9 @@
 """The compiled pcap lane reads pcapng as the Python reader does (quicack_core's pcapng.rs, twin of
 `quicack.pcap.pcapng`).
 
-The reference is `capture_file.read_udp` (the Python reader). The lane is driven with no flow registered, so every
-datagram, record, issue and Decryption Secrets Block it reads comes back to Python, and the two item streams must be
-equal item for item (record numbers, times, addresses, payloads, issue messages, key logs). Inputs: every pcapng of
+The reference is `capture_file.read_udp` (the Python reader). The lane is driven with no flow registered
+(`lane_bridge.read_udp_through_lane`, which the scan's identify pass reads with), so every datagram, record, issue
+and Decryption Secrets Block it reads comes back to Python, and the two item streams must be equal item for item (record numbers, times, addresses, payloads, issue messages, key logs). Inputs: every pcapng of
 the test data, the shared fixtures and the scan captures (plain, zstd); a pcapng of two interfaces with different
 link types and one with secrets injected, both written by Wireshark's own tools from real captures; the real
 pcapng re-encoded big-endian and the malformed ones (cut, bad lengths, garbage, unknown and undersized blocks),
@@ -21,10 +21,9 @@ import pytest
 from test_pcap_support import DATA
 
 from quicack.limits import DEFAULT_LIMITS, Limits
-from quicack.pcap.capture_file import LinkRecord, ReadIssue, TlsKeylogSecrets, UdpDatagram, link_to_udp, read_udp
+from quicack.pcap.capture_file import ReadIssue, TlsKeylogSecrets, UdpDatagram, read_udp
 from quicack.pcap.decoder_engine import compiled_engine
-from quicack.pcap.ip_fragments import FragmentReassembly
-from quicack.pcap.lane_bridge import open_lane
+from quicack.pcap.lane_bridge import open_lane, read_udp_through_lane
 from tests.conftest import SAMPLE_RAW
 
 ENGINE = compiled_engine()
@@ -52,35 +51,11 @@ def _pcapng_captures() -> list[Path]:
 
 
 def _lane_items(path: Path, limits: Limits = DEFAULT_LIMITS) -> list:
-    """What the lane hands the decoder, as `read_udp` items (the bridge's conversions, no flows registered)."""
+    """What the lane hands back, as `read_udp` items (`lane_bridge.read_udp_through_lane`: no flow registered)."""
     opened = open_lane(path, ENGINE, limits)
     assert opened is not None, f"{path}: not read by the lane"
-    stream, lane = opened
-    rows = ENGINE.row_buffers()
-    names: dict[bytes, str] = {}
-    fragments = FragmentReassembly()
-    items: list = []
-    with stream:
-        while True:
-            decoded, item = lane.next(rows, 1 << 30)
-            assert decoded == 0
-            if item is None:
-                items.extend(fragments.finish())
-                return items
-            kind = item[0]
-            if kind == "datagram":
-                items.append(UdpDatagram(*item[1:]))
-            elif kind == "record":
-                converted = link_to_udp(LinkRecord(*item[1:]), names, fragments)
-                if converted is not None:
-                    items.append(converted)
-                items.extend(fragments.take_issues() if fragments.issues else ())
-            elif kind == "issue":
-                items.append(ReadIssue(item[1], "error", item[2]))
-            elif kind == "secrets":
-                items.append(TlsKeylogSecrets(item[1].decode("utf-8", "replace")))
-            else:
-                raise AssertionError(f"{path}: unexpected lane item {item!r}")
+    opened[0].close()
+    return list(read_udp_through_lane(path, limits, ENGINE))
 
 
 def _assert_lane_reads_as_python(path: Path, limits: Limits = DEFAULT_LIMITS) -> list:
@@ -105,6 +80,15 @@ def test_the_test_data_holds_pcapng_of_every_kind() -> None:
 def test_lane_reads_real_pcapng_as_the_python_reader(path: Path) -> None:
     items = _assert_lane_reads_as_python(path)
     assert any(type(item) is UdpDatagram for item in items)
+
+
+CLASSIC = sorted(path for path in (DATA / "pcap").glob("*.pcap*") if not path.name.endswith(".pcapng"))
+
+
+@pytest.mark.parametrize("path", CLASSIC, ids=lambda p: p.name)
+def test_lane_reads_classic_pcap_as_the_python_reader(path: Path) -> None:
+    # read_udp_through_lane (the scan's identify pass) reads classic pcap through the lane too
+    assert any(type(item) is UdpDatagram for item in _assert_lane_reads_as_python(path))
 
 
 def test_lane_hands_over_the_decryption_secrets_block() -> None:

@@ -9,21 +9,25 @@ order.
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quicack.compressed import CorruptCompressedData
-from quicack.limits import InputLimitExceeded, Limits
+from quicack.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
 
 from .capture_file import (
     PCAP_MAGIC_NS_LE,
     PCAP_MAGIC_US_LE,
     PCAPNG_SHB,
     LinkRecord,
+    ReadIssue,
+    TlsKeylogSecrets,
     UdpDatagram,
     link_to_udp,
     open_capture,
+    read_udp,
     unreadable_message,
 )
 from .connection import C2S, S2C, Connection, Endpoint
@@ -204,3 +208,54 @@ def _lane(stream, head: bytes, path: Path, engine: Engine, limits: Limits):
         except (OSError, TypeError):  # TypeError: a core older than the `path` argument
             pass
     return stream, engine.pcap_lane(stream, head, max_record_bytes)
+
+
+def read_udp_through_lane(
+    path: Path, limits: Limits = DEFAULT_LIMITS, engine: Engine | None = None
+) -> Iterator[UdpDatagram | TcpSegment | ReadIssue | TlsKeylogSecrets]:
+    """`capture_file.read_udp`'s items, the same in file order, read by the compiled lane (no flow registered: every
+    datagram comes back) when the engine has one — about 40 % less CPU on a large pcapng —, else `read_udp` itself.
+    For passes that want datagrams, not rows (`quicack.scan.identify`)."""
+    from .decoder_engine import select_engine
+
+    engine = engine or select_engine()
+    opened = open_lane(path, engine, limits) if engine.pcap_lane is not None else None
+    if opened is None:
+        yield from read_udp(path, limits)
+        return
+    stream, lane = opened
+    rows, names, fragments = engine.row_buffers(), {}, FragmentReassembly()
+    number = None
+    with stream:
+        try:
+            while True:
+                _, item = lane.next(rows, 1 << 62)
+                if item is None:
+                    break
+                kind = item[0]
+                if kind == "datagram":
+                    number = item[1]
+                    yield UdpDatagram(*item[1:])
+                elif kind == "record":
+                    number = item[1]
+                    converted = link_to_udp(LinkRecord(*item[1:]), names, fragments)
+                    if converted is not None:
+                        yield converted
+                    if fragments.issues:
+                        yield from fragments.take_issues()
+                elif kind == "issue":
+                    yield ReadIssue(item[1], "error", item[2])
+                elif kind == "secrets":
+                    yield TlsKeylogSecrets(item[1].decode("utf-8", "replace"))
+                elif kind == "error":
+                    raise item[1]
+        except (*READ_ERRORS, struct.error) as error:  # read_udp's
+            yield ReadIssue(number, "error", unreadable_message(error))
+        except Exception as error:  # noqa: BLE001 - bad input must never stop the pipeline (as read_udp)
+            yield ReadIssue(
+                number,
+                "error",
+                f"reading stopped by an unexpected {type(error).__name__}: {error}; records before kept "
+                "(please report this file)",
+            )
+        yield from fragments.finish()
