@@ -224,7 +224,8 @@ def read_udp_through_lane(
         yield from read_udp(path, limits)
         return
     stream, lane = opened
-    rows, names, fragments = engine.row_buffers(), {}, FragmentReassembly()
+    rows, fragments = engine.row_buffers(), FragmentReassembly()
+    names: dict[bytes, str] = {}
     number = None
     with stream:
         try:
