@@ -4,7 +4,7 @@ the first copy).
 
     python bench/pcap_decode.py build [--connections 10000 --bulk-every 100 --bulk-bytes 5000000]   # root, once
     python bench/pcap_decode.py run [--repeat 3] [--inputs small handshakes prefix large] [--python-engine]
-                                    [--baseline-src OLD_CHECKOUT/src]
+                                    [--baseline-src OLD_CHECKOUT/src] [--pcapng]
 
 `build` records the large input with the testbed's recorder (tests/data/pcap/record_aioquic.py --connections):
 aioquic client and server on loopback, N connections from N distinct client ports, 8 at a time so that their
@@ -21,7 +21,9 @@ process under /usr/bin/time -v, with the same keylog:
 and prints wall and CPU time (user + system: all cores a tool uses, so CPU time is the per-core cost), best and
 median of the repetitions, QUIC packets per CPU second (our packets table), peak RSS (the largest of the runs),
 and the ratio tshark / quicack (> 1: quicack faster) for wall and CPU. `--python-engine` adds quicack forced to
-its pure-Python engine (QUICACK_PCAP_ENGINE=python). Temporary outputs go to /tmp.
+its pure-Python engine (QUICACK_PCAP_ENGINE=python). `--pcapng` gives both tools each input as pcapng instead
+(`editcap -F pcapng`: one Section Header, one Interface Description and an Enhanced Packet Block per record, as
+Wireshark and dumpcap write them; the key log stays a separate file). Temporary outputs go to /tmp.
 """
 
 from __future__ import annotations
@@ -148,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for name in args.inputs:
             capture, keylog = inputs[name]
+            if args.pcapng:
+                converted = work / f"{name}.pcapng"
+                subprocess.run(["editcap", "-F", "pcapng", str(capture), str(converted)], check=True)
+                capture = converted
             out = work / f"out-{name}"
             ours = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(out)]
             fields = [arg for field_name in TSHARK_FIELDS for arg in ("-e", field_name)]
@@ -207,6 +213,7 @@ def main() -> int:
         choices=["small", "handshakes", "prefix", "large"],
     )  # fmt: skip
     run_parser.add_argument("--python-engine", action="store_true", help="also quicack's pure-Python engine")
+    run_parser.add_argument("--pcapng", action="store_true", help="each input converted to pcapng (editcap)")
     run_parser.add_argument("--baseline-src", type=Path, help="also quicack from this src folder (old vs new)")
     args = parser.parse_args()
     return build(args) if args.command == "build" else run(args)

@@ -2,6 +2,7 @@
 //! the datagrams that are one short header packet of a flow the Python decoder has registered (1-RTT keys,
 //! connection ID length and the sender's transport parameters known). Everything else goes back to the
 //! Python decoder as it would have come from `reader.read_udp`, in file order, so both write the same rows.
+//! A pcapng stream is cut into the same records by pcapng.rs.
 //! A datagram that starts with long header packets (Initial, Handshake; a 1-RTT packet may follow) is decoded
 //! here too when the flow's Initial and Handshake keys are registered and nothing in it would change what the
 //! Python decoder knows but its CRYPTO frames: see `decode_long`.
@@ -21,6 +22,10 @@ use crate::keys::PacketKeys;
 use crate::link::{address_key, parse_address, plain_udp, Udp};
 use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
+
+#[path = "pcapng.rs"]
+mod pcapng;
+use pcapng::{Block, Blocks};
 
 const CHUNK_BYTES: usize = 1 << 20;
 const MAX_RECORD_BYTES: u32 = 0x400_0000;
@@ -66,15 +71,17 @@ pub struct PcapLane {
     buffer: Vec<u8>,
     position: usize,
     consumed: usize, // file offset of buffer[0], for the messages that name a byte (as reader._read_pcap)
-    max_record_bytes: u32, // quicack.limits' max_record_bytes
+    max_record_bytes: u32, // quicack.reading.limits' max_record_bytes
     big_endian: bool,
     nanoseconds: bool,
     linktype: u32,
     number: i64,
+    last_record: Option<i64>, // the last record handed out (decoded or not): where a read error is reported
     finished: bool,
     flows: HashMap<FlowKey, FastFlow>,
     names: HashMap<Vec<u8>, Py<PyString>>,
     datagram_counts: [i64; 2],
+    pcapng: Option<Blocks>, // a pcapng stream's state (pcapng.rs); None for classic pcap
 }
 
 enum Next {
@@ -446,6 +453,9 @@ impl PcapLane {
     #[new]
     #[pyo3(signature = (stream, head, max_record_bytes = MAX_RECORD_BYTES, path = None))]
     fn new(stream: Py<PyAny>, head: &[u8], max_record_bytes: u32, path: Option<std::path::PathBuf>) -> PyResult<Self> {
+        if head.len() >= 4 && head[..4] == pcapng::SHB_BYTES {
+            return Self::new_pcapng(stream, head, max_record_bytes, path);
+        }
         if head.len() != 24 {
             return Err(PyValueError::new_err("a pcap file header is 24 bytes"));
         }
@@ -473,12 +483,18 @@ impl PcapLane {
             nanoseconds: magic == 0xA1B2_3C4D,
             linktype,
             number: 0,
+            last_record: None,
             finished: false,
             flows: HashMap::new(),
             names: HashMap::new(),
             datagram_counts: [0, 0],
+            pcapng: None,
         })
     }
+
+    /// `new` reads pcapng streams (`head`: their first bytes, at least the 4 of the Section Header Block's type).
+    #[classattr]
+    const PCAPNG: bool = true;
 
     /// `register` takes the long header arguments (a decoder checks this before passing them).
     #[classattr]
@@ -494,23 +510,35 @@ impl PcapLane {
     /// Decode datagrams of registered flows into `rows` until one needs the Python decoder, `budget` datagrams
     /// were decoded here, or the file ends. Returns (decoded here, item): item is None at the end, "budget",
     /// ("datagram", record, time_abs_ns, src, dst, src_port, dst_port, ip_header_bytes, udp_payload_bytes,
-    /// payload), ("record", record, time_abs_ns, linktype, data, wire_length), ("issue", record, message) or
+    /// payload), ("record", record, time_abs_ns, linktype, data, wire_length), ("issue", record, message),
+    /// ("secrets", key log bytes of a pcapng Decryption Secrets Block) or
     /// ("event", connection, direction, packet_number, record, walk result) for a datagram decoded here
     /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see.
     fn next(&mut self, py: Python<'_>, rows: &Bound<'_, RowBuffers>, budget: usize) -> PyResult<(usize, PyObject)> {
         let mut rows = rows.borrow_mut();
         let mut decoded = 0;
-        let linktype = self.linktype;
         loop {
             if decoded >= budget {
                 return Ok((decoded, "budget".into_py(py)));
             }
-            let next = match self.next_record(py) {
+            let next = match self.pcapng {
+                None => self.next_record(py),
+                Some(_) => match self.next_block(py) {
+                    Ok(Block::Lane(next)) => Ok(next),
+                    Ok(Block::Issue(record, message)) => return Ok((decoded, ("issue", record, message).into_py(py))),
+                    Ok(Block::Secrets(start, end)) => {
+                        let text = PyBytes::new_bound(py, &self.buffer[start..end]);
+                        return Ok((decoded, ("secrets", text).into_py(py)));
+                    }
+                    Err(error) => Err(error),
+                },
+            };
+            let next = match next {
                 Ok(next) => next,
                 Err(error) => {
                     // A read error of the stream (a damaged gzip / zstd file): the caller reports it.
                     self.finished = true;
-                    return Ok((decoded, ("error", error.into_value(py)).into_py(py)));
+                    return Ok((decoded, ("error", error.into_value(py), self.last_record).into_py(py)));
                 }
             };
             let (record, time, data, wire_length) = match next {
@@ -526,7 +554,9 @@ impl PcapLane {
                 }
                 Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),
             };
+            self.last_record = Some(record);
             let data = &self.buffer[data.0..data.1];
+            let linktype = self.linktype; // a pcapng record's interface's
             let Some(udp) = plain_udp(linktype, data) else {
                 let raw = PyBytes::new_bound(py, data);
                 return Ok((decoded, ("record", record, time, linktype, raw, wire_length).into_py(py)));

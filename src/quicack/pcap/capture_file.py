@@ -393,6 +393,16 @@ def _reassembled(
     return converted
 
 
+def unreadable_message(error: BaseException) -> str:
+    """The issue of a capture whose stream failed (damaged compression, a tripped limit, a read error), after the
+    records before it: `read_udp`'s and the compiled lane's (`lane_bridge`) alike."""
+    if isinstance(error, CorruptCompressedData):
+        return f"capture unreadable after this point: {error}; records before kept"
+    if isinstance(error, InputLimitExceeded):
+        return f"capture unreadable after this point: {error}"
+    return f"capture unreadable after this point: {type(error).__name__}: {error}"
+
+
 def read_udp(
     path: Path, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[UdpDatagram | TcpSegment | ReadIssue | TlsKeylogSecrets]:
@@ -420,12 +430,8 @@ def read_udp(
                         yield from fragments.take_issues()
                 else:
                     yield item
-        except CorruptCompressedData as error:
-            yield ReadIssue(number, "error", f"capture unreadable after this point: {error}; records before kept")
-        except InputLimitExceeded as error:
-            yield ReadIssue(number, "error", f"capture unreadable after this point: {error}")
-        except (OSError, EOFError, struct.error, ValueError) as error:
-            yield ReadIssue(number, "error", f"capture unreadable after this point: {type(error).__name__}: {error}")
+        except (CorruptCompressedData, InputLimitExceeded, OSError, EOFError, struct.error, ValueError) as error:
+            yield ReadIssue(number, "error", unreadable_message(error))
         except Exception as error:  # noqa: BLE001 - bad input must never stop the pipeline
             yield ReadIssue(
                 number,

@@ -8,7 +8,7 @@ tests/test_pcap_engines.py decodes every capture with both and compares the tabl
     RowBuffers      the rows of a batch and the frame walker (columns.RowBuffers / quicack_core.RowBuffers)
     PacketNumbers   largest packet number per direction and space (connection.PacketNumbers / quicack_core's)
     CryptoStream    a CRYPTO stream's TLS messages and handshake facts (tls.CryptoStream / quicack_core.CryptoStream)
-    PcapLane        compiled only: reads a classic pcap and decodes the 1-RTT datagrams of registered flows itself
+    PcapLane        compiled only: reads a classic pcap or pcapng and decodes the datagrams of registered flows itself
 """
 
 from __future__ import annotations

@@ -9,14 +9,27 @@ order.
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from quicack.reading.compressed import CorruptCompressedData
-from quicack.reading.limits import InputLimitExceeded, Limits
+from quicack.reading.limits import DEFAULT_LIMITS, InputLimitExceeded, Limits
 
-from .capture_file import PCAP_MAGIC_NS_LE, PCAP_MAGIC_US_LE, LinkRecord, UdpDatagram, link_to_udp, open_capture
+from .capture_file import (
+    PCAP_MAGIC_NS_LE,
+    PCAP_MAGIC_US_LE,
+    PCAPNG_SHB,
+    LinkRecord,
+    ReadIssue,
+    TlsKeylogSecrets,
+    UdpDatagram,
+    link_to_udp,
+    open_capture,
+    read_udp,
+    unreadable_message,
+)
 from .connection import C2S, S2C, Connection, Endpoint
 from .ip_fragments import FragmentReassembly
 from .tcp import TcpSegment
@@ -152,11 +165,16 @@ class LaneBridge:
             elif kind == "issue":
                 issues.add("error", item[2], item[1])
                 continue
+            elif kind == "secrets":  # a pcapng Decryption Secrets Block's key log, as `_decode_items` takes it
+                source = f"{Path(decoder.path).name} (decryption secrets block)"
+                decoder.keylog.add_text(item[1].decode("utf-8", "replace"), source)
+                continue
             elif kind == "error":
                 error = item[1]
                 if not isinstance(error, READ_ERRORS):
                     raise error
-                issues.add("error", f"capture unreadable after this point: {type(error).__name__}: {error}", None)
+                # the last record read, as read_udp names it (a core before it: none)
+                issues.add("error", unreadable_message(error), item[2] if len(item) > 2 else None)
                 continue
             else:
                 continue  # "budget", "event", "events": nothing more to do
@@ -166,14 +184,19 @@ class LaneBridge:
                     yield decoder.take_batch()
 
 def open_lane(path: Path, engine: Engine, limits: Limits):
-    """(open stream, quicack_core.PcapLane) for a classic pcap file (plain, gzip, zstd), else None: pcapng, an
-    empty, short or unreadable file go through `read_udp`, which reports what is wrong with them."""
+    """(open stream, quicack_core.PcapLane) for a classic pcap or a pcapng file (plain, gzip, zstd), else None: an
+    empty, short or unreadable file, or pcapng with a core built before it reads pcapng, go through `read_udp`,
+    which reports what is wrong with them."""
     try:
         stream = open_capture(path, limits)
     except READ_ERRORS:
         return None
     try:
-        head = stream.read(24)
+        head = stream.read(4)
+        pcapng = len(head) == 4 and int.from_bytes(head, "little") == PCAPNG_SHB
+        if pcapng and getattr(engine.pcap_lane, "PCAPNG", False):
+            return _lane(stream, head, path, engine, limits)  # its first 4 bytes, as read_pcapng takes them
+        head += stream.read(20)
     except READ_ERRORS:  # damaged at once: read_udp reports it
         stream.close()
         return None
@@ -181,6 +204,10 @@ def open_lane(path: Path, engine: Engine, limits: Limits):
     if not magics & {PCAP_MAGIC_US_LE, PCAP_MAGIC_NS_LE}:
         stream.close()
         return None
+    return _lane(stream, head, path, engine, limits)
+
+
+def _lane(stream, head: bytes, path: Path, engine: Engine, limits: Limits):
     max_record_bytes = min(limits.max_record_bytes, 0xFFFF_FFFF)
     if type(stream) is io.BufferedReader and path.is_file():  # plain file (not a pipe): the lane reads it itself
         try:
@@ -188,3 +215,55 @@ def open_lane(path: Path, engine: Engine, limits: Limits):
         except (OSError, TypeError):  # TypeError: a core older than the `path` argument
             pass
     return stream, engine.pcap_lane(stream, head, max_record_bytes)
+
+
+def read_udp_through_lane(
+    path: Path, limits: Limits = DEFAULT_LIMITS, engine: Engine | None = None
+) -> Iterator[UdpDatagram | TcpSegment | ReadIssue | TlsKeylogSecrets]:
+    """`capture_file.read_udp`'s items, the same in file order, read by the compiled lane (no flow registered: every
+    datagram comes back) when the engine has one — about 40 % less CPU on a large pcapng —, else `read_udp` itself.
+    For passes that want datagrams, not rows (`quicack.scan.identify`)."""
+    from .decoder_engine import select_engine
+
+    engine = engine or select_engine()
+    opened = open_lane(path, engine, limits) if engine.pcap_lane is not None else None
+    if opened is None:
+        yield from read_udp(path, limits)
+        return
+    stream, lane = opened
+    rows, fragments = engine.row_buffers(), FragmentReassembly()
+    names: dict[bytes, str] = {}
+    number = None
+    with stream:
+        try:
+            while True:
+                _, item = lane.next(rows, 1 << 62)
+                if item is None:
+                    break
+                kind = item[0]
+                if kind == "datagram":
+                    number = item[1]
+                    yield UdpDatagram(*item[1:])
+                elif kind == "record":
+                    number = item[1]
+                    converted = link_to_udp(LinkRecord(*item[1:]), names, fragments)
+                    if converted is not None:
+                        yield converted
+                    if fragments.issues:
+                        yield from fragments.take_issues()
+                elif kind == "issue":
+                    yield ReadIssue(item[1], "error", item[2])
+                elif kind == "secrets":
+                    yield TlsKeylogSecrets(item[1].decode("utf-8", "replace"))
+                elif kind == "error":
+                    raise item[1]
+        except (*READ_ERRORS, struct.error) as error:  # read_udp's
+            yield ReadIssue(number, "error", unreadable_message(error))
+        except Exception as error:  # noqa: BLE001 - bad input must never stop the pipeline (as read_udp)
+            yield ReadIssue(
+                number,
+                "error",
+                f"reading stopped by an unexpected {type(error).__name__}: {error}; records before kept "
+                "(please report this file)",
+            )
+        yield from fragments.finish()

@@ -2,7 +2,7 @@
 
 A scan capture holds thousands of connections. The capture decoder (`quicack.pcap.decode_capture`) tells them
 apart internally but its tables do not name them yet, and it does not read the SNI. This pass reads the same
-capture beside it, with the decoder's own building blocks (`read_udp`, `parse_long_header`, `initial_keys`,
+capture beside it, with the decoder's own building blocks (`read_udp_through_lane`, `parse_long_header`, `initial_keys`,
 `walk_frames`) and the decoder's rule for flows (a connection starts with a long header packet on a new
 address/port 4-tuple; both directions of the 4-tuple belong to it), and yields for every datagram of a QUIC
 flow ``(time_abs_ns, udp_payload_bytes, connection number)``. For each connection it keeps the client's Source
@@ -25,8 +25,9 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.pcap.capture_file import UdpDatagram, read_udp
+from quicack.pcap.capture_file import UdpDatagram
 from quicack.pcap.frames import FrameColumns, walk_frames
+from quicack.pcap.lane_bridge import read_udp_through_lane
 from quicack.pcap.quic import CryptoError, HeaderError, PacketKeys, initial_keys, parse_long_header
 
 CLIENT_HELLO = 1
@@ -260,7 +261,7 @@ class DatagramOwner:
 def datagram_owners(path: Path, identifier: ConnectionIdentifier) -> Iterator[DatagramOwner]:
     """Every QUIC datagram of the capture with its connection, in file order (read problems are the decoder's
     to report: it reads the same file)."""
-    for item in read_udp(path):
+    for item in read_udp_through_lane(path):
         if type(item) is UdpDatagram:
             number = identifier.add(item)
             if number is not None:
