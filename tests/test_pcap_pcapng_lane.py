@@ -125,7 +125,7 @@ def test_lane_reads_secrets_injected_by_editcap(tmp_path: Path) -> None:
     )
     items = _assert_lane_reads_as_python(injected)
     (secrets,) = [item for item in items if type(item) is TlsKeylogSecrets]
-    assert secrets.text.strip() == keylog.read_text().strip()
+    assert secrets.text.strip() == keylog.read_text(encoding="utf-8").strip()
 
 
 # -- hand-made: byte orders and damage cannot be recorded here ----------------------------------------------------

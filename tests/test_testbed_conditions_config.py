@@ -85,7 +85,7 @@ def test_the_embedded_datasets_paper_stack_groups_expand_as_they_were_recorded()
     """config/testbed.yaml's twins of then (2.9 ms for every client) come out of `server_stack_delay: 2.9` with the
     folder names and the hold their run.json files record, and without the new settings in their job parameters
     (so that Snakemake does not take them for changed groups)."""
-    cfg = yaml.safe_load((ROOT / "config" / "testbed.yaml").read_text())["testbed"]
+    cfg = yaml.safe_load((ROOT / "config" / "testbed.yaml").read_text(encoding="utf-8"))["testbed"]
     held = [g for g in expand(cfg) if g.scenario.endswith("_paper_stack")]
     assert {g.scenario for g in held} == {"noloss_paper_stack", "amplification_paper_stack", "drop_client_flight_paper_stack"}
     assert {g.server_hello_hold_ms for g in held} == {2.9}
@@ -93,9 +93,8 @@ def test_the_embedded_datasets_paper_stack_groups_expand_as_they_were_recorded()
     recorded = sorted(SAMPLE_RAW.glob("quic-go_ngtcp2/noloss_paper_stack-*/1/run.json"))
     if not recorded:
         pytest.skip(f"the embedded dataset is not unpacked at {SAMPLE_RAW}")
-    for path in recorded:
-        run = json.loads(path.read_text())
-        assert run["server_hello_hold_ms"] == 2.9 and run["scenario"] == "noloss_paper_stack"
+    runs = [json.loads(path.read_text(encoding="utf-8")) for path in recorded]
+    assert {(run["server_hello_hold_ms"], run["scenario"]) for run in runs} == {(2.9, "noloss_paper_stack")}
 
 
 def test_implementation_conditions_rows_are_complete() -> None:
@@ -153,7 +152,7 @@ def test_footnotes_name_the_stack_delay_and_the_implementations_conditions() -> 
 
 
 def test_the_paper_conditions_recording_holds_imc24_to_the_papers_stack_delay_in_session_sized_parts() -> None:
-    cfg = yaml.safe_load((ROOT / "config" / "testbed_paper_conditions.yaml").read_text())["testbed"]
+    cfg = yaml.safe_load((ROOT / "config" / "testbed_paper_conditions.yaml").read_text(encoding="utf-8"))["testbed"]
     groups = expand(cfg)
     assert all(g.implementation_conditions == "paper" for g in groups)
     parts = {g.extra.get("part") for g in groups}
