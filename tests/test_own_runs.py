@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from quicack import ingest, recovery
-from quicack.cli import COMMANDS
+from quicack.cli import COMMANDS, main
 from quicack.database import connect
 from quicack.metrics.selection import MissingData, require_runs
 from quicack.schema.run_json import markdown_table
@@ -57,6 +57,19 @@ def test_a_partial_run_json_keeps_status_inference_and_names_the_missing_key(tmp
     assert discover.select("path", "severity").rows() == [(GROUP, "info")]
     assert discover["message"][0].startswith("3 of 3 run(s) have a run.json that does not say 'cert_delay_ms'")
     assert "imc24 Δt sweep" in discover["message"][0]
+
+
+def test_strict_mode_does_not_fail_on_info_rows_and_the_summary_counts_each_severity(tmp_path, monkeypatch):
+    """A partial run.json's info row (a key left out) is no fault of the input: before, build-db counted every row
+    that is not an error as a warning ("0 errors, 1 warnings") and `strict: true` failed on it."""
+    copy_runs(tmp_path / "raw", SWEEP[:1], run_json=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest-group", "--raw", "raw", "--group", GROUP, "--dataset", "t", "--parquet", "parquet"]) == 0
+    build = ["build-db", "--parquet", "parquet", "--db", "t.duckdb", "--summary", "summary.txt", "--strict"]
+    assert main(build) == 0
+    summary = (tmp_path / "summary.txt").read_text(encoding="utf-8")
+    assert "ingest issues: 0 errors (input skipped), 0 warnings (input used in part), 1 info" in summary
+    assert "[info] discover, 1 rows: N of N run(s) have a run.json that does not say 'cert_delay_ms'" in summary
 
 
 def test_runs_without_run_json_are_described_by_their_folder_names(tmp_path):

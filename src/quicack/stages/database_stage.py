@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from quicack import database, parquet_store
-from quicack.issues import count_errors, issue_lines, write_issue_list
+from quicack.issues import ERROR, INFO, WARNING, count_by_severity, issue_lines, write_issue_list
 from quicack.schema import TABLES
 
 
@@ -21,6 +21,8 @@ class Summary:
     text: str
     errors: int
     warnings: int
+    # Rows that say what the input does not (a run.json key left out): strict mode does not fail on them.
+    info: int = 0
 
 
 def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
@@ -34,14 +36,14 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     ok = runs.filter(pl.col("status") == "ok").height
     failed = runs.filter(pl.col("status") == "failed").height
     lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
-    errors = count_errors(issues)
-    warnings = issues.height - errors
-    lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
+    severities = count_by_severity(issues)
+    lines += [f"  ingest issues: {severities[ERROR]} errors (input skipped), {severities[WARNING]} warnings (input used "
+              f"in part), {severities[INFO]} info (what the input does not say)"]  # fmt: skip
     where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
     lines += issue_lines(issues, where)
     if issue_list is not None:
         write_issue_list(issues, issue_list)
-    return Summary("\n".join(lines) + "\n", errors, warnings)
+    return Summary("\n".join(lines) + "\n", severities[ERROR], severities[WARNING], severities[INFO])
 
 
 def write_rfc9002_agreement(db: Path, files: dict[str, list[Path]]) -> int:
