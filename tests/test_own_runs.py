@@ -264,3 +264,40 @@ def test_fig16_of_a_client_with_one_mode_only_says_both_modes_are_needed(tmp_pat
     assert "no client with ok runs in both modes (IACK and WFC)" in figure().missing
     shutil.copytree(SAMPLE_RAW / GROUP / SWEEP[0], raw / GROUP / SWEEP[0])
     assert figure().missing == ""
+
+
+def test_rendering_txt_tells_drawn_from_the_runs_models_and_not_drawn_apart(tmp_path):
+    """Before: "N drawn" counted the models, the formula tables and tables that read 0 runs as drawn, and a
+    placeholder said "(1 runs of it in the dataset)". After, on one real WFC run: three groups, the runs counted."""
+    from quicack.figures.common import rendering_summary, save
+    from quicack.figures.imc24_pto import imc24_fig16_pto_improvement
+    from quicack.figures.imc24_scan import imc24_tab05_cdn_asn
+    from quicack.figures.imc24_tables import imc24_tab02_guidelines, imc24_tab04_client_defaults
+    from quicack.figures.rfc9002_model import imc24_fig02_pto_evolution
+    from quicack.provenance import DatasetDescription
+    from quicack.schema import SCAN_CONNECTIONS
+    from quicack.stages.derive_stage import derive_tables
+
+    tables = ingest.ingest_group(copy_runs(tmp_path / "raw", SWEEP[1:2]), GROUP, "t")
+    handshakes = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())["handshake_runs"]
+    rendered = {
+        "imc24-fig02": imc24_fig02_pto_evolution(),
+        "imc24-fig16": imc24_fig16_pto_improvement(handshakes),
+        "imc24-tab02": imc24_tab02_guidelines(handshakes, tables["runs"]),  # needs both modes: reads 0 runs
+        "imc24-tab04": imc24_tab04_client_defaults(handshakes),
+        "imc24-tab05": imc24_tab05_cdn_asn(SCAN_CONNECTIONS.empty()),  # no scan: the paper's mapping only
+    }
+    for artefact, one in rendered.items():
+        save(one, tmp_path / "out", artefact, "png", DatasetDescription.undescribed("t"))
+    text, not_drawn = rendering_summary(sorted((tmp_path / "out").glob("*.status.json")))
+    assert not_drawn == 3
+    assert "artefacts: 5 (1 drawn from the dataset, 1 from models or formulas, 3 not drawn)" in text
+    drawn, models, missing = text.split("\n\n")[2:]
+    assert drawn.splitlines()[1:] == ["    imc24-tab04: 1 ok run"]
+    assert models.splitlines()[1:] == ["    imc24-fig02: Computed from the RFC 9002 formulas in quicack.recovery (no measurement)."]
+    assert missing.splitlines()[1:] == [
+        "    imc24-fig16: the dataset has no client with ok runs in both modes (IACK and WFC) at one RTT (1 run of it in "
+        "the dataset)",
+        "    imc24-tab02: nothing of the dataset's in it (no run it reads): the table holds the paper's side only",
+        "    imc24-tab05: nothing of the dataset's in it (0 scan connections): the table holds the paper's side only",
+    ]

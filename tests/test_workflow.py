@@ -102,7 +102,10 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     artefacts = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
     assert {"imc24-fig02", "imc24-fig04", "imc24-fig04-measured", "imc24-claims"} <= set(artefacts)
     # Every artefact is drawn from the embedded data (the measured sweet spot from its Δt sweep included).
-    assert f"artefacts: {len(artefacts)} ({len(artefacts)} drawn, 0 not drawn)" in (out / "rendering.txt").read_text(encoding="utf-8")
+    rendering = (out / "rendering.txt").read_text(encoding="utf-8")
+    assert f"artefacts: {len(artefacts)} (" in rendering and ", 0 not drawn)" in rendering
+    assert "what it drew from is not declared" not in rendering  # every render function says what it reads
+    assert f"{out / 'rendering.txt'}:\n{rendering}" in done.stdout  # printed at the end of the run
     for artefact in artefacts:
         if "-fig" in artefact:
             for fmt in ("pdf", "png"):

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from quicack.provenance import DatasetDescription
+from quicack.rendered import Rendered
+
 # The verdicts of claims.csv's ``verdict`` column.
 AGREE, DIFFER, UNRESOLVED, CALIBRATED, NOT_APPLICABLE = "agree", "differ", "unresolved", "calibrated", "n/a"
 VERDICTS = (AGREE, DIFFER, UNRESOLVED, CALIBRATED, NOT_APPLICABLE)
@@ -183,3 +186,18 @@ def claims_table(
         )
     floats = ("ours_low", "ours_high", "ours_interval_low", "ours_interval_high", "tolerance")
     return pl.DataFrame(rows, schema_overrides={**dict.fromkeys(floats, pl.Float64), "runs_to_resolve": pl.Int64})
+
+
+def claims_rendered(table: pl.DataFrame, description: DatasetDescription) -> Rendered:
+    """A paper's claims table (``claims_table``) as its notebook saves it: with our data's source, and what
+    rendering.txt counts: the claims measured from the dataset (a verdict from runs > 0) or, where none is, those
+    that formulas or the paper's tables decide."""
+    decided = pl.col("verdict") != NOT_APPLICABLE
+    measured = table.filter(decided & (pl.col("runs") > 0)).height
+    by_formulas = table.filter(decided & (pl.col("runs") == 0)).height
+    return Rendered(
+        table.with_columns(pl.lit(description.source_label()).alias("our_source")),
+        drawn_from=(measured, "measured claim"),
+        formula_part=f"{by_formulas} of {table.height} claims decided by formulas or the paper's tables, none measured"
+        if by_formulas else "",
+    )

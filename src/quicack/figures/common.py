@@ -18,7 +18,7 @@ import seaborn as sns  # noqa: E402
 
 from quicack.markup import md_paragraph, md_text, md_text_expr, one_line, tex_comment  # noqa: E402
 from quicack.provenance import DatasetDescription  # noqa: E402
-from quicack.rendered import Rendered, run_accounting  # noqa: E402
+from quicack.rendered import FROM_DATASET, FROM_MODELS, NOT_DRAWN, Rendered, run_accounting  # noqa: E402
 
 __all__ = ["Rendered", "run_accounting", "save", "setup_style"]
 
@@ -96,7 +96,9 @@ def status_path(out_dir: Path, artefact_id: str) -> Path:
 def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
-    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs}
+    source, detail = rendered.source()
+    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs,
+              "source": source, "detail": detail}  # fmt: skip
     status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
@@ -154,15 +156,40 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
 
 
 def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | None = None) -> tuple[str, int]:
-    """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
-    why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
+    """The text of results/<dataset>/rendering.txt: the artefacts drawn from the dataset (with how many runs, scan
+    connections...), those computed from models, formulas or the paper's own tables, and those not drawn, with why;
+    and how many were not drawn. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
     statuses = sorted((json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"])
-    missing = [s for s in statuses if not s["rendered"]]
+    groups: dict[str, list[dict]] = {FROM_DATASET: [], FROM_MODELS: [], NOT_DRAWN: []}
+    for status in statuses:
+        groups[status.get("source") or _source_of_an_older_status(status)].append(status)
     failed = dict(sorted((failed or {}).items()))
+    not_drawn = len(groups[NOT_DRAWN]) + len(failed)
     total = len(statuses) + len(failed)
-    counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
-    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")")]
-    lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    lines += [f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
-    return "\n".join(lines) + "\n", len(missing) + len(failed)
+    counts = (f"{len(groups[FROM_DATASET])} drawn from the dataset, {len(groups[FROM_MODELS])} from models or formulas, "
+              f"{not_drawn} not drawn" + (f" ({len(failed)} failed)" if failed else ""))  # fmt: skip
+    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts})"]
+    for group, title in _GROUP_TITLES.items():
+        lines += ["", f"  {title}: {len(groups[group]) + (len(failed) if group == NOT_DRAWN else 0)}"]
+        lines += [f"    {s['artefact']}: {s.get('detail') or _detail_of_an_older_status(s)}" for s in groups[group]]
+    lines += [f"    {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    return "\n".join(lines) + "\n", not_drawn
+
+
+_GROUP_TITLES = {
+    FROM_DATASET: "drawn from the dataset (its runs, their qlogs or its scan)",
+    FROM_MODELS: "from models, formulas or the paper's own tables (not from the dataset)",
+    NOT_DRAWN: "not drawn (why)",
+}
+
+
+def _source_of_an_older_status(status: dict) -> str:
+    """A status file written before statuses said their source (a run's results kept from an older version)."""
+    return FROM_DATASET if status["rendered"] else NOT_DRAWN
+
+
+def _detail_of_an_older_status(status: dict) -> str:
+    if not status["rendered"]:
+        return f"the dataset has {status['missing']}"
+    return "what it drew from is not recorded (a status of an older version)"

@@ -14,6 +14,9 @@ from quicack.figures.common import Rendered, setup_style
 from quicack.metrics import scan_quantities as metric
 from quicack.reference import cdn_asn, cdn_names, paper_table
 
+# What the scan artefacts draw (rendering.txt counts them).
+SCAN_CONNECTION = "scan connection"
+
 # The paper's Fig. 8: Sao Paulo, the first scan day, without the CDNs that send no instant ACK.
 FIG08_VANTAGE_POINT = "Sao Paulo"
 FIG08_LEFT_OUT = ("Fastly", "Meta", "Microsoft")
@@ -105,7 +108,7 @@ def imc24_fig08_iack_sh_cdf(scan: pl.DataFrame, truth: pl.DataFrame, vantage_poi
         f"({drawn.filter(pl.col('first_datagram_class') == metric.SH_FIRST).height} here) left out (the authors count them as IACK). "
         f"Left out as in the paper: {', '.join(FIG08_LEFT_OUT)}.{swapped}"
     )
-    return Rendered(fig, note=note)
+    return Rendered(fig, note=note, drawn_from=(drawn.height, SCAN_CONNECTION))
 
 
 def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -122,7 +125,8 @@ def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.Data
         ax.legend(fontsize=6, ncol=2, loc="upper left")
     axes[-1, 0].set_xlabel("Delay between ACK and SH [ms]")
     fig.tight_layout()
-    return Rendered(fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end.")
+    return Rendered(fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end.",
+                    drawn_from=(top.height, SCAN_CONNECTION))
 
 
 def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
@@ -160,7 +164,7 @@ def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
         "ACK Delay decoded with exponent 3 (the server's exponent arrives later, in EncryptedExtensions). The authors' quantity "
         "for a coalesced ACK+SH is just −ACK Delay, so 'ACK Delay > RTT' there means 'ACK Delay > 0' (SCAN.md point 1)."
     )
-    return Rendered(fig, note=note)
+    return Rendered(fig, note=note, drawn_from=(rows.height, SCAN_CONNECTION))
 
 
 def _draw_series(ax: plt.Axes, lines: pl.DataFrame) -> None:
@@ -210,7 +214,9 @@ def imc24_fig09_cloudflare_series(scan: pl.DataFrame, truth: pl.DataFrame, vanta
     ax.set_title(chosen, fontsize=9)
     ax.legend(ncol=3, fontsize=7, loc="upper left")
     fig.tight_layout()
-    return Rendered(fig, note=_series_note(scan.filter(pl.col("vantage_point") == chosen)) + _configured_series_note(scan, truth))
+    at_vp = scan.filter(pl.col("vantage_point") == chosen)
+    return Rendered(fig, note=_series_note(at_vp) + _configured_series_note(scan, truth),
+                    drawn_from=(metric.series(at_vp).height, SCAN_CONNECTION))
 
 
 def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -228,7 +234,8 @@ def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: p
     axes[-1, 0].set_xlabel("Date MM-DD HH (UTC)")
     fig.supylabel("Median time since ClientHello [ms]", fontsize=9)
     fig.tight_layout()
-    return Rendered(fig, note=_series_note(scan) + _configured_series_note(scan, truth))
+    return Rendered(fig, note=_series_note(scan) + _configured_series_note(scan, truth),
+                    drawn_from=(metric.series(scan).height, SCAN_CONNECTION))
 
 
 def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -259,7 +266,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         "first SH datagram)' over answered connections (a ServerHello first, or an ACK without ServerHello, counts as IACK). "
         "configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that closes before its ServerHello)."
     )
-    return Rendered(table, note=note)
+    return Rendered(table, note=note, drawn_from=(metric.toplist(scan).height, SCAN_CONNECTION))
 
 
 def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
@@ -282,4 +289,4 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
         "which the table does not list; we follow the table). connections / domains: this scan's connections to that AS. "
         f"Other ASes in this scan: {unmapped.height} ({unmapped['connections'].sum() if unmapped.height else 0} connections)."
     )
-    return Rendered(table, note=note)
+    return Rendered(table, note=note, drawn_from=(scan.height, SCAN_CONNECTION))
