@@ -301,3 +301,46 @@ def test_rendering_txt_tells_drawn_from_the_runs_models_and_not_drawn_apart(tmp_
         "    imc24-tab02: nothing of the dataset's in it (no run it reads): the table holds the paper's side only",
         "    imc24-tab05: nothing of the dataset's in it (0 scan connections): the table holds the paper's side only",
     ]
+
+
+def _cells_of(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def test_a_table_for_a_paper_has_human_headers_with_units_one_number_format_and_counts_in_words(tmp_path):
+    """imc24 Table 3 of three real runs. Before: the headers were column names ('initial\\_1' in the .tex, '_1' the
+    repetition), "1 runs", and the Markdown printed the cells "0.0" as 0 (tabulate parsed them back into numbers)."""
+    from quicack.figures.common import save
+    from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
+    from quicack.provenance import DatasetDescription
+
+    tables = ingest.ingest_group(copy_runs(tmp_path / "raw"), GROUP, "t")
+    rendered = imc24_tab03_server_ack_delay(tables["runs"], tables["frames"])
+    save(rendered, tmp_path, "imc24-tab03", "", DatasetDescription.undescribed("t"))
+    headers = ["Server", "Mode", "Initial, rep. 1 (ms)", "Handshake, rep. 1 (ms)", "Paper: Initial (ms)",
+               "Paper: Handshake (ms)", "Measured in"]  # fmt: skip
+    header, _, *rows = (tmp_path / "imc24-tab03.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
+    assert _cells_of(header) == headers
+    csv = pl.read_csv(tmp_path / "imc24-tab03.csv", infer_schema=False)  # the CSV keeps the column names
+    assert csv.columns[:3] == ["server", "mode", "initial_1"]
+    assert [_cells_of(row) for row in rows] == [list(row) for row in csv.rows()]  # each cell as the table has it
+    assert {row[2] for row in csv.rows()} == {"0.0"} and all("noloss: 1 run, client ngtcp2" in row[-1] for row in csv.rows())
+    tex = (tmp_path / "imc24-tab03.tex").read_text(encoding="utf-8").splitlines()
+    assert tex[2] == " & ".join(headers) + " \\\\"
+
+
+def test_a_float_column_has_one_number_format_flags_are_words_and_a_missing_value_is_empty_handmade(tmp_path):
+    """Hand-made values, the kinds a table holds: a float column with 0.5 and 0 (before: "0.5" and "0" in the
+    Markdown, "NaN" in the .tex for a missing one), a flag (before: True/False) and a count."""
+    from quicack.figures.common import save
+    from quicack.provenance import DatasetDescription
+    from quicack.rendered import Rendered
+
+    table = pl.DataFrame({"median": [0.5, 0.0, None, 12.25], "agrees": [True, False, None, True], "runs": [1, 2, 3, None]})
+    save(Rendered(table), tmp_path, "t-tab", "", DatasetDescription.undescribed("t"))
+    header, _, *rows = (tmp_path / "t-tab.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
+    shown = [["0.50", "yes", "1"], ["0.00", "no", "2"], ["", "", "3"], ["12.25", "yes", ""]]
+    assert _cells_of(header) == table.columns and [_cells_of(row) for row in rows] == shown  # no label: the name
+    tex = (tmp_path / "t-tab.tex").read_text(encoding="utf-8").splitlines()
+    assert tex[0] == "\\begin{tabular}{rlr}"  # numbers to the right
+    assert tex[4:8] == [" & ".join(row) + " \\\\" for row in shown]

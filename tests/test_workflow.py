@@ -16,6 +16,7 @@ import pytest
 from quicack.claims import NO_EXPLANATION
 from quicack.claims.ackratio_claims import REFERENCES
 from quicack.database import connect
+from quicack.markup import md_text
 from quicack.reference import REFERENCE_DIR, read_claims
 from quicack.schema import TABLES
 from tests.conftest import QLOG_FIXTURES, REPO, config_for, make_run, published, snakemake
@@ -113,6 +114,15 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
         else:
             for fmt in ("csv", "md", "tex"):
                 assert (out / "tables" / f"{artefact}.{fmt}").stat().st_size > 100, artefact
+            # A paper's headers, not column names: every column of every table has its label (a column named in
+            # lower case as its header is one without; "4G paper (s)" or "TCP" are named as printed).
+            names = pl.read_csv(out / "tables" / f"{artefact}.csv", n_rows=0).columns
+            md_header = (out / "tables" / f"{artefact}.md").read_text(encoding="utf-8").splitlines()[0]
+            labels = [cell.strip() for cell in md_header.strip("|").split("|")]
+            unlabelled = [n for n, label in zip(names, labels, strict=True) if label == md_text(n) == md_text(n).lower()]
+            assert len(labels) == len(names) and unlabelled == [], (artefact, unlabelled)
+            tex_header = (out / "tables" / f"{artefact}.tex").read_text(encoding="utf-8").splitlines()[2]
+            assert "\\_" not in tex_header, (artefact, tex_header)
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
     assert (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:

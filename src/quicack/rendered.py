@@ -5,7 +5,7 @@ footnote's counts are computed from exactly what was drawn. Shared by ``quicack.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ParamSpec
 
@@ -50,6 +50,9 @@ class Rendered:
     # What of it comes from formulas or the paper's own tables when nothing comes from the dataset (a claims table's
     # formula claims): it then counts among the models, not among the artefacts not drawn.
     formula_part: str = ""
+    # A table's column -> its header in the Markdown and LaTeX (human words, unit in parentheses): the table's own
+    # mapping, beside the function that makes its columns (the CSV keeps the column names, for programs).
+    headers: Mapping[str, str] | None = None
 
     def footnote(self, description: DatasetDescription) -> str:
         """Origin (the model, or the dataset's own description), how to read it, the runs used."""

@@ -138,6 +138,17 @@ def _explanation(decided: Verdict, ours: Measured, wide: tuple[float, float], gi
     return f"{why} {given}".strip()
 
 
+# A claims table's columns (``claims_table``) and their headers as a paper prints them (the CSV keeps the names;
+# the numbers are in the row's unit).
+CLAIMS_HEADERS = {
+    "paper": "Paper", "claim_id": "Claim", "section": "Section", "artefact": "Artefact", "statement": "Statement",
+    "paper_value": "Paper's value", "unit": "Unit", "ours": "Ours", "ours_low": "Ours, low", "ours_high": "Ours, high",
+    "ours_interval_low": "Ours, 95 % interval low", "ours_interval_high": "Ours, 95 % interval high", "runs": "Runs",
+    "tolerance": "Tolerance", "tolerance_reason": "Tolerance from", "verdict": "Verdict",
+    "runs_to_resolve": "Runs to resolve", "explanation": "Explanation", "our_source": "Our source",
+}  # fmt: skip
+
+
 def claims_table(
     paper: str,
     reference: pl.DataFrame,
@@ -198,6 +209,7 @@ def claims_rendered(table: pl.DataFrame, description: DatasetDescription) -> Ren
     return Rendered(
         table.with_columns(pl.lit(description.source_label()).alias("our_source")),
         drawn_from=(measured, "measured claim"),
+        headers=CLAIMS_HEADERS,
         formula_part=f"{by_formulas} of {table.height} claims decided by formulas or the paper's tables, none measured"
         if by_formulas else "",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -81,11 +81,15 @@ def save(rendered: Rendered, out_dir: Path, artefact_id: str, formats: str | Seq
         # the workflow's rule (common.smk is_figure): anything not "-fig" is a table (-tab, -claims, ackfreq22-eq)
         if "-fig" not in artefact_id:
             placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
-            return _save_table(placeholder, out_dir, artefact_id, footnote)
+            return _save_table(placeholder, out_dir, artefact_id, footnote, PLACEHOLDER_HEADERS)
         return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)
     if isinstance(rendered.artefact, pl.DataFrame):
-        return _save_table(rendered.artefact, out_dir, artefact_id, footnote)
+        return _save_table(rendered.artefact, out_dir, artefact_id, footnote, rendered.headers)
     return _save_figure(rendered.artefact, out_dir, artefact_id, wanted, footnote)
+
+
+# The columns of a table's placeholder (``save``).
+PLACEHOLDER_HEADERS = {"artefact": "Artefact", "not_rendered": "Not drawn: the dataset has"}
 
 
 def status_path(out_dir: Path, artefact_id: str) -> Path:
@@ -138,21 +142,64 @@ def _footnote_top(fig: plt.Figure) -> float:
     return min(bottom, 0.0) - FOOTNOTE_GAP_IN
 
 
-def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:
-    """A table as CSV, Markdown and LaTeX, each with the footnote. The Markdown and LaTeX cells and column names are
-    escaped (a run's folder name or a claim's explanation is text, and '_' or '%' in it would break the table)."""
+def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str,
+                headers: Mapping[str, str] | None = None) -> list[Path]:
+    """A table as CSV (its column names and values, for programs), Markdown and LaTeX (for a paper: each column under
+    its human header from ``headers``, the table's own mapping of column -> label with unit; numbers in one format per
+    column), each with the footnote. The Markdown and LaTeX cells and headers are escaped (a run's folder name or a
+    claim's explanation is text, and '_' or '%' in it would break the table)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv_path = tables_dir / f"{table_id}.csv"
     frame.write_csv(csv_path)
-    pandas_frame = frame.to_pandas()
+    labels = [(headers or {}).get(name, name) for name in frame.columns]
+    cells = _cells(frame)
+    right = [frame.schema[name].is_numeric() for name in frame.columns]
     md_path = tables_dir / f"{table_id}.md"
-    # Markdown: every text cell, column name and the note as text (a '<', '|' or '[' in a folder name or a title
-    # would be raw HTML, a cell's end or a link).
-    md_frame = frame.with_columns(md_text_expr(pl.col(pl.String))).rename(md_text).to_pandas()
-    md_path.write_text(md_frame.to_markdown(index=False) + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
+    # Markdown: every cell, header and the note as text (a '<', '|' or '[' in a folder name or a title would be raw
+    # HTML, a cell's end or a link); cells as written (tabulate would parse "0.0" back into the number 0).
+    md_frame = cells.with_columns(md_text_expr(pl.all())).to_pandas()
+    # (tabulate fails on alignments for a table without rows.)
+    align = {"colalign": ["right" if r else "left" for r in right]} if frame.height else {}
+    md_table = md_frame.to_markdown(index=False, headers=[md_text(label) for label in labels], disable_numparse=True,
+                                    **align)  # fmt: skip
+    md_path.write_text(md_table + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote), encoding="utf-8")
+    tex_frame = cells.to_pandas()
+    tex_frame.columns = labels
+    tex = tex_frame.to_latex(index=False, escape=True, column_format="".join("r" if r else "l" for r in right))
+    tex_path.write_text(tex + tex_comment(footnote), encoding="utf-8")
     return [csv_path, md_path, tex_path]
+
+
+# A float column is shown with as many decimals as its values have (after the table's own rounding), at most this many.
+MAX_DECIMALS = 3
+
+
+def _cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every cell as the text a paper prints: a float column in one fixed number of decimals (0.5 and 0.0, never 0.5
+    and 0), yes/no for a flag, an empty cell for a missing value."""
+    shown = []
+    for name, dtype in frame.schema.items():
+        column = frame[name]
+        if dtype.is_float():
+            decimals = _decimals(column)
+            # Python's format: polars has no fixed-decimals formatting; a table has tens of cells, not millions.
+            column = pl.Series(name, [None if v is None else f"{v:.{decimals}f}" for v in column.to_list()], pl.String)
+        elif dtype == pl.Boolean:
+            column = column.replace_strict({True: "yes", False: "no"}, return_dtype=pl.String)
+        else:
+            column = column.cast(pl.String)
+        shown.append(column.fill_null(""))
+    return pl.DataFrame(shown)
+
+
+def _decimals(column: pl.Series) -> int:
+    """The fewest decimals (up to ``MAX_DECIMALS``) that show every value of ``column`` as it is."""
+    values = column.drop_nulls().drop_nans().to_list()
+    for decimals in range(MAX_DECIMALS):
+        if all(abs(round(v, decimals) - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
+            return decimals
+    return MAX_DECIMALS
 
 
 def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | None = None) -> tuple[str, int]:

@@ -165,6 +165,18 @@ def appendix_e_findings() -> pl.DataFrame:
     )
 
 
+# The agreement table's columns and their headers as a paper prints them (the CSV keeps the names).
+AGREEMENT_HEADERS = {
+    "implementation": "Implementation", "vantage": "Vantage", "endpoints": "Endpoints",
+    "samples_compared": "RTT samples compared",
+    **{f"{quantity}_abs_dev_{stat}_ms": f"{label}, {stat} abs. deviation (ms)"
+       for quantity, label in (("smoothed_rtt", "Smoothed RTT"), ("rttvar", "RTT variation"), ("pto", "PTO"))
+       for stat in ("median", "max")},
+    "logging_resolution_ms": "Logging resolution (ms)", "within_resolution": "Within resolution",
+    "explanation": "Explanation", "imc24_appendix_e": "imc24 App. E",
+}  # fmt: skip
+
+
 @placeholder_when_missing
 def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
     """How far each implementation's logged estimator state (qlog recovery:metrics_updated) lies from RFC 9002
@@ -177,8 +189,7 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
     table = (
         agreement.join(appendix_e_findings(), on="implementation", how="left")
         .with_columns(pl.col(ms).round(2), pl.col("imc24_appendix_e").fill_null("not among the paper's clients"))
-        .select("implementation", "vantage", "endpoints", "samples_compared", *ms, "logging_resolution_ms",
-                "within_resolution", "explanation", "imc24_appendix_e")  # fmt: skip
+        .select(list(AGREEMENT_HEADERS))
         .sort("implementation", "vantage")
     )
     note = (
@@ -186,4 +197,4 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
         f"{int(table['endpoints'].sum())} qlog endpoints; 'explanation' is the recorded cause of each deviation "
         "beyond the logging resolution (src/quicack/metrics/rfc9002_deviations.csv, with its evidence)."
     )
-    return Rendered(table, note=note, drawn_from=(int(table["endpoints"].sum()), "qlog endpoint"))
+    return Rendered(table, note=note, drawn_from=(int(table["endpoints"].sum()), "qlog endpoint"), headers=AGREEMENT_HEADERS)

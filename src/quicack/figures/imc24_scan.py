@@ -238,6 +238,16 @@ def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: p
                     drawn_from=(metric.series(scan).height, SCAN_CONNECTION))
 
 
+# Table 1's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB01_HEADERS = {
+    "cdn": "CDN", "domains": "Domains", "iack_share_percent": "IACK share (%)", "variation_percent": "Variation (%)",
+    "authors_iack_share_percent": "IACK share, authors' code (%)",
+    "configured_iack_share_percent": "IACK share configured (%)", "measurements": "Measurements",
+    "connections": "Connections", "paper_domains": "Paper: domains", "paper_iack_share_percent": "Paper: IACK share (%)",
+    "paper_variation_percent": "Paper: variation (%)",
+}  # fmt: skip
+
+
 def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
     """imc24 Table 1: per CDN the domains, the largest IACK share over vantage point × day and its variation; ours
     by the paper's definition and by the authors' code (SCAN.md point 3), the configured share on an emulated
@@ -253,10 +263,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         .join(authors, on="cdn", how="left")
         .join(metric.configured_iack_share(scan, truth), on="cdn", how="left")
         .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent").round(1))
-        .select(
-            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent", "configured_iack_share_percent",
-            "measurements", "connections", "paper_domains", "paper_iack_share_percent", "paper_variation_percent",
-        )
+        .select(list(TAB01_HEADERS))
         .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(order)}, default=len(order)), "cdn")
     )  # fmt: skip
     note = (
@@ -266,7 +273,13 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         "first SH datagram)' over answered connections (a ServerHello first, or an ACK without ServerHello, counts as IACK). "
         "configured: what the emulation set up (empty for a real scan). CDN by origin AS (Table 5). Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that closes before its ServerHello)."
     )
-    return Rendered(table, note=note, drawn_from=(metric.toplist(scan).height, SCAN_CONNECTION))
+    return Rendered(table, note=note, drawn_from=(metric.toplist(scan).height, SCAN_CONNECTION), headers=TAB01_HEADERS)
+
+
+# Table 5's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB05_HEADERS = {
+    "cdn": "CDN", "asn": "AS number", "connections": "Connections", "domains": "Domains", "source": "Source",
+}  # fmt: skip
 
 
 def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
@@ -281,7 +294,7 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
     table = (
         mapping.join(seen, left_on="asn", right_on="origin_asn", how="left")
         .with_columns(pl.col("connections", "domains").fill_null(0))
-        .select("cdn", "asn", "connections", "domains", "source")
+        .select(list(TAB05_HEADERS))
     )
     unmapped = seen.join(mapping, left_on="origin_asn", right_on="asn", how="anti")
     note = (
@@ -289,4 +302,4 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
         "which the table does not list; we follow the table). connections / domains: this scan's connections to that AS. "
         f"Other ASes in this scan: {unmapped.height} ({unmapped['connections'].sum() if unmapped.height else 0} connections)."
     )
-    return Rendered(table, note=note, drawn_from=(scan.height, SCAN_CONNECTION))
+    return Rendered(table, note=note, drawn_from=(scan.height, SCAN_CONNECTION), headers=TAB05_HEADERS)
