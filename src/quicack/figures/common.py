@@ -172,7 +172,7 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
 
 
 # A float column is shown with as many decimals as its values have (after the table's own rounding), at most this many.
-MAX_DECIMALS = 3
+MAX_DECIMALS = 4
 
 
 def _cells(frame: pl.DataFrame) -> pl.DataFrame:
