@@ -159,9 +159,9 @@ def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: 
     # HTML, a cell's end or a link); cells as written (tabulate would parse "0.0" back into the number 0).
     md_frame = cells.with_columns(md_text_expr(pl.all())).to_pandas()
     # (tabulate fails on alignments for a table without rows.)
-    align = {"colalign": ["right" if r else "left" for r in right]} if frame.height else {}
+    align = ["right" if r else "left" for r in right] if frame.height else None
     md_table = md_frame.to_markdown(index=False, headers=[md_text(label) for label in labels], disable_numparse=True,
-                                    **align)  # fmt: skip
+                                    colalign=align)  # fmt: skip
     md_path.write_text(md_table + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
     tex_path = tables_dir / f"{table_id}.tex"
     tex_frame = cells.to_pandas()
