@@ -189,7 +189,7 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
         client = row["client_impl"]
         if row["default_pto_ms"] is not None:
             ours_pto = f"{row['default_pto_ms']:.0f}"
-            how = f"probe before any server datagram in {row['runs_with_probe']} runs (median)"
+            how = f"probe before any server datagram in {plural(row['runs_with_probe'], 'run')} (median)"
         elif row["default_pto_lower_bound_ms"] is not None:
             ours_pto = f"> {row['default_pto_lower_bound_ms']:.0f}"
             how = "lower bound only: in every run the server answered before the client probed"
