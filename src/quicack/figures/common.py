@@ -187,6 +187,8 @@ def _cells(frame: pl.DataFrame) -> pl.DataFrame:
             column = pl.Series(name, [None if v is None else f"{v:.{decimals}f}" for v in column.to_list()], pl.String)
         elif dtype == pl.Boolean:
             column = column.replace_strict({True: "yes", False: "no"}, return_dtype=pl.String)
+        elif dtype.is_nested():  # a list or struct cell as Python writes it (polars casts no nested value to text)
+            column = pl.Series(name, [None if v is None else str(v) for v in column.to_list()], pl.String)
         else:
             column = column.cast(pl.String)
         shown.append(column.fill_null(""))
