@@ -40,7 +40,7 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     # drawn are models, formula tables and formula claims (10), or tables with nothing of the dataset's in them
     # (Tables 2 and 4 read 0 runs, Table 5 and the scan claims 0 scan connections).
     assert "artefacts: 51 (2 drawn from the dataset, 10 from models or formulas, 39 not drawn)" in rendering
-    assert "    imc24-tab03: 11 ok runs (1 failed, excluded)\n    imc24-claims: 6 measured claims\n" in rendering
+    assert "    imc24-claims: 6 measured claims\n    imc24-tab03: 11 ok runs (1 failed, excluded)\n" in rendering
     assert "imc24-tab02: nothing of the dataset's in it (no run it reads)" in rendering
     assert "ackfreq22-claims: 8 of 89 claims decided by formulas or the paper's tables, none measured" in rendering
     assert f"{out / 'rendering.txt'}:\n{rendering}" in done.stdout  # printed at the end of the run

@@ -215,4 +215,5 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
         "flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed maps the flight once per client, as "
         "imc24 does; other datasets may differ per mode or RTT, shown beside)."
     )
-    return Rendered(pl.DataFrame(rows), handshakes, note=note, headers=TAB04_HEADERS)
+    # (its columns also without a row: a dataset without IACK/WFC runs)
+    return Rendered(pl.DataFrame(rows, schema=dict.fromkeys(TAB04_HEADERS, pl.String)), handshakes, note=note, headers=TAB04_HEADERS)
