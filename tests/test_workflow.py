@@ -122,7 +122,9 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
             unlabelled = [n for n, label in zip(names, labels, strict=True) if label == md_text(n) == md_text(n).lower()]
             assert len(labels) == len(names) and unlabelled == [], (artefact, unlabelled)
             tex_header = (out / "tables" / f"{artefact}.tex").read_text(encoding="utf-8").splitlines()[2]
-            assert "\\_" not in tex_header, (artefact, tex_header)
+            tex_labels = tex_header.removesuffix(" \\\\").split(" & ")
+            unlabelled = [n for n, label in zip(names, tex_labels, strict=True) if label == n.replace("_", "\\_").lower()]
+            assert unlabelled == [], (artefact, tex_header)
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
     assert (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
