@@ -86,7 +86,8 @@ class Rendered:
             return FROM_DATASET, "what it drew from is not declared"
         read = []
         if self.runs is not None:
-            read.append(f"{plural(self.runs.height, 'run')} it reads, none ok" if self.runs.height else "no run it reads")
+            runs = self.runs.height
+            read.append(f"{plural(runs, 'run')} it reads, none ok" if runs else "no run it reads")
         if self.drawn_from is not None:
             read.append(plural(0, self.drawn_from[1]))
         holds = ": the table holds the paper's side only" if isinstance(self.artefact, pl.DataFrame) else ""

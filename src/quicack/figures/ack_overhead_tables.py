@@ -95,7 +95,8 @@ def ackfreq22_tab03_min_ack_overhead() -> Rendered:
         "paper splits the same 7 B as 3 + 4); VPN = OpenVPN, +68 B; ROHC compresses IP/UDP to 3 B and IP/TCP to a tenth. "
         "Halves round up (25.5 -> 26), as the paper does."
     )
-    return Rendered(table.select(list(TAB03_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE, headers=TAB03_HEADERS)
+    return Rendered(table.select(list(TAB03_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=TAB03_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -163,7 +164,8 @@ def rethink_tab2_ack_bytes_per_packet() -> Rendered:
         "block), DCCP 12/16 B generic header + 4/8 B acknowledgement subheader (+3 B ACK vector), QUIC 51 B (+2 B per "
         "ACK range). 'unlimited': the ACK can grow to fill a packet."
     )
-    return Rendered(table.select(list(RETHINK_TAB2_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE, headers=RETHINK_TAB2_HEADERS)
+    return Rendered(table.select(list(RETHINK_TAB2_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=RETHINK_TAB2_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,7 +206,8 @@ def tcpquic_tab_anatomy() -> Rendered:
     )
     _check_explained(table, "tcpquic-tab-anatomy")
     note = "Share = ACK size / (ACK ratio x data packet size), with the slide's 1460 B TCP MSS and 1340 B QUIC packets."
-    return Rendered(table.select(list(ANATOMY_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE, headers=ANATOMY_HEADERS)
+    return Rendered(table.select(list(ANATOMY_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=ANATOMY_HEADERS)
 
 
 RATE_CASES = {"tcp_no_loss": ("tcp_cumulative",), "tcp_loss": ("tcp_loss",), "quic_ar2_no_loss": ("quic_cumulative",), "quic_ar2_loss": ("quic_loss",)}
@@ -245,4 +248,5 @@ def tcpquic_tab_rate() -> Rendered:
         "Rate = forward rate x (ACK bytes / forward bytes) from the anatomy table (min - max); "
         "exceeds_return_link marks the cells the slide highlights: ACKs alone would need more than the return link."
     )
-    return Rendered(table.select(list(RATE_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE, headers=RATE_HEADERS)
+    return Rendered(table.select(list(RATE_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=RATE_HEADERS)

@@ -78,7 +78,8 @@ SENDERS_HEADERS = {
     "sender": "Sender", "receiver": "Receiver", "path_profile": "Path profile", "file_bytes": "File (bytes)",
     "runs": "Runs", "goodput_mbit": "Goodput (Mbit/s)", "forward_mbit_second_half": "Rate, second half (Mbit/s)",
     "sender_cpu_s": "Sender CPU (s)", "receiver_cpu_s": "Receiver CPU (s)", "impairment_cpu_s": "Impairment CPU (s)",
-    "download_s": "Download (s)", "max_load_1min": "Highest 1-min load", "profile_s2c_mbit": "Profile rate s→c (Mbit/s)",
+    "download_s": "Download (s)", "max_load_1min": "Highest 1-min load",
+    "profile_s2c_mbit": "Profile rate s→c (Mbit/s)",
     "probed_s2c_mbit": "Probed rate s→c (Mbit/s)", "second_half_percent_of_path": "Second half of path rate (%)",
     "sender_cpu_share": "Sender CPU per second", "receiver_cpu_share": "Receiver CPU per second",
 }  # fmt: skip

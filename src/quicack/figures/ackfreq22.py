@@ -71,9 +71,10 @@ def _delivered(datagrams: pl.DataFrame) -> pl.DataFrame:
 
 # Table 1's columns and their headers as a paper prints them (the CSV keeps the names).
 TAB01_HEADERS = {
-    "profile": "Profile", "path": "Path", "s2c_rate_mbit": "Rate s→c (Mbit/s)", "c2s_rate_mbit": "Rate c→s (Mbit/s)",
-    "rtt_ms": "Base RTT (ms)", "table1_rtt_ms": "Table 1 RTT (ms)", "s2c_loss_percent": "Loss s→c (%)",
-    "c2s_loss_percent": "Loss c→s (%)", "ack_delay_ms": "ACK delay (ms)", "paper_ack_delay_vs_rtt": "Paper: ACK delay vs RTT",
+    "profile": "Profile", "path": "Path", "s2c_rate_mbit": "Rate s→c (Mbit/s)",
+    "c2s_rate_mbit": "Rate c→s (Mbit/s)", "rtt_ms": "Base RTT (ms)", "table1_rtt_ms": "Table 1 RTT (ms)",
+    "s2c_loss_percent": "Loss s→c (%)", "c2s_loss_percent": "Loss c→s (%)", "ack_delay_ms": "ACK delay (ms)",
+    "paper_ack_delay_vs_rtt": "Paper: ACK delay vs RTT",
     "measured_rtt_ms": "Measured RTT (ms)", "measured_s2c_loss_clusters_percent": "Measured loss clusters s→c (%)",
     "measured_peak_s2c_mbit": "Measured peak s→c (Mbit/s)", "runs": "Runs", "probe_rtt_ms": "Probed RTT (ms)",
     "probe_s2c_mbit": "Probed rate s→c (Mbit/s)", "probe_c2s_mbit": "Probed rate c→s (Mbit/s)",

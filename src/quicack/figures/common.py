@@ -101,8 +101,8 @@ def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
     source, detail = rendered.source()
-    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None, "runs": runs,
-              "source": source, "detail": detail}  # fmt: skip
+    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None,
+              "runs": runs, "source": source, "detail": detail}  # fmt: skip
     status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
@@ -216,13 +216,14 @@ def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | No
     failed = dict(sorted((failed or {}).items()))
     not_drawn = len(groups[NOT_DRAWN]) + len(failed)
     total = len(statuses) + len(failed)
-    counts = (f"{len(groups[FROM_DATASET])} drawn from the dataset, {len(groups[FROM_MODELS])} from models or formulas, "
-              f"{not_drawn} not drawn" + (f" ({len(failed)} failed)" if failed else ""))  # fmt: skip
+    counts = (f"{len(groups[FROM_DATASET])} drawn from the dataset, {len(groups[FROM_MODELS])} from models or "
+              f"formulas, {not_drawn} not drawn" + (f" ({len(failed)} failed)" if failed else ""))  # fmt: skip
     lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts})"]
     for group, title in _GROUP_TITLES.items():
         lines += ["", f"  {title}: {len(groups[group]) + (len(failed) if group == NOT_DRAWN else 0)}"]
         lines += [f"    {s['artefact']}: {s.get('detail') or _detail_of_an_older_status(s)}" for s in groups[group]]
-    lines += [f"    {artefact}: its job failed or did not run in this run (log: {log})" for artefact, log in failed.items()]
+    lines += [f"    {artefact}: its job failed or did not run in this run (log: {log})"
+              for artefact, log in failed.items()]  # fmt: skip
     return "\n".join(lines) + "\n", not_drawn
 
 

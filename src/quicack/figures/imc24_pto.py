@@ -65,7 +65,8 @@ def imc24_fig16_pto_improvement(handshakes: pl.DataFrame, scenarios: Sequence[st
     table = pto_improvement_table(handshakes, scenarios)
     if table.filter(pl.col("pto_improvement_ms").is_not_null()).is_empty():
         # WFC − IACK needs both: panels of clients with runs in one mode only would be empty.
-        raise MissingData(f"no client with ok runs in both modes (IACK and WFC) at one RTT ({plural(runs.height, 'run')} of it in the dataset)")
+        raise MissingData(f"no client with ok runs in both modes (IACK and WFC) at one RTT "
+                          f"({plural(runs.height, 'run')} of it in the dataset)")
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
@@ -197,4 +198,5 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
         f"{int(table['endpoints'].sum())} qlog endpoints; 'explanation' is the recorded cause of each deviation "
         "beyond the logging resolution (src/quicack/metrics/rfc9002_deviations.csv, with its evidence)."
     )
-    return Rendered(table, note=note, drawn_from=(int(table["endpoints"].sum()), "qlog endpoint"), headers=AGREEMENT_HEADERS)
+    endpoints = (int(table["endpoints"].sum()), "qlog endpoint")
+    return Rendered(table, note=note, drawn_from=endpoints, headers=AGREEMENT_HEADERS)

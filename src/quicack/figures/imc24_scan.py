@@ -125,8 +125,8 @@ def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.Data
         ax.legend(fontsize=6, ncol=2, loc="upper left")
     axes[-1, 0].set_xlabel("Delay between ACK and SH [ms]")
     fig.tight_layout()
-    return Rendered(fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end.",
-                    drawn_from=(top.height, SCAN_CONNECTION))
+    note = _scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end."
+    return Rendered(fig, note=note, drawn_from=(top.height, SCAN_CONNECTION))
 
 
 def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
@@ -243,7 +243,8 @@ TAB01_HEADERS = {
     "cdn": "CDN", "domains": "Domains", "iack_share_percent": "IACK share (%)", "variation_percent": "Variation (%)",
     "authors_iack_share_percent": "IACK share, authors' code (%)",
     "configured_iack_share_percent": "IACK share configured (%)", "measurements": "Measurements",
-    "connections": "Connections", "paper_domains": "Paper: domains", "paper_iack_share_percent": "Paper: IACK share (%)",
+    "connections": "Connections", "paper_domains": "Paper: domains",
+    "paper_iack_share_percent": "Paper: IACK share (%)",
     "paper_variation_percent": "Paper: variation (%)",
 }  # fmt: skip
 

@@ -71,7 +71,8 @@ def tab03_headers(repetitions: list[int]) -> dict[str, str]:
     return {
         "server": "Server", "mode": "Mode",
         **{f"{space}_{rep}": f"{space.capitalize()}, rep. {rep} (ms)" for space in SPACES for rep in repetitions},
-        "paper_initial": "Paper: Initial (ms)", "paper_handshake": "Paper: Handshake (ms)", "measured_in": "Measured in",
+        "paper_initial": "Paper: Initial (ms)", "paper_handshake": "Paper: Handshake (ms)",
+        "measured_in": "Measured in",
     }  # fmt: skip
 
 
@@ -115,7 +116,8 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetition
         row["paper_initial"] = paper.get("initial", "not in paper")
         row["paper_handshake"] = paper.get("handshake", "not in paper")
         rtt = f"RTT {info['rtts']} ms" if info["rtts"] else "RTT not recorded"
-        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {plural(info['runs'], 'run')}, client {info['clients']}, {rtt}"
+        runs_in = plural(info["runs"], "run")
+        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {runs_in}, client {info['clients']}, {rtt}"
         rows.append(row)
     note = (
         "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK in that "
@@ -216,4 +218,5 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
         "imc24 does; other datasets may differ per mode or RTT, shown beside)."
     )
     # (its columns also without a row: a dataset without IACK/WFC runs)
-    return Rendered(pl.DataFrame(rows, schema=dict.fromkeys(TAB04_HEADERS, pl.String)), handshakes, note=note, headers=TAB04_HEADERS)
+    table = pl.DataFrame(rows, schema=dict.fromkeys(TAB04_HEADERS, pl.String))
+    return Rendered(table, handshakes, note=note, headers=TAB04_HEADERS)

@@ -21,7 +21,8 @@ def measured_runs(selected: pl.DataFrame, ack_runs: pl.DataFrame, metric: str, w
     """The ok selected runs with their ``ack_runs`` row, MissingData when none has ``metric``."""
     drawn = ok_runs(selected).join(ack_runs, on="run_id")
     if drawn.filter(pl.col(metric).is_not_null()).is_empty():
-        raise MissingData(f"no ok run with {metric} of the {what} ({plural(selected.height, 'run')} of it in the dataset)")
+        counted = plural(selected.height, "run")
+        raise MissingData(f"no ok run with {metric} of the {what} ({counted} of it in the dataset)")
     return drawn
 
 

@@ -37,8 +37,8 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     failed = runs.filter(pl.col("status") == "failed").height
     lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
     severities = count_by_severity(issues)
-    lines += [f"  ingest issues: {severities[ERROR]} errors (input skipped), {severities[WARNING]} warnings (input used "
-              f"in part), {severities[INFO]} info (what the input does not say)"]  # fmt: skip
+    lines += [f"  ingest issues: {severities[ERROR]} errors (input skipped), {severities[WARNING]} warnings "
+              f"(input used in part), {severities[INFO]} info (what the input does not say)"]  # fmt: skip
     where = f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)" if issue_list else "SELECT * FROM ingest_issues"
     lines += issue_lines(issues, where)
     if issue_list is not None:
