@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicack.cli import COMMANDS
+from quicack.cli import COMMANDS, main
 from quicack.metrics.selection import MissingData, require_runs
 from quicack.models import recovery
 from quicack.schema.run_json import markdown_table
@@ -58,6 +58,19 @@ def test_a_partial_run_json_keeps_status_inference_and_names_the_missing_key(tmp
     assert discover.select("path", "severity").rows() == [(GROUP, "info")]
     assert discover["message"][0].startswith("3 of 3 run(s) have a run.json that does not say 'cert_delay_ms'")
     assert "imc24 Δt sweep" in discover["message"][0]
+
+
+def test_strict_mode_does_not_fail_on_info_rows_and_the_summary_counts_each_severity(tmp_path, monkeypatch):
+    """A partial run.json's info row (a key left out) is no fault of the input: before, build-db counted every row
+    that is not an error as a warning ("0 errors, 1 warnings") and `strict: true` failed on it."""
+    copy_runs(tmp_path / "raw", SWEEP[:1], run_json=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest-group", "--raw", "raw", "--group", GROUP, "--dataset", "t", "--parquet", "parquet"]) == 0
+    build = ["build-db", "--parquet", "parquet", "--db", "t.duckdb", "--summary", "summary.txt", "--strict"]
+    assert main(build) == 0
+    summary = (tmp_path / "summary.txt").read_text(encoding="utf-8")
+    assert "ingest issues: 0 errors (input skipped), 0 warnings (input used in part), 1 info" in summary
+    assert "[info] discover, 1 rows: N of N run(s) have a run.json that does not say 'cert_delay_ms'" in summary
 
 
 def test_runs_without_run_json_are_described_by_their_folder_names(tmp_path):
@@ -252,3 +265,83 @@ def test_fig16_of_a_client_with_one_mode_only_says_both_modes_are_needed(tmp_pat
     assert "no client with ok runs in both modes (IACK and WFC)" in figure().missing
     shutil.copytree(SAMPLE_RAW / GROUP / SWEEP[0], raw / GROUP / SWEEP[0])
     assert figure().missing == ""
+
+
+def test_rendering_txt_tells_drawn_from_the_runs_models_and_not_drawn_apart(tmp_path):
+    """Before: "N drawn" counted the models, the formula tables and tables that read 0 runs as drawn, and a
+    placeholder said "(1 runs of it in the dataset)". After, on one real WFC run: three groups, the runs counted."""
+    from quicack.figures.common import rendering_summary, save
+    from quicack.figures.imc24_pto import imc24_fig16_pto_improvement
+    from quicack.figures.imc24_scan import imc24_tab05_cdn_asn
+    from quicack.figures.imc24_tables import imc24_tab02_guidelines, imc24_tab04_client_defaults
+    from quicack.figures.rfc9002_model import imc24_fig02_pto_evolution
+    from quicack.provenance import DatasetDescription
+    from quicack.schema import SCAN_CONNECTIONS
+    from quicack.stages.derive_stage import derive_tables
+
+    tables = ingest.ingest_group(copy_runs(tmp_path / "raw", SWEEP[1:2]), GROUP, "t")
+    handshakes = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())["handshake_runs"]
+    rendered = {
+        "imc24-fig02": imc24_fig02_pto_evolution(),
+        "imc24-fig16": imc24_fig16_pto_improvement(handshakes),
+        "imc24-tab02": imc24_tab02_guidelines(handshakes, tables["runs"]),  # needs both modes: reads 0 runs
+        "imc24-tab04": imc24_tab04_client_defaults(handshakes),
+        "imc24-tab05": imc24_tab05_cdn_asn(SCAN_CONNECTIONS.empty()),  # no scan: the paper's mapping only
+    }
+    for artefact, one in rendered.items():
+        save(one, tmp_path / "out", artefact, "png", DatasetDescription.undescribed("t"))
+    text, not_drawn = rendering_summary(sorted((tmp_path / "out").glob("*.status.json")))
+    assert not_drawn == 3
+    assert "artefacts: 5 (1 drawn from the dataset, 1 from models or formulas, 3 not drawn)" in text
+    drawn, models, missing = text.split("\n\n")[2:]
+    assert drawn.splitlines()[1:] == ["    imc24-tab04: 1 ok run"]
+    assert models.splitlines()[1:] == ["    imc24-fig02: Computed from the RFC 9002 formulas in quicack.models.recovery (no measurement)."]
+    assert missing.splitlines()[1:] == [
+        "    imc24-fig16: the dataset has no client with ok runs in both modes (IACK and WFC) at one RTT (1 run of it in "
+        "the dataset)",
+        "    imc24-tab02: nothing of the dataset's in it (no run it reads): the table holds the paper's side only",
+        "    imc24-tab05: nothing of the dataset's in it (0 scan connections): the table holds the paper's side only",
+    ]
+
+
+def _cells_of(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def test_a_table_for_a_paper_has_human_headers_with_units_one_number_format_and_counts_in_words(tmp_path):
+    """imc24 Table 3 of three real runs. Before: the headers were column names ('initial\\_1' in the .tex, '_1' the
+    repetition), "1 runs", and the Markdown printed the cells "0.0" as 0 (tabulate parsed them back into numbers)."""
+    from quicack.figures.common import save
+    from quicack.figures.imc24_tables import imc24_tab03_server_ack_delay
+    from quicack.provenance import DatasetDescription
+
+    tables = ingest.ingest_group(copy_runs(tmp_path / "raw"), GROUP, "t")
+    rendered = imc24_tab03_server_ack_delay(tables["runs"], tables["frames"])
+    save(rendered, tmp_path, "imc24-tab03", "", DatasetDescription.undescribed("t"))
+    headers = ["Server", "Mode", "Initial, rep. 1 (ms)", "Handshake, rep. 1 (ms)", "Paper: Initial (ms)",
+               "Paper: Handshake (ms)", "Measured in"]  # fmt: skip
+    header, _, *rows = (tmp_path / "imc24-tab03.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
+    assert _cells_of(header) == headers
+    csv = pl.read_csv(tmp_path / "imc24-tab03.csv", infer_schema=False)  # the CSV keeps the column names
+    assert csv.columns[:3] == ["server", "mode", "initial_1"]
+    assert [_cells_of(row) for row in rows] == [list(row) for row in csv.rows()]  # each cell as the table has it
+    assert {row[2] for row in csv.rows()} == {"0.0"} and all("noloss: 1 run, client ngtcp2" in row[-1] for row in csv.rows())
+    tex = (tmp_path / "imc24-tab03.tex").read_text(encoding="utf-8").splitlines()
+    assert tex[2] == " & ".join(headers) + " \\\\"
+
+
+def test_a_float_column_has_one_number_format_flags_are_words_and_a_missing_value_is_empty_handmade(tmp_path):
+    """Hand-made values, the kinds a table holds: a float column with 0.5 and 0 (before: "0.5" and "0" in the
+    Markdown, "NaN" in the .tex for a missing one), a flag (before: True/False) and a count."""
+    from quicack.figures.common import save
+    from quicack.provenance import DatasetDescription
+    from quicack.rendered import Rendered
+
+    table = pl.DataFrame({"median": [0.5, 0.0, None, 12.25], "agrees": [True, False, None, True], "runs": [1, 2, 3, None]})
+    save(Rendered(table), tmp_path, "t-tab", "", DatasetDescription.undescribed("t"))
+    header, _, *rows = (tmp_path / "t-tab.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
+    shown = [["0.50", "yes", "1"], ["0.00", "no", "2"], ["", "", "3"], ["12.25", "yes", ""]]
+    assert _cells_of(header) == table.columns and [_cells_of(row) for row in rows] == shown  # no label: the name
+    tex = (tmp_path / "t-tab.tex").read_text(encoding="utf-8").splitlines()
+    assert tex[0] == "\\begin{tabular}{rlr}"  # numbers to the right
+    assert tex[4:8] == [" & ".join(row) + " \\\\" for row in shown]

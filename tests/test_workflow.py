@@ -15,6 +15,7 @@ import pytest
 
 from quicack.claims import NO_EXPLANATION
 from quicack.claims.ackratio_claims import REFERENCES
+from quicack.markup import md_text
 from quicack.reference import REFERENCE_DIR, read_claims
 from quicack.schema import TABLES
 from quicack.storage.database import connect
@@ -102,7 +103,10 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     artefacts = sorted(p.stem for p in (REPO / "notebooks").glob("*.py"))
     assert {"imc24-fig02", "imc24-fig04", "imc24-fig04-measured", "imc24-claims"} <= set(artefacts)
     # Every artefact is drawn from the embedded data (the measured sweet spot from its Δt sweep included).
-    assert f"artefacts: {len(artefacts)} ({len(artefacts)} drawn, 0 not drawn)" in (out / "rendering.txt").read_text(encoding="utf-8")
+    rendering = (out / "rendering.txt").read_text(encoding="utf-8")
+    assert f"artefacts: {len(artefacts)} (" in rendering and ", 0 not drawn)" in rendering
+    assert "what it drew from is not declared" not in rendering  # every render function says what it reads
+    assert f"{out / 'rendering.txt'}:\n{rendering}" in done.stdout  # printed at the end of the run
     for artefact in artefacts:
         if "-fig" in artefact:
             for fmt in ("pdf", "png"):
@@ -110,6 +114,17 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
         else:
             for fmt in ("csv", "md", "tex"):
                 assert (out / "tables" / f"{artefact}.{fmt}").stat().st_size > 100, artefact
+            # A paper's headers, not column names: every column of every table has its label (a column named in
+            # lower case as its header is one without; "4G paper (s)" or "TCP" are named as printed).
+            names = pl.read_csv(out / "tables" / f"{artefact}.csv", n_rows=0).columns
+            md_header = (out / "tables" / f"{artefact}.md").read_text(encoding="utf-8").splitlines()[0]
+            labels = [cell.strip() for cell in md_header.strip("|").split("|")]
+            unlabelled = [n for n, label in zip(names, labels, strict=True) if label == md_text(n) == md_text(n).lower()]
+            assert len(labels) == len(names) and unlabelled == [], (artefact, unlabelled)
+            tex_header = (out / "tables" / f"{artefact}.tex").read_text(encoding="utf-8").splitlines()[2]
+            tex_labels = tex_header.removesuffix(" \\\\").split(" & ")
+            unlabelled = [n for n, label in zip(names, tex_labels, strict=True) if label == n.replace("_", "\\_").lower()]
+            assert unlabelled == [], (artefact, tex_header)
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
     assert (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:

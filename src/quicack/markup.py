@@ -24,6 +24,11 @@ def one_line(text: object) -> str:
     return " ".join(str("" if text is None else text).split())
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """'1 run', '2 runs', '0 runs' (``nouns``: the plural where it is not ``noun`` + 's')."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def rst_text(text: object) -> str:
     """Any text as literal reStructuredText inline content, on one line: every ASCII punctuation character
     backslash-escaped, so that nothing in it starts markup — no directive (``.. raw::``, ``.. include::``), role,

@@ -4,6 +4,7 @@ import functools
 import json
 import os
 import shlex
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -287,6 +288,19 @@ def render_status(artefact_id):
 
 def rendered_notebooks():
     return [NOTEBOOKS_OUT / f"{artefact_id}.ipynb" for artefact_id in RENDERED]
+
+
+# When this run started: the end of the run prints rendering.txt only when this run wrote it (print_rendering).
+STARTED = time.time()
+
+
+def print_rendering():
+    """At the end of a successful run, rendering.txt as the run left it (what was drawn from the dataset, from models
+    or formulas, and what not, with why), as summary.txt is printed by the database job; only when this run wrote
+    it (a run that only built the database has nothing new to say about the figures)."""
+    out = RESULTS / "rendering.txt"
+    if out.is_file() and out.stat().st_mtime >= STARTED:
+        print(f"\n{out}:\n{out.read_text(encoding='utf-8')}")
 
 
 def rendering_after_a_failure():

@@ -82,6 +82,11 @@ rule render_summary:
         "quicack render-summary {input.statuses:q} --out {output:q} {params.strict} > {log:q} 2>&1"
 
 
+# The end of a run says what was drawn from the dataset, from models, and what not (print_rendering, common.smk).
+onsuccess:
+    print_rendering()
+
+
 # A failed notebook stops render_summary: rendering.txt is then written here (rendering_after_a_failure, common.smk).
 onerror:
     rendering_after_a_failure()

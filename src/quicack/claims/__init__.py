@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from quicack.provenance import DatasetDescription
+from quicack.rendered import Rendered
 from quicack.storage.run_batches import RunRows
 
 # The verdicts of claims.csv's ``verdict`` column.
@@ -145,6 +147,17 @@ def _explanation(decided: Verdict, ours: Measured, wide: tuple[float, float], gi
     return f"{why} {given}".strip()
 
 
+# A claims table's columns (``claims_table``) and their headers as a paper prints them (the CSV keeps the names;
+# the numbers are in the row's unit).
+CLAIMS_HEADERS = {
+    "paper": "Paper", "claim_id": "Claim", "section": "Section", "artefact": "Artefact", "statement": "Statement",
+    "paper_value": "Paper's value", "unit": "Unit", "ours": "Ours", "ours_low": "Ours, low", "ours_high": "Ours, high",
+    "ours_interval_low": "Ours, 95 % interval low", "ours_interval_high": "Ours, 95 % interval high", "runs": "Runs",
+    "tolerance": "Tolerance", "tolerance_reason": "Tolerance from", "verdict": "Verdict",
+    "runs_to_resolve": "Runs to resolve", "explanation": "Explanation", "our_source": "Our source",
+}  # fmt: skip
+
+
 def claims_table(
     paper: str,
     reference: pl.DataFrame,
@@ -193,3 +206,18 @@ def claims_table(
         )
     floats = ("ours_low", "ours_high", "ours_interval_low", "ours_interval_high", "tolerance")
     return pl.DataFrame(rows, schema_overrides={**dict.fromkeys(floats, pl.Float64), "runs_to_resolve": pl.Int64})
+
+
+def claims_rendered(table: pl.DataFrame, description: DatasetDescription) -> Rendered:
+    """A paper's claims table (``claims_table``) as its notebook saves it: with our data's source, and what
+    rendering.txt counts: the claims measured from the dataset (ours rests on runs > 0, whatever the verdict: an
+    emulated scan's are n/a by design) or, where none is, those that formulas or the paper's tables decide."""
+    measured = table.filter(pl.col("runs") > 0).height
+    by_formulas = table.filter((pl.col("verdict") != NOT_APPLICABLE) & (pl.col("runs") == 0)).height
+    return Rendered(
+        table.with_columns(pl.lit(description.source_label()).alias("our_source")),
+        drawn_from=(measured, "measured claim"),
+        headers=CLAIMS_HEADERS,
+        formula_part=f"{by_formulas} of {table.height} claims decided by formulas or the paper's tables, none measured"
+        if by_formulas else "",
+    )

@@ -10,7 +10,7 @@ from functools import partial
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_table, rethink_cells
+from quicack.claims import ClaimFunction, Measured, ackfreq22_cells, claims_rendered, claims_table, rethink_cells
 from quicack.claims.ackfreq22_measured_claims import ACKFREQ22_MEASURED
 from quicack.claims.browser_claims import ACKFREQ22_BROWSERS, RETHINK_BROWSERS
 from quicack.claims.table_cells import CellClaims, with_cells
@@ -346,7 +346,7 @@ CLAIMS = {"ackfreq22": ACKFREQ22, "rethink": RETHINK, "tcpquic": TCPQUIC}
 def _beside_ours(paper: str, claims: CellClaims, tables: Tables, description: DatasetDescription) -> Rendered:
     """One ACK-ratio paper's claims beside ours; formula claims hold for any dataset, measured ones name it."""
     table = claims_table(paper, claims.reference, claims.functions, tables)
-    return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
+    return claims_rendered(table, description)
 
 
 # Each paper's claims: its claims file with their functions, and its tables' cells (quicack.claims.table_cells). Each

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims import ClaimFunction, Measured, claims_rendered, claims_table
 from quicack.layout import PAPER_STACK_SUFFIX
 from quicack.metrics import guidelines, summary, sweet_spot
 from quicack.metrics.scalars import number
@@ -419,4 +419,4 @@ def imc24_claims(tables: Tables, description: DatasetDescription, reference: Pat
     dataset's description); ``reference``: another claims file than data/reference/imc24_claims.csv."""
     claims = read_claims(reference) if reference is not None else paper_claims("imc24")
     table = claims_table("imc24", claims, CLAIMS, tables)
-    return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
+    return claims_rendered(table, description)

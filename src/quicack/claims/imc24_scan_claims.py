@@ -13,7 +13,7 @@ from functools import partial
 
 import polars as pl
 
-from quicack.claims import ClaimFunction, Measured, claims_table
+from quicack.claims import ClaimFunction, Measured, claims_rendered, claims_table
 from quicack.metrics import scan_quantities as metric
 from quicack.metrics.scalars import number
 from quicack.provenance import DatasetDescription
@@ -286,4 +286,4 @@ def imc24_scan_claims(tables: Tables, description: DatasetDescription) -> Render
             .then(pl.lit(EMULATED))
             .otherwise(pl.lit(EMULATED + " ") + pl.col("explanation")),
         )
-    return Rendered(table.with_columns(pl.lit(description.source_label()).alias("our_source")))
+    return claims_rendered(table, description)

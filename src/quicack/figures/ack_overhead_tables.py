@@ -70,6 +70,13 @@ def _ackfreq22_cell(ack: model.AckPacket, protocol: str, column: str) -> str:
     return str(model.round_half_up(per_packet(model.rohc(ack, protocol), ar)))
 
 
+# ackfreq22 Table 3's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB03_HEADERS = {
+    "row": "Protocol", "column": "ACK strategy", "ack_bytes": "ACK size (bytes)", "ours": "Ours (bytes per packet)",
+    "paper": "Paper (bytes per packet)", "agrees": "Agrees", "explanation": "Explanation",
+}  # fmt: skip
+
+
 def ackfreq22_tab03_min_ack_overhead() -> Rendered:
     """ackfreq22 Table 3: minimum ACK bytes per received data packet per ACK strategy (default AR 2, TCP PEP,
     QUIC AR 10, ROHC), for TCP and QUIC over IPv4, IPv6 and an IPv4 VPN."""
@@ -94,15 +101,21 @@ def ackfreq22_tab03_min_ack_overhead() -> Rendered:
         model=True,
         model_note=FORMULA_NOTE,
     )
+    return Rendered(table.select(list(TAB03_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=TAB03_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------
 # rethink Tables I and II
 
 
+# rethink Table I's first column (the protocols' columns are named as printed).
+RETHINK_TAB1_HEADERS = {"use_case": "ACK function"}  # fmt: skip
+
+
 def rethink_tab1_ack_functions() -> Rendered:
     """rethink Table I: which ACK functions each transport protocol has (cited, as printed)."""
-    return Rendered(paper_table("rethink", "tab01"), model=True, model_note=CITED_NOTE)
+    return Rendered(paper_table("rethink", "tab01"), model=True, model_note=CITED_NOTE, headers=RETHINK_TAB1_HEADERS)
 
 
 def _bytes_per_packet(ack: model.AckPacket, ack_ratio: int) -> str:
@@ -135,6 +148,13 @@ RETHINK_TAB2_CELLS: dict[tuple[str, str], Callable[[], str]] = {
 }
 
 
+# rethink Table II's columns and their headers as a paper prints them (the CSV keeps the names).
+RETHINK_TAB2_HEADERS = {
+    "protocol": "Protocol", "case": "Case", "ours": "Ours (bytes per packet)", "paper": "Paper (bytes per packet)",
+    "agrees": "Agrees", "explanation": "Explanation",
+}  # fmt: skip
+
+
 def rethink_tab2_ack_bytes_per_packet() -> Rendered:
     """rethink Table II: ACK bytes per data packet, TCP / SCTP / DCCP / RTCP XR / QUIC, minimum and maximum,
     without loss (AR 2) and after a loss (every packet acknowledged)."""
@@ -150,16 +170,20 @@ def rethink_tab2_ack_bytes_per_packet() -> Rendered:
         "block), DCCP 12/16 B generic header + 4/8 B acknowledgement subheader (+3 B ACK vector), QUIC 51 B (+2 B per "
         "ACK range). 'unlimited': the ACK can grow to fill a packet."
     )
-    return Rendered(
-        table.select("protocol", "case", "ours", "paper", "agrees", "explanation"),
-        note=note,
-        model=True,
-        model_note=FORMULA_NOTE,
-    )
+    return Rendered(table.select(list(RETHINK_TAB2_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=RETHINK_TAB2_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------
 # tcpquic: anatomy and rate tables
+
+
+# The anatomy table's columns and their headers as a paper prints them (the CSV keeps the names).
+ANATOMY_HEADERS = {
+    "case": "Case", "bound": "Bound", "ack_bytes": "ACK size (bytes)", "ack_ratio": "AR",
+    "data_packet_bytes": "Data packet (bytes)", "ours": "Ours (% of forward bytes)", "paper_size": "Paper's ACK size",
+    "paper": "Paper (% of forward bytes)", "agrees": "Agrees", "explanation": "Explanation",
+}  # fmt: skip
 
 
 def tcpquic_tab_anatomy() -> Rendered:
@@ -188,19 +212,8 @@ def tcpquic_tab_anatomy() -> Rendered:
     )
     _check_explained(table, "tcpquic-tab-anatomy")
     note = "Share = ACK size / (ACK ratio x data packet size), with the slide's 1460 B TCP MSS and 1340 B QUIC packets."
-    columns = [
-        "case",
-        "bound",
-        "ack_bytes",
-        "ack_ratio",
-        "data_packet_bytes",
-        "ours",
-        "paper_size",
-        "paper",
-        "agrees",
-        "explanation",
-    ]
-    return Rendered(table.select(columns), note=note, model=True, model_note=FORMULA_NOTE)
+    return Rendered(table.select(list(ANATOMY_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=ANATOMY_HEADERS)
 
 
 RATE_CASES = {
@@ -209,6 +222,13 @@ RATE_CASES = {
     "quic_ar2_no_loss": ("quic_cumulative",),
     "quic_ar2_loss": ("quic_loss",),
 }
+
+
+# The rate table's columns and their headers as a paper prints them (the CSV keeps the names).
+RATE_HEADERS = {
+    "case": "Case", "forward_mbps": "Forward (Mbit/s)", "return_mbps": "Return (Mbit/s)", "ours_kbps": "Ours (kbit/s)",
+    "paper": "Paper (kbit/s)", "exceeds_return_link": "Exceeds the return link", "explanation": "Explanation",
+}  # fmt: skip
 
 
 def tcpquic_tab_rate() -> Rendered:
@@ -241,9 +261,5 @@ def tcpquic_tab_rate() -> Rendered:
         "Rate = forward rate x (ACK bytes / forward bytes) from the anatomy table (min - max); "
         "exceeds_return_link marks the cells the slide highlights: ACKs alone would need more than the return link."
     )
-    return Rendered(
-        table.select("case", "forward_mbps", "return_mbps", "ours_kbps", "paper", "exceeds_return_link", "explanation"),
-        note=note,
-        model=True,
-        model_note=FORMULA_NOTE,
-    )
+    return Rendered(table.select(list(RATE_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
+                    headers=RATE_HEADERS)

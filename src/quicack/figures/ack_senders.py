@@ -88,6 +88,18 @@ def sender_rows(
     return selected, table
 
 
+# The senders table's columns as a paper prints them (the CSV keeps the names).
+SENDERS_HEADERS = {
+    "sender": "Sender", "receiver": "Receiver", "path_profile": "Path profile", "file_bytes": "File (bytes)",
+    "runs": "Runs", "goodput_mbit": "Goodput (Mbit/s)", "forward_mbit_second_half": "Rate, second half (Mbit/s)",
+    "sender_cpu_s": "Sender CPU (s)", "receiver_cpu_s": "Receiver CPU (s)", "impairment_cpu_s": "Impairment CPU (s)",
+    "download_s": "Download (s)", "max_load_1min": "Highest 1-min load",
+    "profile_s2c_mbit": "Profile rate s→c (Mbit/s)",
+    "probed_s2c_mbit": "Probed rate s→c (Mbit/s)", "second_half_percent_of_path": "Second half of path rate (%)",
+    "sender_cpu_share": "Sender CPU per second", "receiver_cpu_share": "Receiver CPU per second",
+}  # fmt: skip
+
+
 @placeholder_when_missing
 def ackratio_senders(runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None = None) -> Rendered:
     """The ACK-ratio study's senders per scenario: goodput, the rate once under way against the path's, CPU."""
@@ -103,4 +115,4 @@ def ackratio_senders(runs: pl.DataFrame, ack_runs: pl.DataFrame, path_checks: pl
         "and the impairment program over the run (*_cpu_share: per second of download; 1.0 = a whole core), and the "
         "machine's highest 1-minute load at the runs' start (2 cores, other jobs included)."
     )
-    return Rendered(table, runs=selected, note=note)
+    return Rendered(table, runs=selected, note=note, headers=SENDERS_HEADERS)

@@ -72,6 +72,19 @@ def _delivered(datagrams: pl.DataFrame) -> pl.DataFrame:
     return round_trip.join(peak, on="run_id", how="full", coalesce=True)
 
 
+# Table 1's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB01_HEADERS = {
+    "profile": "Profile", "path": "Path", "s2c_rate_mbit": "Rate s→c (Mbit/s)",
+    "c2s_rate_mbit": "Rate c→s (Mbit/s)", "rtt_ms": "Base RTT (ms)", "table1_rtt_ms": "Table 1 RTT (ms)",
+    "s2c_loss_percent": "Loss s→c (%)", "c2s_loss_percent": "Loss c→s (%)", "ack_delay_ms": "ACK delay (ms)",
+    "paper_ack_delay_vs_rtt": "Paper: ACK delay vs RTT",
+    "measured_rtt_ms": "Measured RTT (ms)", "measured_s2c_loss_clusters_percent": "Measured loss clusters s→c (%)",
+    "measured_peak_s2c_mbit": "Measured peak s→c (Mbit/s)", "runs": "Runs", "probe_rtt_ms": "Probed RTT (ms)",
+    "probe_s2c_mbit": "Probed rate s→c (Mbit/s)", "probe_c2s_mbit": "Probed rate c→s (Mbit/s)",
+    "probe_s2c_loss_percent": "Probed loss s→c (%)", "probe_c2s_loss_percent": "Probed loss c→s (%)",
+}  # fmt: skip
+
+
 @placeholder_when_missing
 def ackfreq22_tab01_paths(
     runs: pl.DataFrame, datagrams: RunRows, ack_runs: pl.DataFrame, path_checks: pl.DataFrame | None = None
@@ -133,7 +146,7 @@ def ackfreq22_tab01_paths(
         "client "
         "side is captured. " + probed + STAND_INS
     )
-    return Rendered(table, runs=selected, note=note)
+    return Rendered(table, runs=selected, note=note, headers=TAB01_HEADERS)
 
 
 # -- Fig. 3 ----------------------------------------------------------------------------------------------------------
@@ -270,6 +283,19 @@ def ackfreq22_fig04_client_bytes(
     return Rendered(fig, runs=selected, note=note)
 
 
+# The Eq. (1)–(5) table's columns as a paper prints them (the CSV keeps the names).
+EQ_HEADERS = {
+    "path": "Path", "loss": "Loss", "policy": "ACK policy", "ack_ratio": "AR", "ack_reordering": "Reordering policy",
+    "runs": "Runs", "alpha": "α", "serv_p": "Server packets", "a_total_measured": "A_total measured",
+    "a_del": "A_del measured", "a_total_eq3": "A_total Eq. (3)", "a_total_eq4": "A_total Eq. (4)",
+    "loss_clusters_l": "Loss clusters L", "a_loss_eq5": "A_loss Eq. (5)", "s_bm": "S_bm (bytes)",
+    "v_crypt": "V_crypt (bytes)", "measured_percent": "Client traffic measured (%)",
+    "eq3_percent": "Client traffic Eq. (3) (%)", "eq4_percent": "Client traffic Eq. (4) (%)",
+    "eq3_difference_pp": "Eq. (3) − measured (pp)", "eq3_relative_error": "Eq. (3) relative error",
+    "eq4_relative_error": "Eq. (4) relative error",
+}  # fmt: skip
+
+
 @placeholder_when_missing
 def ackfreq22_eq_table(
     runs: pl.DataFrame, ack_runs: pl.DataFrame, datagrams: RunRows, packets: RunRows, frames: RunRows
@@ -296,7 +322,7 @@ def ackfreq22_eq_table(
         "handshake datagrams). "
         + STAND_INS
     )
-    return Rendered(table, runs=selected, note=note)
+    return Rendered(table, runs=selected, note=note, headers=EQ_HEADERS)
 
 
 # -- Table 4, Fig. 6: download times ----------------------------------------------------------------------------------
@@ -317,6 +343,10 @@ def _paper_beside_ours(
                     pl.col("ours_value").filter(here).first().alias(f"{label} ours ({unit})"),
                     pl.col("runs").filter(here).first().alias(f"{label} runs")]  # fmt: skip
     return long.group_by("condition", "ack_ratio").agg(columns)
+
+
+# Table 4's row columns; the path columns are named as printed (_paper_beside_ours).
+TAB04_HEADERS = {"condition": "Condition", "ack_ratio": "AR"}  # fmt: skip
 
 
 @placeholder_when_missing
@@ -346,9 +376,8 @@ def ackfreq22_tab04_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
         "path_profiles.csv, loss_model). "
         + STAND_INS
     )
-    return Rendered(
-        table, runs=selected, metric="download_time_ms" if "download_time_ms" in selected.columns else None, note=note
-    )
+    metric = "download_time_ms" if "download_time_ms" in selected.columns else None
+    return Rendered(table, runs=selected, metric=metric, note=note, headers=TAB04_HEADERS)
 
 
 @placeholder_when_missing
@@ -385,6 +414,10 @@ def ackfreq22_fig06_download_time(runs: pl.DataFrame, ack_runs: pl.DataFrame) ->
 # -- Table 5: timer ACKs ----------------------------------------------------------------------------------------------
 
 
+# Table 5's row columns; the path columns are named as printed (_paper_beside_ours).
+TAB05_HEADERS = {"condition": "Condition", "ack_ratio": "AR"}  # fmt: skip
+
+
 @placeholder_when_missing
 def ackfreq22_tab05_timer_acks(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Rendered:
     """Table 5: median per-connection % of the receiver's application-data ACKs sent because the ACK-delay timer fired,
@@ -416,7 +449,7 @@ def ackfreq22_tab05_timer_acks(runs: pl.DataFrame, ack_runs: pl.DataFrame) -> Re
         "(the "
         "handshake's left out), per connection, median over runs; 1 % loss with policy D. " + STAND_INS
     )
-    return Rendered(table, runs=selected, note=note)
+    return Rendered(table, runs=selected, note=note, headers=TAB05_HEADERS)
 
 
 # -- Fig. 5: cwnd ---------------------------------------------------------------------------------------------------

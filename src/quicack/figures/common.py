@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +18,7 @@ import seaborn as sns  # noqa: E402
 
 from quicack.markup import md_paragraph, md_text, md_text_expr, one_line, tex_comment  # noqa: E402
 from quicack.provenance import DatasetDescription  # noqa: E402
-from quicack.rendered import Rendered, run_accounting  # noqa: E402
+from quicack.rendered import FROM_DATASET, FROM_MODELS, NOT_DRAWN, Rendered, run_accounting  # noqa: E402
 
 __all__ = ["Rendered", "run_accounting", "save", "setup_style"]
 
@@ -90,13 +90,17 @@ def save(
         # the workflow's rule (common.smk is_figure): anything not "-fig" is a table (-tab, -claims, ackfreq22-eq)
         if "-fig" not in artefact_id:
             placeholder = pl.DataFrame({"artefact": [artefact_id], "not_rendered": [rendered.missing]})
-            return _save_table(placeholder, out_dir, artefact_id, footnote)
+            return _save_table(placeholder, out_dir, artefact_id, footnote, PLACEHOLDER_HEADERS)
         return _save_figure(_placeholder_figure(artefact_id, rendered.missing), out_dir, artefact_id, wanted, footnote)
     if rendered.artefact is None:
         raise ValueError(f"{artefact_id}: nothing rendered and no reason given (Rendered.missing)")
     if isinstance(rendered.artefact, pl.DataFrame):
-        return _save_table(rendered.artefact, out_dir, artefact_id, footnote)
+        return _save_table(rendered.artefact, out_dir, artefact_id, footnote, rendered.headers)
     return _save_figure(rendered.artefact, out_dir, artefact_id, wanted, footnote)
+
+
+# The columns of a table's placeholder (``save``).
+PLACEHOLDER_HEADERS = {"artefact": "Artefact", "not_rendered": "Not drawn: the dataset has"}
 
 
 def status_path(out_dir: Path, artefact_id: str) -> Path:
@@ -107,12 +111,9 @@ def status_path(out_dir: Path, artefact_id: str) -> Path:
 def _write_status(rendered: Rendered, out_dir: Path, artefact_id: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = None if rendered.runs is None else rendered.runs.height
-    status = {
-        "artefact": artefact_id,
-        "rendered": not rendered.missing,
-        "missing": rendered.missing or None,
-        "runs": runs,
-    }
+    source, detail = rendered.source()
+    status = {"artefact": artefact_id, "rendered": not rendered.missing, "missing": rendered.missing or None,
+              "runs": runs, "source": source, "detail": detail}  # fmt: skip
     status_path(out_dir, artefact_id).write_text(json.dumps(status, indent=1) + "\n", encoding="utf-8")
 
 
@@ -154,42 +155,106 @@ def _footnote_top(fig: plt.Figure) -> float:
     return min(bottom, 0.0) - FOOTNOTE_GAP_IN
 
 
-def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str) -> list[Path]:
-    """A table as CSV, Markdown and LaTeX, each with the footnote. The Markdown and LaTeX cells and column names are
-    escaped (a run's folder name or a claim's explanation is text, and '_' or '%' in it would break the table)."""
+def _save_table(frame: pl.DataFrame, tables_dir: Path, table_id: str, footnote: str,
+                headers: Mapping[str, str] | None = None) -> list[Path]:
+    """A table as CSV (its column names and values, for programs), Markdown and LaTeX (for a paper: each column under
+    its human header from ``headers``, the table's own mapping of column -> label with unit; numbers in one format per
+    column), each with the footnote. The Markdown and LaTeX cells and headers are escaped (a run's folder name or a
+    claim's explanation is text, and '_' or '%' in it would break the table)."""
     tables_dir.mkdir(parents=True, exist_ok=True)
     csv_path = tables_dir / f"{table_id}.csv"
     frame.write_csv(csv_path)
-    pandas_frame = frame.to_pandas()
+    labels = [(headers or {}).get(name, name) for name in frame.columns]
+    cells = _cells(frame)
+    right = [frame.schema[name].is_numeric() for name in frame.columns]
     md_path = tables_dir / f"{table_id}.md"
-    # Markdown: every text cell, column name and the note as text (a '<', '|' or '[' in a folder name or a title
-    # would be raw HTML, a cell's end or a link).
-    md_frame = frame.with_columns(md_text_expr(pl.col(pl.String))).rename(md_text).to_pandas()
-    md_path.write_text(md_frame.to_markdown(index=False) + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
+    # Markdown: every cell, header and the note as text (a '<', '|' or '[' in a folder name or a title would be raw
+    # HTML, a cell's end or a link); cells as written (tabulate would parse "0.0" back into the number 0).
+    md_frame = cells.with_columns(md_text_expr(pl.all())).to_pandas()
+    # (tabulate fails on alignments for a table without rows.)
+    align = ["right" if r else "left" for r in right] if frame.height else None
+    md_table = md_frame.to_markdown(index=False, headers=[md_text(label) for label in labels], disable_numparse=True,
+                                    colalign=align)  # fmt: skip
+    md_path.write_text(md_table + f"\n\n{md_paragraph(footnote)}\n", encoding="utf-8")
     tex_path = tables_dir / f"{table_id}.tex"
-    tex_path.write_text(pandas_frame.to_latex(index=False, escape=True) + tex_comment(footnote), encoding="utf-8")
+    tex_frame = cells.to_pandas()
+    tex_frame.columns = labels
+    tex = tex_frame.to_latex(index=False, escape=True, column_format="".join("r" if r else "l" for r in right))
+    tex_path.write_text(tex + tex_comment(footnote), encoding="utf-8")
     return [csv_path, md_path, tex_path]
 
 
+# A float column is shown with as many decimals as its values have (after the table's own rounding), at most this many.
+MAX_DECIMALS = 4
+
+
+def _cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every cell as the text a paper prints: a float column in one fixed number of decimals (0.5 and 0.0, never 0.5
+    and 0), yes/no for a flag, an empty cell for a missing value."""
+    shown = []
+    for name, dtype in frame.schema.items():
+        column = frame[name]
+        if dtype.is_float():
+            decimals = _decimals(column)
+            # Python's format: polars has no fixed-decimals formatting; a table has tens of cells, not millions.
+            column = pl.Series(name, [None if v is None else f"{v:.{decimals}f}" for v in column.to_list()], pl.String)
+        elif dtype == pl.Boolean:
+            column = column.replace_strict({True: "yes", False: "no"}, return_dtype=pl.String)
+        elif dtype.is_nested():  # a list or struct cell as Python writes it (polars casts no nested value to text)
+            column = pl.Series(name, [None if v is None else str(v) for v in column.to_list()], pl.String)
+        else:
+            column = column.cast(pl.String)
+        shown.append(column.fill_null(""))
+    return pl.DataFrame(shown)
+
+
+def _decimals(column: pl.Series) -> int:
+    """The fewest decimals (up to ``MAX_DECIMALS``) that show every value of ``column`` as it is."""
+    values = column.drop_nulls().drop_nans().to_list()
+    for decimals in range(MAX_DECIMALS):
+        if all(abs(round(v, decimals) - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
+            return decimals
+    return MAX_DECIMALS
+
+
 def rendering_summary(status_files: Sequence[Path], failed: dict[str, Path] | None = None) -> tuple[str, int]:
-    """The text of results/<dataset>/rendering.txt: which artefacts were drawn and which could not be, and
-    why; and how many could not. ``failed``: artefacts without a status because their job failed or did not run
+    """The text of results/<dataset>/rendering.txt: the artefacts drawn from the dataset (with how many runs, scan
+    connections...), those computed from models, formulas or the paper's own tables, and those not drawn, with why;
+    and how many were not drawn. ``failed``: artefacts without a status because their job failed or did not run
     (id -> its log), when the summary is written after a failed run (workflow/rules/render.smk, onerror)."""
     statuses = sorted(
         (json.loads(Path(f).read_text(encoding="utf-8")) for f in status_files), key=lambda s: s["artefact"]
     )
-    missing = [s for s in statuses if not s["rendered"]]
+    groups: dict[str, list[dict]] = {FROM_DATASET: [], FROM_MODELS: [], NOT_DRAWN: []}
+    for status in statuses:
+        groups[status.get("source") or _source_of_an_older_status(status)].append(status)
     failed = dict(sorted((failed or {}).items()))
+    not_drawn = len(groups[NOT_DRAWN]) + len(failed)
     total = len(statuses) + len(failed)
-    counts = f"{total - len(missing) - len(failed)} drawn, {len(missing)} not drawn"
-    lines = [
-        "quicack rendering summary",
-        "",
-        f"  artefacts: {total} ({counts}" + (f", {len(failed)} failed)" if failed else ")"),
-    ]
-    lines += [f"    [not drawn] {s['artefact']}: the dataset has {s['missing']}" for s in missing]
-    lines += [
-        f"    [failed] {artefact}: its job failed or did not run in this run (log: {log})"
-        for artefact, log in failed.items()
-    ]
-    return "\n".join(lines) + "\n", len(missing) + len(failed)
+    counts = (f"{len(groups[FROM_DATASET])} drawn from the dataset, {len(groups[FROM_MODELS])} from models or "
+              f"formulas, {not_drawn} not drawn" + (f" ({len(failed)} failed)" if failed else ""))  # fmt: skip
+    lines = ["quicack rendering summary", "", f"  artefacts: {total} ({counts})"]
+    for group, title in _GROUP_TITLES.items():
+        lines += ["", f"  {title}: {len(groups[group]) + (len(failed) if group == NOT_DRAWN else 0)}"]
+        lines += [f"    {s['artefact']}: {s.get('detail') or _detail_of_an_older_status(s)}" for s in groups[group]]
+    lines += [f"    {artefact}: its job failed or did not run in this run (log: {log})"
+              for artefact, log in failed.items()]  # fmt: skip
+    return "\n".join(lines) + "\n", not_drawn
+
+
+_GROUP_TITLES = {
+    FROM_DATASET: "drawn from the dataset (its runs, their qlogs or its scan)",
+    FROM_MODELS: "from models, formulas or the paper's own tables (not from the dataset)",
+    NOT_DRAWN: "not drawn (why)",
+}
+
+
+def _source_of_an_older_status(status: dict) -> str:
+    """A status file written before statuses said their source (a run's results kept from an older version)."""
+    return FROM_DATASET if status["rendered"] else NOT_DRAWN
+
+
+def _detail_of_an_older_status(status: dict) -> str:
+    if not status["rendered"]:
+        return f"the dataset has {status['missing']}"
+    return "what it drew from is not recorded (a status of an older version)"

@@ -9,6 +9,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from quicack.figures.common import Rendered, setup_style
 from quicack.layout.vantage import SIM_LEFT, SIM_RIGHT
+from quicack.markup import plural
 from quicack.metrics.coalescence import coalescence_patterns
 from quicack.metrics.scalars import integer, number, optional_number
 from quicack.metrics.selection import MissingData, configuration_runs, representative_run, require_runs
@@ -450,7 +451,7 @@ def imc24_fig03_coalescence(
     patterns = coalescence_patterns(runs, packets, frames, scenario)
     if patterns.is_empty():  # e.g. runs recorded with the client's qlog only (the embedded quiche runs)
         raise MissingData(f"no ok run of scenario '{scenario}' with a capture of its handshake at the sending side "
-                          f"of the link ({selected.height} runs of it in the dataset, none captured there)")
+                          f"of the link ({plural(selected.height, 'run')} of it in the dataset, none captured there)")
     setup_style()
     clients = sorted(patterns["client_impl"].unique().to_list())
     uncaptured = sorted(set(selected.filter(pl.col("status") == "ok")["client_impl"].drop_nulls()) - set(clients))

@@ -14,6 +14,7 @@ import polars as pl
 from matplotlib.artist import Artist
 
 from quicack.figures.common import Rendered, palette, setup_style
+from quicack.markup import plural
 from quicack.metrics import summary
 from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, MissingData, pto_runs, require_runs, rtt_sample_runs
 from quicack.reference import paper_claim_range, paper_table
@@ -77,9 +78,8 @@ def imc24_fig16_pto_improvement(
     table = pto_improvement_table(handshakes, scenarios)
     if table.filter(pl.col("pto_improvement_ms").is_not_null()).is_empty():
         # WFC − IACK needs both: panels of clients with runs in one mode only would be empty.
-        raise MissingData(
-            f"no client with ok runs in both modes (IACK and WFC) at one RTT ({runs.height} runs of it in the dataset)"
-        )
+        raise MissingData(f"no client with ok runs in both modes (IACK and WFC) at one RTT "
+                          f"({plural(runs.height, 'run')} of it in the dataset)")
     paper_low, paper_high = paper_claim_range("imc24", PTO_IMPROVEMENT_CLAIM)
     clients = sorted(table["client_impl"].unique().to_list())
     markers = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
@@ -234,6 +234,18 @@ def appendix_e_findings() -> pl.DataFrame:
     )
 
 
+# The agreement table's columns and their headers as a paper prints them (the CSV keeps the names).
+AGREEMENT_HEADERS = {
+    "implementation": "Implementation", "vantage": "Vantage", "endpoints": "Endpoints",
+    "samples_compared": "RTT samples compared",
+    **{f"{quantity}_abs_dev_{stat}_ms": f"{label}, {stat} abs. deviation (ms)"
+       for quantity, label in (("smoothed_rtt", "Smoothed RTT"), ("rttvar", "RTT variation"), ("pto", "PTO"))
+       for stat in ("median", "max")},
+    "logging_resolution_ms": "Logging resolution (ms)", "within_resolution": "Within resolution",
+    "explanation": "Explanation", "imc24_appendix_e": "imc24 App. E",
+}  # fmt: skip
+
+
 @placeholder_when_missing
 def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
     """How far each implementation's logged estimator state (qlog recovery:metrics_updated) lies from RFC 9002
@@ -248,8 +260,7 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
     table = (
         agreement.join(appendix_e_findings(), on="implementation", how="left")
         .with_columns(pl.col(ms).round(2), pl.col("imc24_appendix_e").fill_null("not among the paper's clients"))
-        .select("implementation", "vantage", "endpoints", "samples_compared", *ms, "logging_resolution_ms",
-                "within_resolution", "explanation", "imc24_appendix_e")  # fmt: skip
+        .select(list(AGREEMENT_HEADERS))
         .sort("implementation", "vantage")
     )
     note = (
@@ -257,4 +268,5 @@ def imc24_rfc9002_agreement_table(agreement: pl.DataFrame) -> Rendered:
         f"{int(table['endpoints'].sum())} qlog endpoints; 'explanation' is the recorded cause of each deviation "
         "beyond the logging resolution (src/quicack/metrics/rfc9002_deviations.csv, with its evidence)."
     )
-    return Rendered(table, note=note)
+    endpoints = (int(table["endpoints"].sum()), "qlog endpoint")
+    return Rendered(table, note=note, drawn_from=endpoints, headers=AGREEMENT_HEADERS)

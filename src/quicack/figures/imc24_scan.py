@@ -16,6 +16,9 @@ from quicack.figures.common import Rendered, setup_style
 from quicack.metrics import scan_quantities as metric
 from quicack.reference import cdn_asn, cdn_names, paper_table
 
+# What the scan artefacts draw (rendering.txt counts them).
+SCAN_CONNECTION = "scan connection"
+
 # The paper's Fig. 8: Sao Paulo, the first scan day, without the CDNs that send no instant ACK.
 FIG08_VANTAGE_POINT = "Sao Paulo"
 FIG08_LEFT_OUT = ("Fastly", "Meta", "Microsoft")
@@ -122,7 +125,7 @@ def imc24_fig08_iack_sh_cdf(
         f"({drawn.filter(pl.col('first_datagram_class') == metric.SH_FIRST).height} here) left out (the authors count "
         f"them as IACK). Left out as in the paper: {', '.join(FIG08_LEFT_OUT)}.{swapped}"
     )
-    return Rendered(fig, note=note)
+    return Rendered(fig, note=note, drawn_from=(drawn.height, SCAN_CONNECTION))
 
 
 def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -150,9 +153,8 @@ def imc24_fig14_iack_sh_cdf_per_vantage_point(scan: pl.DataFrame, truth: pl.Data
         ax.legend(fontsize=6, ncol=2, loc="upper left")
     axes[-1, 0].set_xlabel("Delay between ACK and SH [ms]")
     fig.tight_layout()
-    return Rendered(
-        fig, note=_scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end."
-    )
+    note = _scan_note(top, "Top-list measurements, every day") + " Coalesced = 0 ms, drawn at the left end."
+    return Rendered(fig, note=note, drawn_from=(top.height, SCAN_CONNECTION))
 
 
 def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
@@ -192,7 +194,7 @@ def imc24_fig10_ack_delay_vs_rtt(scan: pl.DataFrame) -> Rendered:
         "quantity for a coalesced ACK+SH is just −ACK Delay, so 'ACK Delay > RTT' there means 'ACK Delay > 0' (SCAN.md "
         "point 1)."
     )
-    return Rendered(fig, note=note)
+    return Rendered(fig, note=note, drawn_from=(rows.height, SCAN_CONNECTION))
 
 
 def _draw_series(ax: plt.Axes, lines: pl.DataFrame) -> None:
@@ -249,9 +251,9 @@ def imc24_fig09_cloudflare_series(
     ax.set_title(chosen, fontsize=9)
     ax.legend(ncol=3, fontsize=7, loc="upper left")
     fig.tight_layout()
-    return Rendered(
-        fig, note=_series_note(scan.filter(pl.col("vantage_point") == chosen)) + _configured_series_note(scan, truth)
-    )
+    at_vp = scan.filter(pl.col("vantage_point") == chosen)
+    return Rendered(fig, note=_series_note(at_vp) + _configured_series_note(scan, truth),
+                    drawn_from=(metric.series(at_vp).height, SCAN_CONNECTION))
 
 
 def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -280,7 +282,19 @@ def imc24_fig15_cloudflare_series_per_vantage_point(scan: pl.DataFrame, truth: p
     axes[-1, 0].set_xlabel("Date MM-DD HH (UTC)")
     fig.supylabel("Median time since ClientHello [ms]", fontsize=9)
     fig.tight_layout()
-    return Rendered(fig, note=_series_note(scan) + _configured_series_note(scan, truth))
+    return Rendered(fig, note=_series_note(scan) + _configured_series_note(scan, truth),
+                    drawn_from=(metric.series(scan).height, SCAN_CONNECTION))
+
+
+# Table 1's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB01_HEADERS = {
+    "cdn": "CDN", "domains": "Domains", "iack_share_percent": "IACK share (%)", "variation_percent": "Variation (%)",
+    "authors_iack_share_percent": "IACK share, authors' code (%)",
+    "configured_iack_share_percent": "IACK share configured (%)", "measurements": "Measurements",
+    "connections": "Connections", "paper_domains": "Paper: domains",
+    "paper_iack_share_percent": "Paper: IACK share (%)",
+    "paper_variation_percent": "Paper: variation (%)",
+}  # fmt: skip
 
 
 def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rendered:
@@ -301,11 +315,7 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         .join(metric.configured_iack_share(scan, truth), on="cdn", how="left")
         .with_columns(pl.col("iack_share_percent", "variation_percent", "authors_iack_share_percent",
                              "configured_iack_share_percent").round(1))
-        .select(
-            "cdn", "domains", "iack_share_percent", "variation_percent", "authors_iack_share_percent",
-            "configured_iack_share_percent",
-            "measurements", "connections", "paper_domains", "paper_iack_share_percent", "paper_variation_percent",
-        )
+        .select(list(TAB01_HEADERS))
         .sort(pl.col("cdn").replace_strict({c: i for i, c in enumerate(order)}, default=len(order)), "cdn")
     )  # fmt: skip
     note = (
@@ -318,7 +328,13 @@ def imc24_tab01_iack_deployment(scan: pl.DataFrame, truth: pl.DataFrame) -> Rend
         "Empty cells: no connection of that CDN with an Initial ACK and a ServerHello in this scan (e.g. a host that "
         "closes before its ServerHello)."
     )
-    return Rendered(table, note=note)
+    return Rendered(table, note=note, drawn_from=(metric.toplist(scan).height, SCAN_CONNECTION), headers=TAB01_HEADERS)
+
+
+# Table 5's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB05_HEADERS = {
+    "cdn": "CDN", "asn": "AS number", "connections": "Connections", "domains": "Domains", "source": "Source",
+}  # fmt: skip
 
 
 def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
@@ -333,7 +349,7 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
     table = (
         mapping.join(seen, left_on="asn", right_on="origin_asn", how="left")
         .with_columns(pl.col("connections", "domains").fill_null(0))
-        .select("cdn", "asn", "connections", "domains", "source")
+        .select(list(TAB05_HEADERS))
     )
     unmapped = seen.join(mapping, left_on="origin_asn", right_on="asn", how="anti")
     note = (
@@ -342,4 +358,4 @@ def imc24_tab05_cdn_asn(scan: pl.DataFrame) -> Rendered:
         f"to that AS. Other ASes in this scan: {unmapped.height} "
         f"({unmapped['connections'].sum() if unmapped.height else 0} connections)."
     )
-    return Rendered(table, note=note)
+    return Rendered(table, note=note, drawn_from=(scan.height, SCAN_CONNECTION), headers=TAB05_HEADERS)

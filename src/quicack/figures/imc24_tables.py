@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.figures.common import Rendered
+from quicack.markup import plural
 from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
 from quicack.metrics.selection import (
@@ -25,6 +26,14 @@ from quicack.storage.run_batches import RunRows
 # Table 2: deployment guidelines
 
 
+# Table 2's columns as a paper prints them (the CSV keeps the names).
+TAB02_HEADERS = {
+    "certificate": "Certificate", "condition": "Condition", "paper": "Paper", "ours": "Ours", "agrees": "Agrees",
+    "median_iack_advantage_ms": "Median IACK advantage (ms)", "configurations": "Configurations",
+    "measured_in": "Measured in",
+}  # fmt: skip
+
+
 def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None) -> Rendered:
     """Table 2's eight cells (certificate below/above the anti-amplification limit × the four
     loss / Δt columns), each with the paper's preference, ours (computed from the measured TTFB
@@ -40,7 +49,7 @@ def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagra
         + ("; ".join(missing.to_series().to_list()) or "none")
         + ". Only IACK/WFC runs of configurations with both modes measured enter a cell."
     )
-    return Rendered(table, guideline_runs(handshakes, runs, datagrams), note=note)
+    return Rendered(table, guideline_runs(handshakes, runs, datagrams), note=note, headers=TAB02_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -57,6 +66,17 @@ def _paper_table3() -> dict[str, dict[str, str]]:
     for (server, space), rows in paper.group_by("server", "pn_space", maintain_order=True):
         cells.setdefault(server, {})[space] = " / ".join(_ms(v) for v in rows["ack_delay_ms"].to_list())
     return cells
+
+
+def tab03_headers(repetitions: list[int]) -> dict[str, str]:
+    """Table 3's columns (a cell per packet number space and repetition) and their headers as a paper prints them
+    (the CSV keeps the names)."""
+    return {
+        "server": "Server", "mode": "Mode",
+        **{f"{space}_{rep}": f"{space.capitalize()}, rep. {rep} (ms)" for space in SPACES for rep in repetitions},
+        "paper_initial": "Paper: Initial (ms)", "paper_handshake": "Paper: Handshake (ms)",
+        "measured_in": "Measured in",
+    }  # fmt: skip
 
 
 def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetitions: int | None = None) -> Rendered:
@@ -102,14 +122,17 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetition
         row["paper_initial"] = paper.get("initial", "not in paper")
         row["paper_handshake"] = paper.get("handshake", "not in paper")
         rtt = f"RTT {info['rtts']} ms" if info["rtts"] else "RTT not recorded"
-        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {info['runs']} runs, client {info['clients']}, {rtt}"
+        runs_in = plural(info["runs"], "run")
+        row["measured_in"] = f"{info['table3_scenario'] or 'all'}: {runs_in}, client {info['clients']}, {rtt}"
         rows.append(row)
     note = (
         "ACK Delay [ms] of the server's first ACK frame per packet number space, read from the captures; '-' = no ACK "
         "in that space; several runs with one repetition index (clients, RTTs): their median. Paper: public QIR "
         "handshake captures, quic-go client, August 2024."
     )
-    return Rendered(pl.DataFrame(rows), table3_accounted_runs(runs), note=note)
+    headers = tab03_headers(reps)
+    table = pl.DataFrame(rows, schema=dict.fromkeys(headers, pl.String))
+    return Rendered(table, table3_accounted_runs(runs), note=note, headers=headers)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -117,6 +140,15 @@ def imc24_tab03_server_ack_delay(runs: pl.DataFrame, frames: RunRows, repetition
 
 def _indices(calibration: str | None) -> str | None:
     return None if calibration is None else calibration.replace("_", ",")
+
+
+# Table 4's columns and their headers as a paper prints them (the CSV keeps the names).
+TAB04_HEADERS = {
+    "client": "Client", "default_pto_ms": "Default PTO (ms)", "paper_default_pto_ms": "Paper: default PTO (ms)",
+    "default_pto_from": "Default PTO from", "second_flight": "Second flight (datagrams)",
+    "paper_second_flight": "Paper: second flight (datagrams)", "second_flight_at_rtt_ms": "Second flight at RTT (ms)",
+    "second_flight_other_rtts": "Second flight at other RTTs",
+}  # fmt: skip
 
 
 def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
@@ -170,7 +202,7 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
         client = row["client_impl"]
         if row["default_pto_ms"] is not None:
             ours_pto = f"{row['default_pto_ms']:.0f}"
-            how = f"probe before any server datagram in {row['runs_with_probe']} runs (median)"
+            how = f"probe before any server datagram in {plural(row['runs_with_probe'], 'run')} (median)"
         elif row["default_pto_lower_bound_ms"] is not None:
             ours_pto = f"> {row['default_pto_lower_bound_ms']:.0f}"
             how = "lower bound only: in every run the server answered before the client probed"
@@ -196,4 +228,6 @@ def imc24_tab04_client_defaults(handshakes: pl.DataFrame) -> Rendered:
         "lower bound). Second flight: c2s datagram indices the second-client-flight loss runs dropped (the testbed "
         "maps the flight once per client, as imc24 does; other datasets may differ per mode or RTT, shown beside)."
     )
-    return Rendered(pl.DataFrame(rows), handshakes, note=note)
+    # (its columns also without a row: a dataset without IACK/WFC runs)
+    table = pl.DataFrame(rows, schema=dict.fromkeys(TAB04_HEADERS, pl.String))
+    return Rendered(table, handshakes, note=note, headers=TAB04_HEADERS)

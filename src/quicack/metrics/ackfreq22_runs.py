@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from quicack.markup import plural
 from quicack.metrics.selection import MissingData, ackfreq22_matrix_runs, require_runs
 
 WHERE = "1 MB downloads over the emulated ackfreq22 paths"
@@ -20,7 +21,8 @@ def measured_runs(selected: pl.DataFrame, ack_runs: pl.DataFrame, metric: str, w
     """The ok selected runs with their ``ack_runs`` row, MissingData when none has ``metric``."""
     drawn = ok_runs(selected).join(ack_runs, on="run_id")
     if drawn.filter(pl.col(metric).is_not_null()).is_empty():
-        raise MissingData(f"no ok run with {metric} of the {what} ({selected.height} runs of it in the dataset)")
+        counted = plural(selected.height, "run")
+        raise MissingData(f"no ok run with {metric} of the {what} ({counted} of it in the dataset)")
     return drawn
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from quicack.markup import plural
 from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs
 from quicack.storage.run_batches import RunRows
@@ -35,7 +36,7 @@ def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys:
             )
     if usable.is_empty():
         measured = f" with {metric}" if metric is not None else ""
-        raise MissingData(f"no ok run{measured} {what} ({runs.height} runs of it in the dataset)")
+        raise MissingData(f"no ok run{measured} {what} ({plural(runs.height, 'run')} of it in the dataset)")
     return runs
 
 

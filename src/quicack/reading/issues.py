@@ -2,7 +2,8 @@
 how they are counted, and how the summary tells them in few lines: grouped by cause (the message without what varies
 from row to row — the file it names, counts, frame numbers, connection IDs, numbers), each cause with its count and
 one example, the full list in a file (``results/<dataset>/ingest_issues.csv``) the summary points to. An ``error``
-means the input was skipped, a ``warning`` that it was used in part."""
+means the input was skipped, a ``warning`` that it was used in part, an ``info`` row says what the input does not
+say (a run.json key left out): the input is whole, so strict mode does not fail on it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import polars as pl
 
 from quicack.schema import INGEST_ISSUES
 
-ERROR, WARNING = "error", "warning"
+ERROR, WARNING, INFO = "error", "warning", "info"
+SEVERITIES = (ERROR, WARNING, INFO)
 IssueRow = dict[str, str | None]
 
 
@@ -43,12 +45,17 @@ def relative_paths(frame: pl.DataFrame, raw_root: Path) -> pl.DataFrame:
 
 
 def count_errors(issues: pl.DataFrame) -> int:
-    """How many of the ``ingest_issues`` rows are errors; the rest are warnings."""
+    """How many of the ``ingest_issues`` rows are errors."""
     return issues.filter(pl.col("severity") == ERROR).height
 
 
-# Error rows (input skipped) before warnings (input used in part).
-SEVERITY_ORDER = {ERROR: 0, WARNING: 1}
+def count_by_severity(issues: pl.DataFrame) -> dict[str, int]:
+    """How many ``ingest_issues`` rows of each severity (``SEVERITIES``, each present, 0 where none)."""
+    return {severity: issues.filter(pl.col("severity") == severity).height for severity in SEVERITIES}
+
+
+# Error rows (input skipped) before warnings (input used in part) before information.
+SEVERITY_ORDER = {severity: order for order, severity in enumerate(SEVERITIES)}
 CSV_COLUMNS = ("severity", "stage", "cause", "path", "run_id", "message")
 
 

@@ -432,7 +432,8 @@ INGEST_ISSUES = Table(
         Column("path", S, "Input file or folder, relative to the dataset's raw folder where possible."),
         RUN_ID,
         Column("stage", S, "Stage that found the problem: discover, qlog, pcap, keylog, scan, recovery, ..."),
-        Column("severity", S, "'error' (input skipped) or 'warning' (input used, partly)."),
+        Column("severity", S, "'error' (input skipped), 'warning' (input used, partly) or 'info' (what the input does "
+               "not say, e.g. a run.json key left out)."),
         Column("message", S, "What is wrong, in words a user can act on."),
     ),
     # Every stage that reads input: each run group's ingest, the dataset-level check, each scan part.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicack.reading.issues import count_errors, issue_lines, write_issue_list
+from quicack.reading.issues import ERROR, INFO, WARNING, count_by_severity, issue_lines, write_issue_list
 from quicack.schema import TABLES
 from quicack.storage import database, parquet_store
 
@@ -22,6 +22,8 @@ class Summary:
     text: str
     errors: int
     warnings: int
+    # Rows that say what the input does not (a run.json key left out): strict mode does not fail on them.
+    info: int = 0
 
 
 def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: Path | None = None) -> Summary:
@@ -36,9 +38,9 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     ok = runs.filter(pl.col("status") == "ok").height
     failed = runs.filter(pl.col("status") == "failed").height
     lines += ["", f"  runs: {runs.height} ({ok} ok, {failed} failed, {runs.height - ok - failed} without status)"]
-    errors = count_errors(issues)
-    warnings = issues.height - errors
-    lines += [f"  ingest issues: {errors} errors (input skipped), {warnings} warnings (input used in part)"]
+    severities = count_by_severity(issues)
+    lines += [f"  ingest issues: {severities[ERROR]} errors (input skipped), {severities[WARNING]} warnings "
+              f"(input used in part), {severities[INFO]} info (what the input does not say)"]  # fmt: skip
     where = (
         f"{issue_list.name} beside this summary (or SELECT * FROM ingest_issues)"
         if issue_list
@@ -47,7 +49,7 @@ def summarize(files: dict[str, list[Path]], counts: dict[str, int], issue_list: 
     lines += issue_lines(issues, where)
     if issue_list is not None:
         write_issue_list(issues, issue_list)
-    return Summary("\n".join(lines) + "\n", errors, warnings)
+    return Summary("\n".join(lines) + "\n", severities[ERROR], severities[WARNING], severities[INFO])
 
 
 def write_rfc9002_agreement(db: Path, files: dict[str, list[Path]]) -> int:
@@ -69,8 +71,10 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parquet", type=Path, required=True)
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument(
-        "--receipt", type=Path, help="written after the database is published: its sha256 (the workflow's declared "
-        "output, so that Snakemake never removes the database itself)"
+        "--receipt",
+        type=Path,
+        help="written after the database is published: its sha256 (the workflow's declared "
+        "output, so that Snakemake never removes the database itself)",
     )
     parser.add_argument("--summary", type=Path, required=True)
     parser.add_argument(
@@ -78,8 +82,10 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--strict", action="store_true", help="fail when the input had any issue")
     parser.add_argument(
-        "--parts", nargs="*", help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
-        "are deleted. Default: every part found"
+        "--parts",
+        nargs="*",
+        help="the Parquet parts of the dataset (run-group keys and _dataset); parts of others "
+        "are deleted. Default: every part found",
     )
     parser.add_argument(
         "--description",
@@ -95,7 +101,7 @@ def add_build_db_arguments(parser: argparse.ArgumentParser) -> None:
         "--path-checks",
         type=Path,
         help="what quicack.testbed.path_check measured of the dataset's paths (path_check.csv), stored as table "
-             "path_checks",
+        "path_checks",
     )
     parser.set_defaults(handler=build_db)
 
