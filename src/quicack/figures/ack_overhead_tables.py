@@ -95,12 +95,6 @@ def ackfreq22_tab03_min_ack_overhead() -> Rendered:
         "paper splits the same 7 B as 3 + 4); VPN = OpenVPN, +68 B; ROHC compresses IP/UDP to 3 B and IP/TCP to a "
         "tenth. Halves round up (25.5 -> 26), as the paper does."
     )
-    return Rendered(
-        table.select("row", "column", "ack_bytes", "ours", "paper", "agrees", "explanation"),
-        note=note,
-        model=True,
-        model_note=FORMULA_NOTE,
-    )
     return Rendered(table.select(list(TAB03_HEADERS)), note=note, model=True, model_note=FORMULA_NOTE,
                     headers=TAB03_HEADERS)
 
