@@ -26,21 +26,36 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     drawn, every artefact that needs another scenario is a placeholder saying what is missing, the run
     succeeds, and rendering.txt lists what could not be drawn; strict mode fails on it."""
     results = tmp_path / "results"
-    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}", "scan_dir=")
+    done = snakemake(
+        "--config",
+        "dataset=qir",
+        f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}",
+        f"results_dir={results}",
+        "scan_dir=",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text(encoding="utf-8")
-    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
-    # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
-    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
-    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
+    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables and
+    # claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the CDN → AS
+    # mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic artefacts
+    # (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
     # ACK-ratio senders' table (no long download: placeholder) + App. E's RFC 9002 agreement (no qlog with RTT samples:
     # placeholder)
     assert "artefacts: 51 (16 drawn, 35 not drawn)" in rendering
-    assert "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths" in rendering
+    assert (
+        "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths"
+        in rendering
+    )
     assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
-    assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
-    assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
+    assert (
+        "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy"
+        in rendering
+    )
+    assert (
+        "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms"
+        in rendering
+    )
     assert "imc24-fig04-measured: the dataset has no ok run of the Δt sweep" in rendering
     assert "imc24-tab03" not in rendering
     table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
@@ -169,5 +184,9 @@ def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leave
     assert failed.returncode != 0
     rendering = (out / "rendering.txt").read_text(encoding="utf-8")
     assert "[not drawn] imc24-fig03: the dataset has no ok run of scenario 'noloss'" in rendering
-    assert f"[failed] imc24-tab04: its job failed or did not run in this run (log: {out / 'logs' / 'render' / 'imc24-tab04.log'})" in rendering
+    assert (
+        "[failed] imc24-tab04: its job failed or did not run in this run (log: "
+        f"{out / 'logs' / 'render' / 'imc24-tab04.log'})"
+        in rendering
+    )
     assert "imc24-tab03" not in rendering  # drawn
