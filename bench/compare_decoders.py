@@ -64,7 +64,9 @@ def compare(old: Path, new: Path, captures: list[tuple[str, list[str]]]) -> list
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old-src", type=Path, help="the old version's src folder (e.g. a checkout of main: git worktree add)")
+    parser.add_argument(
+        "--old-src", type=Path, help="the old version's src folder (e.g. a checkout of main: git worktree add)"
+    )
     parser.add_argument("--batch-rows", type=int, default=32_768)
     parser.add_argument("--capture", action="append", default=[], help="another capture (with --keylog after it)")
     parser.add_argument("--keylog", action="append", default=[], help="keylog of the --capture before it")

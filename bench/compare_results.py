@@ -58,7 +58,10 @@ def compare_parquet(old_root: Path, new_root: Path, migrate: bool) -> list[str]:
             differ.append(f"rows {old.height} -> {new.height}")
         else:
             differ += [c for c in old.columns if c in new.columns and not old[c].equals(new[c])]
-        print(f"{name:22} rows={new.height:>8}  new columns={added or '-'}  removed={removed or '-'}  differ={differ or '-'}")
+        print(
+            f"{name:22} rows={new.height:>8}  new columns={added or '-'}  removed={removed or '-'}  "
+            f"differ={differ or '-'}"
+        )
         if removed or differ:
             problems.append(name)
     return problems

@@ -28,7 +28,13 @@ import orjson
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = next(
-    iter(sorted((REPO / "data" / "sample" / "raw" / "aioquic_quic-go" / "transfer-wfc-rtt100ms-10MB-h3" / "1").glob("client/qlog/*.sqlog*"))),
+    iter(
+        sorted(
+            (REPO / "data" / "sample" / "raw" / "aioquic_quic-go" / "transfer-wfc-rtt100ms-10MB-h3" / "1").glob(
+                "client/qlog/*.sqlog*"
+            )
+        )
+    ),
     None,
 )
 GROUP = "aioquic_quic-go"
@@ -51,7 +57,9 @@ def _shifted(event: dict, dt: float, dpn: int) -> dict:
     frames = data.get("frames")
     if isinstance(frames, list):
         data["frames"] = [
-            {**f, "acked_ranges": [[n + dpn for n in r] for r in f["acked_ranges"]]} if isinstance(f, dict) and "acked_ranges" in f else f
+            {**f, "acked_ranges": [[n + dpn for n in r] for r in f["acked_ranges"]]}
+            if isinstance(f, dict) and "acked_ranges" in f
+            else f
             for f in frames
         ]
     return {**event, "time": event["time"] + dt, "data": data}
@@ -86,7 +94,9 @@ def make_long_qlog(source: Path, events: int, out: Path) -> int:
 def timed(command: list[str], src: Path) -> dict[str, float]:
     """Peak RSS (MiB) and wall seconds of ``command`` under /usr/bin/time -v, with ``src`` first on PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run(["/usr/bin/time", "-v", *command], env=env, capture_output=True, text=True, check=False, encoding="utf-8")
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *command], env=env, capture_output=True, text=True, check=False, encoding="utf-8"
+    )
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
@@ -110,18 +120,36 @@ def main() -> int:
         run_json = args.source.parents[2] / "run.json"
         if run_json.is_file():
             shutil.copy(run_json, run / "run.json")
-        print(f"qlog: {args.events:,} events, {size / 1e6:.1f} MB (from {args.source.name}, {len(_records(args.source)) - 1:,} events)")
+        print(
+            f"qlog: {args.events:,} events, {size / 1e6:.1f} MB (from {args.source.name}, "
+            f"{len(_records(args.source)) - 1:,} events)"
+        )
         print("| package | job | peak RSS (MiB) | per MB of qlog | wall (s) | load |")
         print("|---|---|---|---|---|---|")
         for src in args.src or [REPO / "src"]:
             parquet = work / f"parquet-{abs(hash(str(src)))}"
             jobs = {
-                "ingest-group": ["quicack", "ingest-group", "--raw", str(raw), "--group", GROUP, "--dataset", "bench", "--parquet", str(parquet)],
+                "ingest-group": [
+                    "quicack",
+                    "ingest-group",
+                    "--raw",
+                    str(raw),
+                    "--group",
+                    GROUP,
+                    "--dataset",
+                    "bench",
+                    "--parquet",
+                    str(parquet),
+                ],
                 "derive-group": ["quicack", "derive-group", "--parquet", str(parquet), "--group", GROUP],
             }
             for name, command in jobs.items():
                 m = timed(command, src)
-                print(f"| {src} | {name} | {m['rss_mib']:.0f} | {m['rss_mib'] / (size / 1e6):.2f} | {m['wall_s']:.1f} | {m['load']:.1f} |", flush=True)
+                print(
+                    f"| {src} | {name} | {m['rss_mib']:.0f} | {m['rss_mib'] / (size / 1e6):.2f} | {m['wall_s']:.1f} | "
+                    f"{m['load']:.1f} |",
+                    flush=True,
+                )
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -71,7 +71,9 @@ def tshark_packets(pcap: Path, keylog: Path | None) -> list[dict]:
         options = []
         if keylog is not None:
             nss = Path(tmp) / "keys.log"
-            nss.write_text(re.sub(r"(?m)^QUIC_", "", keylog.read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
+            nss.write_text(
+                re.sub(r"(?m)^QUIC_", "", keylog.read_text(encoding="utf-8", errors="replace")), encoding="utf-8"
+            )
             options = ["-o", f"tls.keylog_file:{nss}"]
         text = subprocess.run(["tshark", "-r", str(pcap), *options, "-T", "json", "-Y", "quic"], capture_output=True,
                               text=True, check=True, encoding="utf-8").stdout
@@ -156,8 +158,11 @@ def measure_qlog(path: Path) -> dict:
     connections = connections_table(r.packets, r.frames, r.metrics_logged, r.endpoints, rtt,
                                     RUNS.conform(pl.DataFrame({"run_id": r.endpoints["run_id"].unique().to_list()})))
     received_acks = r.frames.filter((pl.col("event") == "received") & (pl.col("frame_type") == "ack")).height
-    unexplained = connections.filter(pl.col("rtt_samples").fill_null(0).eq(0) & pl.col("no_rtt_sample_reason").is_null()).height \
-        if received_acks else 0
+    unexplained = (
+        connections.filter(pl.col("rtt_samples").fill_null(0).eq(0) & pl.col("no_rtt_sample_reason").is_null()).height
+        if received_acks
+        else 0
+    )
     flags = sorted({flag for flags in r.endpoints["plausibility_flags"].to_list() for flag in flags or []})
     return {"file": path.name, "packets": r.packets.height, "null_direction": r.packets["direction"].null_count(),
             "flags": ",".join(flags), "unnamed_unknown_frames": r.frames.filter(
@@ -190,11 +195,13 @@ def main() -> int:
     if captures:
         table = pl.DataFrame(captures)
         print(table)
-        print(f"captures: {table.height}; tshark decrypted {table['tshark'].sum()} packets: {table['matched'].sum()} "
-              f"the same, {table['differ'].sum()} different, {table['missing'].sum()} not decrypted by quicack; quicack "
-              f"decrypted {table['extra'].sum()} more; unread versions named in {(table['unsupported'] != '').sum()} "
-              f"captures, {table['false_claims'].sum()} rows claiming decryption of an unread version; engines agree "
-              f"on {table['engines_agree'].sum()} of {table.height}")
+        print(
+            f"captures: {table.height}; tshark decrypted {table['tshark'].sum()} packets: {table['matched'].sum()} "
+            f"the same, {table['differ'].sum()} different, {table['missing'].sum()} not decrypted by quicack; quicack "
+            f"decrypted {table['extra'].sum()} more; unread versions named in {(table['unsupported'] != '').sum()} "
+            f"captures, {table['false_claims'].sum()} rows claiming decryption of an unread version; engines agree "
+            f"on {table['engines_agree'].sum()} of {table.height}"
+        )
     if qlogs:
         table = pl.DataFrame(qlogs)
         print(table)

@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  input {finding.number} ({'+'.join(finding.mutations)}): {finding.kind}: {finding.what} "
                   f"-> {finding.saved_as}")
         rows.append(f"| {reader} | {report.inputs} | {report.issue_rows} | {report.crashes} | {report.hangs} | "
-                    f"{report.peak_rss_mib:.0f} MiB | {report.seconds / 60:.1f} min | {report.inputs / report.seconds:.0f}/s |")
+                    f"{report.peak_rss_mib:.0f} MiB | {report.seconds / 60:.1f} min | "
+                    f"{report.inputs / report.seconds:.0f}/s |")
         failed += report.crashes + report.hangs
     print("| reader | inputs | issue rows | crashes | hangs | peak RSS | time | rate |")
     print("|---|---|---|---|---|---|---|---|")

@@ -57,9 +57,14 @@ def _groups(server: str, cert: str, runs: int, scenario: str) -> list:
 def _server_side(frames: pl.DataFrame) -> pl.DataFrame:
     """Per IACK run at the server-side capture: the instant ACK's and the ServerHello's time after the client's
     first Initial (time 0 at that vantage)."""
-    s2c = frames.filter((pl.col("source") == "pcap") & (pl.col("vantage") == SIM_RIGHT) & (pl.col("direction") == "s2c"))
+    s2c = frames.filter(
+        (pl.col("source") == "pcap") & (pl.col("vantage") == SIM_RIGHT) & (pl.col("direction") == "s2c")
+    )
     return s2c.group_by("run_id").agg(
-        pl.col("time_ms").filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial")).min().alias("ack_sent_ms"),
+        pl.col("time_ms")
+        .filter(pl.col("frame_type").is_in(["ack", "ack_ecn"]) & (pl.col("pn_space") == "initial"))
+        .min()
+        .alias("ack_sent_ms"),
         pl.col("time_ms").filter(pl.col("tls_messages").list.contains("server_hello")).min().alias("hello_sent_ms"),
     )
 
@@ -81,7 +86,10 @@ def measure(out: Path, runs: int, certs: list[str]) -> pl.DataFrame:
         t0 = time.time()
         for group in groups:
             run_group(group, raw, log=lambda _m: None)
-        print(f"{server} {cert} {scenario}: {sum(g.repetitions for g in groups)} runs in {time.time() - t0:.0f} s", flush=True)
+        print(
+            f"{server} {cert} {scenario}: {sum(g.repetitions for g in groups)} runs in {time.time() - t0:.0f} s",
+            flush=True,
+        )
         folder = f"{server}_quic-go"
         shutil.rmtree(parquet, ignore_errors=True)
         pipeline.ingest_group_stage(raw, folder, "bench", parquet)
@@ -89,18 +97,23 @@ def measure(out: Path, runs: int, certs: list[str]) -> pl.DataFrame:
         part = [group_key(folder)]
         # The folder holds this case's runs alone (the previous case's are removed below).
         wanted = store.read_table(parquet, "runs", part)
-        handshakes = store.read_table(parquet, "handshake_runs", part).join(wanted.select("run_id", "cert_bytes"), on="run_id")
+        handshakes = store.read_table(parquet, "handshake_runs", part).join(
+            wanted.select("run_id", "cert_bytes"), on="run_id"
+        )
         frames = store.read_table(parquet, "frames", part).join(wanted.select("run_id"), on="run_id")
         ok = handshakes.filter(pl.col("status") == "ok")
         iack = ok.filter(pl.col("mode") == "iack").join(_server_side(frames), on="run_id", how="left")
         wfc = ok.filter(pl.col("mode") == "wfc")
-        first_rtt = {mode: part_["first_rtt_ms"].drop_nulls().median() for mode, part_ in (("iack", iack), ("wfc", wfc))}
+        first_rtt = {
+            mode: part_["first_rtt_ms"].drop_nulls().median() for mode, part_ in (("iack", iack), ("wfc", wfc))
+        }
         rows.append({
             "server": server, "certificate": cert, "cert_bytes": int(wanted["cert_bytes"][0]), "scenario": scenario,
             "iack_runs": iack.height, "wfc_runs": wfc.height,
             "ack_sent_ms": iack["ack_sent_ms"].median(), "hello_sent_ms": iack["hello_sent_ms"].median(),
             "server_ack": _median_iqr(iack["ack_sent_ms"]), "server_hello": _median_iqr(iack["hello_sent_ms"]),
-            "client_gap_ms": iack["ack_to_server_hello_ms"].median(), "client_gap": _median_iqr(iack["ack_to_server_hello_ms"]),
+            "client_gap_ms": iack["ack_to_server_hello_ms"].median(),
+            "client_gap": _median_iqr(iack["ack_to_server_hello_ms"]),
             "first_rtt_wfc_minus_iack_ms": None if None in first_rtt.values() else first_rtt["wfc"] - first_rtt["iack"],
         })  # fmt: skip
         shutil.rmtree(raw / folder, ignore_errors=True)  # the next case's runs get the folder to themselves
@@ -115,18 +128,29 @@ def main() -> None:
     a = ap.parse_args()
     shutil.rmtree(a.out, ignore_errors=True)
     table = measure(a.out, a.runs, a.certs)
-    reference = table.filter(pl.col("server") == "aioquic").select("certificate", pl.col("client_gap_ms").alias("aioquic_gap_ms"))
+    reference = table.filter(pl.col("server") == "aioquic").select(
+        "certificate", pl.col("client_gap_ms").alias("aioquic_gap_ms")
+    )
     table = table.join(reference, on="certificate", how="left").with_columns(
         (pl.col("client_gap_ms") / pl.col("aioquic_gap_ms")).alias("gap_ratio_to_aioquic")
     )
-    print(f"\nIACK at {RTT_MS:g} ms RTT, quic-go client (X25519), median (quartiles) in ms; paper: {PAPER_MS[0]}–{PAPER_MS[1]} ms")
-    print("| server | certificate | runs IACK/WFC | ACK sent (server side) | ServerHello sent (server side) | ACK→SH gap (client side) | ÷ aioquic | first RTT sample WFC − IACK (client qlog) |")
+    print(
+        f"\nIACK at {RTT_MS:g} ms RTT, quic-go client (X25519), median (quartiles) in ms; paper: "
+        f"{PAPER_MS[0]}–{PAPER_MS[1]} ms"
+    )
+    print(
+        "| server | certificate | runs IACK/WFC | ACK sent (server side) | ServerHello sent (server side) | ACK→SH gap "
+        "(client side) | ÷ aioquic | first RTT sample WFC − IACK (client qlog) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in table.iter_rows(named=True):
         name = r["server"] + (" (ServerHello held 2.9 ms)" if r["scenario"].endswith("_paper_stack") else "")
-        ratio = "–" if r["gap_ratio_to_aioquic"] is None or r["server"] == "aioquic" else f"{r['gap_ratio_to_aioquic']:.2f}"
+        ratio = (
+            "–" if r["gap_ratio_to_aioquic"] is None or r["server"] == "aioquic" else f"{r['gap_ratio_to_aioquic']:.2f}"
+        )
         diff = "–" if r["first_rtt_wfc_minus_iack_ms"] is None else f"{r['first_rtt_wfc_minus_iack_ms']:.2f}"
-        print(f"| {name} | {r['certificate']} ({r['cert_bytes']:,} B) | {r['iack_runs']}/{r['wfc_runs']} | {r['server_ack']} | "
+        print(f"| {name} | {r['certificate']} ({r['cert_bytes']:,} B) | {r['iack_runs']}/{r['wfc_runs']} | "
+              f"{r['server_ack']} | "
               f"{r['server_hello']} | {r['client_gap']} | {ratio} | {diff} |")  # fmt: skip
     (a.out / "stack_delay.json").write_text(json.dumps(table.to_dicts(), indent=1), encoding="utf-8")
     print(f"\n{a.out / 'stack_delay.json'}")

@@ -33,8 +33,13 @@ def render_once(checkout: Path, notebook: str, db: Path, work: Path) -> tuple[fl
     source = checkout / "notebooks" / f"{notebook}.py"
     staged = work / f"{notebook}.in.ipynb"
     executed = work / f"{notebook}.ipynb"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(checkout / "src"), os.environ.get("PYTHONPATH")]))}
-    subprocess.run(["jupytext", "--to", "ipynb", "--output", str(staged), str(source)], check=True, capture_output=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(checkout / "src"), os.environ.get("PYTHONPATH")])),
+    }
+    subprocess.run(
+        ["jupytext", "--to", "ipynb", "--output", str(staged), str(source)], check=True, capture_output=True, env=env
+    )
     timing = work / "time.txt"
     command = [
         "/usr/bin/time", "-f", "%e %M", "-o", str(timing),
@@ -67,10 +72,15 @@ def main() -> None:
                         key = (notebook, version, db_label)
                         # the smallest over rounds: the other jobs on a shared machine only ever add to either
                         best[key] = min(best.get(key, (wall, rss)), (wall, rss), key=lambda t: t[1])
-                        print(f"{notebook} {version} {db_label}: {rss:,.0f} MiB, {wall:.1f} s", file=sys.stderr, flush=True)
+                        print(
+                            f"{notebook} {version} {db_label}: {rss:,.0f} MiB, {wall:.1f} s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
     first, last = next(iter(databases)), list(databases)[-1]
     columns = [f"{version} {db_label}" for version in versions for db_label in databases]
-    print("| notebook | " + " | ".join(f"{c}: MiB" for c in columns) + " | " + " | ".join(f"{v} {last}/{first}" for v in versions)
+    print("| notebook "
+          "| " + " | ".join(f"{c}: MiB" for c in columns) + " | " + " | ".join(f"{v} {last}/{first}" for v in versions)
           + " | " + " | ".join(f"{c}: s" for c in columns) + " |")  # fmt: skip
     print("|---" * (1 + 2 * len(columns) + len(versions)) + "|")
     for notebook in args.notebooks:

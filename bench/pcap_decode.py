@@ -71,7 +71,12 @@ class Runs:
 def timed(command: list[str], runs: Runs, env: dict[str, str] | None = None) -> None:
     """One run under /usr/bin/time -v: wall, user + system CPU and peak RSS go into `runs`."""
     result = subprocess.run(
-        ["/usr/bin/time", "-v", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, encoding="utf-8"
+        ["/usr/bin/time", "-v", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        encoding="utf-8",
     )
     if result.returncode != 0:
         raise RuntimeError(f"{command[0]} failed: {result.stderr[-2000:]}")
@@ -104,12 +109,16 @@ def sample_inputs(work: Path) -> dict[str, tuple[Path, Path]]:
     small = work / "small.pcap"
     small.write_bytes(gzip.decompress((SMALL_RUN / "sim" / "trace_node_left.pcap.gz").read_bytes()))
     small_keys = work / "small.keys.log"
-    small_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8")
+    small_keys.write_text(
+        "".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8"
+    )
     inputs["small"] = (small, small_keys)
     captures = sorted(SAMPLE.glob("*/*/*/sim/trace_node_left.pcap.gz"))
     merged, merged_keys = work / "handshakes.pcap", work / "handshakes.keys.log"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(merged), *map(str, captures)], check=True)
-    merged_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SAMPLE.glob("*/*/*/*/keys.log"))), encoding="utf-8")
+    merged_keys.write_text(
+        "".join(p.read_text(encoding="utf-8") for p in sorted(SAMPLE.glob("*/*/*/*/keys.log"))), encoding="utf-8"
+    )
     inputs["handshakes"] = (merged, merged_keys)
     return inputs
 
@@ -117,7 +126,9 @@ def sample_inputs(work: Path) -> dict[str, tuple[Path, Path]]:
 def prefix_input(work: Path, fraction: int) -> tuple[Path, Path]:
     """The first 1/fraction of the large input's records (editcap), with its whole keylog."""
     capture = LARGE / "capture.pcap"
-    listing = subprocess.run(["capinfos", "-M", "-c", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8").stdout
+    listing = subprocess.run(
+        ["capinfos", "-M", "-c", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8"
+    ).stdout
     count = int(re.search(r"Number of packets:\s+(\d+)", listing).group(1))
     prefix = work / f"prefix{fraction}.pcap"
     subprocess.run(["editcap", "-F", "pcap", "-r", str(capture), str(prefix), f"1-{count // fraction}"], check=True)
@@ -155,7 +166,16 @@ def run(args: argparse.Namespace) -> int:
                 subprocess.run(["editcap", "-F", "pcapng", str(capture), str(converted)], check=True)
                 capture = converted
             out = work / f"out-{name}"
-            ours = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(out)]
+            ours = [
+                sys.executable,
+                "-m",
+                "quicack.pcap.pcap_command",
+                str(capture),
+                "--keylog",
+                str(keylog),
+                "--out",
+                str(out),
+            ]
             fields = [arg for field_name in TSHARK_FIELDS for arg in ("-e", field_name)]
             tshark = ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-T", "fields", *fields]
             tools = {"quicack": (ours, None), "tshark -T fields": (tshark, None)}
@@ -193,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{name:<11} tshark / quicack: wall {min(theirs.walls) / min(ours.walls):.2f}x (median "
             f"{statistics.median(theirs.walls) / statistics.median(ours.walls):.2f}x), CPU "
-            f"{min(theirs.cpus) / min(ours.cpus):.2f}x (median {statistics.median(theirs.cpus) / statistics.median(ours.cpus):.2f}x)"
+            f"{min(theirs.cpus) / min(ours.cpus):.2f}x (median "
+            f"{statistics.median(theirs.cpus) / statistics.median(ours.cpus):.2f}x)"
         )
     return 0
 

@@ -70,7 +70,8 @@ def tshark_packets(capture: Path, keylog: Path) -> int:
     """QUIC packets tshark dissects (one header form per packet). quicack's packets table also has a row for a
     datagram's padding after its last packet, and pyshark a quic layer for it: their counts are a little higher."""
     out = subprocess.run(["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-Y", "quic", "-T", "fields",
-                          "-e", "quic.header_form"], capture_output=True, text=True, check=True, encoding="utf-8").stdout  # fmt: skip
+                          "-e", "quic.header_form"],
+                         capture_output=True, text=True, check=True, encoding="utf-8").stdout  # fmt: skip
     return sum(len([v for v in line.split(",") if v]) for line in out.splitlines())
 
 
@@ -85,12 +86,17 @@ def inputs(work: Path, captures: int) -> dict[str, tuple[Path, Path]]:
     small = work / "small.pcap"
     small.write_bytes(gzip.decompress((SMALL_RUN / "sim" / "trace_node_left.pcap.gz").read_bytes()))
     small_keys = work / "small.keys.log"
-    small_keys.write_text("".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8")
+    small_keys.write_text(
+        "".join(p.read_text(encoding="utf-8") for p in sorted(SMALL_RUN.glob("*/keys.log"))), encoding="utf-8"
+    )
     every = sorted(SAMPLE.glob("*/*/*/sim/trace_node_left.pcap.gz"))
     chosen = [c for c in every if not c.parents[2].name.startswith("ack_ratio")][:captures]
     merged, merged_keys = work / "sample.pcap", work / "sample.keys.log"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(merged), *map(str, chosen)], check=True)
-    merged_keys.write_text("".join(p.read_text(encoding="utf-8") for c in chosen for p in sorted(c.parents[1].glob("*/keys.log"))), encoding="utf-8")
+    merged_keys.write_text(
+        "".join(p.read_text(encoding="utf-8") for c in chosen for p in sorted(c.parents[1].glob("*/keys.log"))),
+        encoding="utf-8",
+    )
     return {"small": (small, small_keys), "sample": (merged, merged_keys)}
 
 
@@ -103,9 +109,11 @@ def run(args: argparse.Namespace) -> int:
             out = work / f"out-{name}"
             fields = [arg for field_name in TSHARK_FIELDS for arg in ("-e", field_name)]
             tools = {
-                "quicack": [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(out)],
+                "quicack": [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog),
+                            "--out", str(out)],
                 "pyshark loop": [sys.executable, __file__, "--worker", str(capture), str(keylog)],
-                "tshark -T fields": ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-T", "fields", *fields],
+                "tshark -T fields": ["tshark", "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-T", "fields",
+                                     *fields],
             }  # fmt: skip
             results = {tool: Runs(tool) for tool in tools}
             for _ in range(args.repeat):
@@ -116,18 +124,23 @@ def run(args: argparse.Namespace) -> int:
                     "tshark -T fields": tshark_packets(capture, keylog)}  # fmt: skip
             rows.append((name, capture.stat().st_size / 1e6, seen, results))
     load_after = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
-    print(f"load average (1/5/15 min) before {'/'.join(load_before)}, after {'/'.join(load_after)}, {os.cpu_count()} CPUs; "
-          f"best / median of {args.repeat}")  # fmt: skip
-    print(f"{'input':<7} {'MB':>5}  {'tool':<17} {'QUIC packets':>12} {'wall best/med s':>16} {'CPU best/med s':>15} {'peak RSS MB':>11}")
+    print(f"load average (1/5/15 min) before {'/'.join(load_before)}, after {'/'.join(load_after)}, "
+          f"{os.cpu_count()} CPUs; best / median of {args.repeat}")  # fmt: skip
+    print(
+        f"{'input':<7} {'MB':>5}  {'tool':<17} {'QUIC packets':>12} {'wall best/med s':>16} {'CPU best/med s':>15} "
+        f"{'peak RSS MB':>11}"
+    )
     for name, size, seen, results in rows:
         for tool, runs in results.items():
-            print(f"{name:<7} {size:>5.1f}  {tool:<17} {seen[tool]:>12} {min(runs.walls):>7.2f}/{statistics.median(runs.walls):<8.2f} "
+            print(f"{name:<7} {size:>5.1f}  {tool:<17} {seen[tool]:>12} "
+                  f"{min(runs.walls):>7.2f}/{statistics.median(runs.walls):<8.2f} "
                   f"{min(runs.cpus):>6.2f}/{statistics.median(runs.cpus):<8.2f} {runs.peak_rss_mb:>11.0f}")  # fmt: skip
         ours = results["quicack"]
         for tool in ("pyshark loop", "tshark -T fields"):
             theirs = results[tool]
             print(f"{name:<7} {tool} / quicack: wall {min(theirs.walls) / min(ours.walls):.2f}x (median "
-                  f"{statistics.median(theirs.walls) / statistics.median(ours.walls):.2f}x), CPU {min(theirs.cpus) / min(ours.cpus):.2f}x "
+                  f"{statistics.median(theirs.walls) / statistics.median(ours.walls):.2f}x), CPU "
+                  f"{min(theirs.cpus) / min(ours.cpus):.2f}x "
                   f"(median {statistics.median(theirs.cpus) / statistics.median(ours.cpus):.2f}x)")  # fmt: skip
     return 0
 

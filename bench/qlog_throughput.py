@@ -93,12 +93,25 @@ def child(path: Path, out_dir: Path) -> None:
         or_wall, or_cpu, _ = reference(path, orjson.loads)
     except ImportError:
         or_wall = or_cpu = float("nan")
-    print(json.dumps({
-        "engine": "compiled" if lane_class() else "python", "bytes": path.stat().st_size, "events": summary.events, "records": records, "rows": summary.rows,
-        "ingest_wall_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ref_json_wall_s": ref_wall,
-        "ref_json_cpu_s": ref_cpu, "ref_orjson_wall_s": or_wall, "ref_orjson_cpu_s": or_cpu,
-        "rss_start_mib": rss_before / 1024, "rss_peak_mib": rss_peak / 1024,
-    }))
+    print(
+        json.dumps(
+            {
+                "engine": "compiled" if lane_class() else "python",
+                "bytes": path.stat().st_size,
+                "events": summary.events,
+                "records": records,
+                "rows": summary.rows,
+                "ingest_wall_s": ingest_wall,
+                "ingest_cpu_s": ingest_cpu,
+                "ref_json_wall_s": ref_wall,
+                "ref_json_cpu_s": ref_cpu,
+                "ref_orjson_wall_s": or_wall,
+                "ref_orjson_cpu_s": or_cpu,
+                "rss_start_mib": rss_before / 1024,
+                "rss_peak_mib": rss_peak / 1024,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -116,10 +129,15 @@ def main() -> None:
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     sources = real_traces()
-    print(f"{len(sources)} real JSON-SEQ traces, {sum(len(b) for b in sources) / 1e3:.0f} kB, "
-          f"concatenated into {args.workdir}")
-    print(f"{'engine':>8} {'load':>5} {'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} {'cpu MB/s':>8} {'peak RSS MiB':>12} "
-          f"{'ref json MB/s':>13} {'ratio wall':>10} {'ratio cpu':>9} {'orjson-only MB/s':>16}")
+    print(
+        f"{len(sources)} real JSON-SEQ traces, {sum(len(b) for b in sources) / 1e3:.0f} kB, "
+        f"concatenated into {args.workdir}"
+    )
+    print(
+        f"{'engine':>8} {'load':>5} {'input MB':>9} {'events':>10} {'conns':>7} {'MB/s':>7} {'ev/s':>9} "
+        f"{'cpu MB/s':>8} {'peak RSS MiB':>12} "
+        f"{'ref json MB/s':>13} {'ratio wall':>10} {'ratio cpu':>9} {'orjson-only MB/s':>16}"
+    )
     python_path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH")) if p)
     for size in args.sizes:
         path = build_input(args.workdir / f"qlog_{int(size)}MB.sqlog", size, sources)
@@ -137,10 +155,14 @@ def run_child(path: Path, out_dir: Path, env: dict[str, str]) -> None:
     )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     mb = r["bytes"] / 1e6
-    print(f"{r['engine']:>8} {load:>5} {mb:9.0f} {r['events']:10d} {r['rows']['endpoints']:7d} {mb / r['ingest_wall_s']:7.1f} "
-          f"{r['events'] / r['ingest_wall_s']:9.0f} {mb / r['ingest_cpu_s']:8.1f} {r['rss_peak_mib']:12.0f} "
-          f"{mb / r['ref_json_wall_s']:13.1f} {r['ingest_wall_s'] / r['ref_json_wall_s']:10.2f} "
-          f"{r['ingest_cpu_s'] / r['ref_json_cpu_s']:9.2f} {mb / r['ref_orjson_wall_s']:16.1f}", flush=True)
+    print(
+        f"{r['engine']:>8} {load:>5} {mb:9.0f} {r['events']:10d} {r['rows']['endpoints']:7d} "
+        f"{mb / r['ingest_wall_s']:7.1f} "
+        f"{r['events'] / r['ingest_wall_s']:9.0f} {mb / r['ingest_cpu_s']:8.1f} {r['rss_peak_mib']:12.0f} "
+        f"{mb / r['ref_json_wall_s']:13.1f} {r['ingest_wall_s'] / r['ref_json_wall_s']:10.2f} "
+        f"{r['ingest_cpu_s'] / r['ref_json_cpu_s']:9.2f} {mb / r['ref_orjson_wall_s']:16.1f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

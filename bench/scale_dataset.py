@@ -19,8 +19,8 @@ UDP ports and addresses, payload bytes, packet sizes and timing within a run. No
 copied with the time shift only.
 
     --verify K   afterwards, for K runs with captures: the count of decrypted packets of quicack's decoder
-                 (python -m quicack.pcap.pcap_command) and of tshark (QUIC frames it decrypted) must be equal in the original
-                 and in copy 1, and no connection ID of the original may appear in the copy.
+                 (python -m quicack.pcap.pcap_command) and of tshark (QUIC frames it decrypted) must be equal in the
+                 original and in copy 1, and no connection ID of the original may appear in the copy.
 """
 
 from __future__ import annotations

@@ -33,7 +33,9 @@ AUTHORS_FIELDS = (
 
 def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of a command, by GNU time."""
-    done = subprocess.run(["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True, encoding="utf-8")
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True, encoding="utf-8"
+    )
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
     hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
     rss_kb = float(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
@@ -54,7 +56,9 @@ def plain_file(folder: Path, name: str, work: Path) -> Path | None:
 
 
 def packet_count(capture: Path) -> int:
-    out = subprocess.run(["capinfos", "-c", "-M", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8").stdout
+    out = subprocess.run(
+        ["capinfos", "-c", "-M", str(capture)], capture_output=True, text=True, check=True, encoding="utf-8"
+    ).stdout
     return int(re.search(r"Number of packets:\s+(\d+)", out).group(1))
 
 
@@ -91,8 +95,16 @@ def main() -> int:
             out = work / f"out-{packets}"
             asn = ["--prefix-to-asn", str(args.prefix_to_asn)] if args.prefix_to_asn else []
             wall, rss = timed(["quicack", "scan", str(folder), "--out", str(out), *asn])
-            wall_only, rss_only = timed(["quicack", "scan", str(folder), "--out", str(out / "only"), "--no-capture-tables", *asn])
-            connections = pl.scan_parquet(out / "scan_connections.parquet").filter(pl.col("captured")).select(pl.len()).collect().item()
+            wall_only, rss_only = timed(
+                ["quicack", "scan", str(folder), "--out", str(out / "only"), "--no-capture-tables", *asn]
+            )
+            connections = (
+                pl.scan_parquet(out / "scan_connections.parquet")
+                .filter(pl.col("captured"))
+                .select(pl.len())
+                .collect()
+                .item()
+            )
             row = {
                 "packets": packets,
                 "capture_mib": round((folder / "capture.pcap").stat().st_size / 2**20, 1),
@@ -108,17 +120,30 @@ def main() -> int:
                 keys = ["-o", f"tls.keylog_file:{keylog}"] if keylog else []
                 with (work / "pcap.csv").open("w", encoding="utf-8") as sink:
                     t_wall, t_rss = timed(
-                        ["tshark", "-n", "-r", str(folder / "capture.pcap"), *keys, "-Y", "quic", "-T", "fields", "-E", "separator=|",
-                         "-E", "aggregator=,", *fields],
+                        ["tshark", "-n", "-r", str(folder / "capture.pcap"), *keys, "-Y", "quic", "-T", "fields",
+                         "-E", "separator=|", "-E", "aggregator=,", *fields],
                         stdout=sink,
                     )  # fmt: skip
-                row |= {"tshark_fields_s": round(t_wall, 2), "tshark_peak_rss_mib": round(t_rss, 1), "tshark_over_quicack": round(t_wall / wall, 2)}
+                row |= {
+                    "tshark_fields_s": round(t_wall, 2),
+                    "tshark_peak_rss_mib": round(t_rss, 1),
+                    "tshark_over_quicack": round(t_wall / wall, 2),
+                }
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
-    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_column_data_types=True, tbl_hide_dataframe_shape=True, tbl_cols=-1, tbl_width_chars=400):
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_cols=-1,
+        tbl_width_chars=400,
+    ):
         print(pl.DataFrame(rows))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"measurement": str(args.measurement), "packets_total": total, "rows": rows}, indent=1), encoding="utf-8")
+    args.json.write_text(
+        json.dumps({"measurement": str(args.measurement), "packets_total": total, "rows": rows}, indent=1),
+        encoding="utf-8",
+    )
     return 0
 
 

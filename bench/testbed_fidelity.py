@@ -167,8 +167,9 @@ def main() -> None:
         res = from_raw(a.from_raw)
         for k, r in res.items():
             if r["matched"]:
-                print(f"{k:28s} n={r['matched']:6d} p50={r['p50_abs_error_ms']:.4f} ms p99={r['p99_abs_error_ms']:.4f} ms "
-                      f"max={r['max_abs_error_ms']:.4f} ms mean={r['mean_error_ms']:+.4f} ms")  # fmt: skip
+                print(f"{k:28s} n={r['matched']:6d} p50={r['p50_abs_error_ms']:.4f} ms "
+                      f"p99={r['p99_abs_error_ms']:.4f} ms max={r['max_abs_error_ms']:.4f} ms "
+                      f"mean={r['mean_error_ms']:+.4f} ms")  # fmt: skip
         if a.json:
             a.json.write_text(json.dumps(res, indent=1), encoding="utf-8")
         return

@@ -2,9 +2,9 @@
 paper's value for it (data/reference/imc24_stack_delay.csv).
 
 Per client, from the pipeline's own tables of the raw folder: the hold the server was set to (run.json
-``server_stack``), the ACK → ServerHello gap at the client-side capture in IACK (``handshake_runs.ack_to_server_hello_ms``,
-median and range over the runs) and the clients' first RTT samples WFC − IACK (their qlog: what imc24 §4.1's clients
-reported).
+``server_stack``), the ACK → ServerHello gap at the client-side capture in IACK
+(``handshake_runs.ack_to_server_hello_ms``, median and range over the runs) and the clients' first RTT samples WFC −
+IACK (their qlog: what imc24 §4.1's clients reported).
 
     sudo python -m quicack.testbed.run --config config/testbed_paper_conditions_check.yaml
     python bench/testbed_paper_stack_delay.py /tmp/quicack-paper-stack-check/raw
@@ -31,7 +31,9 @@ def handshakes(raw: Path) -> pl.DataFrame:
     frames = []
     for folder in sorted(p.name for p in raw.iterdir() if p.is_dir()):
         tables = ingest_group(raw, folder, raw.parent.name)
-        frames.append(derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())["handshake_runs"])
+        frames.append(
+            derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())["handshake_runs"]
+        )
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -40,20 +42,27 @@ def holds(raw: Path) -> pl.DataFrame:
     for path in raw.glob("*/*/*/run.json"):
         run = json.loads(path.read_text(encoding="utf-8"))
         rows[run["client_impl"]] = (run.get("server_stack") or {}).get("hold_ms")
-    return pl.DataFrame({"client_impl": list(rows), "hold_ms": list(rows.values())}, schema={"client_impl": pl.Utf8, "hold_ms": pl.Float64})
+    return pl.DataFrame(
+        {"client_impl": list(rows), "hold_ms": list(rows.values())},
+        schema={"client_impl": pl.Utf8, "hold_ms": pl.Float64},
+    )
 
 
 def report(raw: Path) -> pl.DataFrame:
     runs = handshakes(raw)
     scenario = runs["scenario"].drop_nulls()[0]
     gaps = runs.filter(pl.col("mode") == "iack").group_by("client_impl").agg(
-        pl.col("ack_to_server_hello_ms").median().alias("gap_median_ms"), pl.col("ack_to_server_hello_ms").min().alias("gap_min_ms"),
+        pl.col("ack_to_server_hello_ms").median().alias("gap_median_ms"),
+        pl.col("ack_to_server_hello_ms").min().alias("gap_min_ms"),
         pl.col("ack_to_server_hello_ms").max().alias("gap_max_ms"), pl.len().alias("iack_runs"),
     )  # fmt: skip
     first_rtt = summary.stack_delay(runs, scenario).select("client_impl", "first_rtt_wfc_minus_iack_ms")
-    paper = stack_delay_table().select(pl.col("client").alias("client_impl"), pl.col("paper_median_ms").alias("paper_ms"), "basis")
+    paper = stack_delay_table().select(
+        pl.col("client").alias("client_impl"), pl.col("paper_median_ms").alias("paper_ms"), "basis"
+    )
     return (
-        paper.join(holds(raw), on="client_impl").join(gaps, on="client_impl", how="left").join(first_rtt, on="client_impl", how="left")
+        paper.join(holds(raw), on="client_impl").join(gaps, on="client_impl", how="left")
+        .join(first_rtt, on="client_impl", how="left")
         .sort("client_impl")
     )  # fmt: skip
 

@@ -42,7 +42,14 @@ def published(db: Path) -> str:
 def config_for(raw: Path, results: Path, *extra: str, scan: bool = False) -> list[str]:
     """The workflow's config for dataset ``t`` from ``raw`` into ``results``; with the embedded scan only when
     ``scan`` (its 12 scan_part jobs double a small dataset's run and are what the scan's own tests test)."""
-    return ["--config", "dataset=t", f"raw_dir={raw}", f"results_dir={results}", *([] if scan else ["scan_dir="]), *extra]
+    return [
+        "--config",
+        "dataset=t",
+        f"raw_dir={raw}",
+        f"results_dir={results}",
+        *([] if scan else ["scan_dir="]),
+        *extra,
+    ]
 
 
 def runs_in(db: Path) -> list[str]:
@@ -78,14 +85,30 @@ def real_raw(tmp_path: Path) -> Path:
         "aioquic_aioquic/transfer/1",
         QLOG_FIXTURES / "aioquic" / "client.qlog",
         QLOG_FIXTURES / "aioquic" / "server.qlog",
-        {"client_impl": "aioquic", "server_impl": "aioquic", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3", **LOOPBACK_UNSAID},
+        {
+            "client_impl": "aioquic",
+            "server_impl": "aioquic",
+            "scenario": "transfer",
+            "repetition": 1,
+            "status": "ok",
+            "app_protocol": "h3",
+            **LOOPBACK_UNSAID,
+        },
     )
     make_run(
         raw,
         "ngtcp2_ngtcp2/transfer/1",
         QLOG_FIXTURES / "ngtcp2" / "client.sqlog",
         QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
-        {"client_impl": "ngtcp2", "server_impl": "ngtcp2", "scenario": "transfer", "repetition": 1, "status": "ok", "app_protocol": "h3", **LOOPBACK_UNSAID},
+        {
+            "client_impl": "ngtcp2",
+            "server_impl": "ngtcp2",
+            "scenario": "transfer",
+            "repetition": 1,
+            "status": "ok",
+            "app_protocol": "h3",
+            **LOOPBACK_UNSAID,
+        },
     )
     return raw
 
@@ -151,8 +174,8 @@ def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterabl
 
 # The longest test files, longest first (pytest --durations in CI's log: SLURM 5 min, the default pipeline 4 min, the
 # handshake-only dataset 2 min, ...).
-LONGEST_FILES = ("test_slurm.py", "test_workflow.py", "test_workflow_partial_datasets.py", "test_results_follow_code.py",
-                 "test_workflow_rebuilds.py")  # fmt: skip
+LONGEST_FILES = ("test_slurm.py", "test_workflow.py", "test_workflow_partial_datasets.py",
+                 "test_results_follow_code.py", "test_workflow_rebuilds.py")  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

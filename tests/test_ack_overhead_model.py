@@ -34,7 +34,9 @@ def test_tcp_options_cannot_exceed_forty_bytes() -> None:
 
 
 def test_rohc_compresses_the_outermost_headers() -> None:
-    assert model.rohc(model.quic_ack(model.IPV6_HEADER), "quic") == 26  # ackfreq22: "reducing a 71B QUIC ACK packet to 26B"
+    assert (
+        model.rohc(model.quic_ack(model.IPV6_HEADER), "quic") == 26
+    )  # ackfreq22: "reducing a 71B QUIC ACK packet to 26B"
     assert model.rohc(model.tcp_ack(), "tcp") == 4
     vpn = model.over_vpn(model.tcp_ack())
     assert vpn.size == 108 and model.rohc(vpn, "tcp") == 108 - 28 + model.ROHC_UDP_IP
@@ -63,7 +65,8 @@ def test_tcpquic_anatomy_and_rate_recomputed() -> None:
     anatomy = tcpquic_tab_anatomy().artefact
     # truncated percentages agree; the 50 B / 72 B QUIC sizes, the 1500 B TCP divisor and 84 B do not
     assert _differing(anatomy, ["case", "bound"]) == {
-        ("quic_cumulative", "min"), ("quic_cumulative", "max"), ("tcp_loss", "min"), ("tcp_loss", "max"), ("quic_loss", "min")
+        ("quic_cumulative", "min"), ("quic_cumulative", "max"), ("tcp_loss", "min"), ("tcp_loss", "max"),
+        ("quic_loss", "min"),
     }  # fmt: skip
     rate = tcpquic_tab_rate().artefact
     assert rate.height == 12 and (rate["explanation"] != "").all()

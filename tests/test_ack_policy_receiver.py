@@ -328,7 +328,8 @@ def test_malformed_policies_are_refused_by_hand_made_values() -> None:
 
 def test_path_profiles_are_consistent_per_direction() -> None:
     profiles = path_profiles()
-    nullable = ("paper_ack_delay_vs_rtt", "table1_loss_percent", "table1_rtt_ms", "note")  # rethink has no Table 1; a note only where needed
+    # rethink has no Table 1; a note only where needed
+    nullable = ("paper_ack_delay_vs_rtt", "table1_loss_percent", "table1_rtt_ms", "note")
     assert profiles["profile"].is_unique().all() and profiles.null_count().drop(nullable).sum_horizontal()[0] == 0
     assert ((profiles["s2c_delay_ms"] + profiles["c2s_delay_ms"]) == profiles["rtt_ms"]).all()
     bdp_bytes = profiles["s2c_rate_mbit"] * 1e6 * profiles["rtt_ms"] / 1000 / 8
@@ -353,6 +354,9 @@ def test_path_profiles_are_consistent_per_direction() -> None:
     full_queue_rtt_ms = four_g["rtt_ms"] + four_g["s2c_queue_bytes"] * 8 / (four_g["s2c_rate_mbit"] * 1e3)
     assert ((full_queue_rtt_ms - four_g["table1_rtt_ms"]).abs() <= 1.0).all()
     assert four_g["note"].str.contains("fitted to the paper's own loss-free 1 MB times").all()
-    assert ackfreq22["loss_model"].str.contains("§5.6").all() and ackfreq22.filter(~lossy)["loss_model"].str.contains("§5.5").all()
+    assert (
+        ackfreq22["loss_model"].str.contains("§5.6").all()
+        and ackfreq22.filter(~lossy)["loss_model"].str.contains("§5.5").all()
+    )
     with pytest.raises(KeyError, match="ackfreq22-4g"):
         path_profile("no-such-path")

@@ -75,8 +75,8 @@ def test_quinn_acknowledges_as_its_server_asks_with_ack_frequency(on_wire, ratio
 def test_quinn_with_d_sends_an_immediate_ack_per_loss_and_with_nr_none(tables, on_wire) -> None:
     d = _one(on_wire, "ack_ratio_loss-none-rtt40ms-1MB-hq-ar10-d25ms-D")
     nr = _one(on_wire, "ack_ratio_loss-none-rtt40ms-1MB-hq-ar10-d25ms-NR")
-    lost = [json.loads((RAW / run["raw_path"] / "run.json").read_text(encoding="utf-8"))["impairment"]["s2c"]["lost_indices"]
-            for run in (d, nr)]  # fmt: skip
+    lost = [json.loads((RAW / run["raw_path"] / "run.json").read_text(encoding="utf-8"))["impairment"]["s2c"]
+            ["lost_indices"] for run in (d, nr)]  # fmt: skip
     assert lost[0] == lost[1] and lost[0]  # the same seeded losses in both runs
     # Reordering Threshold 1 (D) adds at most one ACK per out-of-order arrival, 0 (NR) none; some of D's immediate
     # ACKs fall where a threshold or timer ACK was due anyway, so the difference is positive but below the losses.
@@ -119,7 +119,8 @@ def test_the_unpaced_reno_servers_congestion_window_is_read_from_its_qlog(tables
     assert {k: (v["congestion_control"], v["pacing"]) for k, v in settings.items()} == {
         "ccreno-unpaced": ("reno", False), "cccubic-paced": ("cubic", True)}  # fmt: skip
     cwnd = tables["metrics_logged"].filter(
-        pl.col("run_id").str.contains("ccreno-unpaced"), pl.col("vantage") == "server", pl.col("cwnd_bytes").is_not_null()
+        pl.col("run_id").str.contains("ccreno-unpaced"), pl.col("vantage") == "server",
+        pl.col("cwnd_bytes").is_not_null()
     ).sort("time_ms")["cwnd_bytes"]  # fmt: skip
     assert cwnd.len() > 100
     # Slow start without loss at first: the window grows from aioquic's initial 10 packets to many times that.
@@ -130,7 +131,8 @@ def test_the_unpaced_reno_servers_congestion_window_is_read_from_its_qlog(tables
 
 def test_an_unpaced_server_connection_never_waits_for_its_pacer(tmp_path: Path) -> None:
     settings = ServerSettings(host="127.0.0.1", port=0, cert_size="small", mode=HandshakeMode.NONE, cert_delay_ms=0.0,
-                              www=tmp_path, qlog_dir=None, keylog=None, congestion_control="reno", pacing=False)  # fmt: skip
+                              www=tmp_path, qlog_dir=None, keylog=None, congestion_control="reno",
+                              pacing=False)  # fmt: skip
     configuration, _cert_bytes = build_configuration(settings)
     assert configuration.congestion_control_algorithm == "reno"
     connection = DeferredHandshakeConnection(

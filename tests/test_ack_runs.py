@@ -1,6 +1,6 @@
-"""The ``ack_runs`` table (quicack.metrics.ack_runs) on the nine real 1 MB downloads of tests/data/ack_policy: the aioquic
-receiver with a set ACK policy (AR 1, 2, 10, 20 at 25 ms; AR 100 with a 10 ms and an RTT/4 delay; D, NR, 3A at AR 10 under
-2 % forward loss), captured at the client side of the emulated link, with the client's qlog."""
+"""The ``ack_runs`` table (quicack.metrics.ack_runs) on the nine real 1 MB downloads of tests/data/ack_policy: the
+aioquic receiver with a set ACK policy (AR 1, 2, 10, 20 at 25 ms; AR 100 with a 10 ms and an RTT/4 delay; D, NR, 3A at
+AR 10 under 2 % forward loss), captured at the client side of the emulated link, with the client's qlog."""
 
 from __future__ import annotations
 
@@ -20,13 +20,17 @@ def tables(ack_policy_tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame
 @pytest.fixture(scope="module")
 def rows(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     computed = quic_ack_runs(tables["runs"], tables["datagrams"], tables["packets"], tables["frames"])
-    return computed.join(tables["runs"].select("run_id", "scenario", "ack_ratio", "ack_delay_ms", "rtt_ms"), on="run_id")
+    return computed.join(
+        tables["runs"].select("run_id", "scenario", "ack_ratio", "ack_delay_ms", "rtt_ms"), on="run_id"
+    )
 
 
 def test_one_row_per_run_at_the_client_side_of_the_link(rows: pl.DataFrame, tables) -> None:
     assert rows.height == tables["runs"].height == 9
     assert set(rows["vantage"]) == {"sim_left"} and set(rows["protocol"]) == {"quic"}
-    assert quic_ack_runs(tables["runs"], tables["datagrams"].clear(), tables["packets"], tables["frames"]).columns == list(ACK_RUNS.schema)
+    assert quic_ack_runs(
+        tables["runs"], tables["datagrams"].clear(), tables["packets"], tables["frames"]
+    ).columns == list(ACK_RUNS.schema)
 
 
 def test_the_measured_ack_ratio_is_the_configured_one_without_loss(rows: pl.DataFrame) -> None:
@@ -47,7 +51,12 @@ def test_ack_triggers_from_the_qlog_add_up_to_the_acks_on_the_wire(rows: pl.Data
     )
     joined = rows.join(captured_acks, on="run_id")
     assert (joined["ack_trigger_source"] == "qlog").all()
-    triggered = joined["acks_by_packet_threshold"] + joined["acks_by_delay_timer"] + joined["acks_by_reordering"] + joined["acks_by_other"]
+    triggered = (
+        joined["acks_by_packet_threshold"]
+        + joined["acks_by_delay_timer"]
+        + joined["acks_by_reordering"]
+        + joined["acks_by_other"]
+    )
     assert (triggered == joined["captured"]).all()
     # ACK-only packets are all of them but the few that ride with the client's own frames (request, flow control;
     # under loss also its probes)
@@ -57,14 +66,21 @@ def test_ack_triggers_from_the_qlog_add_up_to_the_acks_on_the_wire(rows: pl.Data
 
 
 def test_the_delay_timer_sends_the_acks_when_the_ratio_is_never_reached(rows: pl.DataFrame) -> None:
-    """AR 100 over a 1 MB download: the window never lets 100 packets arrive within the delay, the timer sends them all."""
+    """AR 100 over a 1 MB download: the window never lets 100 packets arrive within the delay, the timer sends them
+    all."""
     large = rows.filter(pl.col("ack_ratio") == 100)
-    assert large.height == 2 and (large["acks_by_packet_threshold"] == 0).all() and (large["acks_by_delay_timer"] > 30).all()
+    assert (
+        large.height == 2
+        and (large["acks_by_packet_threshold"] == 0).all()
+        and (large["acks_by_delay_timer"] > 30).all()
+    )
     assert (rows.filter(pl.col("ack_ratio") == 1)["acks_by_delay_timer"] == 0).all()
 
 
 def test_return_share_is_what_ack_breakdown_counts(rows: pl.DataFrame, tables) -> None:
-    breakdown = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"]).filter(pl.col("vantage") == "sim_left")
+    breakdown = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"]).filter(
+        pl.col("vantage") == "sim_left"
+    )
     per_direction = breakdown.group_by("run_id").agg(
         pl.col("bytes").filter(pl.col("direction") == "c2s").sum().alias("c2s"),
         pl.col("bytes").filter(pl.col("direction") == "s2c").sum().alias("s2c"),
@@ -74,9 +90,12 @@ def test_return_share_is_what_ack_breakdown_counts(rows: pl.DataFrame, tables) -
     assert (joined["return_ip_bytes"] == joined["c2s"]).all() and (joined["forward_ip_bytes"] == joined["s2c"]).all()
     assert (joined["return_ip_bytes_after_first_rtt"] == joined["c2s_after"]).all()
     assert ((joined["return_percent_of_forward"] - 100 * joined["c2s"] / joined["s2c"]).abs() < 1e-9).all()
-    # AR 2 returns about 2.8 % of the forward bytes (ackfreq22: ≈ 3 %), AR 10 about a third of that (not a fifth: handshake and flow-control bytes are fixed)
+    # AR 2 returns about 2.8 % of the forward bytes (ackfreq22: ≈ 3 %), AR 10 about a third of that (not a fifth:
+    # handshake and flow-control bytes are fixed)
     ar2 = rows.filter(pl.col("ack_ratio") == 2)["return_percent_of_forward"].item()
-    ar10 = rows.filter((pl.col("ack_ratio") == 10) & (pl.col("scenario") == "ack_ratio"))["return_percent_of_forward"].item()
+    ar10 = rows.filter((pl.col("ack_ratio") == 10) & (pl.col("scenario") == "ack_ratio"))[
+        "return_percent_of_forward"
+    ].item()
     assert 2.5 < ar2 < 3.2 and 3.0 < ar2 / ar10 < 4.0
 
 
@@ -106,7 +125,9 @@ def test_download_time_lies_inside_the_capture_and_loss_slows_it(rows: pl.DataFr
 
 def test_loss_clusters_are_the_gaps_in_what_the_client_received(rows: pl.DataFrame, tables) -> None:
     """Runs of consecutive application packet numbers missing from the client's received packets (its qlog)."""
-    received = tables["packets"].filter((pl.col("source") == "qlog") & (pl.col("event") == "received") & (pl.col("pn_space") == "appdata"))
+    received = tables["packets"].filter(
+        (pl.col("source") == "qlog") & (pl.col("event") == "received") & (pl.col("pn_space") == "appdata")
+    )
     gaps = (
         received.select("run_id", "packet_number")
         .unique()

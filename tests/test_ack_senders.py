@@ -44,12 +44,21 @@ def test_runs_record_the_native_sender_and_the_cpu_it_used(tables: dict[str, pl.
     senders = set(runs.select("server_impl", "congestion_control", "pacing").unique().iter_rows())
     assert senders == {("quinn", "newreno", True), ("quiche", "reno", False)}
     # every process's CPU seconds and the machine's load were recorded; the native endpoints use a fraction of a core
-    assert runs.select("client_cpu_s", "server_cpu_s", "impairment_cpu_s", "host_load_1min").null_count().sum_horizontal()[0] == 0
+    assert (
+        runs.select("client_cpu_s", "server_cpu_s", "impairment_cpu_s", "host_load_1min")
+        .null_count()
+        .sum_horizontal()[0]
+        == 0
+    )
     assert (runs["server_cpu_s"] < 5).all() and (runs["impairment_cpu_s"] > 0).all()
 
 
-def test_a_long_download_fills_the_probed_path_and_a_short_one_ends_in_slow_start(tables: dict[str, pl.DataFrame]) -> None:
-    table = ackratio_senders(tables["runs"], tables["ack_runs"], read_path_checks(REPO / "data" / "sample" / "path_check.csv")).artefact
+def test_a_long_download_fills_the_probed_path_and_a_short_one_ends_in_slow_start(
+    tables: dict[str, pl.DataFrame],
+) -> None:
+    table = ackratio_senders(
+        tables["runs"], tables["ack_runs"], read_path_checks(REPO / "data" / "sample" / "path_check.csv")
+    ).artefact
     rows = {(r["sender"], r["path_profile"], r["file_bytes"]): r for r in table.iter_rows(named=True)}
     long = rows[("quinn (newreno, paced)", "ackfreq22-satellite", 10 * 1024 * 1024)]
     short = rows[("quinn (newreno, paced)", "ackfreq22-satellite", 1024 * 1024)]

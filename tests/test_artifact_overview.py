@@ -41,7 +41,9 @@ REPO = Path(__file__).resolve().parent.parent
 def claims_csv(tmp_path_factory) -> Path:
     """claims.csv as `quicack merge-claims` writes it, from the three ACK-ratio papers' claims tables."""
     tables = loopback_tables("quic-go_quic-go/transfer_1MB/1", "ngtcp2_ngtcp2/transfer_1MB/1")
-    merged = pl.concat([ackratio_claims(paper, tables, DESCRIPTION).artefact for paper in sorted(CLAIMS)], how="diagonal_relaxed")
+    merged = pl.concat(
+        [ackratio_claims(paper, tables, DESCRIPTION).artefact for paper in sorted(CLAIMS)], how="diagonal_relaxed"
+    )
     path = tmp_path_factory.mktemp("claims") / "claims.csv"
     merged.write_csv(path)
     return path
@@ -160,7 +162,8 @@ def test_no_payload_is_live_on_the_landing_page_a_caption_or_a_papers_page(claim
     pages = [f"claims-{paper}.html" for paper in ("ackfreq22", "rethink", "tcpquic")]
     for where, html in (
         ("landing", rendered_html(landing_rst(hostile, text), pages)),
-        ("caption", rendered_html(caption_rst("Caption.\n", artefact, hostile.with_columns(pl.lit("differs").alias("status"))), [])),
+        ("caption", rendered_html(caption_rst("Caption.\n", artefact,
+                                              hostile.with_columns(pl.lit("differs").alias("status"))), [])),
         ("page", paper_page_html(hostile["paper"][0], hostile, text)),
     ):  # fmt: skip
         assert trace not in html, (where, html[:2000])
@@ -192,14 +195,18 @@ def test_report_pages_refuse_claims_of_a_paper_without_a_page(claims_csv, tmp_pa
     would have no page; it is an error that names the paper, not a claim left out."""
     claims = pl.read_csv(claims_csv, infer_schema_length=None)
     other = tmp_path / "claims.csv"
-    claims.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nosuchpaper")).otherwise(pl.col("paper")).alias("paper")).write_csv(other)
+    claims.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nosuchpaper")).otherwise(pl.col("paper")).alias("paper")
+    ).write_csv(other)
     with pytest.raises(ValueError, match="nosuchpaper"):
         write_report_pages(other, tmp_path / "no.duckdb", REPO / "workflow" / "report", tmp_path, tmp_path / "report")
 
 
 def test_markdown_has_a_row_per_claim_and_replaces_only_its_section(claims_csv):
     claims = read_claims(claims_csv)
-    markdown = claims_markdown(claims, {a: f"results/sample/tables/{a}.csv" for a in claims["artefact"].unique().to_list()})
+    markdown = claims_markdown(
+        claims, {a: f"results/sample/tables/{a}.csv" for a in claims["artefact"].unique().to_list()}
+    )
     rows = [line for line in markdown.splitlines() if line.startswith("| `")]
     assert len(rows) == claims.height
     document = f"# Guide\n\nbefore\n{BEGIN_MARKER}\nold\n{END_MARKER}\nafter\n"
@@ -219,7 +226,9 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     (results / "figures" / "a-fig01.png").write_bytes((REPO / "README.md").read_bytes())
     (results / "tables" / "a-tab01.csv").write_bytes(claims_csv.read_bytes())
     (results / "report").mkdir()
-    (results / "report" / "claims-ackfreq22.html").write_text(paper_page_html("ackfreq22", read_claims(claims_csv), ""), encoding="utf-8")
+    (results / "report" / "claims-ackfreq22.html").write_text(
+        paper_page_html("ackfreq22", read_claims(claims_csv), ""), encoding="utf-8"
+    )
     report = tmp_path / "report.html"
     report.write_text("<html>report</html>", encoding="utf-8")
     members = bundle_members(report, results, REPO)

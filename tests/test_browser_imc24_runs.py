@@ -50,7 +50,9 @@ def test_every_imc24_browser_run_is_served_by_imc24s_quic_go_server_under_sched_
     assert len(runs) >= 60
     for run in runs:
         assert run["status"] == "ok" and run["downloaded"]["sha256"] == run["file_sha256"], run["run_id"]
-        assert run["server_impl"] == "quic-go" and run["versions"]["server"].startswith("quic-go v0.65.0+quicack-iack.patch")
+        assert run["server_impl"] == "quic-go" and run["versions"]["server"].startswith(
+            "quic-go v0.65.0+quicack-iack.patch"
+        )
         assert run["testbed"]["scheduling"]["policy"] == "SCHED_FIFO"
     browser = group.split("_")[1]
     assert {run["client_impl"] for run in runs} == {browser}
@@ -84,7 +86,11 @@ def test_each_browser_run_holds_one_quic_connection(tables) -> None:
 def test_the_instant_ack_reaches_the_browsers_alone_and_wfc_coalesces_it(tables) -> None:
     """At the client's capture, the server's first datagram of a no-loss run: IACK an Initial with an ACK and no
     CRYPTO (the instant ACK), WFC the ACK with the ServerHello's CRYPTO."""
-    runs = tables["runs"].filter((pl.col("scenario") == "noloss") & (pl.col("rtt_ms") == 9)).select("run_id", "client_impl", "mode")
+    runs = (
+        tables["runs"]
+        .filter((pl.col("scenario") == "noloss") & (pl.col("rtt_ms") == 9))
+        .select("run_id", "client_impl", "mode")
+    )
     first = (
         tables["frames"]
         .filter((pl.col("vantage") == "sim_left") & (pl.col("direction") == "s2c") & (pl.col("datagram_index") == 1))
@@ -105,8 +111,14 @@ def test_in_iack_the_whole_serverhello_flight_is_dropped_after_the_instant_ack(t
     gives the server no RTT sample) — the paper's mechanism; with it kept, it arrived one RTT after the ClientHello."""
     runs = tables["runs"].filter((pl.col("scenario") == "drop_server_flight") & (pl.col("mode") == "iack"))
     assert runs.height == 14 and set(runs["drop_to_client"]) == {"2_3_4"}  # runs keeps a drop list as '2_3_4'
-    frames = tables["frames"].filter((pl.col("vantage") == "sim_left") & (pl.col("source") == "pcap")).join(runs.select("run_id"), on="run_id")
-    hello = frames.filter((pl.col("direction") == "s2c") & (pl.col("pn_space") == "initial") & (pl.col("frame_type") == "crypto"))
+    frames = (
+        tables["frames"]
+        .filter((pl.col("vantage") == "sim_left") & (pl.col("source") == "pcap"))
+        .join(runs.select("run_id"), on="run_id")
+    )
+    hello = frames.filter(
+        (pl.col("direction") == "s2c") & (pl.col("pn_space") == "initial") & (pl.col("frame_type") == "crypto")
+    )
     first_hello = hello.group_by("run_id").agg(pl.col("time_ms").min().alias("hello_ms"))
     assert first_hello.height == runs.height and (first_hello["hello_ms"] > 200).all()
 

@@ -65,9 +65,9 @@ def _run_of(tables: dict[str, pl.DataFrame], browser: str) -> str:
 
 def test_client_command_runs_the_browser_driver_with_the_servers_chain(tmp_path: Path) -> None:
     chain = cert_paths("large").chain
-    req = ClientRequest(impl="chromium", url="https://198.19.0.2:443/1MB", app_protocol="h3", download_dir=tmp_path / "dl",
-                        keylog_path=tmp_path / "client" / "keys.log", qlog_dir=tmp_path / "client" / "qlog",
-                        timeout_s=30, server_chain=chain)  # fmt: skip
+    req = ClientRequest(impl="chromium", url="https://198.19.0.2:443/1MB", app_protocol="h3",
+                        download_dir=tmp_path / "dl", keylog_path=tmp_path / "client" / "keys.log",
+                        qlog_dir=tmp_path / "client" / "qlog", timeout_s=30, server_chain=chain)  # fmt: skip
     argv, env = client_command(req)
     assert argv[1:3] == ["-m", "quicack.testbed.browsers"] and env == {}
     assert argv[argv.index("--netlog") + 1] == str(tmp_path / "client" / CHROMIUM_NETLOG)
@@ -83,12 +83,20 @@ def test_chromium_accepts_the_key_of_the_leaf_the_server_presents(tmp_path: Path
     """The SPKI hash Chromium is given equals what openssl computes from the same chain's leaf (the recipe of
     Chromium's --ignore-certificate-errors-spki-list documentation)."""
     chain = cert_paths(size).chain
-    pubkey = subprocess.run(["openssl", "x509", "-in", str(chain), "-pubkey", "-noout"], capture_output=True, check=True).stdout
-    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pubkey, capture_output=True, check=True).stdout
-    digest = subprocess.run(["openssl", "dgst", "-sha256", "-binary"], input=der, capture_output=True, check=True).stdout
-    expected = subprocess.run(["openssl", "base64"], input=digest, capture_output=True, check=True).stdout.decode().strip()
-    dl = browsers.download_from_url("chromium", "https://198.19.0.2:443/10KB", tmp_path / "k", tmp_path / "q", tmp_path / "d",
-                                    30, None, chain)  # fmt: skip
+    pubkey = subprocess.run(
+        ["openssl", "x509", "-in", str(chain), "-pubkey", "-noout"], capture_output=True, check=True
+    ).stdout
+    der = subprocess.run(
+        ["openssl", "pkey", "-pubin", "-outform", "der"], input=pubkey, capture_output=True, check=True
+    ).stdout
+    digest = subprocess.run(
+        ["openssl", "dgst", "-sha256", "-binary"], input=der, capture_output=True, check=True
+    ).stdout
+    expected = (
+        subprocess.run(["openssl", "base64"], input=digest, capture_output=True, check=True).stdout.decode().strip()
+    )
+    dl = browsers.download_from_url("chromium", "https://198.19.0.2:443/10KB", tmp_path / "k", tmp_path / "q",
+                                    tmp_path / "d", 30, None, chain)  # fmt: skip
     argv = browsers.chromium_command(Path("/usr/lib/chromium/chromium"), dl, tmp_path)
     assert f"--ignore-certificate-errors-spki-list={expected}" in argv
     assert f"--host-resolver-rules=MAP {SERVER_NAME} 198.19.0.2, MAP * ~NOTFOUND" in argv
@@ -97,11 +105,17 @@ def test_chromium_accepts_the_key_of_the_leaf_the_server_presents(tmp_path: Path
 
 @pytest.mark.skipif(shutil.which("certutil") is None, reason="certutil (libnss3-tools) builds Firefox's NSS database")
 def test_the_firefox_profile_trusts_the_servers_ca_and_forces_http3(tmp_path: Path) -> None:
-    dl = browsers.download_from_url("firefox", "https://198.19.0.2:8443/1MB", tmp_path / "k", tmp_path / "q", tmp_path / "d",
-                                    30, None, cert_paths("xlarge").chain)  # fmt: skip
+    dl = browsers.download_from_url("firefox", "https://198.19.0.2:8443/1MB", tmp_path / "k", tmp_path / "q",
+                                    tmp_path / "d", 30, None, cert_paths("xlarge").chain)  # fmt: skip
     argv = browsers.firefox_command(Path("/usr/lib/firefox-esr/firefox-esr"), dl, tmp_path)
     assert argv[1:4] == ["--headless", "--no-remote", "--marionette"] and argv[-1] == f"https://{SERVER_NAME}:8443/1MB"
-    listed = subprocess.run(["certutil", "-L", "-d", f"sql:{tmp_path / 'profile'}"], capture_output=True, text=True, check=True, encoding="utf-8")
+    listed = subprocess.run(
+        ["certutil", "-L", "-d", f"sql:{tmp_path / 'profile'}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        encoding="utf-8",
+    )
     assert "quicack test CA" in listed.stdout and "C,," in listed.stdout
     user_js = (tmp_path / "profile" / "user.js").read_text(encoding="utf-8")
     for pref in ('"network.http.http3.alt-svc-mapping-for-testing", "quicack.test;h3=:8443"',
@@ -166,7 +180,9 @@ def test_firefoxs_neqo_qlog_logs_the_packets_and_frames_its_capture_shows(whole,
     before quicack.qlog.profiles knew it."""
     run_id = _run_of(whole, "firefox")
     frames = whole["frames"].filter((pl.col("run_id") == run_id) & (pl.col("direction") == direction))
-    logged = _frames_per_packet(frames.filter((pl.col("source") == "qlog") & (pl.col("vantage") == "client") & (pl.col("event") == event)))
+    logged = _frames_per_packet(
+        frames.filter((pl.col("source") == "qlog") & (pl.col("vantage") == "client") & (pl.col("event") == event))
+    )
     captured = _frames_per_packet(frames.filter(pl.col("vantage") == "sim_left"))
     assert logged.height == captured.height > 5
     assert logged["frame_type"].to_list() == captured["frame_type"].to_list()
@@ -180,10 +196,18 @@ def test_a_stream_frame_makes_a_captured_packet_ack_eliciting(whole) -> None:
     nothing but STREAM frames (its HTTP/3 control streams, its request) read as not ack-eliciting from captures
     before the frame walkers counted STREAM; its qlog says they are."""
     run_id = _run_of(whole, "firefox")
-    frames = whole["frames"].filter((pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s"))
-    stream_only = frames.group_by("pn_space", "packet_number").agg((pl.col("frame_type") == "stream").all().alias("only"))
+    frames = whole["frames"].filter(
+        (pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s")
+    )
+    stream_only = frames.group_by("pn_space", "packet_number").agg(
+        (pl.col("frame_type") == "stream").all().alias("only")
+    )
     stream_only = stream_only.filter(pl.col("only")).select("pn_space", "packet_number")
-    packets = whole["packets"].filter((pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left")).join(stream_only, on=["pn_space", "packet_number"])
+    packets = (
+        whole["packets"]
+        .filter((pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left"))
+        .join(stream_only, on=["pn_space", "packet_number"])
+    )
     assert packets.height >= 1 and packets["ack_eliciting"].all()
 
 
@@ -205,7 +229,11 @@ def test_a_clienthello_datagram_sent_late_still_belongs_to_the_first_flight() ->
     The first flight ends with it — it carries ClientHello bytes for the first time — so the default PTO is measured
     from there to the probe (which re-sends CRYPTO offsets), not from the first datagram to the second."""
     tables = _tables(LATE_HELLO)
-    c2s = tables["datagrams"].filter((pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s")).sort("datagram_index")
+    c2s = (
+        tables["datagrams"]
+        .filter((pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s"))
+        .sort("datagram_index")
+    )
     second_hello_ms, probe_ms = c2s["time_ms"][1], c2s["time_ms"][2]
     assert second_hello_ms > 50 and probe_ms - second_hello_ms > 200
     (end,) = first_flight_end(tables["datagrams"], tables["frames"])["first_flight_end_ms"].to_list()
@@ -220,11 +248,18 @@ def test_chromiums_netlog_is_complete_and_logs_every_ack_the_capture_shows(whole
     netlog = WHOLE / run_id / "client" / CHROMIUM_NETLOG  # run_id: the run's folder below the raw folder
     log = json.loads(gzip.decompress(netlog.read_bytes()))  # a NetLog cut by a kill would not parse
     names = {value: name for name, value in log["constants"]["logEventTypes"].items()}
-    sessions = [e for e in log["events"] if names[e["type"]] == "QUIC_SESSION" and e.get("params", {}).get("host") == SERVER_NAME]
+    sessions = [
+        e
+        for e in log["events"]
+        if names[e["type"]] == "QUIC_SESSION" and e.get("params", {}).get("host") == SERVER_NAME
+    ]
     assert len(sessions) == 1
-    logged = {e["params"]["largest_observed"] for e in log["events"] if names[e["type"]] == "QUIC_SESSION_ACK_FRAME_SENT"}
+    logged = {
+        e["params"]["largest_observed"] for e in log["events"] if names[e["type"]] == "QUIC_SESSION_ACK_FRAME_SENT"
+    }
     captured = whole["frames"].filter(
-        (pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s") & pl.col("frame_type").is_in(ACK_FRAMES)
+        (pl.col("run_id") == run_id) & (pl.col("vantage") == "sim_left") & (pl.col("direction") == "c2s")
+        & pl.col("frame_type").is_in(ACK_FRAMES)
     )  # fmt: skip
     assert captured.height > 5 and set(captured["largest_acked"]) <= logged
 
@@ -296,8 +331,9 @@ def test_a_browser_downloads_through_the_testbed(tmp_path: Path, browser: str) -
     from quicack.testbed.scenarios import expand
 
     (group,) = expand({
-        "dataset": "browser_test", "server": "quic-go", "clients": [browser], "modes": ["none"], "scenarios": ["ack_ratio"],
-        "file": "1MB", "rtts_ms": [200], "bandwidth_mbit": 5, "timeout_s": 90, "compress": False, "server_qlog": False,
+        "dataset": "browser_test", "server": "quic-go", "clients": [browser], "modes": ["none"],
+        "scenarios": ["ack_ratio"], "file": "1MB", "rtts_ms": [200], "bandwidth_mbit": 5, "timeout_s": 90,
+        "compress": False, "server_qlog": False,
     })  # fmt: skip
     result = execute_run(group, 1, tmp_path)
     assert result.status == "ok", result.failure_reason

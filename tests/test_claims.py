@@ -178,7 +178,9 @@ def test_claims_recomputed_from_the_tables_give_the_same_value_and_verdict(table
     handshake_runs, datagrams = tables["handshake_runs"], tables["datagrams"]  # noqa: F841 (read by duckdb.sql)
     default_pto = dict(
         duckdb.sql(f"""
-        WITH client AS (SELECT run_id, direction, datagram_index, time_ms FROM datagrams WHERE vantage = '{CLIENT_SIDE}'),
+        WITH client AS (
+            SELECT run_id, direction, datagram_index, time_ms FROM datagrams WHERE vantage = '{CLIENT_SIDE}'
+        ),
         per_run AS (
             SELECT h.client_impl,
                    (SELECT min(time_ms) FROM client c WHERE c.run_id = h.run_id AND c.direction = 's2c') AS answered,

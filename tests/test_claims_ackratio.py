@@ -34,7 +34,12 @@ def loopback_tables(*runs: str) -> dict[str, pl.DataFrame]:
         (qlog,) = (folder / "client" / "qlog").iterdir()
         log = read_qlog(qlog, run_id=run, vantage="client")
         policy = ("ack_ratio", "ack_delay_ms", "ack_delay_rtt_fraction", "ack_reordering")
-        rows.append({"run_id": run, **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", "path_profile", *policy)}})
+        rows.append(
+            {
+                "run_id": run,
+                **{k: meta.get(k) for k in ("client_impl", "status", "file_bytes", "path_profile", *policy)},
+            }
+        )
         packets.append(log.packets)
         frames.append(log.frames)
     return {"runs": pl.DataFrame(rows), "packets": pl.concat(packets), "frames": pl.concat(frames)}
@@ -45,7 +50,11 @@ def test_every_claim_has_a_value_or_says_why_not_and_differences_are_explained(p
     tables = loopback_tables("quic-go_quic-go/transfer_1MB/1", "ngtcp2_ngtcp2/transfer_1MB/1")
     claims = ackratio_claims(paper, tables, DESCRIPTION).artefact
     # the claims file's rows and the paper tables' cells (quicack.claims.table_cells)
-    assert set(claims["claim_id"]) == set(REFERENCES[paper]().reference["claim_id"]) >= set(paper_claims(paper)["claim_id"])
+    assert (
+        set(claims["claim_id"])
+        == set(REFERENCES[paper]().reference["claim_id"])
+        >= set(paper_claims(paper)["claim_id"])
+    )
     differing = claims.filter(pl.col("verdict") == "differ")
     assert (differing["explanation"].str.strip_chars() != "").all(), differing.select("claim_id", "ours").rows()
     assert claims.filter(pl.col("verdict") == "n/a")["ours"].str.starts_with("not measured").all()
@@ -84,6 +93,8 @@ def test_a_receiver_whose_return_path_was_not_captured_is_left_out_handmade_one_
     ngtcp2_runs = tables["runs"].filter(pl.col("client_impl") == "ngtcp2")["run_id"]
     both = return_size_median(tables, "quic")
     assert "ngtcp2" in both.text and "quinn" in both.text, both
-    one_direction = tables["datagrams"].filter(~(pl.col("run_id").is_in(ngtcp2_runs.implode()) & (pl.col("direction") == "c2s")))
+    one_direction = tables["datagrams"].filter(
+        ~(pl.col("run_id").is_in(ngtcp2_runs.implode()) & (pl.col("direction") == "c2s"))
+    )
     measured = return_size_median({**tables, "datagrams": one_direction}, "quic")
     assert measured.low is not None and "quinn" in measured.text and "ngtcp2" not in measured.text, measured

@@ -174,13 +174,15 @@ def test_rethink_table_iii_cells_and_comparisons_on_the_embedded_runs(rethink_ta
     # §VII on Fig. 3: thinning Linux's ACKs (6,943 → 3,926 return packets) is a 1.8× cut, inside 2-3 ± 0.5.
     thinning = _row(claims, "rethink-VII-fig3-tcp-thinning-reduction")
     assert thinning["verdict"] == AGREE and 1.7 < thinning["ours_low"] < 1.9
-    # Fig. 4: AR 1:10 takes as long as AR 1:2 to within one 600 ms window step (quinn 0.56 s sooner, ngtcp2 0.04 s later).
+    # Fig. 4: AR 1:10 takes as long as AR 1:2 to within one 600 ms window step (quinn 0.56 s sooner, ngtcp2 0.04 s
+    # later).
     alike = _row(claims, "rethink-VII-fig4-cwnd-alike-across-ar")
     assert alike["verdict"] == AGREE and -0.6 < alike["ours_low"] < -0.5 and 0 < alike["ours_high"] < 0.1
     tcpquic = ackratio_claims("tcpquic", rethink_tables, DESCRIPTION).artefact
     assert _row(tcpquic, "tcpquic-conclusion-x5-thinned-tcp")["verdict"] == DIFFER
     assert _row(tcpquic, "tcpquic-conclusion-quic-more-ack-volume")["verdict"] == DIFFER
-    # 'at least 1.5x-2x larger': quinn's 67 B ACKs are 1.29x Linux TCP's 52 B (as the paper's own Fig. 1 medians: 1.21-1.60x).
+    # 'at least 1.5x-2x larger': quinn's 67 B ACKs are 1.29x Linux TCP's 52 B (as the paper's own Fig. 1 medians:
+    # 1.21-1.60x).
     sizes = _row(tcpquic, "tcpquic-conclusion-ack-at-least-1.5x")
     assert sizes["verdict"] == DIFFER and 1.2 < sizes["ours_low"] < 1.35
 
@@ -215,7 +217,8 @@ def test_imc24_per_client_fig05_findings_and_appendix_d_summary(imc24_tables) ->
         loses = _row(claims, f"imc24-4.1-fig05-{client}-iack-loses")
         assert loses["verdict"] == DIFFER and loses["ours_interval_low"] > 0 and loses["runs"] == 20, client
         assert loses["explanation"].startswith("A difference in versions")
-    # App. D: the non-zero delays among ours (aioquic, quinn) lie in 0.4-15.2 ms; quic-go and ngtcp2 report 0 as in Table 3.
+    # App. D: the non-zero delays among ours (aioquic, quinn) lie in 0.4-15.2 ms; quic-go and ngtcp2 report 0 as in
+    # Table 3.
     assert _row(claims, "imc24-D-tab03-nonzero-range")["verdict"] == AGREE
     zero = _row(claims, "imc24-D-tab03-zero-delay-servers")
     assert zero["verdict"] == AGREE and zero["ours"].startswith("0 ms: ngtcp2, quic-go of")

@@ -72,7 +72,10 @@ def test_build_sh_builds_one_registry_client_by_its_name(client):
 def test_build_sh_refuses_a_client_the_registry_does_not_have():
     result = _dry_run("msquic-from-the-future")
     assert result.returncode == 1
-    assert "unknown client 'msquic-from-the-future' (known: " + " ".join(c.name for c in BUILT) + " scanner)" in result.stderr
+    assert (
+        "unknown client 'msquic-from-the-future' (known: " + " ".join(c.name for c in BUILT) + " scanner)"
+        in result.stderr
+    )
 
 
 def test_the_registry_runs_as_a_script_on_the_standard_library_alone():

@@ -92,7 +92,8 @@ CASES = [(impl, protocol) for impl in KNOWN_IMPLS for protocol in sorted(support
 def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_path: Path, impl: str, app_protocol: str):
     if client_executable(impl) is None:
         pytest.skip(
-            f"{impl} client is not built/installed (run src/implementations/build.sh; ngtcp2: apt-get install ngtcp2-client)"
+            f"{impl} client is not built/installed (run src/implementations/build.sh; ngtcp2: apt-get install "
+            "ngtcp2-client)"
         )
     req = ClientRequest(
         impl=impl,
@@ -105,7 +106,13 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
     )
     argv, extra_env = client_command(req)
     result = subprocess.run(
-        argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=req.timeout_s + exit_grace_s(impl), cwd=tmp_path, encoding="utf-8"
+        argv,
+        env=os.environ | extra_env,
+        capture_output=True,
+        text=True,
+        timeout=req.timeout_s + exit_grace_s(impl),
+        cwd=tmp_path,
+        encoding="utf-8",
     )
     assert result.returncode == 0, f"{impl} exited {result.returncode}: {result.stderr[-2000:]}"
 
@@ -126,7 +133,9 @@ def test_client_downloads_file_with_keylog_and_qlog(aioquic_server: str, tmp_pat
     qlogs = [p for p in req.qlog_dir.iterdir() if p.is_file() and p.stat().st_size > 0]
     assert qlogs, f"{impl} wrote no qlog in {req.qlog_dir}"
     header = json.loads(
-        qlogs[0].read_text(encoding="utf-8").lstrip("\x1e").splitlines()[0] if qlogs[0].suffix == ".sqlog" else qlogs[0].read_text(encoding="utf-8")
+        qlogs[0].read_text(encoding="utf-8").lstrip("\x1e").splitlines()[0]
+        if qlogs[0].suffix == ".sqlog"
+        else qlogs[0].read_text(encoding="utf-8")
     )
     assert "qlog_version" in header or "file_schema" in header
 
@@ -145,7 +154,15 @@ def test_client_without_server_gives_up_in_time_and_saves_nothing(tmp_path: Path
     started = time.monotonic()
     # A browser may take its quit budget after the timeout (exit_grace_s beyond the others' 10 s).
     allowed = req.timeout_s + 3 + exit_grace_s(impl) - exit_grace_s("aioquic")
-    result = subprocess.run(argv, env=os.environ | extra_env, capture_output=True, text=True, timeout=30 + allowed, cwd=tmp_path, encoding="utf-8")
+    result = subprocess.run(
+        argv,
+        env=os.environ | extra_env,
+        capture_output=True,
+        text=True,
+        timeout=30 + allowed,
+        cwd=tmp_path,
+        encoding="utf-8",
+    )
     assert time.monotonic() - started < allowed, f"{impl} ignored its timeout"
     assert not (req.download_dir / FILE_NAME).exists()
     if exit_status_is_reliable(impl):

@@ -23,7 +23,9 @@ BASH = shutil.which("bash") or "/bin/bash"
 
 
 def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([BASH, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    return subprocess.run(
+        [BASH, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120
+    )
 
 
 def _clean_env(**changes: str) -> dict[str, str]:
@@ -42,7 +44,9 @@ def _toolchain_bin() -> Path:
     without one."""
     for rustc in (shutil.which("rustc"), Path.home() / ".cargo" / "bin" / "rustc", "/usr/bin/rustc"):
         if rustc and Path(rustc).is_file():
-            sysroot = subprocess.run([rustc, "--print", "sysroot"], capture_output=True, text=True, encoding="utf-8", timeout=60)
+            sysroot = subprocess.run(
+                [rustc, "--print", "sysroot"], capture_output=True, text=True, encoding="utf-8", timeout=60
+            )
             folder = Path(sysroot.stdout.strip()) / "bin"
             if sysroot.returncode == 0 and (folder / "cargo").is_file():
                 return folder
@@ -52,7 +56,9 @@ def _toolchain_bin() -> Path:
 
 
 def _check(env: dict[str, str]) -> tuple[int, str]:
-    done = subprocess.run(["bash", str(CHECK)], cwd=REPO, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120)
+    done = subprocess.run(
+        ["bash", str(CHECK)], cwd=REPO, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120
+    )
     return done.returncode, done.stdout + done.stderr
 
 

@@ -32,7 +32,10 @@ USED_OTHERWISE = {
     "pandas-stubs": (".to_pandas()", "src/quicack/figures/common.py"),
     "pytest": ("pytest", "tests/run_all.sh"),
     "pytest-xdist": ("--numprocesses", "tests/run_all.sh"),
-    "duckdb-cli": ("duckdb", "src/quicack/storage/sql_command.py"),  # `quicack sql --unrestricted` without a query opens its shell
+    "duckdb-cli": (
+        "duckdb",
+        "src/quicack/storage/sql_command.py",
+    ),  # `quicack sql --unrestricted` without a query opens its shell
     "maturin": ("maturin", "rust/quicack_core/pyproject.toml"),
     "snakemake-executor-plugin-slurm": ("executor: slurm", "profiles/slurm/config.yaml"),
     "snakemake-executor-plugin-slurm-jobstep": ("slurm", "profiles/slurm/config.yaml"),
@@ -42,7 +45,10 @@ USED_OTHERWISE = {
 def pinned() -> dict[str, str]:
     """Every requirement of pyproject.toml (dependencies and extras): name → version specifier."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    requirements = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    requirements = [
+        *project["dependencies"],
+        *(r for extra in project["optional-dependencies"].values() for r in extra),
+    ]
     return {m.group(1).lower(): m.group(2) for m in (re.match(r"([A-Za-z0-9_.-]+)\s*(.*)", r) for r in requirements)}
 
 
@@ -78,10 +84,17 @@ def test_environment_yml_mirrors_the_pins() -> None:
     conda = {}
     for entry in environment:
         if isinstance(entry, dict):
-            conda.update({m.group(1).lower(): "==" + m.group(2) for m in (re.match(r"([A-Za-z0-9_.-]+)==(.*)", p) for p in entry["pip"])})
+            conda.update(
+                {
+                    m.group(1).lower(): "==" + m.group(2)
+                    for m in (re.match(r"([A-Za-z0-9_.-]+)==(.*)", p) for p in entry["pip"])
+                }
+            )
         else:
             name, _, version = entry.partition("=")
-            conda[{"python-duckdb": "duckdb"}.get(name, name)] = "==" + version if version and not version.startswith(">") else version
+            conda[{"python-duckdb": "duckdb"}.get(name, name)] = (
+                "==" + version if version and not version.startswith(">") else version
+            )
     pins = pinned()
     assert "polars" in pins and "duckdb" in conda
     for name, specifier in pins.items():

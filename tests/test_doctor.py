@@ -37,9 +37,15 @@ def test_an_engine_chosen_by_the_environment_is_reported_as_chosen():
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_doctor_reports_tshark_and_every_testbed_client_as_found_or_not():
     report = quicack("doctor")
-    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True, check=True, encoding="utf-8").stdout.splitlines()[0]
+    tshark = subprocess.run(
+        ["tshark", "--version"], capture_output=True, text=True, check=True, encoding="utf-8"
+    ).stdout.splitlines()[0]
     assert tshark.strip() in report
-    lines = {line.split()[0] + " " + line.split()[1]: line for line in report.splitlines() if line.startswith("  ") and len(line.split()) > 2}
+    lines = {
+        line.split()[0] + " " + line.split()[1]: line
+        for line in report.splitlines()
+        if line.startswith("  ") and len(line.split()) > 2
+    }
     assert TESTBED_CLIENTS
     for client in TESTBED_CLIENTS:
         line = lines[f"{client} client"]

@@ -4,8 +4,8 @@
 The core tests run on tests/data/ack_policy (nine real 1 MB aioquic downloads, 40/100 ms RTT, no path profile): the
 model's inputs and estimates, the return-path components, and that every artefact says what is missing when a dataset
 lacks the ackfreq22 path profiles. The ``test_matrix_*`` tests run the artefacts on the embedded dataset's ACK-ratio
-matrix over the ackfreq22 profiles (data/sample/raw: the quinn pair's 1 MB downloads without loss, the aioquic receiver's
-from the quinn sender with loss, quiche's unpaced NewReno to ngtcp2 for Fig. 5).
+matrix over the ackfreq22 profiles (data/sample/raw: the quinn pair's 1 MB downloads without loss, the aioquic
+receiver's from the quinn sender with loss, quiche's unpaced NewReno to ngtcp2 for Fig. 5).
 """
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ def test_alpha_is_the_share_of_the_ratio_a_timer_ack_covers(tables, per_run: pl.
     fitted = alphas.drop_nulls("alpha")
     assert fitted.height >= 5 and fitted["alpha"].is_between(0.0, 1.0, closed="right").all()
     # AR 1 never waits for the timer: nothing to fit
-    assert alphas.filter(pl.col("ack_ratio") == 1).is_empty() or alphas.filter(pl.col("ack_ratio") == 1)["alpha"].is_null().all()
+    assert (
+        alphas.filter(pl.col("ack_ratio") == 1).is_empty()
+        or alphas.filter(pl.col("ack_ratio") == 1)["alpha"].is_null().all()
+    )
     # AR 100 at 100 ms: a 10 ms timer fires after fewer packets than an RTT/4 (25 ms) one
     large = alphas.filter(pl.col("ack_ratio") == 100).sort("ack_delay_ms", nulls_last=True)
     assert large["alpha"][0] < large["alpha"][1]
@@ -97,7 +100,11 @@ def test_handshake_bytes_are_the_clients_padded_initials_and_handshake(tables) -
 def test_return_components_add_up_and_acks_weigh_less_at_a_larger_ratio(tables) -> None:
     from quicack.metrics.ack_breakdown import ack_breakdown
 
-    runs = tables["runs"].filter(pl.col("scenario") == "ack_ratio").with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("receiver"))
+    runs = (
+        tables["runs"]
+        .filter(pl.col("scenario") == "ack_ratio")
+        .with_columns(pl.format("AR {}", pl.col("ack_ratio")).alias("receiver"))
+    )
     breakdown = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"])
     shares = artefacts.return_components(runs, breakdown)
     totals = shares.group_by("receiver").agg(pl.col("percent").sum())
@@ -166,7 +173,9 @@ def test_matrix_table4_has_every_cell_of_the_recorded_matrix(matrix) -> None:
 def test_matrix_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
     selected = ackfreq22_fig4_runs(matrix["runs"])
     assert selected.height >= 5
-    per_run = client_traffic_estimates(selected, matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"])
+    per_run = client_traffic_estimates(
+        selected, matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"]
+    )
     summary = eq3_summary(per_run)
     # Eq. (2)+(3) count ACKs and handshake bytes only; the quinn client also sends four path-MTU probes (about 0.52 % of
     # the server's bytes) and a few other frames, so Eq. (3) lies below every measured median by at most that much (the
@@ -174,7 +183,9 @@ def test_matrix_fig4_eq3_lies_close_to_the_measured_medians(matrix) -> None:
     assert summary["eq3_difference_pp"].is_between(-0.7, 0.0).all()
     ar2 = summary.filter(pl.col("ack_ratio") == 2)["measured_percent"].item()
     assert 2.5 < ar2 < 3.5  # the paper: AR 2 ≈ 3 % of the server's bytes
-    figure = artefacts.ackfreq22_fig04_client_bytes(matrix["runs"], matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"])
+    figure = artefacts.ackfreq22_fig04_client_bytes(
+        matrix["runs"], matrix["ack_runs"], matrix["datagrams"], matrix["packets"], matrix["frames"]
+    )
     assert figure.artefact is not None
     plt.close(figure.artefact)
 

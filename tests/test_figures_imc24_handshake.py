@@ -74,15 +74,22 @@ def test_fig01_bursts_merge_and_the_figure_draws(tables):
     assert selection.representative_run(tables["handshake_runs"], "aioquic", "amplification", "iack", 9.0).startswith(
         "quic-go_aioquic/amplification-iack-rtt9ms"
     )
-    fig = imc24_handshake.handshake_timeline_figure(tables["runs"], tables["packets"], tables["frames"], IACK_RUN, WFC_RUN)
+    fig = imc24_handshake.handshake_timeline_figure(
+        tables["runs"], tables["packets"], tables["frames"], IACK_RUN, WFC_RUN
+    )
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert any("PTO probe" in t for t in texts) and any("default PTO" in t for t in texts)
     assert any(IACK_RUN in ax.get_title(loc="left") for ax in fig.axes)
     plt.close(fig)
-    rendered = imc24_handshake.imc24_fig01_handshake_timeline(tables["handshake_runs"], tables["runs"], tables["packets"], tables["frames"])
+    rendered = imc24_handshake.imc24_fig01_handshake_timeline(
+        tables["handshake_runs"], tables["runs"], tables["packets"], tables["frames"]
+    )
     drawn = [t for t in rendered.note.split() if t.startswith("quic-go_aioquic/")]
     assert len(drawn) == 2 and set(drawn) <= set(rendered.runs["run_id"].to_list())
-    assert set(rendered.runs["client_impl"].to_list()) == {"aioquic"} and set(rendered.runs["mode"].to_list()) == {"iack", "wfc"}
+    assert set(rendered.runs["client_impl"].to_list()) == {"aioquic"} and set(rendered.runs["mode"].to_list()) == {
+        "iack",
+        "wfc",
+    }
     plt.close(rendered.artefact)
 
 
@@ -103,7 +110,9 @@ def test_tab02_cells_match_the_paper_where_measured(tables):
     assert (server_lost["paper"], server_lost["agrees"]) == ("WFC", "yes") and server_lost["ours"].startswith("WFC by")
     assert server_lost["median_iack_advantage_ms"] < -30.0
     # At 9 ms RTT the server's default PTO (no RTT sample after an instant ACK) costs IACK ~170 ms.
-    nine = guidelines.guidelines(tables["handshake_runs"]).filter((pl.col("scenario") == "drop_server_flight") & (pl.col("rtt_ms") == 9.0))
+    nine = guidelines.guidelines(tables["handshake_runs"]).filter(
+        (pl.col("scenario") == "drop_server_flight") & (pl.col("rtt_ms") == 9.0)
+    )
     assert nine.height == 2 and (nine["iack_advantage_ms"] < -100.0).all()
     # The second client flight lost: both clients' configurations at every RTT enter the cell, decided by the measured
     # margins (here the server's stack delay is below 1 ms, so the instant ACK's head start is a few ms at most).
@@ -113,20 +122,32 @@ def test_tab02_cells_match_the_paper_where_measured(tables):
     # still waits for the server's PTO (WFC, unlike the paper); losing the client's Finished flight is decided by the
     # measured margin (a few ms either way with this machine's sub-millisecond stack delay).
     server_lost_above = one(table, certificate=guidelines.ABOVE, condition=guidelines.SERVER_FLIGHT_LOST)
-    assert server_lost_above["configurations"] == 2 and server_lost_above["ours"].startswith("WFC by") and server_lost_above["agrees"] == "no"
+    assert (
+        server_lost_above["configurations"] == 2
+        and server_lost_above["ours"].startswith("WFC by")
+        and server_lost_above["agrees"] == "no"
+    )
     client_lost_above = one(table, certificate=guidelines.ABOVE, condition=guidelines.CLIENT_FLIGHT_LOST)
     assert client_lost_above["configurations"] == 2 and "drop_client_flight_large" in client_lost_above["measured_in"]
     # The 5,113 B certificate exceeds 3 × the first flight of both clients: one datagram each (quic-go offers X25519
     # alone, runs.client_key_share, like the paper's 2024 clients).
     classified = guidelines.classify_configurations(tables["runs"], tables["datagrams"])
     for client in ("aioquic", "quic-go"):
-        assert one(classified, client_impl=client, scenario="amplification", rtt_ms=9.0)["certificate"] == guidelines.ABOVE
+        assert (
+            one(classified, client_impl=client, scenario="amplification", rtt_ms=9.0)["certificate"] == guidelines.ABOVE
+        )
     # The runs with the ServerHello held to the paper's stack delay are not this machine's: they stay out of Table 2.
     assert not classified["scenario"].str.ends_with("_paper_stack").any()
     assert tables["runs"]["scenario"].str.ends_with("_paper_stack").any()
     # Δt = 200 ms is above 3·RTT at 9 ms RTT, below it at 100 ms.
-    assert one(classified, client_impl="aioquic", scenario="amplification", rtt_ms=9.0)["condition"] == guidelines.LONG_DELAY
-    assert one(classified, client_impl="aioquic", scenario="amplification", rtt_ms=100.0)["condition"] == guidelines.SHORT_DELAY
+    assert (
+        one(classified, client_impl="aioquic", scenario="amplification", rtt_ms=9.0)["condition"]
+        == guidelines.LONG_DELAY
+    )
+    assert (
+        one(classified, client_impl="aioquic", scenario="amplification", rtt_ms=100.0)["condition"]
+        == guidelines.SHORT_DELAY
+    )
 
 
 def test_tab03_one_row_per_server_and_mode_with_the_paper_beside(tables):
@@ -142,9 +163,17 @@ def test_tab03_one_row_per_server_and_mode_with_the_paper_beside(tables):
         assert {row[f"initial_{rep}"] for rep in (1, 2, 3)} == {"0.0"}
     # A server without an ACK in a space prints '-', a repetition without a run 'no run'.
     frames = tables["frames"].filter(pl.col("pn_space") != "handshake")
-    stripped = one(imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact, server="quic-go", mode="IACK")
+    stripped = one(
+        imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact,
+        server="quic-go",
+        mode="IACK",
+    )
     assert stripped["handshake_1"] == "-" and stripped["initial_4"] != "no run"  # ten no-loss repetitions at 9 ms
-    stripped = one(imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact, server="quic-go", mode="-")
+    stripped = one(
+        imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact,
+        server="quic-go",
+        mode="-",
+    )
     assert stripped["initial_4"] == "no run"
 
 

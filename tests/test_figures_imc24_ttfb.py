@@ -67,11 +67,18 @@ def test_amplification_limit_ttfb_is_dominated_by_the_certificate_delay(handshak
 def test_qlog_and_capture_ttfb_agree(handshakes):
     difference = imc24_ttfb.qlog_capture_difference(handshakes)
     overall = difference.filter(pl.col("client_impl") == "all").row(0, named=True)
-    assert abs(overall["median_qlog_minus_capture_ms"]) < 0.5 and (difference["median_qlog_minus_capture_ms"].abs() < 1.0).all()
+    assert (
+        abs(overall["median_qlog_minus_capture_ms"]) < 0.5
+        and (difference["median_qlog_minus_capture_ms"].abs() < 1.0).all()
+    )
     # The client logs what its side of the link captured a fraction of a millisecond earlier, but a client process can
     # stall: one ngtcp2 run handled its first response datagrams 55 ms after they arrived (its qlog, whole ms). At most
     # one run in a hundred may be such a stall.
-    both = handshakes.filter(pl.col("mode").is_in(["iack", "wfc"]) & pl.col("ttfb_ms").is_not_null() & pl.col("ttfb_capture_ms").is_not_null())
+    both = handshakes.filter(
+        pl.col("mode").is_in(["iack", "wfc"])
+        & pl.col("ttfb_ms").is_not_null()
+        & pl.col("ttfb_capture_ms").is_not_null()
+    )
     stalled = both.filter((pl.col("ttfb_ms") - pl.col("ttfb_capture_ms")).abs() >= 3.0)
     assert stalled.height <= both.height / 100, stalled.select("run_id", "ttfb_ms", "ttfb_capture_ms")
     # quinn's qlog has no frames: no qlog TTFB to compare.
@@ -79,24 +86,39 @@ def test_qlog_and_capture_ttfb_agree(handshakes):
 
 
 def test_failed_runs_are_counted_not_used(handshakes):
-    runs = selection.scenario_runs(handshakes, "drop_server_flight", 9.0).filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack"))
+    runs = selection.scenario_runs(handshakes, "drop_server_flight", 9.0).filter(
+        (pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack")
+    )
     victim = runs.sort("repetition")["run_id"][0]
     broken = handshakes.with_columns(
         pl.when(pl.col("run_id") == victim).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status"),
-        pl.when(pl.col("run_id") == victim).then(pl.lit(1e6)).otherwise(pl.col("ttfb_capture_ms")).alias("ttfb_capture_ms"),
+        pl.when(pl.col("run_id") == victim)
+        .then(pl.lit(1e6))
+        .otherwise(pl.col("ttfb_capture_ms"))
+        .alias("ttfb_capture_ms"),
     )
-    row = imc24_ttfb.ttfb_summary(broken, "drop_server_flight", 9.0).filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack")).row(0, named=True)
+    row = (
+        imc24_ttfb.ttfb_summary(broken, "drop_server_flight", 9.0)
+        .filter((pl.col("client_impl") == "quic-go") & (pl.col("mode") == "iack"))
+        .row(0, named=True)
+    )
     assert (row["runs"], row["failed_runs"]) == (runs.height - 1, 1) and row["max"] < 1000.0
-    assert "1 failed (excluded)" in run_accounting(selection.scenario_runs(broken, "drop_server_flight", 9.0), "ttfb_capture_ms")
+    assert "1 failed (excluded)" in run_accounting(
+        selection.scenario_runs(broken, "drop_server_flight", 9.0), "ttfb_capture_ms"
+    )
 
 
 def test_other_servers_and_modes_are_left_out(handshakes):
     """Runs of other servers (mode null) and other scenarios must not leak into the figures."""
     extra = handshakes.filter(pl.col("scenario") == "drop_server_flight").with_columns(
-        pl.lit("quic-go").alias("server_impl"), pl.lit(None, dtype=pl.String).alias("mode"), pl.lit(0.5).alias("ttfb_capture_ms")
+        pl.lit("quic-go").alias("server_impl"),
+        pl.lit(None, dtype=pl.String).alias("mode"),
+        pl.lit(0.5).alias("ttfb_capture_ms"),
     )
     mixed = pl.concat([handshakes, extra], how="vertical_relaxed")
-    assert imc24_ttfb.ttfb_summary(mixed, "drop_server_flight").equals(imc24_ttfb.ttfb_summary(handshakes, "drop_server_flight"))
+    assert imc24_ttfb.ttfb_summary(mixed, "drop_server_flight").equals(
+        imc24_ttfb.ttfb_summary(handshakes, "drop_server_flight")
+    )
     assert imc24_pto.pto_improvement_table(mixed).equals(imc24_pto.pto_improvement_table(handshakes))
 
 
@@ -143,9 +165,21 @@ def test_rtt_samples_exposed_per_client(handshakes):
 
 
 FIGURES = [
-    (imc24_ttfb.imc24_fig05_ttfb_amplification, lambda h: selection.scenario_runs(h, "amplification", 9.0), lambda h: 1),
-    (imc24_ttfb.imc24_fig06_ttfb_server_flight_loss, lambda h: selection.scenario_runs(h, "drop_server_flight", 9.0), lambda h: 1),
-    (imc24_ttfb.imc24_fig07_ttfb_client_flight_loss, lambda h: selection.scenario_runs(h, "drop_client_flight", 9.0), lambda h: 1),
+    (
+        imc24_ttfb.imc24_fig05_ttfb_amplification,
+        lambda h: selection.scenario_runs(h, "amplification", 9.0),
+        lambda h: 1,
+    ),
+    (
+        imc24_ttfb.imc24_fig06_ttfb_server_flight_loss,
+        lambda h: selection.scenario_runs(h, "drop_server_flight", 9.0),
+        lambda h: 1,
+    ),
+    (
+        imc24_ttfb.imc24_fig07_ttfb_client_flight_loss,
+        lambda h: selection.scenario_runs(h, "drop_client_flight", 9.0),
+        lambda h: 1,
+    ),
     (
         imc24_ttfb.imc24_fig12_ttfb_server_flight_loss_rtts,
         lambda h: selection.scenario_runs(h, "drop_server_flight"),

@@ -57,7 +57,9 @@ def test_return_volume_falls_with_the_ack_ratio(tables: dict[str, pl.DataFrame],
         assert row["return_percent_of_forward"] == pytest.approx(100 * row["return_ip_bytes"] / row["forward_ip_bytes"])
 
 
-def test_forward_data_packets_are_the_server_datagrams_after_the_first_rtt(tables: dict[str, pl.DataFrame], wire: pl.DataFrame) -> None:
+def test_forward_data_packets_are_the_server_datagrams_after_the_first_rtt(
+    tables: dict[str, pl.DataFrame], wire: pl.DataFrame
+) -> None:
     volume = return_volume(wire)
     # 1 MB in datagrams of at most 1,200 B of UDP payload: at least 874; a few server ACKs / control packets beside
     assert volume["forward_data_packets"].min() >= 874 and volume["forward_data_packets"].max() < 1000
@@ -80,7 +82,9 @@ def test_return_sizes_leave_out_the_padded_handshake(wire: pl.DataFrame) -> None
     assert sizes["packets"].sum() == written_out.len()
     assert counted_median(sizes, "ip_bytes") == written_out.median()
     for run_id, run in sizes.group_by("run_id"):
-        packets = wire.filter((pl.col("run_id") == run_id[0]) & (pl.col("direction") == "c2s") & pl.col("after_first_rtt"))
+        packets = wire.filter(
+            (pl.col("run_id") == run_id[0]) & (pl.col("direction") == "c2s") & pl.col("after_first_rtt")
+        )
         assert counted_median(run, "ip_bytes") == packets["ip_bytes"].median()
 
 
@@ -112,7 +116,9 @@ def test_return_size_cdf_draws_one_line_per_configuration(tables: dict[str, pl.D
 
 
 RENDERS = {
-    "rethink-fig1": lambda t: rethink.rethink_fig1_return_packet_sizes(t["runs"], t["datagrams"], t.get("tcp_segments")),
+    "rethink-fig1": lambda t: rethink.rethink_fig1_return_packet_sizes(
+        t["runs"], t["datagrams"], t.get("tcp_segments")
+    ),
     "rethink-tab3": lambda t: rethink.rethink_tab3_return_volume(t["runs"], t["datagrams"], t.get("tcp_segments")),
     "rethink-fig2": lambda t: rethink.rethink_fig2_return_overhead(t["runs"], t["ack_breakdown"]),
     "rethink-fig3": lambda t: rethink.rethink_fig3_return_packet_rate(t["runs"], t["datagrams"], t.get("tcp_segments")),
@@ -124,7 +130,9 @@ RENDERS = {
 
 
 @pytest.mark.parametrize("artefact", sorted(RENDERS))
-def test_without_rethink_runs_each_artefact_is_a_placeholder_naming_them(tables: dict[str, pl.DataFrame], artefact: str) -> None:
+def test_without_rethink_runs_each_artefact_is_a_placeholder_naming_them(
+    tables: dict[str, pl.DataFrame], artefact: str
+) -> None:
     assert rethink_runs(tables["runs"]).is_empty()
     rendered = RENDERS[artefact]({**tables, "ack_breakdown": pl.DataFrame()})
     assert rendered.artefact is None and "rethink-satellite" in rendered.missing
@@ -144,12 +152,16 @@ def embedded_rethink(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.D
         for name, frame in ingest_group(raw, group, "sample").items():
             parts.setdefault(name, []).append(frame)
     tables = {name: pl.concat(frames, how="diagonal_relaxed") for name, frames in parts.items()}
-    tables["ack_breakdown"] = ack_breakdown(tables["datagrams"], tables["packets"], tables["frames"], tables["tcp_segments"])
+    tables["ack_breakdown"] = ack_breakdown(
+        tables["datagrams"], tables["packets"], tables["frames"], tables["tcp_segments"]
+    )
     return tables
 
 
 @pytest.mark.parametrize("artefact", sorted(RENDERS))
-def test_on_the_embedded_rethink_runs_each_artefact_is_drawn(embedded_rethink: dict[str, pl.DataFrame], artefact: str) -> None:
+def test_on_the_embedded_rethink_runs_each_artefact_is_drawn(
+    embedded_rethink: dict[str, pl.DataFrame], artefact: str
+) -> None:
     assert set(rethink_runs(embedded_rethink["runs"])["protocol"]) == {"quic", "tcp"}
     rendered = RENDERS[artefact](embedded_rethink)
     assert not rendered.missing and rendered.artefact is not None

@@ -45,8 +45,16 @@ def test_claims_and_metrics_do_not_import_the_figures(package):
     assert paths, f"no module under {PACKAGE / package}"
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in getattr(node, "names", [])] if isinstance(node, ast.Import) else []
-            assert not any(m.startswith("quicack.figures") for m in modules), f"{path.relative_to(REPO)} imports {modules}"
+            modules = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in getattr(node, "names", [])]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            assert not any(m.startswith("quicack.figures") for m in modules), (
+                f"{path.relative_to(REPO)} imports {modules}"
+            )
 
 
 def test_no_paper_table_is_typed_into_the_code():
@@ -77,8 +85,15 @@ def test_a_notebook_uses_every_parameter_and_declares_every_one_it_is_passed(not
     """A parameter nothing reads (a `dataset` every notebook was passed, once) is a knob that turns nothing; one the
     render rule passes (papermill -p) that the notebook does not declare is injected unseen."""
     parameters, rest = _parameters_cell(notebook.read_text(encoding="utf-8"))
-    declared = {target.id for node in ast.parse(parameters).body if isinstance(node, ast.Assign)
-                for target in node.targets if isinstance(target, ast.Name)}
-    read = {node.id for node in ast.walk(ast.parse(rest)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    declared = {
+        target.id
+        for node in ast.parse(parameters).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    read = {
+        node.id for node in ast.walk(ast.parse(rest)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
     assert declared and declared <= read, f"parameters never read: {sorted(declared - read)}"
     assert PASSED_PARAMETERS and set(PASSED_PARAMETERS) <= declared

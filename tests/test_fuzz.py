@@ -79,12 +79,15 @@ def test_fuzz_inputs_are_a_function_of_seed_and_number():
     here = mutated_input(seeds, "pcap", 7, 123)
     # Another process, with another hash seed, makes the same input: nothing in it depends on the process (a call
     # compared with itself in one process would not show that).
-    code = ("import hashlib; from quicack.fuzz.corpus import find_seeds; from quicack.fuzz.mutate import mutated_input; "
-            "from quicack.fuzz.runner import DEFAULT_CORPUS; "
-            "i = mutated_input(find_seeds(DEFAULT_CORPUS, 'pcap'), 'pcap', 7, 123); "
-            "print(repr((hashlib.sha256(i.data).hexdigest(), i.suffix, i.mutations)))")
+    code = (
+        "import hashlib; from quicack.fuzz.corpus import find_seeds; from quicack.fuzz.mutate import mutated_input; "
+        "from quicack.fuzz.runner import DEFAULT_CORPUS; i = mutated_input(find_seeds(DEFAULT_CORPUS, 'pcap'), 'pcap', "
+        "7, 123); print(repr((hashlib.sha256(i.data).hexdigest(), i.suffix, i.mutations)))"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    there = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8")
+    there = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8"
+    )
     assert there.stdout.strip() == repr((hashlib.sha256(here.data).hexdigest(), here.suffix, here.mutations))
     assert here.data != mutated_input(seeds, "pcap", 8, 123).data
 

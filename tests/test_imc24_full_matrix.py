@@ -30,7 +30,9 @@ LINKTYPE_ETHERNET = 1
 
 @pytest.fixture(scope="module")
 def tables(sample_tables) -> dict[str, pl.DataFrame]:
-    return sample_tables([f"{SERVER}_{client}" for client in CLIENTS], ("runs", "frames", "datagrams", "handshake_runs"))
+    return sample_tables(
+        [f"{SERVER}_{client}" for client in CLIENTS], ("runs", "frames", "datagrams", "handshake_runs")
+    )
 
 
 def test_every_table2_cell_is_measured_by_every_client(tables):
@@ -38,7 +40,9 @@ def test_every_table2_cell_is_measured_by_every_client(tables):
     clients = compared.group_by("certificate", "condition").agg(pl.col("client_impl").unique().sort())
     assert clients.height == len(guidelines.CERTIFICATE_ROWS) * len(guidelines.CONDITION_COLUMNS)
     assert all(sorted(row) == sorted(CLIENTS) for row in clients["client_impl"].to_list()), clients
-    table = guidelines.guidelines_beside_paper(tables["handshake_runs"], tables["runs"], paper_table("imc24", "tab02"), tables["datagrams"])
+    table = guidelines.guidelines_beside_paper(
+        tables["handshake_runs"], tables["runs"], paper_table("imc24", "tab02"), tables["datagrams"]
+    )
     assert "not measured" not in table["ours"].to_list() and table["agrees"].is_in(["yes", "no"]).all()
 
 
@@ -67,14 +71,18 @@ def test_short_header_detection_matches_the_decoder_on_a_recorded_capture():
     with open_capture(capture) as stream:
         records = [r for r in read_link_records(stream) if isinstance(r, LinkRecord)]
     assert records and all(r.linktype == LINKTYPE_ETHERNET for r in records)
-    checked = [(carries_short_header(r.data[14:]), "1rtt" in kinds[r.time_abs_ns]) for r in records if r.time_abs_ns in kinds]
+    checked = [
+        (carries_short_header(r.data[14:]), "1rtt" in kinds[r.time_abs_ns]) for r in records if r.time_abs_ns in kinds
+    ]
     assert len(checked) == len(records) and all(ours == decoder for ours, decoder in checked)
     assert any(decoder for _, decoder in checked) and not all(decoder for _, decoder in checked)
 
 
 def test_sweet_spot_has_a_measured_cell_per_delay_and_rtt(tables):
     cells = sweet_spot.sweet_spot_cells(delay_sweep_runs(tables["handshake_runs"], tables["runs"]))
-    assert set(cells.select("cert_delay_ms", "rtt_ms").iter_rows()) == set(itertools.product(SWEEP_DELAYS_MS, SWEEP_RTTS_MS))
+    assert set(cells.select("cert_delay_ms", "rtt_ms").iter_rows()) == set(
+        itertools.product(SWEEP_DELAYS_MS, SWEEP_RTTS_MS)
+    )
     assert (cells["iack_runs"] >= 2).all() and (cells["wfc_runs"] >= 2).all()
     assert cells["measured_reduction_ms"].is_not_null().all() and cells["spurious_agrees"].is_not_null().all()
     # The model's prediction beside each cell, from quicack.models.recovery.
@@ -90,7 +98,9 @@ def test_sweet_spot_follows_the_model_where_the_default_pto_does_not_interfere(t
     cells = sweet_spot.sweet_spot_cells(delay_sweep_runs(tables["handshake_runs"], tables["runs"]))
     rtt9_up = cells.filter(pl.col("rtt_ms") >= 9.0)
     assert (rtt9_up["spurious_agrees"]).all()
-    below_default_pto = cells.filter((pl.col("cert_delay_ms") > 0) & (pl.col("cert_delay_ms") + pl.col("rtt_ms") < 150.0))
+    below_default_pto = cells.filter(
+        (pl.col("cert_delay_ms") > 0) & (pl.col("cert_delay_ms") + pl.col("rtt_ms") < 150.0)
+    )
     error_ms = (below_default_pto["measured_reduction_ms"] - below_default_pto["model_reduction_ms"]).abs()
     allowed_ms = (0.1 * below_default_pto["model_reduction_ms"]).clip(lower_bound=3.0)
     assert below_default_pto.height >= 10 and (error_ms <= allowed_ms).all(), below_default_pto
@@ -107,7 +117,9 @@ def test_run_json_records_what_the_client_side_only_runs_kept():
     run = SAMPLE_RAW / f"{SERVER}_quic-go" / "noloss_delay_50ms-iack-rtt9ms-10KB-h3" / "1"
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert meta["testbed"]["server_side_capture"] is False and meta["cert_delay_ms"] == 50.0
-    assert (run / "sim" / "trace_node_left.pcap.gz").exists() and not (run / "sim" / "trace_node_right.pcap.gz").exists()
+    assert (run / "sim" / "trace_node_left.pcap.gz").exists() and not (
+        run / "sim" / "trace_node_right.pcap.gz"
+    ).exists()
     assert not (run / "server").exists()  # no server qlog, and its keylog duplicated the client's
 
 
@@ -116,7 +128,9 @@ TEN_REPETITION_SCENARIOS = ("noloss", "drop_client_flight")
 
 
 def test_fig07_and_fig16_have_ten_repetitions_at_9ms(tables):
-    runs = tables["handshake_runs"].filter(pl.col("scenario").is_in(TEN_REPETITION_SCENARIOS) & (pl.col("rtt_ms") == 9.0))
+    runs = tables["handshake_runs"].filter(
+        pl.col("scenario").is_in(TEN_REPETITION_SCENARIOS) & (pl.col("rtt_ms") == 9.0)
+    )
     per_configuration = runs.group_by("client_impl", "mode", "scenario").agg(
         (pl.col("status") == "ok").sum().alias("ok"),
         pl.col("ttfb_capture_ms").is_not_null().sum().alias("with_capture_ttfb"),
@@ -137,7 +151,9 @@ def test_fig07_and_fig16_have_ten_repetitions_at_9ms(tables):
 def test_added_repetitions_drop_what_the_kept_ones_dropped_and_keep_the_client_side(client):
     for group in sorted((SAMPLE_RAW / f"{SERVER}_{client}").glob("drop_client_flight-*-rtt9ms-*")):
         metas = {rep: json.loads((group / str(rep) / "run.json").read_text(encoding="utf-8")) for rep in range(1, 11)}
-        assert [r["repetition"] for r in json.loads((group / "group.json").read_text(encoding="utf-8"))["runs"]] == list(range(1, 11))
+        assert [
+            r["repetition"] for r in json.loads((group / "group.json").read_text(encoding="utf-8"))["runs"]
+        ] == list(range(1, 11))
         assert len({tuple(meta["drop_to_server"]) for meta in metas.values()}) == 1
         # What the impairment program really dropped in each run is that list.
         assert all(meta["impairment"]["c2s"]["dropped_indices"] == meta["drop_to_server"] for meta in metas.values())
@@ -153,7 +169,9 @@ def test_fig07_spread_is_a_bootstrap_interval_of_the_median_difference(tables):
 
     runs = tables["handshake_runs"].filter((pl.col("scenario") == "drop_client_flight") & (pl.col("rtt_ms") == 9.0))
     intervals = summary.mode_difference_interval(runs, "ttfb_capture_ms", ["client_impl"])
-    ranges = runs.group_by("client_impl", "mode").agg((pl.col("ttfb_capture_ms").max() - pl.col("ttfb_capture_ms").min()).alias("range"))
+    ranges = runs.group_by("client_impl", "mode").agg(
+        (pl.col("ttfb_capture_ms").max() - pl.col("ttfb_capture_ms").min()).alias("range")
+    )
     widest = ranges.group_by("client_impl").agg(pl.col("range").sum())
     checked = intervals.join(widest, on="client_impl")
     assert checked.height == len(CLIENTS)

@@ -29,9 +29,16 @@ def test_malformed_run_json_is_an_issue_and_the_folder_name_is_used(tmp_path):
     (run / "run.json").write_text("{not json", encoding="utf-8")  # hand-made malformed input
     tables = ingest.ingest_group(raw, "aioquic_quic-go", "t")
     row = tables["runs"].row(0, named=True)
-    assert (row["server_impl"], row["client_impl"], row["scenario"], row["repetition"]) == ("aioquic", "quic-go", "noloss", 3)
+    assert (row["server_impl"], row["client_impl"], row["scenario"], row["repetition"]) == (
+        "aioquic",
+        "quic-go",
+        "noloss",
+        3,
+    )
     messages = tables["ingest_issues"]["message"].to_list()
-    assert any(m.startswith("run.json is not JSON (") and m.endswith(": described from the folder name") for m in messages)
+    assert any(
+        m.startswith("run.json is not JSON (") and m.endswith(": described from the folder name") for m in messages
+    )
 
 
 def test_handmade_run_without_qlog_is_reported(tmp_path):
@@ -69,7 +76,10 @@ def test_empty_group_and_empty_dataset_are_reported(tmp_path):
 def test_imc24_artifact_folder_naming_handmade_around_real_qlogs_is_read_without_run_json(tmp_path):
     """The original imc24 artifact encodes a run's settings in its folder name; real qlogs inside."""
     raw = tmp_path / "raw"
-    group = "logs_delay=4.5ms,c=ngtcp2,drop-to-client=,drop-to-server=2_3_4,file_size=10KB,instant-ack=1_2024-08-14T01:43:00"
+    group = (
+        "logs_delay=4.5ms,c=ngtcp2,drop-to-client=,drop-to-server=2_3_4,"
+        "file_size=10KB,instant-ack=1_2024-08-14T01:43:00"
+    )
     make_run(
         raw, f"{group}/quic-go_ngtcp2/transfer/2",
         QLOG_FIXTURES / "ngtcp2" / "client.sqlog", QLOG_FIXTURES / "ngtcp2" / "server.sqlog", None,
@@ -96,7 +106,9 @@ def test_qir_folders_as_found_are_described_and_their_status_inferred():
     runs = pl.concat([ingest.ingest_group(QIR_AS_FOUND, group, "qir")["runs"] for group in groups])
     assert runs.height == 12
     assert set(runs["client_impl"]) == {"aioquic"} and set(runs["scenario"]) == {"handshake"}
-    assert sorted(runs.group_by("server_impl").agg(pl.col("repetition").sort())["repetition"].to_list()) == [[1, 2, 3]] * 4
+    assert (
+        sorted(runs.group_by("server_impl").agg(pl.col("repetition").sort())["repetition"].to_list()) == [[1, 2, 3]] * 4
+    )
     assert set(runs["status_source"]) == {"inferred from capture"}
     failed = runs.filter(pl.col("status") == "failed")
     assert failed.select("run_id", "failure_reason").rows() == [
@@ -122,7 +134,11 @@ def test_malformed_run_json_fields_cost_the_field_not_the_group(tmp_path):
         "1": {"status": "ok", "repetition": "first"},
         "2": {"status": "ok", "drop_to_client": ["x"], "rtt_ms": "9 ms"},
         "3": {"status": "ok", "cert_bytes": 2**70, "mode": ["iack"]},
-        "4": {"status": "ok", "nested": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+        "4": {
+            "status": "ok",
+            "nested": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[
+            ]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+        },
     }
     for repetition, meta in variants.items():
         make_run(raw, f"aioquic_quic-go/noloss/{repetition}", QLOG_FIXTURES / "aioquic" / "client.qlog", None, meta)
@@ -146,4 +162,7 @@ def test_stored_paths_are_relative_to_the_raw_folder(real_raw):
     """Outputs must not depend on where the raw data sits (real_raw is an absolute temporary folder)."""
     tables = ingest.ingest_group(real_raw.resolve(), "aioquic_aioquic", "t")
     paths = tables["endpoints"]["path"].to_list()
-    assert paths == ["aioquic_aioquic/transfer/1/client/qlog/client.qlog", "aioquic_aioquic/transfer/1/server/qlog/server.qlog"]
+    assert paths == [
+        "aioquic_aioquic/transfer/1/client/qlog/client.qlog",
+        "aioquic_aioquic/transfer/1/server/qlog/server.qlog",
+    ]

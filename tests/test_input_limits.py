@@ -120,7 +120,9 @@ def test_limits_from_the_config_section_and_back_to_options():
 def test_config_schema_knows_every_limit():
     import yaml
 
-    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
+    schema = yaml.safe_load(
+        (Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8")
+    )
     properties = schema["properties"]["limits"]["properties"]
     assert set(properties) == {f for f in Limits.__dataclass_fields__}
     for name, spec in properties.items():

@@ -44,7 +44,9 @@ def analysis_files() -> list[Path]:
 
 def test_the_analysis_never_imports_the_testbed():
     offenders = {
-        str(path.relative_to(PACKAGE)): sorted(name for name in quicack_imports(path) if name.startswith("quicack.testbed"))
+        str(path.relative_to(PACKAGE)): sorted(
+            name for name in quicack_imports(path) if name.startswith("quicack.testbed")
+        )
         for path in analysis_files()
     }
     assert analysis_files() and not {k: v for k, v in offenders.items() if v}
@@ -53,12 +55,18 @@ def test_the_analysis_never_imports_the_testbed():
 def test_the_layout_depends_on_nothing_else_of_the_package():
     # (but quicack.lazy_names, the loader of its names on first use)
     for path in (PACKAGE / "layout").glob("*.py"):
-        assert all(name.startswith("quicack.layout") or name == "quicack.lazy_names" for name in quicack_imports(path)), path
+        assert all(
+            name.startswith("quicack.layout") or name == "quicack.lazy_names" for name in quicack_imports(path)
+        ), path
 
 
 def test_no_other_module_names_the_simulator_capture_files():
     """The simulator's capture names live in quicack.layout only (the testbed's docstrings may mention them)."""
-    outside = [p for p in PACKAGE.rglob("*.py") if not {"layout", "testbed"} & set(p.parts) and "trace_node_" in p.read_text(encoding="utf-8")]
+    outside = [
+        p
+        for p in PACKAGE.rglob("*.py")
+        if not {"layout", "testbed"} & set(p.parts) and "trace_node_" in p.read_text(encoding="utf-8")
+    ]
     assert [str(p.relative_to(PACKAGE)) for p in outside] == []
 
 
@@ -100,7 +108,12 @@ def test_a_recorded_run_is_found_with_all_its_files():
 def stage_inputs() -> dict[str, set[str]]:
     """The package files each stage rule of the default pipeline lists as inputs (from a dry run)."""
     done = subprocess.run(
-        ["snakemake", "-n", "--forceall", "--cores", "1", UNLOCKED], cwd=REPO, capture_output=True, text=True, timeout=300, encoding="utf-8"
+        ["snakemake", "-n", "--forceall", "--cores", "1", UNLOCKED],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        encoding="utf-8",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     inputs: dict[str, set[str]] = {}

@@ -114,8 +114,9 @@ def test_a_large_archive_is_stored_in_parts_that_unpack_alike(tmp_path: Path) ->
     stored = parts(split)
     assert not split.exists() and len(stored) == 4 and b"".join(p.read_bytes() for p in stored) == whole.read_bytes()
     unpack(split, tmp_path / "raw")
-    assert sorted(p.relative_to(tmp_path / "raw") for p in (tmp_path / "raw").rglob("*") if p.is_file() and p.name != MARKER) == \
-        sorted(p.relative_to(RUNS) for p in RUNS.rglob("*") if p.is_file())
+    assert sorted(
+        p.relative_to(tmp_path / "raw") for p in (tmp_path / "raw").rglob("*") if p.is_file() and p.name != MARKER
+    ) == sorted(p.relative_to(RUNS) for p in RUNS.rglob("*") if p.is_file())
 
 
 def _unpack_command(archive: Path, link: Path) -> list[str]:
@@ -143,7 +144,9 @@ def test_a_killed_unpack_is_never_taken_for_the_dataset_and_the_rerun_repairs_it
     (unpacked,) = cache.iterdir()
     assert not (unpacked / "raw").exists()  # only the staging folder of the killed process
 
-    rerun = subprocess.run(_unpack_command(archive, link), env=env, capture_output=True, text=True, timeout=300, encoding="utf-8")
+    rerun = subprocess.run(
+        _unpack_command(archive, link), env=env, capture_output=True, text=True, timeout=300, encoding="utf-8"
+    )
     assert rerun.returncode == 0 and "unpacked" in rerun.stdout, rerun.stderr
     assert _contents(link) == _contents(LOOPBACK)
     assert not list(cache.glob("*/.raw.unpacking-*"))  # the killed one's staging folder removed

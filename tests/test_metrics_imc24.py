@@ -46,12 +46,18 @@ def test_runs_carry_the_drop_lists_and_the_calibration(tables):
     assert (row["drop_to_client"], row["drop_to_server"]) == ("", "2_3")
     assert (row["calibrated_first_server_flight"], row["calibrated_second_client_flight"]) == (None, "2_3")
     lost_flight = runs.filter(pl.col("scenario") == "drop_client_flight")
-    assert lost_flight.group_by("client_impl").agg(pl.col("drop_to_server").n_unique())["drop_to_server"].to_list() == [1] * 4
+    assert (
+        lost_flight.group_by("client_impl").agg(pl.col("drop_to_server").n_unique())["drop_to_server"].to_list()
+        == [1] * 4
+    )
     server_row = one(runs, run_id="quic-go_quic-go/drop_server_flight-iack-rtt9ms-10KB-h3/1")
     # IACK: one instant ACK (datagram 1), then the ServerHello flight in datagrams 2-3, all of it dropped.
     assert (server_row["drop_to_client"], server_row["calibrated_first_server_flight"]) == ("2_3", "2_3")
     # No calibration in no-loss runs: null, not an invented empty list.
-    assert runs.filter(pl.col("scenario") == "noloss")["calibrated_second_client_flight"].null_count() == runs.filter(pl.col("scenario") == "noloss").height
+    assert (
+        runs.filter(pl.col("scenario") == "noloss")["calibrated_second_client_flight"].null_count()
+        == runs.filter(pl.col("scenario") == "noloss").height
+    )
 
 
 def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
@@ -60,7 +66,9 @@ def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
     # aioquic, quic-go, ngtcp2: every 10 KB run has both; the client receives what its side of
     # the link captured a fraction of a millisecond earlier.
     qlog_frame_clients = ("aioquic", "quic-go", "ngtcp2")
-    small_runs = tables["runs"].filter((pl.col("file_bytes") == 10240) & (pl.col("status") == "ok") & pl.col("run_id").is_in(captured_runs(tables)))
+    small_runs = tables["runs"].filter(
+        (pl.col("file_bytes") == 10240) & (pl.col("status") == "ok") & pl.col("run_id").is_in(captured_runs(tables))
+    )
     expected = small_runs.filter(pl.col("client_impl").is_in(qlog_frame_clients)).height
     assert expected > 100 and qlogged.filter(pl.col("file_bytes") == 10240).height == expected
     difference = qlogged["ttfb_qlog_minus_capture_ms"]
@@ -72,18 +80,24 @@ def test_ttfb_is_the_response_body_and_qlog_agrees_with_the_capture(tables):
     transfers = client.filter(pl.col("file_bytes") > 1_000_000)
     assert transfers.height > 0 and transfers["ttfb_capture_ms"].null_count() == transfers.height
     # quinn's qlog has no frames: qlog TTFB unknown, capture TTFB still there.
-    quinn = client.filter((pl.col("client_impl") == "quinn") & (pl.col("file_bytes") == 10240) & pl.col("run_id").is_in(captured_runs(tables)))
+    quinn = client.filter(
+        (pl.col("client_impl") == "quinn")
+        & (pl.col("file_bytes") == 10240)
+        & pl.col("run_id").is_in(captured_runs(tables))
+    )
     assert quinn["ttfb_ms"].null_count() == quinn.height and quinn["ttfb_capture_ms"].null_count() == 0
     # HTTP/3: quic-go's server sends the response's HEADERS frame (83 bytes) in a STREAM frame of its own and the body
     # from offset 83 on: TTFB is the arrival of the frame that holds the body's first byte, not of the first STREAM
     # frame on stream 0, nor of the server's SETTINGS (stream 3).
     run = "quic-go_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
-    frames = tables["frames"].filter((pl.col("run_id") == run) & (pl.col("source") == "qlog") & (pl.col("vantage") == "client")
-                                     & (pl.col("event") == "received"))  # fmt: skip
+    frames = tables["frames"].filter((pl.col("run_id") == run) & (pl.col("source") == "qlog")
+                                     & (pl.col("vantage") == "client") & (pl.col("event") == "received"))  # fmt: skip
     settings = frames.filter(pl.col("stream_id") == 3)["time_ms"].min()
     request = frames.filter(pl.col("stream_id") == 0)
     headers_only = request.filter(pl.col("offset") == 0).row(0, named=True)
-    body = request.filter((pl.col("offset") <= headers_only["length"]) & (pl.col("offset") + pl.col("length") > headers_only["length"]))
+    body = request.filter(
+        (pl.col("offset") <= headers_only["length"]) & (pl.col("offset") + pl.col("length") > headers_only["length"])
+    )
     ttfb = one(client, run_id=run)["ttfb_ms"]
     assert headers_only["length"] == 83 and ttfb == body["time_ms"].min() > headers_only["time_ms"] and ttfb > settings
 
@@ -98,7 +112,9 @@ def test_body_start_is_the_same_for_every_response_of_the_same_size(tables):
     small = starts.filter(pl.col("file_bytes") == 10240)
     # Every ok 10 KB run, except quinn's runs without a capture (its qlog has no frames: no FIN seen).
     ok_small_runs = tables["runs"].filter(
-        (pl.col("file_bytes") == 10240) & (pl.col("status") == "ok") & (pl.col("run_id").is_in(captured_runs(tables)) | (pl.col("client_impl") != "quinn"))
+        (pl.col("file_bytes") == 10240)
+        & (pl.col("status") == "ok")
+        & (pl.col("run_id").is_in(captured_runs(tables)) | (pl.col("client_impl") != "quinn"))
     )
     assert small.height == ok_small_runs.height > 100 and set(small["body_start"].unique().to_list()) <= {83, 84}
 
@@ -165,7 +181,10 @@ def test_second_flight_datagrams(tables):
     # One static mapping per client: both modes drop the same datagrams. aioquic's begins 2, 3, 4 (its
     # calibration baselines had one more, interleaved ACK datagram: 2_3_4_5).
     for client in ("aioquic", "quic-go"):
-        assert one(flights, client_impl=client, mode="iack")["second_flight_datagrams"] == one(flights, client_impl=client, mode="wfc")["second_flight_datagrams"]
+        assert (
+            one(flights, client_impl=client, mode="iack")["second_flight_datagrams"]
+            == one(flights, client_impl=client, mode="wfc")["second_flight_datagrams"]
+        )
     assert one(flights, client_impl="aioquic", mode="wfc")["second_flight_datagrams"].startswith("2_3_4")
     # quic-go's ClientHello fits one datagram (X25519 alone), so its second flight starts at datagram 2.
     assert one(flights, client_impl="quic-go", mode="wfc")["second_flight_datagrams"].startswith("2")
@@ -175,7 +194,9 @@ def test_coalescence_of_the_first_server_flight(tables):
     patterns = coalescence_patterns(tables["runs"], tables["packets"], tables["frames"])
     for client in ("aioquic", "quic-go", "ngtcp2", "quinn"):
         wfc = one(patterns, client_impl=client, mode="wfc", direction="s2c", datagram_index=1)
-        assert wfc["content"] == "initial[ack,crypto]+handshake[crypto]" and wfc["runs_with_pattern"] == wfc["runs"] == 6
+        assert (
+            wfc["content"] == "initial[ack,crypto]+handshake[crypto]" and wfc["runs_with_pattern"] == wfc["runs"] == 6
+        )
         iack = one(patterns, client_impl=client, mode="iack", direction="s2c", datagram_index=1)
         assert iack["content"] == "initial[ack]"
 
@@ -196,7 +217,9 @@ def test_retransmissions_and_pto_expiries(tables):
     # Without loss no endpoint waits for a timer (at most a stray run).
     assert noloss["client_pto_expiries"].sum() <= 2 and noloss["server_pto_expiries"].sum() <= 2
     # quinn and ngtcp2 log pto_count faithfully: the capture inference agrees in most runs.
-    logged = handshakes.filter(pl.col("client_impl").is_in(["quinn", "ngtcp2"]) & pl.col("client_pto_expiries_logged").is_not_null())
+    logged = handshakes.filter(
+        pl.col("client_impl").is_in(["quinn", "ngtcp2"]) & pl.col("client_pto_expiries_logged").is_not_null()
+    )
     agreement = (logged["client_pto_expiries"] == logged["client_pto_expiries_logged"]).mean()
     assert logged.height > 100 and agreement > 0.8
     # connections carries the same counts per endpoint.
@@ -219,8 +242,12 @@ def test_rtt_samples_exposed_versus_possible(tables):
 def test_summary_counts_failed_runs_instead_of_using_them(tables):
     handshakes = tables["handshake_runs"]
     run = "quic-go_quic-go/noloss-iack-rtt9ms-10KB-h3/1"
-    failed = handshakes.with_columns(pl.when(pl.col("run_id") == run).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status"))
-    row = one(summary.summarize(failed, "ttfb_capture_ms"), client_impl="quic-go", mode="iack", scenario="noloss", rtt_ms=9.0)
+    failed = handshakes.with_columns(
+        pl.when(pl.col("run_id") == run).then(pl.lit("failed")).otherwise(pl.col("status")).alias("status")
+    )
+    row = one(
+        summary.summarize(failed, "ttfb_capture_ms"), client_impl="quic-go", mode="iack", scenario="noloss", rtt_ms=9.0
+    )
     # Repetitions 4–10 of this configuration have no capture: missing, counted, not used.
     assert (row["runs"], row["failed_runs"], row["missing_runs"]) == (2, 1, 7)
     assert row["q25"] <= row["median"] <= row["q75"]

@@ -21,8 +21,8 @@ MAX_LINES = 600
 OVER_LENGTH: set[str] = set()
 
 
-# The package's import graph (quicack.jobs.code_graph: top-level and lazy imports, names a package imports on first use),
-# the one the workflow follows to each job's code inputs.
+# The package's import graph (quicack.jobs.code_graph: top-level and lazy imports, names a package imports on first
+# use), the one the workflow follows to each job's code inputs.
 GRAPH = CodeGraph(SOURCE)
 MODULES = GRAPH.paths
 
@@ -200,12 +200,19 @@ def test_one_home_per_concept():
         f"schema/{name}.py" for name in ("ingest_tables", "derived_tables", "scan_tables", "database_tables")
     }
     smk = (REPO / "workflow" / "rules" / "common.smk").read_text(encoding="utf-8")
-    assert "tables_written_by(INGEST)" in smk and "tables_written_by(DERIVE)" in smk and "tables_written_by(SCAN)" in smk
+    assert (
+        "tables_written_by(INGEST)" in smk and "tables_written_by(DERIVE)" in smk and "tables_written_by(SCAN)" in smk
+    )
 
 
 def _body_without_docstring(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         return body[1:]
     return body
 

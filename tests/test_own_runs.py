@@ -280,7 +280,8 @@ def test_rendering_txt_tells_drawn_from_the_runs_models_and_not_drawn_apart(tmp_
     from quicack.stages.derive_stage import derive_tables
 
     tables = ingest.ingest_group(copy_runs(tmp_path / "raw", SWEEP[1:2]), GROUP, "t")
-    handshakes = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())["handshake_runs"]
+    derived = derive_tables({name: tables[name] for name in DERIVE_INPUTS}, recovery.RecoveryParams())
+    handshakes = derived["handshake_runs"]
     rendered = {
         "imc24-fig02": imc24_fig02_pto_evolution(),
         "imc24-fig16": imc24_fig16_pto_improvement(handshakes),
@@ -295,10 +296,12 @@ def test_rendering_txt_tells_drawn_from_the_runs_models_and_not_drawn_apart(tmp_
     assert "artefacts: 5 (1 drawn from the dataset, 1 from models or formulas, 3 not drawn)" in text
     drawn, models, missing = text.split("\n\n")[2:]
     assert drawn.splitlines()[1:] == ["    imc24-tab04: 1 ok run"]
-    assert models.splitlines()[1:] == ["    imc24-fig02: Computed from the RFC 9002 formulas in quicack.models.recovery (no measurement)."]
+    assert models.splitlines()[1:] == [
+        "    imc24-fig02: Computed from the RFC 9002 formulas in quicack.models.recovery (no measurement)."
+    ]
     assert missing.splitlines()[1:] == [
-        "    imc24-fig16: the dataset has no client with ok runs in both modes (IACK and WFC) at one RTT (1 run of it in "
-        "the dataset)",
+        "    imc24-fig16: the dataset has no client with ok runs in both modes (IACK and WFC) at one RTT (1 run of it "
+        "in the dataset)",
         "    imc24-tab02: nothing of the dataset's in it (no run it reads): the table holds the paper's side only",
         "    imc24-tab05: nothing of the dataset's in it (0 scan connections): the table holds the paper's side only",
     ]
@@ -325,7 +328,8 @@ def test_a_table_for_a_paper_has_human_headers_with_units_one_number_format_and_
     csv = pl.read_csv(tmp_path / "imc24-tab03.csv", infer_schema=False)  # the CSV keeps the column names
     assert csv.columns[:3] == ["server", "mode", "initial_1"]
     assert [_cells_of(row) for row in rows] == [list(row) for row in csv.rows()]  # each cell as the table has it
-    assert {row[2] for row in csv.rows()} == {"0.0"} and all("noloss: 1 run, client ngtcp2" in row[-1] for row in csv.rows())
+    assert {row[2] for row in csv.rows()} == {"0.0"}
+    assert all("noloss: 1 run, client ngtcp2" in row[-1] for row in csv.rows())
     tex = (tmp_path / "imc24-tab03.tex").read_text(encoding="utf-8").splitlines()
     assert tex[2] == " & ".join(headers) + " \\\\"
 
@@ -337,7 +341,9 @@ def test_a_float_column_has_one_number_format_flags_are_words_and_a_missing_valu
     from quicack.provenance import DatasetDescription
     from quicack.rendered import Rendered
 
-    table = pl.DataFrame({"median": [0.5, 0.0, None, 12.25], "agrees": [True, False, None, True], "runs": [1, 2, 3, None]})
+    table = pl.DataFrame(
+        {"median": [0.5, 0.0, None, 12.25], "agrees": [True, False, None, True], "runs": [1, 2, 3, None]}
+    )
     save(Rendered(table), tmp_path, "t-tab", "", DatasetDescription.undescribed("t"))
     header, _, *rows = (tmp_path / "t-tab.md").read_text(encoding="utf-8").split("\n\n")[0].splitlines()
     shown = [["0.50", "yes", "1"], ["0.00", "no", "2"], ["", "", "3"], ["12.25", "yes", ""]]

@@ -30,8 +30,12 @@ def test_the_embedded_paths_deliver_their_profiles() -> None:
     # the token bucket lets a slow link (100 kbit/s) deliver a few % more over a few-second probe
     for row in checks.iter_rows(named=True):
         assert abs(row["rtt_median_ms"] - row["rtt_ms"]) < 2.0, row["profile"]
-        assert 0.95 * row["s2c_rate_mbit_right"] <= row["s2c_rate_mbit"] <= 1.05 * row["s2c_rate_mbit_right"], row["profile"]
-        assert 0.95 * row["c2s_rate_mbit_right"] <= row["c2s_rate_mbit"] <= 1.05 * row["c2s_rate_mbit_right"], row["profile"]
+        assert 0.95 * row["s2c_rate_mbit_right"] <= row["s2c_rate_mbit"] <= 1.05 * row["s2c_rate_mbit_right"], row[
+            "profile"
+        ]
+        assert 0.95 * row["c2s_rate_mbit_right"] <= row["c2s_rate_mbit"] <= 1.05 * row["c2s_rate_mbit_right"], row[
+            "profile"
+        ]
 
 
 def test_build_db_stores_them_commented(tmp_path: Path) -> None:
@@ -39,7 +43,9 @@ def test_build_db_stores_them_commented(tmp_path: Path) -> None:
     assert write_path_checks(db, SAMPLE_CHECKS) == 9
     with duckdb.connect(str(db)) as con:
         comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'path_checks'").fetchone()[0]
-        columns = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'path_checks' AND comment IS NOT NULL").fetchone()[0]
+        columns = con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'path_checks' AND comment IS NOT NULL"
+        ).fetchone()[0]
         rows = con.execute("SELECT profile, s2c_rate_mbit FROM path_checks ORDER BY profile").pl()
     assert comment.startswith("One row per path profile") and columns == len(PATH_CHECKS.columns)
     assert rows.height == 9 and rows.filter(pl.col("profile") == "ackfreq22-vdsl")["s2c_rate_mbit"].item() > 38
@@ -56,7 +62,9 @@ def test_tab01_sets_the_probes_beside_the_profiles(tmp_path: Path) -> None:
     shutil.copytree(REPO / "data" / "sample" / "raw" / group / testcase, tmp_path / group / testcase)
     tables = ingest_group(tmp_path, group, "sample")
     ack_runs = quic_ack_runs(tables["runs"], tables["datagrams"], tables["packets"], tables["frames"])
-    table = ackfreq22_tab01_paths(tables["runs"], tables["datagrams"], ack_runs, read_path_checks(SAMPLE_CHECKS)).artefact
+    table = ackfreq22_tab01_paths(
+        tables["runs"], tables["datagrams"], ack_runs, read_path_checks(SAMPLE_CHECKS)
+    ).artefact
     vdsl = table.filter(pl.col("profile") == "ackfreq22-vdsl").row(0, named=True)
     # The probe's RTT: 30 ms configured plus the two links' serialisation and the impairment's release (0.7–1.0 ms).
     assert vdsl["runs"] == 5 and 0 <= vdsl["probe_rtt_ms"] - 30 < 1.5

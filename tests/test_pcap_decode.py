@@ -131,10 +131,12 @@ def test_cli_writes_the_contract_and_prints(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) -> None:
-    # `python -m quicack.pcap.pcap_command` leaves by os._exit (no interpreter teardown): what it printed into a pipe must
-    # still arrive, the files must be in place, and the status must be the command's.
+    # `python -m quicack.pcap.pcap_command` leaves by os._exit (no interpreter teardown): what it printed into a pipe
+    # must still arrive, the files must be in place, and the status must be the command's.
     capture, keylog = DATA / "aioquic_sll.pcap", DATA / "aioquic_sll.keys.log"
-    command = [sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)]
+    command = [
+        sys.executable, "-m", "quicack.pcap.pcap_command", str(capture), "--keylog", str(keylog), "--out", str(tmp_path)
+    ]  # fmt: skip
     done = subprocess.run([*command, "--print"], capture_output=True, text=True, encoding="utf-8")
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == pl.read_parquet(tmp_path / "packets.parquet").height
@@ -143,7 +145,9 @@ def test_module_command_flushes_its_output_and_keeps_its_status(tmp_path: Path) 
     )
     junk = tmp_path / "junk.pcap"
     junk.write_bytes(b"not a capture at all")
-    failed = subprocess.run([*command[:3], str(junk), "--out", str(tmp_path / "junk")], capture_output=True, text=True, encoding="utf-8")
+    failed = subprocess.run(
+        [*command[:3], str(junk), "--out", str(tmp_path / "junk")], capture_output=True, text=True, encoding="utf-8"
+    )
     assert failed.returncode == 1 and "not a pcap or pcapng file" in failed.stderr
 
 

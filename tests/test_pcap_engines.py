@@ -205,7 +205,14 @@ def _frames(draw) -> bytes:
         return bytes(out + _small_varint(len(data)) + data)
     if number == 0x18:
         cid = draw(st.binary(max_size=20))
-        return bytes(out + draw(_varints()) + draw(_varints()) + bytes([len(cid)]) + cid + draw(st.binary(min_size=16, max_size=16)))
+        return bytes(
+            out
+            + draw(_varints())
+            + draw(_varints())
+            + bytes([len(cid)])
+            + cid
+            + draw(st.binary(min_size=16, max_size=16))
+        )
     if number in (0x1C, 0x1D):
         out += draw(_varints()) + (draw(_varints()) if number == 0x1C else b"")
         return bytes(out + _small_varint(len(data)) + data)
@@ -266,7 +273,9 @@ def test_both_packet_protections_agree_on_any_initial_packet(payload, packet_num
     # An Initial's long header: flags, version, DCID, empty SCID, empty token, length, packet number
     length = pn_bytes + len(payload) + 16
     header = bytes([0xC0 | (pn_bytes - 1)]) + version.to_bytes(4, "big") + bytes([8]) + dcid + b"\x00\x00"
-    header += (length | 0x4000).to_bytes(2, "big") + (packet_number & ((1 << (8 * pn_bytes)) - 1)).to_bytes(pn_bytes, "big")
+    header += (length | 0x4000).to_bytes(2, "big") + (packet_number & ((1 << (8 * pn_bytes)) - 1)).to_bytes(
+        pn_bytes, "big"
+    )
     packet = bytearray(sender.encrypt_packet(header, payload.ljust(20, b"\x00"), packet_number))
     if damage is not None:
         packet[damage[0] % len(packet)] ^= damage[1]

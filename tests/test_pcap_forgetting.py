@@ -14,7 +14,15 @@ from quicack.pcap import decode as decode_module
 from quicack.pcap.decode import decode_capture
 from quicack.pcap.decoder_engine import compiled_engine
 
-MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "scan" / "raw" / "hamburg" / "data" / "2024-08-07T12:00:00,000000000+00:00"
+MEASUREMENT = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "scan"
+    / "raw"
+    / "hamburg"
+    / "data"
+    / "2024-08-07T12:00:00,000000000+00:00"
+)
 
 
 def _tables(linger_ns: int, engine: str, batch_rows: int) -> tuple[dict[str, pl.DataFrame], int]:
@@ -28,7 +36,15 @@ def _tables(linger_ns: int, engine: str, batch_rows: int) -> tuple[dict[str, pl.
     decode_module.CaptureDecoder._forget = counting
     try:
         batches = list(
-            decode_capture(MEASUREMENT / "capture.pcap.zst", MEASUREMENT / "key.log.zst", "scan", "vp", batch_rows=batch_rows, engine=engine, closed_linger_ns=linger_ns)
+            decode_capture(
+                MEASUREMENT / "capture.pcap.zst",
+                MEASUREMENT / "key.log.zst",
+                "scan",
+                "vp",
+                batch_rows=batch_rows,
+                engine=engine,
+                closed_linger_ns=linger_ns,
+            )
         )
     finally:
         decode_module.CaptureDecoder._forget = original

@@ -1,12 +1,13 @@
 """IP fragments are reassembled, as tshark does, and fragments that cannot make a datagram are named.
 
 tests/data/pcap/aioquic_ipv4_fragments.pcap is a real aioquic download over a veth with MTU 576
-(tests/data/pcap/record_fragmented.sh, the server in IACK mode): Linux cut the client's first Initial, and every
-other datagram above 576 bytes, into fragments; the server's first answer, an ACK-only Initial, went whole. Read
-fragment by fragment, the first client Initial was lost, the server's Initial was the first datagram, and the
-decoder took the server for the client: every datagram in the wrong direction, and warnings that blamed the keylog. The `_derived_` inputs are that recording with one fragment dropped,
-repeated, or repeated with different bytes (written by `_derive` here), and tests/data/pcap/aioquic_ipv6_sll2's
-recording with its IPv6 datagrams cut into fragments by scapy (tests/tools/fragment_ipv6_capture.py).
+(tests/data/pcap/record_fragmented.sh, the server in IACK mode): Linux cut the client's first Initial, and every other
+datagram above 576 bytes, into fragments; the server's first answer, an ACK-only Initial, went whole. Read fragment by
+fragment, the first client Initial was lost, the server's Initial was the first datagram, and the decoder took the
+server for the client: every datagram in the wrong direction, and warnings that blamed the keylog. The `_derived_`
+inputs are that recording with one fragment dropped, repeated, or repeated with different bytes (written by `_derive`
+here), and tests/data/pcap/aioquic_ipv6_sll2's recording with its IPv6 datagrams cut into fragments by scapy
+(tests/tools/fragment_ipv6_capture.py).
 """
 
 from __future__ import annotations

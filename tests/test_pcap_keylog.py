@@ -54,12 +54,20 @@ def test_no_keylog_given_only_when_none_was(tmp_path: Path) -> None:
     assert any("packets not decrypted: no keylog given" in m for m in none.ingest_issues["message"])
     # a keylog without any secret QUIC uses (the EXPORTER_SECRET line of a real one: hand-made from it)
     exporter = tmp_path / "exporter.keys.log"
-    exporter.write_text("".join(line + "\n" for line in (FOREIGN / "pcap2qlog_local_ssl.key").read_text(encoding="utf-8").splitlines()
-                                if line.startswith("EXPORTER_SECRET")), encoding="utf-8")
+    exporter.write_text(
+        "".join(
+            line + "\n"
+            for line in (FOREIGN / "pcap2qlog_local_ssl.key").read_text(encoding="utf-8").splitlines()
+            if line.startswith("EXPORTER_SECRET")
+        ),
+        encoding="utf-8",
+    )
     wrong = decode(Capture(capture, (exporter,)))
     messages = wrong.ingest_issues["message"].to_list()
     assert not any("no keylog given" in m for m in messages)
-    assert any("the keylog holds no TLS 1.3 traffic secrets QUIC uses (only EXPORTER_SECRET (1))" in m for m in messages)
+    assert any(
+        "the keylog holds no TLS 1.3 traffic secrets QUIC uses (only EXPORTER_SECRET (1))" in m for m in messages
+    )
     # another connection's secrets only: said as such
     other = decode(Capture(capture, (FOREIGN / "pcap2qlog_new_cid.keys",)))
     assert any("no secrets for this connection's client random" in m for m in other.ingest_issues["message"])

@@ -69,7 +69,10 @@ def write_pcapng(path: Path, interfaces: list[int], frames: list[tuple[int, int,
 
 def decoded(path: Path) -> dict[str, pl.DataFrame]:
     batches = list(decode_capture(path, KEYLOGS, run_id="r", vantage="v"))
-    return {name: pl.concat([getattr(b, name) for b in batches]) for name in ("datagrams", "packets", "frames", "ingest_issues")}
+    return {
+        name: pl.concat([getattr(b, name) for b in batches])
+        for name in ("datagrams", "packets", "frames", "ingest_issues")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +116,10 @@ def test_rewritten_link_header_decodes_like_the_recorded_capture(name: str, tmp_
     assert_same_rows(decoded(path), reference)
 
 
-@pytest.mark.parametrize(("capture", "keylog"), [("aioquic_sll.pcap", "aioquic_sll.keys.log"), ("aioquic_ipv6_sll2.pcap.zst", "aioquic_ipv6_sll2.keys.log")])
+@pytest.mark.parametrize(
+    ("capture", "keylog"),
+    [("aioquic_sll.pcap", "aioquic_sll.keys.log"), ("aioquic_ipv6_sll2.pcap.zst", "aioquic_ipv6_sll2.keys.log")],
+)
 def test_recorded_linux_cooked_captures_decrypt(capture: str, keylog: str) -> None:
     batches = list(decode_capture(PCAP / capture, PCAP / keylog, run_id="r"))
     packets = pl.concat([b.packets for b in batches]).filter(pl.col("packet_type") != "datagram_padding")

@@ -1,4 +1,5 @@
-"""Malformed input never stops the pipeline: it becomes rows in ingest_issues (hand-made inputs, derived from real captures).
+"""Malformed input never stops the pipeline: it becomes rows in ingest_issues (hand-made inputs, derived from real
+captures).
 
 Also a hypothesis fuzz test that mutates a real capture and a real decrypted payload.
 """
@@ -318,7 +319,9 @@ def test_malformed_pcap_record_length_names_the_limit(tmp_path: Path) -> None:
     struct.pack_into("<I", data, 24 + 8, 5000)  # first record claims 5000 captured bytes
     path = write_bytes(tmp_path / "long.pcap", bytes(data))
     tables = {
-        name: pl.concat([getattr(b, name) for b in decode_capture(path, SMALL_KEYS, limits=Limits(max_record_bytes=4096))])
+        name: pl.concat(
+            [getattr(b, name) for b in decode_capture(path, SMALL_KEYS, limits=Limits(max_record_bytes=4096))]
+        )
         for name in ("datagrams", "ingest_issues")
     }
     assert tables["datagrams"].height == 0

@@ -3,7 +3,8 @@
 
 The reference is `capture_file.read_udp` (the Python reader). The lane is driven with no flow registered
 (`lane_bridge.read_udp_through_lane`, which the scan's identify pass reads with), so every datagram, record, issue
-and Decryption Secrets Block it reads comes back to Python, and the two item streams must be equal item for item (record numbers, times, addresses, payloads, issue messages, key logs). Inputs: every pcapng of
+and Decryption Secrets Block it reads comes back to Python, and the two item streams must be equal item for item
+(record numbers, times, addresses, payloads, issue messages, key logs). Inputs: every pcapng of
 the test data, the shared fixtures and the scan captures (plain, zstd); a pcapng of two interfaces with different
 link types and one with secrets injected, both written by Wireshark's own tools from real captures; the real
 pcapng re-encoded big-endian and the malformed ones (cut, bad lengths, garbage, unknown and undersized blocks),

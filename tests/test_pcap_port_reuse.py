@@ -15,7 +15,14 @@ from quicack.pcap.decoder_engine import compiled_engine
 from quicack.scan.identify import ConnectionIdentifier, datagram_owners
 
 DATA = Path(__file__).resolve().parent / "data" / "scan_port_reuse"
-SCIDS = ["0000000000000a5e", "0000000000000fd8", "000000000000130a", "0000000000002eec", "0000000000005511", "00000000000056fd"]
+SCIDS = [
+    "0000000000000a5e",
+    "0000000000000fd8",
+    "000000000000130a",
+    "0000000000002eec",
+    "0000000000005511",
+    "00000000000056fd",
+]
 
 
 @pytest.mark.parametrize("engine", ["python", "compiled"])

@@ -287,5 +287,6 @@ def test_agrees_with_tshark(capture: Capture) -> None:
     else:
         assert compared == ours_decrypted
     print(
-        f"{capture.name}: {compared} packets agree with tshark ({extension_prefix} via extension frames), ours decrypted {ours_decrypted}"
+        f"{capture.name}: {compared} packets agree with tshark ({extension_prefix} via extension frames), ours "
+        f"decrypted {ours_decrypted}"
     )

@@ -57,7 +57,12 @@ def test_draft_era_keylog_labels_only() -> None:
     draft_era = [c for c in DRAFT_CAPTURES if c.path.name.startswith(("aioquic07", "aioquic08", "aioquic097"))]
     assert len(draft_era) >= 6  # drafts -22 … -28
     for capture in draft_era:
-        labels = {line.split()[0] for path in capture.keylogs for line in path.read_text(encoding="utf-8").splitlines() if line}
+        labels = {
+            line.split()[0]
+            for path in capture.keylogs
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line
+        }
         assert labels and all(label.startswith("QUIC_") for label in labels)
         assert decode(capture).packets.filter(pl.col("packet_type") == "1rtt")["decrypted"].all()
 
@@ -117,7 +122,10 @@ def test_table_names_and_reasons() -> None:
     assert not quic_version(0xFF000023).supported  # no draft-35
     assert quic_version(0xFF000017).key_update_label == b"traffic upd"
     assert quic_version(0xFF000018).key_update_label == b"quic ku"
-    assert quic_version(0xFF00001A).legacy_transport_parameters and not quic_version(0xFF00001B).legacy_transport_parameters
+    assert (
+        quic_version(0xFF00001A).legacy_transport_parameters
+        and not quic_version(0xFF00001B).legacy_transport_parameters
+    )
     assert quic_version(0xDEADBEEF).name == "unknown version"
 
 

@@ -67,7 +67,10 @@ def test_hand_made_bad_description_files_fail_with_the_file_and_the_reason(tmp_p
     [
         ("emulated", "EMULATED DATA — dataset 'd': QUIC runs"),
         ("emulated-scan", "EMULATED SCAN DATA — dataset 'd': QUIC runs"),
-        ("public-captures", "Public QUIC Interop Runner captures (QUIC runs; source: interop.seemann.io), dataset 'd'."),
+        (
+            "public-captures",
+            "Public QUIC Interop Runner captures (QUIC runs; source: interop.seemann.io), dataset 'd'.",
+        ),
         ("scan", "Measured scan data (QUIC runs; source: interop.seemann.io), dataset 'd'."),
         ("other", "Dataset 'd': QUIC runs; source: interop.seemann.io."),
     ],
@@ -100,9 +103,14 @@ def test_build_db_stores_the_description_and_an_undescribed_dataset_is_named_aft
     assert read_description(db, "scan") == scan and read_description(db) == runs
     assert "EMULATED SCAN DATA" in read_description(db, "scan").footnote()
     with duckdb.connect(str(db), read_only=True) as con:
-        comments = con.execute("SELECT comment FROM duckdb_columns() WHERE table_name = 'dataset_description'").fetchall()
+        comments = con.execute(
+            "SELECT comment FROM duckdb_columns() WHERE table_name = 'dataset_description'"
+        ).fetchall()
         assert comments and all(c for (c,) in comments)
-        assert con.execute("SELECT kind, recorded_with[1].component FROM dataset_description").fetchone() == ("emulated", "testbed")
+        assert con.execute("SELECT kind, recorded_with[1].component FROM dataset_description").fetchone() == (
+            "emulated",
+            "testbed",
+        )
 
 
 def test_a_database_without_the_table_is_undescribed(tmp_path):
@@ -119,7 +127,15 @@ def test_build_db_refuses_a_bad_description_and_leaves_no_database(tmp_path, cap
     bad.write_text("name: x\nkind: bogus\ntitle: t\n", encoding="utf-8")  # hand-made, malformed
     (tmp_path / "parquet").mkdir()
     db = tmp_path / "quicack.duckdb"
-    common = ["build-db", "--parquet", str(tmp_path / "parquet"), "--db", str(db), "--summary", str(tmp_path / "summary.txt")]
+    common = [
+        "build-db",
+        "--parquet",
+        str(tmp_path / "parquet"),
+        "--db",
+        str(db),
+        "--summary",
+        str(tmp_path / "summary.txt"),
+    ]
     assert main([*common, "--description", str(bad)]) == 2
     assert not db.exists() and "kind 'bogus'" in capsys.readouterr().err
     assert main([*common, "--description", str(SAMPLE)]) == 0
@@ -133,7 +149,15 @@ def test_build_db_names_a_handmade_latin1_description_instead_of_a_traceback(tmp
     latin1.write_bytes("name: x\nkind: emulated\ntitle: Caf\u00e9 runs\n".encode("latin-1"))  # hand-made: not UTF-8
     (tmp_path / "parquet").mkdir()
     db = tmp_path / "quicack.duckdb"
-    argv = ["build-db", "--parquet", str(tmp_path / "parquet"), "--db", str(db), "--summary", str(tmp_path / "summary.txt")]
+    argv = [
+        "build-db",
+        "--parquet",
+        str(tmp_path / "parquet"),
+        "--db",
+        str(db),
+        "--summary",
+        str(tmp_path / "summary.txt"),
+    ]
     assert main([*argv, "--description", str(latin1)]) == 2
     assert not db.exists()
     assert f"{latin1}: not UTF-8 text (byte 0xe9 at offset 33); save it as UTF-8" in capsys.readouterr().err
@@ -169,6 +193,9 @@ def test_a_hostile_title_stays_text_in_every_output_format(tmp_path, title):
     # figures: a drawn one and a placeholder save in every format, the '$' text drawn as it is
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
-    for rendered, name in ((Rendered(fig), "t-fig"), (Rendered(None, missing=f"no run ({title})"), "t-fig-placeholder")):
+    for rendered, name in (
+        (Rendered(fig), "t-fig"),
+        (Rendered(None, missing=f"no run ({title})"), "t-fig-placeholder"),
+    ):
         paths = save(rendered, tmp_path, name, ["pdf", "png", "svg"], description)
         assert [p.suffix for p in paths] == [".pdf", ".png", ".svg"] and all(p.stat().st_size > 1000 for p in paths)

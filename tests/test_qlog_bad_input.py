@@ -104,7 +104,8 @@ def test_malformed_json_document_damaged_in_its_first_event_reads_on_from_the_ne
     (severity, message), = _issues(r)
     assert severity == "warning" and f"damaged at byte {first}" in message and "read on from the next event" in message
     assert r.endpoints["events"].to_list() == [full.endpoints["events"][0] - 1]
-    assert r.endpoints["vantage"].to_list() == full.endpoints["vantage"].to_list() == ["client"]  # from after the events
+    # from after the events
+    assert r.endpoints["vantage"].to_list() == full.endpoints["vantage"].to_list() == ["client"]
     assert r.packets.equals(full.packets)
 
 
@@ -112,7 +113,9 @@ def test_malformed_json_document_with_a_garbage_event_in_the_middle_keeps_both_s
     data = AIOQUIC.read_bytes()
     middle = data.index(b"}, {", len(data) // 2) + 3
     p = tmp_path / "garbage_event.qlog"
-    p.write_bytes(data[:middle] + b'{"time": 5, "name": "transport:packet_sent", "data": {"x": [1, 2}, ' + data[middle:])
+    p.write_bytes(
+        data[:middle] + b'{"time": 5, "name": "transport:packet_sent", "data": {"x": [1, 2}, ' + data[middle:]
+    )
     full, r = read_qlog(AIOQUIC, "r"), read_qlog(p, "r")
     (severity, message), = _issues(r)
     assert severity == "warning" and "read on from the next event" in message
@@ -146,7 +149,9 @@ def test_malformed_whitespace_only_file(tmp_path: Path):
 
 def test_malformed_binary_garbage(tmp_path: Path):
     p = tmp_path / "garbage.qlog"
-    p.write_bytes(bytes(random.Random(7).randrange(256) for _ in range(4096)).replace(b"{", b"x").replace(b"\x1e", b"y"))
+    p.write_bytes(
+        bytes(random.Random(7).randrange(256) for _ in range(4096)).replace(b"{", b"x").replace(b"\x1e", b"y")
+    )
     r = read_qlog(p, "r")
     (severity, message), = _issues(r)
     assert severity == "error" and "not a qlog file" in message and "0x1e" in message

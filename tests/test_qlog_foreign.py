@@ -101,7 +101,9 @@ def test_quicx_ack_frames_without_rtt_sample_say_why() -> None:
     ]
 
 
-@pytest.mark.parametrize(("stem", "units"), [("aioquic0914_draft29_keyupdate", "us"), ("aioquic084_draft23_keyupdate", None)])
+@pytest.mark.parametrize(
+    ("stem", "units"), [("aioquic0914_draft29_keyupdate", "us"), ("aioquic084_draft23_keyupdate", None)]
+)
 def test_old_aioquic_qlog_units_match_its_capture(stem: str, units: str | None) -> None:
     """aioquic 0.9.14 (qlog draft-01, time_units "us") and 0.8.4 (whole milliseconds, no time_units): the client's
     ACK delays are those of the capture recorded with it (tests/data/foreign/<stem>.pcap), to the unit logged."""
@@ -148,4 +150,6 @@ def test_unknown_frames_keep_their_names_handmade_picoquic_and_multipath_names(t
         assert r.packets["direction"].to_list() == ["c2s", "s2c"]  # vantage "Client"
         (message,) = [m for m in _messages(r) if "does not know" in m]
         assert "5 frames of types the reader does not know" in message
-        assert message.endswith("raw_frame_type: (no name or number logged) (1), 0x42 (1), BDP (1), bdp (1), path_ack (1)")
+        assert message.endswith(
+            "raw_frame_type: (no name or number logged) (1), 0x42 (1), BDP (1), bdp (1), path_ack (1)"
+        )

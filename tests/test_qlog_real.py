@@ -161,7 +161,7 @@ def test_aioquic_received_packets_take_the_datagram_receive_time():
         assert abs(ns - t_dg * 1e6) < 1e3
 
 
-# -- units ---------------------------------------------------------------------------------------------------------------
+# -- units -------------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: f"{p.parent.name}-{p.stem}")

@@ -139,7 +139,9 @@ def test_largest_acked_not_new_gives_no_sample_even_if_lower_packets_are_new():
 def test_handshake_confirmation_time_switches_ack_delay_cap_and_pto():
     packets = [sent(0, "appdata", 0), sent(100, "appdata", 1)]
     acks = [ack(50, "appdata", [(0, 0)], delay=5.0), ack(200, "appdata", [(0, 1)], delay=40.0)]
-    samples = rtt_samples(packets, acks, handshake_confirmed_ms=150.0, params=RecoveryParams(peer_max_ack_delay_ms=25.0))
+    samples = rtt_samples(
+        packets, acks, handshake_confirmed_ms=150.0, params=RecoveryParams(peer_max_ack_delay_ms=25.0)
+    )
     assert [s.handshake_confirmed for s in samples] == [False, True]
     assert samples[1].ack_delay_ms == 25.0
     # smoothed = 7/8*50 + 1/8*75 = 53.125 ; rttvar = 3/4*25 + 1/4*|50-75| = 25 -> PTO 53.125+100+25

@@ -56,7 +56,8 @@ LIVE = (
     "1337",
 )
 # ... and what must be there, as text.
-VISIBLE = ("Hostile title {% endraw %}{{ 7*191 }}{# hidden comment #}{%- raw -%}", ".. raw:: html", "<script>window.PWNED_RAW = 1</script>",
+VISIBLE = ("Hostile title {% endraw %}{{ 7*191 }}{# hidden comment #}{%- raw -%}", ".. raw:: html",
+           "<script>window.PWNED_RAW = 1</script>",
            '<img src=x onerror="window.PWNED_IMG = 1">', "{{- 6*7 -}} {%+ endraw %} end of title")  # fmt: skip
 
 
@@ -88,7 +89,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     made = snakemake("--report", str(path), str(landing), *config)
     assert made.returncode == 0, made.stderr[-3000:]
     print(
-        f"small dataset: pipeline to the report's pages {pipeline_s:.0f} s, snakemake --report {time.monotonic() - started:.0f} s"
+        f"small dataset: pipeline to the report's pages {pipeline_s:.0f} s, snakemake --report "
+        f"{time.monotonic() - started:.0f} s"
     )
     return {"path": path, "results": results / "t", "marker": marker}
 
@@ -138,7 +140,9 @@ def test_no_payload_of_a_title_or_group_name_is_live_in_the_report(report):
         assert "t<b>n</b>{{7*191}}" in shown
     # The run group's name reaches the report only as its key (%-encoded, quicack.layout.group_key), never as it is.
     assert group_key(GROUP) in page and GROUP not in page and "onerror=alert(2)" not in page
-    assert sorted(runs_in(report["results"] / "quicack.duckdb")) == sorted([f"{GROUP}/transfer/1", "ngtcp2_ngtcp2/transfer/1"])
+    assert sorted(runs_in(report["results"] / "quicack.duckdb")) == sorted(
+        [f"{GROUP}/transfer/1", "ngtcp2_ngtcp2/transfer/1"]
+    )
     # The tables' Markdown (rendered as CommonMark with tables) and LaTeX, beside the report, carry the title as text.
     tables = report["results"] / "tables"
     titled = []
@@ -175,7 +179,8 @@ def browser():
     driver.set_page_load_timeout(120)
     # The page's own viewport at exactly WINDOW (the window size includes the browser's frame).
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False})  # fmt: skip
+                           {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1,
+                            "mobile": False})  # fmt: skip
     yield driver
     driver.quit()
 
@@ -187,7 +192,10 @@ const heading = document.querySelector('#app .prose h1');
 if (!heading) return null;
 const area = heading.closest('.overflow-auto');
 const table = document.querySelector('#app .prose table');
-const box = (element) => { const r = element.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+const box = (element) => {
+  const r = element.getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, left: r.left, right: r.right};
+};
 return {heading: box(heading), table: table && box(table), area: box(area), text: heading.textContent,
         scrollTop: area.scrollTop, scrollHeight: area.scrollHeight, clientHeight: area.clientHeight,
         innerHeight: window.innerHeight, innerWidth: window.innerWidth};
@@ -266,9 +274,15 @@ def check_report_in_browser(driver, path: Path, claims: pl.DataFrame, screenshot
         for claim_id, row in rows.items():
             assert row is not None, (paper, claim_id)
             # Scrolled to, the row starts in the frame (its whole box inside what the frame scrolls over).
-            assert -1 <= row["top"] < row["innerHeight"] and row["bottom"] - row["top"] < row["innerHeight"], (claim_id, row)
+            assert -1 <= row["top"] < row["innerHeight"] and row["bottom"] - row["top"] < row["innerHeight"], (
+                claim_id,
+                row,
+            )
             assert row["absoluteTop"] + row["bottom"] - row["top"] <= row["scrollHeight"] + 1, (claim_id, row)
-            assert 0 <= row["left"] and row["widest"] <= row["clientWidth"] + 1, (claim_id, row)  # nothing cut at the right
+            assert 0 <= row["left"] and row["widest"] <= row["clientWidth"] + 1, (
+                claim_id,
+                row,
+            )  # nothing cut at the right
     driver.switch_to.default_content()
     # A figure taller and wider than the window, shown as the report shows a figure (hand-made: this small dataset
     # draws none; imc24 Fig. 3 of the embedded dataset is 2523 x 2719 px): it opens at its top-left corner.
@@ -279,7 +293,8 @@ def check_report_in_browser(driver, path: Path, claims: pl.DataFrame, screenshot
 
 
 TALL_FIGURE = "data:image/svg+xml;base64," + base64.b64encode(
-    b'<svg xmlns="http://www.w3.org/2000/svg" width="2400" height="6000"><rect width="2400" height="6000" fill="#ddd"/></svg>'
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="2400" height="6000"><rect width="2400" height="6000" '
+    b'fill="#ddd"/></svg>'
 ).decode("ascii")
 _TALL_FIGURE_BOX = """
 const image = document.querySelector('#app div.justify-center.overflow-auto img');

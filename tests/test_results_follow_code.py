@@ -1,6 +1,6 @@
 """Results follow the code: each job's inputs are the code and data it uses, computed when the DAG is built
-(quicack.jobs.code_graph, quicack.jobs.reference_use, quicack.compiled_core), so that an edit re-runs exactly the jobs whose
-outputs it can change.
+(quicack.jobs.code_graph, quicack.jobs.reference_use, quicack.compiled_core), so that an edit re-runs exactly the jobs
+whose outputs it can change.
 
 Two kinds of proof. That the computed sets are complete: the pipeline's commands and every notebook run for real on
 recorded data, and every quicack module they import (sys.modules) and every data/reference file they read is among
@@ -62,8 +62,8 @@ def test_names_a_package_imports_on_first_use_lead_to_their_module_only(graph):
 
 def test_the_type_checker_sees_the_names_a_package_imports_on_first_use(graph):
     """Each lazy package's `if TYPE_CHECKING:` block imports exactly its `_MODULES` table's names from the same
-    submodules (mypy reads those imports; the loader and quicack.jobs.code_graph read the table); the graph does not follow
-    the block: `from quicack.layout import group_from_key` still reaches quicack.layout.runs only."""
+    submodules (mypy reads those imports; the loader and quicack.jobs.code_graph read the table); the graph does not
+    follow the block: `from quicack.layout import group_from_key` still reaches quicack.layout.runs only."""
     for package in ("quicack.layout", "quicack.pcap", "quicack.scan"):
         tree = graph.module_tree(package)
         blocks = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
@@ -83,12 +83,17 @@ def test_every_import_named_as_text_is_one_the_graph_reads():
     dynamic = {
         str(path.relative_to(SOURCE / "quicack"))
         for path in (SOURCE / "quicack").rglob("*.py")
-        if re.search(r"\bimport_module\(|__import__\(", path.read_text(encoding="utf-8")) and not path.is_relative_to(SOURCE / "quicack" / "testbed")
+        if re.search(r"\bimport_module\(|__import__\(", path.read_text(encoding="utf-8"))
+        and not path.is_relative_to(SOURCE / "quicack" / "testbed")
     }
     assert dynamic == {"lazy_names.py", "cli.py", "fuzz/runner.py"}
-    assert re.search(r'"quicack\.fuzz\.runner:run_command"', (SOURCE / "quicack" / "fuzz" / "runner.py").read_text(encoding="utf-8"))
+    assert re.search(
+        r'"quicack\.fuzz\.runner:run_command"', (SOURCE / "quicack" / "fuzz" / "runner.py").read_text(encoding="utf-8")
+    )
     for package in ("layout", "pcap", "scan"):
-        assert "lazy_names(__name__, _MODULES)" in (SOURCE / "quicack" / package / "__init__.py").read_text(encoding="utf-8")
+        assert "lazy_names(__name__, _MODULES)" in (SOURCE / "quicack" / package / "__init__.py").read_text(
+            encoding="utf-8"
+        )
 
 
 def test_a_subcommand_reaches_its_own_module_not_the_others(graph):
@@ -96,7 +101,12 @@ def test_a_subcommand_reaches_its_own_module_not_the_others(graph):
     derive-group` the metrics (all of the derive's: ack_runs, ack_breakdown, tcp_ack_runs, return_path, run_batches,
     which the hand-typed list missed), not the capture decoder; `quicack build-db` the path checks."""
     ingest = graph.command_modules("ingest-group")
-    assert {"quicack.stages.ingest", "quicack.pcap.decode", "quicack.qlog.lane", "quicack.stages.ingest_stage"} <= ingest
+    assert {
+        "quicack.stages.ingest",
+        "quicack.pcap.decode",
+        "quicack.qlog.lane",
+        "quicack.stages.ingest_stage",
+    } <= ingest
     assert not {m for m in ingest if m.startswith(("quicack.metrics", "quicack.figures", "quicack.stages.derive"))}
     derive = graph.command_modules("derive-group")
     assert {f"quicack.metrics.{m}" for m in ("ack_runs", "ack_breakdown", "tcp_ack_runs", "return_path")} <= derive
@@ -112,7 +122,9 @@ def test_package_data_a_module_names_is_among_its_code(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "table.csv").write_text("a,b\n", encoding="utf-8")
-    (package / "reader.py").write_text('from pathlib import Path\n\nTABLE = Path(__file__).with_name("table.csv")\n', encoding="utf-8")
+    (package / "reader.py").write_text(
+        'from pathlib import Path\n\nTABLE = Path(__file__).with_name("table.csv")\n', encoding="utf-8"
+    )
     (package / "user.py").write_text("from quicack.reader import TABLE\n", encoding="utf-8")
     graph = CodeGraph(tmp_path)
     assert graph.files(graph.reach(["quicack.user"])) == sorted(
@@ -143,7 +155,9 @@ def test_a_reader_called_with_a_variable_is_refused(tmp_path):
     """A notebook or module that reads a reference file the workflow cannot name makes the DAG fail, not miss it."""
     shutil.copytree(SOURCE / "quicack", tmp_path / "quicack", ignore=shutil.ignore_patterns("__pycache__"))
     script = tmp_path / "notebook.py"
-    script.write_text("from quicack.reference import paper_table\n\npaper = 'imc24'\npaper_table(paper, 'tab02')\n", encoding="utf-8")
+    script.write_text(
+        "from quicack.reference import paper_table\n\npaper = 'imc24'\npaper_table(paper, 'tab02')\n", encoding="utf-8"
+    )
     with pytest.raises(ReferenceReadError, match="non-literal paper"):
         ReferenceUse(CodeGraph(tmp_path), REFERENCE).script_reads(script)
 
@@ -197,7 +211,10 @@ def test_kept_job_inputs_are_those_of_the_current_source(tmp_path, graph, refere
     added = source / "quicack" / "scan" / "classify.py"
     assert str(added) not in first["build-db"].code
     path_checks = source / "quicack" / "storage" / "path_checks.py"
-    path_checks.write_text(path_checks.read_text(encoding="utf-8") + "\nfrom quicack.scan import classify  # noqa: E402, F401\n", encoding="utf-8")
+    path_checks.write_text(
+        path_checks.read_text(encoding="utf-8") + "\nfrom quicack.scan import classify  # noqa: E402, F401\n",
+        encoding="utf-8",
+    )
     edited = answers(WorkflowInputs(source, REFERENCE, cache))
     assert str(added) in edited["build-db"].code and edited == answers(WorkflowInputs(source, REFERENCE, None))
 
@@ -228,7 +245,9 @@ def test_the_core_identity_follows_its_sources_and_the_data_it_embeds(tmp_path):
     data = tmp_path / "src" / "quicack" / "embedded.csv"
     data.parent.mkdir(parents=True)
     data.write_text("name,type\n", encoding="utf-8")
-    (crate / "build.rs").write_text((crate / "build.rs").read_text(encoding="utf-8") + '\n// "../../src/quicack/embedded.csv"\n', encoding="utf-8")
+    (crate / "build.rs").write_text(
+        (crate / "build.rs").read_text(encoding="utf-8") + '\n// "../../src/quicack/embedded.csv"\n', encoding="utf-8"
+    )
     assert data.resolve() in source_files(crate)
     named = source_identity(crate)
     data.write_text("name,type\nack,2\n", encoding="utf-8")
@@ -249,13 +268,16 @@ def test_without_the_core_the_engines_are_python_and_nothing_warns(tmp_path):
     hide = tmp_path / "hide"
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(
-        "import sys\n\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'quicack_core':\n            raise ImportError('hidden')\n\nsys.meta_path.insert(0, Hide())\n", encoding="utf-8"
+        "import sys\n\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n        if name == "
+        "'quicack_core':\n            raise ImportError('hidden')\n\nsys.meta_path.insert(0, Hide())\n",
+        encoding="utf-8",
     )
     code = ("from quicack.compiled_core import engine_identity, installed_identity, stale_core_warning; "
             "print(engine_identity(), installed_identity(), stale_core_warning(), sep='|')")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), str(SOURCE)])}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8").stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, encoding="utf-8"
+    ).stdout
     assert out.strip() == "pcap python, qlog python|None|None"
     # Here, with the core as installed, the identity names what this process runs.
     here = engine_identity()
@@ -317,7 +339,8 @@ if sys.argv[3] == "notebooks":
             error = None
         except Exception as exc:  # noqa: BLE001 - reported by the test
             error = f"{type(exc).__name__}: {exc}"
-        results[Path(path).stem] = {"modules": sorted(quicack_modules() - before), "reads": sorted(reads), "error": error}
+        modules = sorted(quicack_modules() - before)
+        results[Path(path).stem] = {"modules": modules, "reads": sorted(reads), "error": error}
     out.write_text(json.dumps(results))
 else:
     atexit.register(lambda: out.write_text(json.dumps({"modules": sorted(quicack_modules()), "reads": sorted(reads)})))
@@ -345,14 +368,17 @@ def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path
     parquet, db = tmp_path / "parquet", tmp_path / "quicack.duckdb"
     scan_part = "@scan@hamburg@2024-08-07"
     commands = {
-        "ingest-group": ["--raw", str(SAMPLE_RAW), "--group", "ngtcp2_aioquic", "--dataset", "sample", "--parquet", str(parquet)],
+        "ingest-group": ["--raw", str(SAMPLE_RAW), "--group", "ngtcp2_aioquic", "--dataset", "sample",
+                         "--parquet", str(parquet)],
         "dataset-issues": ["--raw", str(SAMPLE_RAW), "--parquet", str(parquet)],
         "derive-group": ["--parquet", str(parquet), "--group", "ngtcp2_aioquic"],
         "scan-part": ["--root", str(SCAN / "raw"), "--part", scan_part, "--parquet", str(parquet),
                       "--prefix-to-asn", str(SCAN / "prefix_asn.csv")],
         "build-db": ["--parquet", str(parquet), "--db", str(db), "--summary", str(tmp_path / "summary.txt"),
-                     "--parts", "ngtcp2_aioquic", scan_part, "_dataset", "--description", str(SAMPLE_RAW.parent / "dataset.yaml"),
-                     "--scan-description", str(SCAN / "dataset.yaml"), "--path-checks", str(SAMPLE_RAW.parent / "path_check.csv")],
+                     "--parts", "ngtcp2_aioquic", scan_part, "_dataset",
+                     "--description", str(SAMPLE_RAW.parent / "dataset.yaml"),
+                     "--scan-description", str(SCAN / "dataset.yaml"),
+                     "--path-checks", str(SAMPLE_RAW.parent / "path_check.csv")],
     }
     ran = {command: _run(tmp_path, command, command, *args) for command, args in commands.items()}
     notebooks = sorted(NOTEBOOKS.glob("*.py"))
@@ -360,7 +386,9 @@ def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path
     ran |= _run(tmp_path, "notebooks", "notebooks", json.dumps(parameters), *map(str, notebooks))
     statuses = sorted(str(p) for p in (tmp_path / "out").glob("*.status.json"))
     claims = sorted(str(p) for p in (tmp_path / "out").glob("*-claims.csv"))
-    ran["render-summary"] = _run(tmp_path, "render-summary", "render-summary", *statuses, "--out", str(tmp_path / "r.txt"))
+    ran["render-summary"] = _run(
+        tmp_path, "render-summary", "render-summary", *statuses, "--out", str(tmp_path / "r.txt")
+    )
     ran["merge-claims"] = _run(tmp_path, "merge-claims", "merge-claims", *claims, "--out", str(tmp_path / "claims.csv"))
 
     missing = {}
@@ -369,7 +397,10 @@ def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path
             modules, reads = graph.command_modules(job), reference_use.command_reads(job)
         else:
             assert used["error"] is None, f"{job}: {used['error']}"
-            modules, reads = graph.script_modules(NOTEBOOKS / f"{job}.py"), reference_use.script_reads(NOTEBOOKS / f"{job}.py")
+            modules, reads = (
+                graph.script_modules(NOTEBOOKS / f"{job}.py"),
+                reference_use.script_reads(NOTEBOOKS / f"{job}.py"),
+            )
         unseen = (set(used["modules"]) - modules) | (set(used["reads"]) - {path.name for path in reads})
         if unseen:
             missing[job] = sorted(unseen)
@@ -378,7 +409,10 @@ def test_every_module_and_reference_file_a_job_uses_is_among_its_inputs(tmp_path
     assert {"quicack.pcap.decode", "quicack.qlog.qlog_file"} <= set(ran["ingest-group"]["modules"])
     assert "quicack.metrics.ack_runs" in ran["derive-group"]["modules"]
     assert ran["scan-part"]["reads"] == ["cdn_asn.csv"]
-    assert set(ran["imc24-tab03"]["reads"]) == {"imc24_tab03.csv"} | FOOTNOTE_READS and "cdn_asn.csv" in ran["imc24-tab05"]["reads"]
+    assert (
+        set(ran["imc24-tab03"]["reads"]) == {"imc24_tab03.csv"} | FOOTNOTE_READS
+        and "cdn_asn.csv" in ran["imc24-tab05"]["reads"]
+    )
     assert len(statuses) == len(notebooks)
 
 
@@ -403,8 +437,15 @@ class TouchedCopy:
 
     def snakemake(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         environment = {**os.environ, "PYTHONPATH": str(self.root / "src"), **(env or {})}
-        done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args, *self.config], cwd=self.root, env=environment,
-                              capture_output=True, text=True, timeout=900, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "snakemake", "--cores", "1", *args, *self.config],
+            cwd=self.root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            encoding="utf-8",
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done
 
@@ -427,8 +468,18 @@ class TouchedCopy:
 @pytest.fixture(scope="module")
 def touched(tmp_path_factory) -> TouchedCopy:
     root = tmp_path_factory.mktemp("repository")
-    for name in ("Snakefile", "workflow", "profiles", "config", "notebooks", "environment.yml", "environment.post-deploy.sh",
-                 "src/quicack", "data/reference", "rust/quicack_core"):
+    for name in (
+        "Snakefile",
+        "workflow",
+        "profiles",
+        "config",
+        "notebooks",
+        "environment.yml",
+        "environment.post-deploy.sh",
+        "src/quicack",
+        "data/reference",
+        "rust/quicack_core",
+    ):
         source, target = REPO / name, root / name
         if source.is_dir():
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "target", ".*"))
@@ -472,7 +523,8 @@ def _triggered(planned: dict[str, list[tuple[str, set[str]]]], path: str) -> dic
     """{rule: jobs} that re-run because `path` changed (not because a job before them re-runs)."""
     return {
         rule: count for rule, jobs in planned.items()
-        if (count := sum(bool(re.search(rf"Updated input files:[^;]*\b{re.escape(path)}\b", reason)) for reason, _ in jobs))
+        if (count := sum(bool(re.search(r"Updated input "
+                                        rf"files:[^;]*\b{re.escape(path)}\b", reason)) for reason, _ in jobs))
     }  # fmt: skip
 
 
@@ -483,19 +535,30 @@ RENDER_AFTER = {"render_summary", "all"}
 @pytest.mark.slow
 def test_a_figure_module_or_a_papers_table_rerenders_only_the_notebooks_that_use_it(touched):
     """Two edits at once, each of them to one notebook's inputs only: imc24_ttfb.py (five figures) and imc24's Table 3
-    values (its table and imc24's claims, not Tables 2 and 4 drawn by the same module, not the other papers). And a third that no job
-    uses: the compiled core's sources, whose installed build is what the jobs run; the run warns once that it differs."""
-    ttfb, table, core = "src/quicack/figures/imc24_ttfb.py", "data/reference/imc24_tab03.csv", "rust/quicack_core/src/lib.rs"
+    values (its table and imc24's claims, not Tables 2 and 4 drawn by the same module, not the other papers). And a
+    third that no job uses: the compiled core's sources, whose installed build is what the jobs run; the run warns once
+    that it differs."""
+    ttfb, table, core = (
+        "src/quicack/figures/imc24_ttfb.py",
+        "data/reference/imc24_tab03.csv",
+        "rust/quicack_core/src/lib.rs",
+    )
     stale = installed_identity() not in (None, source_identity(touched.root / "rust" / "quicack_core"))
     assert (touched.touched.stdout + touched.touched.stderr).count("is not built from") == int(stale)
-    with edited(touched.root / ttfb, "# edited\n"), edited(touched.root / table, "\n"), edited(touched.root / core, "//\n"):
+    with (
+        edited(touched.root / ttfb, "# edited\n"),
+        edited(touched.root / table, "\n"),
+        edited(touched.root / core, "//\n"),
+    ):
         planned, output = touched.planned()
     figures = {f"render_imc24_fig{n}" for n in ("05", "06", "07", "12", "13")}
     assert _triggered(planned, ttfb) == dict.fromkeys(figures, 1)
     # Table 3's values are the table's and imc24's claims' (App. D's summary of Table 3): both, nothing else; the
     # claims then merge again and the report's pages follow them.
     assert _triggered(planned, table) == {"render_imc24_tab03": 1, "render_imc24_claims": 1}
-    assert set(planned) == figures | {"render_imc24_tab03", "render_imc24_claims", "claims", "report_pages"} | RENDER_AFTER
+    assert (
+        set(planned) == figures | {"render_imc24_tab03", "render_imc24_claims", "claims", "report_pages"} | RENDER_AFTER
+    )
     assert output.count("is not built from") == int(installed_identity() is not None)
 
 
@@ -508,7 +571,10 @@ def test_a_derive_module_rederives_and_nothing_before(touched):
         planned, _ = touched.planned()
     assert _triggered(planned, path) == {"derive_group": 2}
     assert not {"ingest_group", "ingest_dataset_issues", "scan_part"} & set(planned)
-    assert "database" in planned and len([r for r in planned if r.startswith("render_")]) == len(list(NOTEBOOKS.glob("*.py"))) + 1
+    assert (
+        "database" in planned
+        and len([r for r in planned if r.startswith("render_")]) == len(list(NOTEBOOKS.glob("*.py"))) + 1
+    )
 
 
 @pytest.mark.slow
@@ -529,7 +595,9 @@ def test_the_cdn_map_reruns_the_scan_and_the_notebooks_that_read_it(touched):
     assert not {"ingest_group", "derive_group"} & set(planned)
     # Every notebook re-runs after the database; those that read the map themselves have it among their inputs.
     readers = {rule for rule, jobs in planned.items() if any(path in inputs for _, inputs in jobs)}
-    assert readers == {"scan_part"} | {f"render_imc24_{a}" for a in ("fig08", "fig10", "fig14", "tab01", "tab05", "scan_claims")}
+    assert readers == {"scan_part"} | {
+        f"render_imc24_{a}" for a in ("fig08", "fig10", "fig14", "tab01", "tab05", "scan_claims")
+    }
 
 
 @pytest.mark.slow
@@ -542,7 +610,9 @@ def test_a_decoder_module_or_another_core_build_reingests(touched):
     assert _triggered(planned, path) == {"ingest_group": 2, "ingest_dataset_issues": 1, "scan_part": 4}
     pytest.importorskip("quicack_core", reason="the other engine than the pure-Python one needs quicack_core")
     planned, _ = touched.planned(env={"QUICACK_PCAP_ENGINE": "python"})
-    params = {rule: len(jobs) for rule, jobs in planned.items() if all("Params have changed" in reason for reason, _ in jobs)}
+    params = {
+        rule: len(jobs) for rule, jobs in planned.items() if all("Params have changed" in reason for reason, _ in jobs)
+    }
     assert params == {"ingest_group": 2, "ingest_dataset_issues": 1, "scan_part": 4}
 
 

@@ -72,8 +72,8 @@ def max_deltas(rows: pl.DataFrame, columns: dict[str, str] = DELTA_COLUMNS) -> d
 
 # The causes a replay of the recomputed samples reproduces (``replayed_deviations``).
 REPLAYED_CAUSES = {
-    "samples_not_taken", "rttvar_from_min_rtt", "handshake_ack_delay_ignored", "qlog_ack_delay_unscaled", "event_time_offset",
-    "whole_ms_clock",
+    "samples_not_taken", "rttvar_from_min_rtt", "handshake_ack_delay_ignored", "qlog_ack_delay_unscaled",
+    "event_time_offset", "whole_ms_clock",
     "ack_only_largest_not_sampled",
 }  # fmt: skip
 
@@ -315,7 +315,8 @@ def test_build_db_stores_the_agreement_table_commented(recordings, tmp_path):
             "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'rfc9002_agreement' AND comment IS NOT NULL"
         ).fetchone()[0]
         neqo = con.execute(
-            "SELECT pto_abs_dev_max_ms, explanation FROM rfc9002_agreement WHERE implementation = 'neqo' AND vantage = 'client'"
+            "SELECT pto_abs_dev_max_ms, explanation FROM rfc9002_agreement WHERE implementation = 'neqo' AND vantage = "
+            "'client'"
         ).fetchone()
     assert rows >= 5 and comment.startswith("One row per implementation and vantage")
     assert commented == len(RFC9002_AGREEMENT.columns)
@@ -388,7 +389,10 @@ def test_the_report_table_sets_every_implementation_beside_appendix_e(recordings
     agreement = rfc9002_agreement(embedded["estimator_agreement"], embedded["endpoints"])
     table = imc24_rfc9002_agreement_table(agreement).artefact
     assert table.height == agreement.height >= 5
-    assert table["explanation"].str.len_chars().min() > 0 and not table["explanation"].str.contains("no cause recorded").any()
+    assert (
+        table["explanation"].str.len_chars().min() > 0
+        and not table["explanation"].str.contains("no cause recorded").any()
+    )
     aioquic = table.filter((pl.col("implementation") == "aioquic") & (pl.col("vantage") == "client")).row(0, named=True)
     assert "different formula to calculate RTT variance" in aioquic["imc24_appendix_e"]
     assert "rttvar_from_min_rtt" in aioquic["explanation"]

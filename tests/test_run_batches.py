@@ -26,7 +26,10 @@ PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 def database(ack_policy_tables: dict[str, pl.DataFrame], tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("batches")
     tables = {name: frame for name, frame in ack_policy_tables.items() if name in parquet_store.TABLES}
-    files = {name: [path] for name, path in zip(tables, parquet_store.write_tables(tables, root / "parquet", "all"), strict=True)}
+    files = {
+        name: [path]
+        for name, path in zip(tables, parquet_store.write_tables(tables, root / "parquet", "all"), strict=True)
+    }
     db = root / "quicack.duckdb"
     build_database(db, files, root)
     return db
@@ -73,7 +76,9 @@ def test_per_run_wire_reductions_do_not_depend_on_the_batches(ack_policy_tables,
     batched = per_run_batches(
         handshake_datagrams, ok["run_id"], stored(database, "packets"), stored(database, "frames"), max_rows=1
     )
-    assert batched.sort("run_id", "direction", "datagram_index").equals(whole.sort("run_id", "direction", "datagram_index"))
+    assert batched.sort("run_id", "direction", "datagram_index").equals(
+        whole.sort("run_id", "direction", "datagram_index")
+    )
 
 
 def test_runs_without_packets_say_so(database) -> None:
@@ -107,7 +112,9 @@ def test_batches_follow_the_row_counts() -> None:
 
 def test_tables_of_two_databases_are_refused(database, tmp_path) -> None:
     with pytest.raises(ValueError, match="several databases"):
-        per_run_batches(lambda a, b: a, ["x"], StoredView(database, "packets"), StoredView(tmp_path / "other.duckdb", "frames"))
+        per_run_batches(
+            lambda a, b: a, ["x"], StoredView(database, "packets"), StoredView(tmp_path / "other.duckdb", "frames")
+        )
 
 
 def test_a_group_derived_in_batches_of_rows_equals_it_derived_whole(tmp_path, monkeypatch) -> None:

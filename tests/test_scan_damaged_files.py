@@ -139,7 +139,9 @@ def test_scan_part_issues_are_the_same_wherever_the_scan_folder_sits(tmp_path):
     written = []
     for place in ("here", "dossier é x"):
         folder = copy_measurement(tmp_path / place)
-        (folder / INFO).write_bytes(zstandard.ZstdCompressor().compress(info_text().splitlines(keepends=True)[0].encode()))
+        (folder / INFO).write_bytes(
+            zstandard.ZstdCompressor().compress(info_text().splitlines(keepends=True)[0].encode())
+        )
         root = tmp_path / place / "root"
         [part] = scan_parts(root)
         out = tmp_path / place / "parquet"

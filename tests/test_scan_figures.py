@@ -54,13 +54,24 @@ def test_every_connection_is_classified_as_configured(tables):
 
 def test_measurement_kinds_and_home_pops_follow_from_the_data(tables):
     scan, truth = tables["scan_connections"], tables["scan_truth"]
-    kinds = metric.measurement_kinds(scan).join(truth.select("scan_id", "measurement_kind").unique(), on="scan_id", suffix="_configured")
-    assert kinds.height == 81
-    assert (kinds["measurement_kind"] == kinds["measurement_kind_configured"].replace({"cloudflare_series": "series"})).all()
-    configured_pops = (
-        metric.series(scan).join(truth, on=["scan_id", "target_id"]).group_by("vantage_point").agg(pl.col("pop_iata").drop_nulls().mode().first())
+    kinds = metric.measurement_kinds(scan).join(
+        truth.select("scan_id", "measurement_kind").unique(), on="scan_id", suffix="_configured"
     )
-    assert dict(metric.home_pops(scan).iter_rows()) == dict(configured_pops.iter_rows()) == {"hamburg": "HAM", "los-angeles": "LAX", "sao-paulo": "GRU"}
+    assert kinds.height == 81
+    assert (
+        kinds["measurement_kind"] == kinds["measurement_kind_configured"].replace({"cloudflare_series": "series"})
+    ).all()
+    configured_pops = (
+        metric.series(scan)
+        .join(truth, on=["scan_id", "target_id"])
+        .group_by("vantage_point")
+        .agg(pl.col("pop_iata").drop_nulls().mode().first())
+    )
+    assert (
+        dict(metric.home_pops(scan).iter_rows())
+        == dict(configured_pops.iter_rows())
+        == {"hamburg": "HAM", "los-angeles": "LAX", "sao-paulo": "GRU"}
+    )
 
 
 def test_table1_measured_equals_configured_and_the_authors_code_differs_where_the_paper_says(tables):
@@ -77,7 +88,9 @@ def test_fig10_authors_quantity_is_ack_delay_above_zero_for_coalesced(tables):
     rows = metric.ack_delay_vs_rtt(tables["scan_connections"]).filter(pl.col("first_datagram_class") == "coalesced")
     assert rows.height > 0
     assert (rows["authors_gap_minus_ack_delay_ms"] == -rows["first_ack_delay_ms"]).all()
-    authors = metric.ack_delay_exceeds_rtt(tables["scan_connections"], "authors").filter(pl.col("first_datagram_class") == "coalesced")
+    authors = metric.ack_delay_exceeds_rtt(tables["scan_connections"], "authors").filter(
+        pl.col("first_datagram_class") == "coalesced"
+    )
     above_zero = rows.group_by("cdn").agg(share_percent=100.0 * (pl.col("first_ack_delay_ms") > 0).mean())
     assert dict(authors.select("cdn", "share_percent").iter_rows()) == dict(above_zero.iter_rows())
 
@@ -108,7 +121,9 @@ def test_every_scan_artefact_renders_with_the_configured_truth(tables):
     assert legend[0] == "Akamai (IACK 0 %, configured 0 %)" and all("configured" in entry for entry in legend)
     assert "sao-paulo, 2024-08-07" == fig08.axes[0].get_title()
     table1 = drawn[5].artefact
-    assert table1["cdn"].to_list()[:3] == ["Akamai", "Amazon", "Cloudflare"] and table1.height == 8  # the paper's 8 rows
+    assert (
+        table1["cdn"].to_list()[:3] == ["Akamai", "Amazon", "Cloudflare"] and table1.height == 8
+    )  # the paper's 8 rows
     assert table1.filter(pl.col("cdn") == "Cloudflare")["paper_iack_share_percent"].item() == 99.9
     assert "15169" in drawn[6].artefact["asn"].cast(pl.Utf8).to_list()
 

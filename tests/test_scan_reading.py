@@ -90,7 +90,9 @@ def test_iack_timing_follows_the_configured_certificate_delay(fixture_rows):
 
 def test_sni_from_the_client_hello_equals_the_targets(fixture_rows):
     rows, _ = fixture_rows
-    compared = rows.with_columns(timestamp=pl.col("scan_id").str.split("/").list.last()).join(truth(), on=["timestamp", "target_id"])
+    compared = rows.with_columns(timestamp=pl.col("scan_id").str.split("/").list.last()).join(
+        truth(), on=["timestamp", "target_id"]
+    )
     assert compared.height == 12
     assert compared["client_hello_sni"].to_list() == compared["expected_sni"].to_list()
     assert compared["sni"].to_list() == compared["expected_sni"].to_list()
@@ -99,7 +101,10 @@ def test_sni_from_the_client_hello_equals_the_targets(fixture_rows):
 def test_both_measurements_are_found_with_their_times():
     folders = find_measurements([QSCANNER])
     assert [(f.vantage_point, f.path.name) for f in folders] == [("vp-a", FIRST), ("vp-a", SECOND)]
-    assert [f.time.iso for f in folders] == ["2026-11-22T19:45:06.814209789+00:00", "2026-11-22T19:45:34.033078863+00:00"]
+    assert [f.time.iso for f in folders] == [
+        "2026-11-22T19:45:06.814209789+00:00",
+        "2026-11-22T19:45:34.033078863+00:00",
+    ]
     assert folders[0].time.unix_ns == 1795376706814209789
     # The same folders whichever level is named.
     assert find_measurements([QSCANNER / "vp-a"]) == folders == find_measurements([QSCANNER / "vp-a" / "data"])
@@ -127,7 +132,10 @@ def test_a_scan_without_targets_takes_the_sni_from_the_client_hello(tmp_path):
     (folder / "targets.zst").unlink()
     rows, issues = read_all(tmp_path / "root")
     assert issues.is_empty()
-    assert rows.sort("target_id")["sni"].to_list() == truth().filter(pl.col("timestamp") == FIRST)["expected_sni"].to_list()
+    assert (
+        rows.sort("target_id")["sni"].to_list()
+        == truth().filter(pl.col("timestamp") == FIRST)["expected_sni"].to_list()
+    )
 
 
 def test_the_authors_pcap_csv_stands_in_for_an_absent_capture(tmp_path):
@@ -199,7 +207,9 @@ def test_handmade_target_that_never_answered(tmp_path):
 
 def test_handmade_prefix_files_give_origin_as_and_cdn(tmp_path):
     pyasn = tmp_path / "ipasn.dat"
-    pyasn.write_text("; IP-ASN32-DAT file\n198.19.0.0/16\t64500\n198.19.0.12/32\t13335\n10.0.0.0/8\t{1,2}\n", encoding="utf-8")
+    pyasn.write_text(
+        "; IP-ASN32-DAT file\n198.19.0.0/16\t64500\n198.19.0.12/32\t13335\n10.0.0.0/8\t{1,2}\n", encoding="utf-8"
+    )
     issues = Issues("")
     table = read_prefix_table(pyasn, issues)
     assert len(issues.rows) == 1  # the AS set
@@ -216,7 +226,10 @@ def test_handmade_prefix_files_give_origin_as_and_cdn(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = pl.read_parquet(out / "scan_connections.parquet")
     assert dict(rows.group_by("cdn").len().iter_rows()) == {"Cloudflare": 4, "Others": 8}
-    assert pl.read_parquet(out / "datagrams.parquet")["run_id"].unique().sort().to_list() == [f"vp-a/{FIRST}", f"vp-a/{SECOND}"]
+    assert pl.read_parquet(out / "datagrams.parquet")["run_id"].unique().sort().to_list() == [
+        f"vp-a/{FIRST}",
+        f"vp-a/{SECOND}",
+    ]
 
 
 def test_client_hello_without_server_name_has_no_sni():

@@ -82,13 +82,19 @@ def wait_for(condition, what: str, logs: list[Path]) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not condition():
         if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {log}\n{log.read_text(encoding='utf-8', errors='replace')[-2000:]}" for log in logs if log.exists())
+            tails = "\n".join(
+                f"--- {log}\n{log.read_text(encoding='utf-8', errors='replace')[-2000:]}"
+                for log in logs
+                if log.exists()
+            )
             raise TimeoutError(f"{what} not reached within {STARTUP_TIMEOUT_S} s\n{tails}")
         time.sleep(0.5)
 
 
 def node_state(env: dict[str, str]) -> str:
-    shown = subprocess.run(["sinfo", "--noheader", "--Node", "--format=%T"], env=env, capture_output=True, text=True, encoding="utf-8")
+    shown = subprocess.run(
+        ["sinfo", "--noheader", "--Node", "--format=%T"], env=env, capture_output=True, text=True, encoding="utf-8"
+    )
     return shown.stdout.strip() if shown.returncode == 0 else ""
 
 
@@ -192,7 +198,10 @@ def scan_subset(tmp_path: Path) -> Path:
 
 def targets(results: Path) -> list[str]:
     out = results / DATASET
-    return [str(out / "quicack.duckdb.published"), *(str(out / "notebooks" / f"{name}.ipynb") for name in RENDERED_HERE)]
+    return [
+        str(out / "quicack.duckdb.published"),
+        *(str(out / "notebooks" / f"{name}.ipynb") for name in RENDERED_HERE),
+    ]
 
 
 def test_pipeline_through_slurm_gives_the_results_of_a_local_run(slurm_cluster, tmp_path):

@@ -74,7 +74,8 @@ def test_the_readme_queries_run_under_the_restriction(repo: Path, capsys: pytest
 OUTSIDE = "/tmp/quicack_sql_escape"  # noqa: S108 - a path the escape attempts below must not create
 ESCAPES = {
     "copy_to_a_file": f"COPY (SELECT 1) TO '{OUTSIDE}.csv'",
-    "copy_onto_the_dataset": "COPY (SELECT 1 AS a) TO '{repo}/results/sample/snapshots/s1/frames.parquet' (USE_TMP_FILE false)",
+    "copy_onto_the_dataset": "COPY (SELECT 1 AS a) TO '{repo}/results/sample/snapshots/s1/frames.parquet' "
+                             "(USE_TMP_FILE false)",
     "explain_analyze_copy": f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{OUTSIDE}.csv'",
     "explain_analyze_copy_onto_the_dataset": "EXPLAIN /* a comment */ ANALYZE COPY (SELECT 1 AS a)"
     " TO '{repo}/results/sample/snapshots/s1/frames.parquet' (USE_TMP_FILE false)",

@@ -1,4 +1,5 @@
-"""quicack.storage.parquet_store.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published on failure."""
+"""quicack.storage.parquet_store.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published
+on failure."""
 
 from __future__ import annotations
 

@@ -58,7 +58,9 @@ def measured_ack_ratio(frame: pl.DataFrame) -> float:
 
 
 def test_the_fixture_config_is_a_valid_testbed_config() -> None:
-    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow" / "schemas" / "testbed.schema.yaml").read_text(encoding="utf-8"))
+    schema = yaml.safe_load(
+        (Path(__file__).parents[1] / "workflow" / "schemas" / "testbed.schema.yaml").read_text(encoding="utf-8")
+    )
     jsonschema.validate(load_config(RAW.parent / "testbed.yaml"), schema)
 
 
@@ -162,7 +164,9 @@ def test_ack_breakdown_tcp_components_add_up_to_the_ip_bytes(path: Path) -> None
     breakdown = ack_breakdown(*quic, frame)
     assert set(breakdown["protocol"]) == {"tcp"} and set(breakdown["component"]) <= set(TCP_COMPONENTS)
     ip_bytes = frame.group_by("direction").agg(pl.col("ip_bytes").sum()).sort("direction")
-    assert breakdown.group_by("direction").agg(pl.col("bytes").sum().alias("ip_bytes")).sort("direction").equals(ip_bytes)
+    assert (
+        breakdown.group_by("direction").agg(pl.col("bytes").sum().alias("ip_bytes")).sort("direction").equals(ip_bytes)
+    )
     per_phase = breakdown.group_by(KEYS).agg(pl.col("bytes").sum(), pl.col("direction_bytes").unique())
     assert (per_phase["bytes"] == per_phase["direction_bytes"].list.first()).all()
     # one ip_header per segment; before the end of the first RTT the client sent only its SYN
@@ -188,7 +192,13 @@ def _tshark_fields(path: Path) -> list[list[str]]:
         fields = ["ip.len", "tcp.hdr_len", "tcp.len", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags",
                   "tcp.window_size_value", "tcp.option_kind", "tcp.option_len"]  # fmt: skip
         argv = [TSHARK, "-r", str(raw), "-Y", "tcp", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
-        out = subprocess.run([*argv, *(a for f in fields for a in ("-e", f))], capture_output=True, text=True, check=True, encoding="utf-8")
+        out = subprocess.run(
+            [*argv, *(a for f in fields for a in ("-e", f))],
+            capture_output=True,
+            text=True,
+            check=True,
+            encoding="utf-8",
+        )
     finally:
         raw.unlink()
     return [line.split("\t") for line in out.stdout.splitlines()]
@@ -344,5 +354,7 @@ def test_a_tcp_capture_cut_inside_a_record_keeps_the_segments_before_it_handmade
     issues = pl.concat([batch.ingest_issues for batch in batches])
     assert 0 < kept.height < segments(whole).height
     same = ["time_abs_ns", "direction", "ip_bytes", "seq", "ack", "flags", "sack_blocks"]
-    assert kept.select(same).sort("time_abs_ns").equals(segments(whole).select(same).sort("time_abs_ns").head(kept.height))
+    assert (
+        kept.select(same).sort("time_abs_ns").equals(segments(whole).select(same).sort("time_abs_ns").head(kept.height))
+    )
     assert issues.filter(pl.col("message").str.contains("truncated")).height == 1

@@ -189,27 +189,34 @@ def scan(source: str, path: str = "<snippet>") -> list[Finding]:
 # --- the scanner on hand-made snippets (the forms it must flag and those it must pass) ---
 
 WEAK_SNIPPETS = {
-    "filtered_comprehension": "def test_a():\n    xs = [p for p in (1, 2) if p > 5]\n    for x in xs:\n        assert x\n",
+    "filtered_comprehension": "def test_a():\n    xs = [p for p in (1, 2) if p > 5]\n    for x in xs:\n        assert "
+                              "x\n",
     "assert_true": "def test_a():\n    assert True\n",
     "assert_constant": "def test_a():\n    assert 1\n",
     "self_comparison": "def test_a():\n    x = f()\n    assert x == x\n",
     "call_with_itself": "def test_a():\n    assert engine_identity() == engine_identity()\n",
     "loop_over_glob": "def test_a():\n    for p in Path('d').glob('*.json'):\n        assert p.stat().st_size\n",
     "loop_over_unasserted_name": "def test_a():\n    rows = load()\n    for r in rows:\n        assert r > 0\n",
-    "loop_over_module_glob": "FILES = sorted(Path('d').glob('*'))\ndef test_a():\n    for f in FILES:\n        assert f\n",
+    "loop_over_module_glob": "FILES = sorted(Path('d').glob('*'))\ndef test_a():\n    for f in FILES:\n        assert "
+                             "f\n",
     "assert_after_loop_unrelated": "def test_a():\n    for r in load():\n        assert r\n    assert other\n",
     "nested_unguarded": "def test_a():\n    for x in [1, 2]:\n        for y in load(x):\n            assert y\n",
 }
 STRONG_SNIPPETS = {
-    "comprehension_over_literal": "def test_a():\n    pages = [f'{p}.html' for p in ('a', 'b')]\n    for page in pages:\n        assert page\n",
+    "comprehension_over_literal": "def test_a():\n    pages = [f'{p}.html' for p in ('a', 'b')]\n    for page in "
+                                  "pages:\n        assert page\n",
     "literal": "def test_a():\n    for x in (1, 2, 3):\n        assert f(x)\n",
     "module_literal": "CASES = [1, 2]\ndef test_a():\n    for c in CASES:\n        assert c\n",
     "asserted_before": "def test_a():\n    rows = load()\n    assert rows\n    for r in rows:\n        assert r > 0\n",
-    "asserted_length": "def test_a():\n    t = load()\n    assert t.height == 3\n    for r in t.iter_rows():\n        assert r\n",
-    "counted_after": "def test_a():\n    n = 0\n    for r in load():\n        assert r\n        n += 1\n    assert n > 0\n",
-    "collected_after": "def test_a():\n    seen = []\n    for r in load():\n        assert r\n        seen.append(r)\n    assert seen\n",
+    "asserted_length": "def test_a():\n    t = load()\n    assert t.height == 3\n    for r in t.iter_rows():\n        "
+                       "assert r\n",
+    "counted_after": "def test_a():\n    n = 0\n    for r in load():\n        assert r\n        n += 1\n    assert n > "
+                     "0\n",
+    "collected_after": "def test_a():\n    seen = []\n    for r in load():\n        assert r\n        "
+                       "seen.append(r)\n    assert seen\n",
     "module_assert": "FILES = find()\nassert FILES\ndef test_a():\n    for f in FILES:\n        assert f\n",
-    "loop_without_assert": "def test_a():\n    total = 0\n    for r in load():\n        total += r\n    assert total == 3\n",
+    "loop_without_assert": "def test_a():\n    total = 0\n    for r in load():\n        total += r\n    assert total "
+                           "== 3\n",
     "range_literal": "def test_a():\n    for i in range(3):\n        assert i < 3\n",
     "comparison_of_two_things": "def test_a():\n    assert f(1) == f(2)\n",
 }

@@ -23,7 +23,9 @@ from quicack.testbed.server_programs import server_executable
 pytestmark = [
     pytest.mark.testbed,
     pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root (network namespaces, NFQUEUE, tc)"),
-    pytest.mark.skipif(server_executable("quic-go") is None, reason="quic-go server not built (src/implementations/build.sh)"),
+    pytest.mark.skipif(
+        server_executable("quic-go") is None, reason="quic-go server not built (src/implementations/build.sh)"
+    ),
 ]
 
 
@@ -32,7 +34,8 @@ def _record(tmp_path: Path, client: str, **block: Any) -> tuple[dict[str, Any], 
     if client_executable(client) is None:
         pytest.skip(f"{client} client not available")
     cfg = {"dataset": "t", "server": "quic-go", "clients": [client], "modes": ["iack"], "scenarios": ["noloss"],
-           "rtts_ms": [9], "repetitions": 1, "timeout_s": 15, "client_key_share": "x25519", "server_qlog": False} | block  # fmt: skip
+           "rtts_ms": [9], "repetitions": 1, "timeout_s": 15, "client_key_share": "x25519",
+           "server_qlog": False} | block  # fmt: skip
     (group,) = expand(cfg)
     raw = tmp_path / "raw"
     (res,) = run_group(group, raw, log=lambda _msg: None)
@@ -57,7 +60,9 @@ def test_ngtcp2_under_the_papers_conditions_probes_after_imc24s_default_pto(tmp_
     """imc24 Table 4: ngtcp2's default PTO was 300 ms (a 100 ms initial RTT); Debian's 0.12 starts from 333 ms
     (999 ms) unless the testbed sets --initial-rtt, as `implementation_conditions: paper` does. The quic-go server
     sends its datagrams no larger than quic-go's of then (1,252 B)."""
-    run_json, tables = _record(tmp_path, "ngtcp2", modes=["wfc"], scenarios=["default_pto"], implementation_conditions="paper")
+    run_json, tables = _record(
+        tmp_path, "ngtcp2", modes=["wfc"], scenarios=["default_pto"], implementation_conditions="paper"
+    )
     assert run_json["implementation_conditions"] == "paper"
     assert run_json["implementation_conditions_set"]["client"]["options"] == ["--initial-rtt=100ms"]
     pto = tables["handshake_runs"]["default_pto_ms"][0]
@@ -73,9 +78,15 @@ def test_quinn_under_the_papers_conditions_keeps_quiclys_datagram_size(tmp_path:
     if server_executable("quinn") is None:
         pytest.skip("quinn server not built")
     run_json, tables = _record(tmp_path, "quinn", server="quinn", modes=["none"], scenarios=["ack_ratio"],
-                               path_profile=["ackfreq22-vdsl"], implementation_conditions="paper", captures=True)  # fmt: skip
+                               path_profile=["ackfreq22-vdsl"], implementation_conditions="paper",
+                               captures=True)  # fmt: skip
     assert run_json["implementation_conditions_set"]["server"]["options"] == ["--initial-mtu", "1280", "--no-pmtud"]
-    sizes = tables["datagrams"].filter(pl.col("vantage") == "sim_left").group_by("direction").agg(pl.col("udp_payload_bytes").max())
+    sizes = (
+        tables["datagrams"]
+        .filter(pl.col("vantage") == "sim_left")
+        .group_by("direction")
+        .agg(pl.col("udp_payload_bytes").max())
+    )
     assert run_json["implementation_conditions_set"]["client"]["options"] == ["--initial-mtu", "1280", "--no-pmtud"]
     largest = dict(sizes.iter_rows())
     # The server's data fills 1,280 B datagrams; the client sends ACKs after its 1,200 B Initial.
@@ -88,5 +99,10 @@ def test_quic_go_under_the_papers_conditions_sends_the_datagrams_of_its_2024_ver
     option goes before the URL: Go's flag parsing stops at the first argument that is not a flag)."""
     run_json, tables = _record(tmp_path, "quic-go", implementation_conditions="paper")
     assert run_json["implementation_conditions_set"]["client"]["options"] == ["--initial-packet-size", "1252"]
-    sizes = tables["datagrams"].filter(pl.col("vantage") == "sim_left").group_by("direction").agg(pl.col("udp_payload_bytes").max())
+    sizes = (
+        tables["datagrams"]
+        .filter(pl.col("vantage") == "sim_left")
+        .group_by("direction")
+        .agg(pl.col("udp_payload_bytes").max())
+    )
     assert dict(sizes.iter_rows()) == {"c2s": 1252, "s2c": 1252}

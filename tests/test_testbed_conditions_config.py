@@ -87,9 +87,15 @@ def test_the_embedded_datasets_paper_stack_groups_expand_as_they_were_recorded()
     (so that Snakemake does not take them for changed groups)."""
     cfg = yaml.safe_load((ROOT / "config" / "testbed.yaml").read_text(encoding="utf-8"))["testbed"]
     held = [g for g in expand(cfg) if g.scenario.endswith("_paper_stack")]
-    assert {g.scenario for g in held} == {"noloss_paper_stack", "amplification_paper_stack", "drop_client_flight_paper_stack"}
+    assert {g.scenario for g in held} == {
+        "noloss_paper_stack",
+        "amplification_paper_stack",
+        "drop_client_flight_paper_stack",
+    }
     assert {g.server_hello_hold_ms for g in held} == {2.9}
-    assert not any("server_stack_delay" in group_to_json(g) or "implementation_conditions" in group_to_json(g) for g in held)
+    assert not any(
+        "server_stack_delay" in group_to_json(g) or "implementation_conditions" in group_to_json(g) for g in held
+    )
     recorded = sorted(SAMPLE_RAW.glob("quic-go_ngtcp2/noloss_paper_stack-*/1/run.json"))
     if not recorded:
         pytest.skip(f"the embedded dataset is not unpacked at {SAMPLE_RAW}")
@@ -102,7 +108,9 @@ def test_implementation_conditions_rows_are_complete() -> None:
     assert set(table["parameter"]) <= PARAMETERS
     assert set(table["applied"]) <= set(APPLIED)
     assert set(table["study"]) == {"imc24", "ackratio"}
-    assert table.filter(pl.col("applied") == "set")["option"].null_count() == 0, "a value the testbed sets names its option"
+    assert table.filter(pl.col("applied") == "set")["option"].null_count() == 0, (
+        "a value the testbed sets names its option"
+    )
     assert table.filter(pl.col("applied") == "cannot")["note"].null_count() == 0, "a value that cannot be set says why"
     assert table.filter(pl.col("source").is_null()).is_empty(), "every value names its source"
     assert table.unique(["study", "implementation", "role", "parameter"]).height == table.height
@@ -123,7 +131,12 @@ def test_implementation_conditions_quotes_are_the_papers_words() -> None:
 
 
 def test_paper_conditions_reach_the_command_lines_and_run_json() -> None:
-    assert condition_options("imc24", "quic-go", "server") == ["--initial-packet-size", "1252", "--connection-id-length", "4"]
+    assert condition_options("imc24", "quic-go", "server") == [
+        "--initial-packet-size",
+        "1252",
+        "--connection-id-length",
+        "4",
+    ]
     assert condition_options("imc24", "ngtcp2", "client") == ["--initial-rtt=100ms"]
     assert condition_options("ackratio", "ngtcp2", "client") == ["--max-udp-payload-size=1280", "--no-pmtud"]
     assert condition_options("imc24", "go-x-net", "client") == []
@@ -139,7 +152,8 @@ def test_paper_conditions_reach_the_command_lines_and_run_json() -> None:
 
 def test_footnotes_name_the_stack_delay_and_the_implementations_conditions() -> None:
     runs = pl.DataFrame({"run_id": ["a", "b"], "status": ["ok", "ok"], "client_impl": ["ngtcp2", "ngtcp2"],
-                         "server_impl": ["quic-go", "quic-go"], "scenario": ["noloss", "noloss_paper_stack"]})  # fmt: skip
+                         "server_impl": ["quic-go", "quic-go"],
+                         "scenario": ["noloss", "noloss_paper_stack"]})  # fmt: skip
     as_built = conditions_note(runs)
     assert "the paper's (ServerHello held" in as_built and "and this machine's" in as_built
     assert "ngtcp2 client: initial RTT 333 ms (papers' 100 ms)" in as_built
@@ -160,7 +174,10 @@ def test_the_paper_conditions_recording_holds_imc24_to_the_papers_stack_delay_in
     held = [g for g in groups if g.mode in ("iack", "wfc") and g.scenario.endswith("_paper_stack")]
     # §4.1/§4.2 and App. F: 100 repetitions per client, mode, scenario and RTT, each client held to its own delay.
     assert {g.repetitions for g in held if g.client not in ("firefox", "chromium")} == {100}
-    assert {(g.client, g.server_hello_hold_ms) for g in held if g.client in ("firefox", "aioquic")} == {("firefox", 2.6), ("aioquic", 5.05)}
+    assert {(g.client, g.server_hello_hold_ms) for g in held if g.client in ("firefox", "aioquic")} == {
+        ("firefox", 2.6),
+        ("aioquic", 5.05),
+    }
     assert {g.rtt_ms for g in held if g.scenario == "drop_client_flight_paper_stack"} == {1.0, 9.0, 20.0, 100.0, 300.0}
     # rethink's lossy downloads at the paper's 10 MB; Table 4 and Fig. 11 under the names their claims read.
     assert {g.file_name for g in groups if g.scenario == "ack_ratio_loss"} == {"10MB"}

@@ -132,7 +132,9 @@ def test_issued_connection_ids_are_routable_as_soon_as_they_are_sent(www: Path) 
         )  # fmt: skip
         transport = _CollectingTransport()
         server.connection_made(transport)
-        client = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=HQ_ALPN, verify_mode=ssl.CERT_NONE))
+        client = QuicConnection(
+            configuration=QuicConfiguration(is_client=True, alpn_protocols=HQ_ALPN, verify_mode=ssl.CERT_NONE)
+        )
         client_addr = ("127.0.0.1", 50000)
         client.connect(("127.0.0.1", 4433), now=0.0)
         now = 0.0

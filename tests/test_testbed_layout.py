@@ -67,10 +67,10 @@ def test_file_size(text: str, expected: int | None) -> None:
     [("iack", ("initial",), (2, 3)), ("wfc", ("initial", "handshake"), (2,))],
 )
 def test_calibration_on_recorded_baselines_of_imc24s_server(mode, first_server_datagram, drop_to_client) -> None:
-    """On real no-loss captures of the embedded dataset (imc24's quic-go server, the aioquic client): IACK sends a lone ACK first and the whole
-    ServerHello flight is datagrams 2-3; WFC coalesces ACK and ServerHello and only datagram 2 remains;
-    aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4 — sometimes with one more
-    ACK datagram in the same burst, by timing alone (hence one static mapping per client in the testbed)."""
+    """On real no-loss captures of the embedded dataset (imc24's quic-go server, the aioquic client): IACK sends a lone
+    ACK first and the whole ServerHello flight is datagrams 2-3; WFC coalesces ACK and ServerHello and only datagram 2
+    remains; aioquic's second client flight is datagrams 2, 3, 4 — imc24 §4.2 and Table 4 — sometimes with one more ACK
+    datagram in the same burst, by timing alone (hence one static mapping per client in the testbed)."""
     sim = REPO / "data" / "sample" / "raw" / "quic-go_aioquic" / f"noloss-{mode}-rtt9ms-10KB-h3" / "1" / "sim"
     _, server_datagrams = split_datagrams(sim / "trace_node_right.pcap.gz")
     assert server_datagrams[0].kinds == first_server_datagram
@@ -95,7 +95,13 @@ def test_a_block_with_kept_repetitions_extends_the_recorded_groups_and_leaves_th
 
     base = {"dataset": "t", "clients": ["quic-go"], "modes": ["iack"], "scenarios": ["noloss", "drop_server_flight"],
             "rtts_ms": [9, 100], "repetitions": 3}  # fmt: skip
-    more = {"scenarios": ["drop_server_flight"], "rtts_ms": [9], "repetitions": 10, "kept_repetitions": 3, "server_side_capture": False}
+    more = {
+        "scenarios": ["drop_server_flight"],
+        "rtts_ms": [9],
+        "repetitions": 10,
+        "kept_repetitions": 3,
+        "server_side_capture": False,
+    }
     before = {g.key: g for g in expand(base)}
     after = {g.key: g for g in expand(base | {"extra": [more]})}
     assert after.keys() == before.keys()
@@ -156,7 +162,9 @@ def test_tidy_folds_logs_into_run_json_without_machine_paths(tmp_path: Path) -> 
     (run / "server").mkdir()
     site = sysconfig.get_paths()["purelib"]
     (run / "logs" / "server.stderr").write_text(
-        f'  File "{site}/aioquic/quic/logger.py", line 329\n  File "{tidy.REPO_ROOT}/src/quicack/testbed/server.py", line 183\n', encoding="utf-8"
+        f'  File "{site}/aioquic/quic/logger.py", line 329\n  File "{tidy.REPO_ROOT}/src/quicack/testbed/server.py", '
+        'line 183\n',
+        encoding="utf-8",
     )
     (run / "logs" / "client.stdout").write_text("", encoding="utf-8")
     (run / "logs" / "impairment.json").write_text('{"c2s": {"delay_ms": 4.5}}', encoding="utf-8")
@@ -180,9 +188,19 @@ def test_tidy_drops_a_server_keylog_only_when_the_client_keylog_holds_its_secret
 
     from quicack.testbed import tidy
 
-    group = Path(__file__).resolve().parent.parent / "data" / "sample" / "raw" / "quic-go_aioquic" / "noloss-iack-rtt9ms-10KB-h3"
+    group = (
+        Path(__file__).resolve().parent.parent
+        / "data"
+        / "sample"
+        / "raw"
+        / "quic-go_aioquic"
+        / "noloss-iack-rtt9ms-10KB-h3"
+    )
     duplicate, own = tmp_path / "1", tmp_path / "2"
-    for run, server_source in ((duplicate, group / "1" / "client" / "keys.log"), (own, group / "2" / "client" / "keys.log")):
+    for run, server_source in (
+        (duplicate, group / "1" / "client" / "keys.log"),
+        (own, group / "2" / "client" / "keys.log"),
+    ):
         (run / "client").mkdir(parents=True)
         (run / "server").mkdir()
         shutil.copy(group / "1" / "client" / "keys.log", run / "client" / "keys.log")
@@ -198,8 +216,9 @@ def test_kept_runs_are_read_from_the_recorded_group_and_must_all_be_there(tmp_pa
 
     from quicack.testbed.run import kept_runs
 
-    testbed = {"dataset": "sample", "server": "quic-go", "clients": ["quinn"], "modes": ["wfc"], "scenarios": ["drop_server_flight"],
-               "rtts_ms": [9], "repetitions": 10, "kept_repetitions": 3}  # fmt: skip
+    testbed = {"dataset": "sample", "server": "quic-go", "clients": ["quinn"], "modes": ["wfc"],
+               "scenarios": ["drop_server_flight"], "rtts_ms": [9], "repetitions": 10,
+               "kept_repetitions": 3}  # fmt: skip
     (group,) = expand(testbed)
     recorded = REPO / "data" / "sample" / "raw" / group.key
     copy = tmp_path / group.key
@@ -208,7 +227,8 @@ def test_kept_runs_are_read_from_the_recorded_group_and_must_all_be_there(tmp_pa
     for rep in (1, 2, 3):
         shutil.copytree(recorded / str(rep), copy / str(rep), ignore=shutil.ignore_patterns("*.gz", "*.log"))
     summary, runs = kept_runs(group, tmp_path)
-    # The new repetitions take the drop list the kept ones were calibrated with (WFC: the server flight but its first datagram).
+    # The new repetitions take the drop list the kept ones were calibrated with (WFC: the server flight but its first
+    # datagram).
     assert summary["calibration"]["drop_to_client"] == [2]
     assert [r["repetition"] for r in runs] == [1, 2, 3] and {r["status"] for r in runs} == {"ok"}
     shutil.rmtree(copy / "3")

@@ -75,7 +75,9 @@ def test_successful_run_leaves_nothing(tmp_path: Path, leak_check: None) -> None
         assert (res.run_dir / f).stat().st_size > 0, f
     # The server's secrets: its own keylog, or none because the client's holds every line (tidy drops it).
     server_keylog = res.run_dir / "server" / "keys.log"
-    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(encoding="utf-8")
+    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(
+        encoding="utf-8"
+    )
     assert secrets.count("SERVER_HANDSHAKE_TRAFFIC_SECRET") == 1
     assert list((res.run_dir / "client" / "qlog").iterdir()) and list((res.run_dir / "server" / "qlog").iterdir())
     # The router applied the configured one-way delay (10 ms) to the client's first datagram.

@@ -19,14 +19,19 @@ from quicack.testbed.server_programs import server_executable
 pytestmark = [
     pytest.mark.testbed,
     pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root (network namespaces, NFQUEUE, tc)"),
-    pytest.mark.skipif(server_executable("quic-go") is None, reason="quic-go server not built (src/implementations/build.sh)"),
-    pytest.mark.skipif(client_executable("quic-go") is None, reason="quic-go client not built (src/implementations/build.sh)"),
+    pytest.mark.skipif(
+        server_executable("quic-go") is None, reason="quic-go server not built (src/implementations/build.sh)"
+    ),
+    pytest.mark.skipif(
+        client_executable("quic-go") is None, reason="quic-go client not built (src/implementations/build.sh)"
+    ),
 ]
 SERVER_SIDE = "sim_right"
 
 
 def _record(tmp_path: Path, mode: str, scenario: str = "noloss", key_share: str | None = "x25519",
-            cert_delay_ms: float | None = None, stack: str | float = "machine") -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:  # fmt: skip
+            cert_delay_ms: float | None = None,
+            stack: str | float = "machine") -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """One run of the quic-go client against the quic-go server: its run.json, and the server-side capture's
     s2c datagrams and frames (with the first client Initial's arrival at time 0)."""
     cfg = {"dataset": "t", "server": "quic-go", "clients": ["quic-go"], "modes": [mode], "scenarios": [scenario],

@@ -14,7 +14,15 @@ from quicack.pcap.decode import decode_capture
 from quicack.qlog import read_qlog
 from quicack.testbed.reduce import cut_frames_not_from, keep_qlog_events
 
-RUN = Path(__file__).parent / "data" / "ack_policy" / "raw" / "aioquic_aioquic" / "ack_ratio-iack-rtt40ms-1MB-h3-ar10-d25ms-NR" / "1"
+RUN = (
+    Path(__file__).parent
+    / "data"
+    / "ack_policy"
+    / "raw"
+    / "aioquic_aioquic"
+    / "ack_ratio-iack-rtt40ms-1MB-h3-ar10-d25ms-NR"
+    / "1"
+)
 RECEIVER_EVENTS = ["transport:packet_sent", "quicack:ack_sent", "quicack:ack_policy", "transport:parameters_set"]
 
 
@@ -57,8 +65,17 @@ def test_receiver_qlog_cut_keeps_every_ack_and_its_reason(tmp_path: Path) -> Non
     dropped = keep_qlog_events(reduced, RECEIVER_EVENTS)
     assert dropped > 1000 and reduced.stat().st_size < original.stat().st_size / 2
     full, cut = (read_qlog(p, run_id="run", vantage="client").frames for p in (original, reduced))
-    columns = ["time_ms", "pn_space", "packet_number", "largest_acked", "ack_reason", "ack_eliciting_since_previous_ack"]
-    sent_acks = [f.filter((pl.col("event") == "sent") & (pl.col("frame_type") == "ack")).select(columns) for f in (full, cut)]
+    columns = [
+        "time_ms",
+        "pn_space",
+        "packet_number",
+        "largest_acked",
+        "ack_reason",
+        "ack_eliciting_since_previous_ack",
+    ]
+    sent_acks = [
+        f.filter((pl.col("event") == "sent") & (pl.col("frame_type") == "ack")).select(columns) for f in (full, cut)
+    ]
     assert sent_acks[1].equals(sent_acks[0]) and sent_acks[0]["ack_reason"].null_count() < sent_acks[0].height
 
 

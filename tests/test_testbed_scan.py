@@ -27,7 +27,8 @@ pytestmark = [
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_HEADERS = REPO / "tests" / "data" / "qscanner_fixture_headers.tsv"
 COMPRESSED = ["capture.pcap", "key.log", "targets", "truth.csv", *(line.split("\t")[0] for line in
-              FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#") and "csv" in line)]  # fmt: skip
+              FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines()
+              if line and not line.startswith("#") and "csv" in line)]  # fmt: skip
 FOLDER_NAME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{9}\+00:00$")  # date -Ins
 
 
@@ -51,7 +52,11 @@ def tiny_scan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path
 def test_layout_and_qscanner_headers(tiny_scan: tuple[Path, list[Path]]) -> None:
     out, folders = tiny_scan
     assert len(folders) == 2 * 2  # 2 measurements (a top-list day, one series hour) × 2 vantage points
-    headers = dict(line.split("\t") for line in FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+    headers = dict(
+        line.split("\t")
+        for line in FIXTURE_HEADERS.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("#")
+    )
     assert headers, FIXTURE_HEADERS
     for folder in folders:
         assert folder.parent.name == "data" and folder.parent.parent.parent == out / "raw"
@@ -80,7 +85,11 @@ def test_scanner_output_values(tiny_scan: tuple[Path, list[Path]]) -> None:
         rays = [r["Value"] for r in headers if r["Header"] == "Cf-Ray"]  # Go-canonical name, {v} value
         assert all(re.fullmatch(r"\{[0-9a-f]{16}-[A-Z]{3}\}", v) for v in rays), rays
         truth = list(csv.DictReader(io.StringIO(_text(folder / "truth.csv.zst"))))
-        cdn_ok = {r["targetid"] for r in truth if r["server_kind"] == "aioquic-cdn-frontend" and r["expected_class"] != "no_sh"}
+        cdn_ok = {
+            r["targetid"]
+            for r in truth
+            if r["server_kind"] == "aioquic-cdn-frontend" and r["expected_class"] != "no_sh"
+        }
         ray_targets = {r["targetid"] for r in headers if r["Header"] == "Cf-Ray"}
         assert ray_targets == cdn_ok
         pops = {r["pop_iata"] for r in truth if r["targetid"] in cdn_ok}
@@ -101,7 +110,8 @@ def test_measured_classes_equal_truth(tiny_scan: tuple[Path, list[Path]]) -> Non
     for folder in folders:
         comparison = compare(folder)
         wrong = [(r["sni"], r["site"], r["expected_class"], r["measured_class"], r["padded"], r["measured_padded"])
-                 for r in comparison.rows if r["measured_class"] != r["expected_class"] or r["padded_agrees"] != "true"]  # fmt: skip
+                 for r in comparison.rows
+                 if r["measured_class"] != r["expected_class"] or r["padded_agrees"] != "true"]  # fmt: skip
         assert not wrong, (folder.name, wrong)
         total += comparison.counts()
     # The tiny configuration is made to show every class; a frontend that stops caching, padding or failing

@@ -48,7 +48,9 @@ def test_modal_servers_run_as_released_in_mode_none() -> None:
 
 
 def test_paper_stack_delay_holds_the_serverhello_on_quic_go_only() -> None:
-    (group,) = expand(_cfg(servers=["quic-go"], modes=["iack"], scenarios=["drop_client_flight"], server_stack_delay=2.9))
+    (group,) = expand(
+        _cfg(servers=["quic-go"], modes=["iack"], scenarios=["drop_client_flight"], server_stack_delay=2.9)
+    )
     assert group.scenario == "drop_client_flight_paper_stack"
     assert group.server_hello_hold_ms == 2.9 and group.cert_delay_ms == 0.0 and group.calibrate == "client_flight"
     with pytest.raises(ValueError, match="cannot hold its ServerHello"):
@@ -96,8 +98,11 @@ def test_configs_are_valid(name: str) -> None:
 
 
 def test_sample_config_keeps_every_recorded_group_key() -> None:
-    # the browsers' groups are recorded by their own file and named as the embedded dataset's (config/testbed_browsers.yaml)
-    keys = {g.key for name in ("testbed.yaml", "testbed_browsers.yaml") for g in expand(load_config(REPO / "config" / name))}
+    # the browsers' groups are recorded by their own file and named as the embedded dataset's
+    # (config/testbed_browsers.yaml)
+    keys = {
+        g.key for name in ("testbed.yaml", "testbed_browsers.yaml") for g in expand(load_config(REPO / "config" / name))
+    }
     raw = REPO / "data" / "sample" / "raw"
     recorded = {p.parent.relative_to(raw).as_posix() for p in raw.rglob("group.json")}
     assert recorded and recorded <= keys
@@ -152,14 +157,18 @@ def test_real_handshake_run_against_other_server(impl: str, tmp_path: Path) -> N
     assert rj["server_version"] and rj["client_impl"] == "aioquic"
     # The server's keylog, unless the client's holds every line of it (the testbed's tidy step then drops it).
     server_keylog = res.run_dir / "server" / "keys.log"
-    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(encoding="utf-8")
+    secrets = (server_keylog if server_keylog.exists() else res.run_dir / "client" / "keys.log").read_text(
+        encoding="utf-8"
+    )
     assert secrets.count("SERVER_HANDSHAKE_TRAFFIC_SECRET") == 1
     qlogs = list((res.run_dir / "server" / "qlog").glob("*"))
     assert len(qlogs) == 1 and len(gzip.decompress(qlogs[0].read_bytes())) > 500
     tables = ingest_group(raw, f"{impl}_aioquic", "t")
     assert tables["runs"]["mode"].to_list() == [None]
     frames = tables["frames"]
-    hs = frames.filter((frames["source"] == "pcap") & (frames["direction"] == "s2c") & (frames["pn_space"] == "handshake"))
+    hs = frames.filter(
+        (frames["source"] == "pcap") & (frames["direction"] == "s2c") & (frames["pn_space"] == "handshake")
+    )
     assert hs.height > 0  # decrypted with the server's keylog
     assert tables["ingest_issues"].height == 0, tables["ingest_issues"].to_dicts()
 
@@ -187,8 +196,8 @@ def test_quiche_reno_is_newreno_without_hystart_and_recorded_as_sent(tmp_path: P
     from quicack.testbed.server_programs import server_info
 
     req = ServerRequest(impl="quiche", host="198.19.0.2", port=443, cert_size="small", www=tmp_path / "www",
-                        qlog_dir=tmp_path / "qlog", keylog_path=tmp_path / "keys.log", ready_file=tmp_path / "ready.json",
-                        congestion_control="reno", pacing=False)  # fmt: skip
+                        qlog_dir=tmp_path / "qlog", keylog_path=tmp_path / "keys.log",
+                        ready_file=tmp_path / "ready.json", congestion_control="reno", pacing=False)  # fmt: skip
     argv, _ = server_command(req) if server_executable("quiche") else (None, None)
     if argv is not None:
         assert argv[argv.index("--cc") + 1] == "reno" and "--no-hystart" in argv
@@ -196,5 +205,7 @@ def test_quiche_reno_is_newreno_without_hystart_and_recorded_as_sent(tmp_path: P
     assert (info["congestion_control"], info["pacing"], info["hystart"]) == ("reno", False, False)
     cubic = server_info(ServerRequest(**{**req.__dict__, "congestion_control": None}))
     assert (cubic["congestion_control"], cubic["hystart"]) == ("cubic", True)
-    quinn = server_info(ServerRequest(**{**req.__dict__, "impl": "quinn", "congestion_control": "newreno", "pacing": True}))
+    quinn = server_info(
+        ServerRequest(**{**req.__dict__, "impl": "quinn", "congestion_control": "newreno", "pacing": True})
+    )
     assert (quinn["congestion_control"], quinn["pacing"]) == ("newreno", True) and "hystart" not in quinn

@@ -210,7 +210,8 @@ def test_quicack_prints_utf8_under_a_latin1_locale(tmp_path):
     db = tmp_path / "empty.duckdb"
     duckdb.connect(str(db)).close()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUTF8", "PYTHONIOENCODING", "LC_ALL", "LANG")}
-    done = subprocess.run(["quicack", "sql", "--db", str(db), "SELECT 'EMULATED DATA ' || chr(8212) || ' t' AS footnote"],
+    done = subprocess.run(["quicack", "sql", "--db", str(db),
+                           "SELECT 'EMULATED DATA ' || chr(8212) || ' t' AS footnote"],
                           capture_output=True, timeout=120, env=env | latin1_locale(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     assert "│ EMULATED DATA — t │" in done.stdout.decode("utf-8")

@@ -31,7 +31,9 @@ def readme_queries() -> list[str]:
 
 def test_database_has_every_table_commented_and_readme_queries_return_rows(real_raw, tmp_path):
     # a third run with a capture, for the queries over capture tables (ack_breakdown, frames from pcap)
-    shutil.copytree(LOOPBACK / "ngtcp2_ngtcp2" / "transfer_10KB" / "1", real_raw / "ngtcp2_ngtcp2" / "transfer_10KB" / "1")
+    shutil.copytree(
+        LOOPBACK / "ngtcp2_ngtcp2" / "transfer_10KB" / "1", real_raw / "ngtcp2_ngtcp2" / "transfer_10KB" / "1"
+    )
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
     done = snakemake(published(db), *config_for(real_raw, results, scan=True))
@@ -41,7 +43,8 @@ def test_database_has_every_table_commented_and_readme_queries_return_rows(real_
         assert set(views) == set(TABLES)
         assert all(views.values())
         uncommented = con.execute(
-            "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = '')"
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = "
+            "'')"
         ).fetchall()
         assert uncommented == []
         assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
@@ -64,7 +67,10 @@ def test_ingest_is_deterministic(real_raw, tmp_path):
     def digests():
         # The working Parquet set; the database reads hard links of it (results/t/snapshots/<id>/).
         parquet = results / "t" / "parquet"
-        return {p.relative_to(parquet): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(parquet.rglob("*.parquet"))}
+        return {
+            p.relative_to(parquet): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(parquet.rglob("*.parquet"))
+        }
 
     assert snakemake(published(db), *config_for(real_raw, results, scan=True)).returncode == 0
     first = digests()
@@ -75,7 +81,9 @@ def test_ingest_is_deterministic(real_raw, tmp_path):
 def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
     broken = real_raw / "aioquic_aioquic" / "transfer" / "2" / "client" / "qlog"
     broken.mkdir(parents=True)
-    (broken / "broken.qlog").write_text('{"qlog_version": "0.3", "traces": [{"events": [', encoding="utf-8")  # hand-made, cut
+    (broken / "broken.qlog").write_text(
+        '{"qlog_version": "0.3", "traces": [{"events": [', encoding="utf-8"
+    )  # hand-made, cut
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
     lenient = snakemake(published(db), *config_for(real_raw, results))
@@ -89,7 +97,9 @@ def test_malformed_input_is_reported_and_strict_mode_fails(real_raw, tmp_path):
     strict = snakemake(published(db), *config_for(real_raw, results, "strict=true"))
     assert strict.returncode != 0
     assert "ValidationError" not in strict.stderr, strict.stderr[-2000:]
-    assert "strict mode: 1 ingest issue(s); failing" in (results / "t" / "logs" / "database.log").read_text(encoding="utf-8")
+    assert "strict mode: 1 ingest issue(s); failing" in (results / "t" / "logs" / "database.log").read_text(
+        encoding="utf-8"
+    )
     assert not db.exists()
 
 
@@ -119,21 +129,35 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
             names = pl.read_csv(out / "tables" / f"{artefact}.csv", n_rows=0).columns
             md_header = (out / "tables" / f"{artefact}.md").read_text(encoding="utf-8").splitlines()[0]
             labels = [cell.strip() for cell in md_header.strip("|").split("|")]
-            unlabelled = [n for n, label in zip(names, labels, strict=True) if label == md_text(n) == md_text(n).lower()]
+            unlabelled = [
+                n for n, label in zip(names, labels, strict=True) if label == md_text(n) == md_text(n).lower()
+            ]
             assert len(labels) == len(names) and unlabelled == [], (artefact, unlabelled)
             tex_header = (out / "tables" / f"{artefact}.tex").read_text(encoding="utf-8").splitlines()[2]
             tex_labels = tex_header.removesuffix(" \\\\").split(" & ")
-            unlabelled = [n for n, label in zip(names, tex_labels, strict=True) if label == n.replace("_", "\\_").lower()]
+            unlabelled = [
+                n for n, label in zip(names, tex_labels, strict=True) if label == n.replace("_", "\\_").lower()
+            ]
             assert unlabelled == [], (artefact, tex_header)
     # Footnotes take their words from the dataset's description (data/sample/dataset.yaml), stored in the database.
-    assert (out / "tables" / "imc24-tab03.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED DATA — dataset 'sample': ")
+    assert (
+        (out / "tables" / "imc24-tab03.md")
+        .read_text(encoding="utf-8")
+        .splitlines()[-1]
+        .startswith("EMULATED DATA — dataset 'sample': ")
+    )
     with duckdb.connect(str(out / "quicack.duckdb"), read_only=True) as con:
         assert con.execute("SELECT part, name, kind FROM dataset_description ORDER BY part").fetchall() == [
             ("runs", "sample", "emulated"),
             ("scan", "scan", "emulated-scan"),
         ]
     # The scan artefacts say that they are drawn from the emulated scan, not from the testbed runs.
-    assert (out / "tables" / "imc24-tab01.md").read_text(encoding="utf-8").splitlines()[-1].startswith("EMULATED SCAN DATA — dataset 'scan': ")
+    assert (
+        (out / "tables" / "imc24-tab01.md")
+        .read_text(encoding="utf-8")
+        .splitlines()[-1]
+        .startswith("EMULATED SCAN DATA — dataset 'scan': ")
+    )
     # Every claim where the embedded data differs from the paper carries its reference row's explanation, and says it
     # is unexplained exactly where the reference row gives none (any non-empty text would pass NO_EXPLANATION).
     claims = pl.read_csv(out / "claims.csv", infer_schema_length=None)
@@ -162,7 +186,8 @@ def test_default_pipeline_on_the_embedded_dataset(tmp_path):
     assert "Claims overview" in html and all(claim_id in html for claim_id in claims["claim_id"].to_list())
     assert (out / "claims_overview.md").read_text(encoding="utf-8").count("\n| `") == claims.height
     # ARTIFACT.md's claims section is what this run's claims.csv gives (quicack artifact-claims rewrites it).
-    checked = subprocess.run([sys.executable, "-m", "quicack.cli", "artifact-claims", str(out / "claims.csv"), "--check"],
+    checked = subprocess.run([sys.executable, "-m", "quicack.cli", "artifact-claims", str(out / "claims.csv"),
+                              "--check"],
                              cwd=REPO, capture_output=True, text=True, encoding="utf-8")  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     # The summary groups the issues by cause; every row is in ingest_issues.csv.
@@ -180,7 +205,9 @@ def test_duckdb_cli_opens_the_database_from_the_repository_root(real_raw, tmp_pa
     results = REPO / "results" / "_test_cli"
     try:
         db = results / "t" / "quicack.duckdb"
-        assert snakemake(published(db.relative_to(REPO)), *config_for(real_raw, results.relative_to(REPO))).returncode == 0
+        assert (
+            snakemake(published(db.relative_to(REPO)), *config_for(real_raw, results.relative_to(REPO))).returncode == 0
+        )
         out = subprocess.run(
             [cli, "-readonly", "-csv", str(db.relative_to(REPO)), "-c", "SELECT count(*) AS n FROM packets"],
             cwd=REPO, capture_output=True, text=True, timeout=60, encoding="utf-8",
@@ -202,7 +229,12 @@ def test_qlog_command_writes_tables_and_fails_only_when_nothing_is_readable(tmp_
         assert (tmp_path / "out" / f"{table}.parquet").exists()
     garbage = tmp_path / "garbage.qlog"
     garbage.write_bytes(b"\x00\x01 not a qlog")  # hand-made malformed input
-    bad = subprocess.run(["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")], capture_output=True, text=True, encoding="utf-8")
+    bad = subprocess.run(
+        ["quicack", "qlog", str(garbage), "--out", str(tmp_path / "bad")],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
     assert bad.returncode == 1
 
 
@@ -212,8 +244,13 @@ def test_any_group_folder_name_is_ingested(tmp_path):
     raw = tmp_path / "raw"
     names = ["a{group}_x", "-leading_x", "glob*[?]_x", "new\nline_x"]
     for name in names:
-        make_run(raw, f"{name}/transfer/1", QLOG_FIXTURES / "ngtcp2" / "client.sqlog", QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
-                 {"status": "ok", "repetition": 1})
+        make_run(
+            raw,
+            f"{name}/transfer/1",
+            QLOG_FIXTURES / "ngtcp2" / "client.sqlog",
+            QLOG_FIXTURES / "ngtcp2" / "server.sqlog",
+            {"status": "ok", "repetition": 1},
+        )
     results = tmp_path / "results"
     db = results / "t" / "quicack.duckdb"
     done = snakemake(published(db), *config_for(raw, results))
@@ -243,7 +280,9 @@ def test_a_path_that_would_end_the_reports_scripts_is_refused(tmp_path, key):
 def test_run_from_another_directory_keeps_every_render_job(tmp_path):
     """-s <repo>/Snakefile with the user's own --configfile from elsewhere: the same jobs as at home."""
     config = tmp_path / "mine.yaml"
-    config.write_text(f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n", encoding="utf-8")
+    config.write_text(
+        f"dataset: sample\nraw_dir: {REPO / 'data/sample/raw'}\nresults_dir: {tmp_path / 'results'}\n", encoding="utf-8"
+    )
     done = subprocess.run(
         ["snakemake", "-s", str(REPO / "Snakefile"), "--configfile", str(config), "-n", "--cores", "1"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, encoding="utf-8",

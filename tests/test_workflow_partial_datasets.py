@@ -26,14 +26,20 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     drawn, every artefact that needs another scenario is a placeholder saying what is missing, the run
     succeeds, and rendering.txt lists what could not be drawn; strict mode fails on it."""
     results = tmp_path / "results"
-    done = snakemake("--config", "dataset=qir", f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}", f"results_dir={results}", "scan_dir=")
+    done = snakemake(
+        "--config",
+        "dataset=qir",
+        f"raw_dir={QIR_AS_FOUND / 'all-interop-servers'}",
+        f"results_dir={results}",
+        "scan_dir=",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = results / "qir"
     rendering = (out / "rendering.txt").read_text(encoding="utf-8")
-    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables
-    # and claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the
-    # CDN → AS mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic
-    # artefacts (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
+    # 16 imc24 testbed artefacts (6 drawn; imc24-fig04-measured needs the Δt sweep) + the ACK-ratio formula tables and
+    # claims (8, drawn) + ackfreq22-tab02 (not drawn) + 6 scan artefacts (no scan: placeholders), Table 5 (the CDN → AS
+    # mapping, drawn) and the scan claims (drawn, every claim unmeasured) + the 8 measured rethink / tcpquic artefacts
+    # (no rethink-satellite runs: placeholders) + the 8 measured ackfreq22 artefacts (no ackfreq22 path profile) + the
     # ACK-ratio senders' table (no long download: placeholder) + App. E's RFC 9002 agreement (no qlog with RTT samples:
     # placeholder)
     # Drawn from the runs: Table 3 and imc24's claims of it; the rest of the 16 artefacts the old summary called
@@ -44,10 +50,19 @@ def test_a_handshake_only_dataset_renders_what_it_can_and_says_what_not(tmp_path
     assert "imc24-tab02: nothing of the dataset's in it (no run it reads)" in rendering
     assert "ackfreq22-claims: 8 of 89 claims decided by formulas or the paper's tables, none measured" in rendering
     assert f"{out / 'rendering.txt'}:\n{rendering}" in done.stdout  # printed at the end of the run
-    assert "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths" in rendering
+    assert (
+        "ackfreq22-tab04: the dataset has no ok run of the 1 MB downloads over the emulated ackfreq22 paths"
+        in rendering
+    )
     assert "imc24-fig08: the dataset has no scan (config scan_dir)" in rendering
-    assert "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy" in rendering
-    assert "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms" in rendering
+    assert (
+        "ackfreq22-tab02: the dataset has no ok run transferring at least 1 MB with the client's default ACK policy"
+        in rendering
+    )
+    assert (
+        "imc24-fig05: the dataset has no ok run with ttfb_capture_ms of scenario 'amplification' at RTT 9 ms"
+        in rendering
+    )
     assert "imc24-fig04-measured: the dataset has no ok run of the Δt sweep" in rendering
     table3 = pl.read_csv(out / "tables" / "imc24-tab03.csv", infer_schema=False)
     assert table3.filter(pl.col("server") == "quinn").select("initial_1", "initial_3").row(0) == ("0.4", "no run")
@@ -175,5 +190,6 @@ def test_a_subset_with_a_hostile_title_renders_and_a_failed_artefact_still_leave
     assert failed.returncode != 0
     rendering = (out / "rendering.txt").read_text(encoding="utf-8")
     assert "\n    imc24-fig03: the dataset has no ok run of scenario 'noloss'" in rendering
-    assert f"\n    imc24-tab04: its job failed or did not run in this run (log: {out / 'logs' / 'render' / 'imc24-tab04.log'})" in rendering
+    log = out / "logs" / "render" / "imc24-tab04.log"
+    assert f"\n    imc24-tab04: its job failed or did not run in this run (log: {log})" in rendering
     assert "\n    imc24-tab03: " in rendering.split("not drawn (why)")[0]  # drawn

@@ -191,7 +191,11 @@ def _server_version(server: str, versions: dict[str, str]) -> str:
         return versions.get("quic-go", "quic-go unknown")
     try:
         package_version = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-server"], capture_output=True, text=True, check=True, encoding="utf-8"
+            ["dpkg-query", "-W", "-f=${Version}", "ngtcp2-server"],
+            capture_output=True,
+            text=True,
+            check=True,
+            encoding="utf-8",
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         package_version = "unknown"
@@ -228,7 +232,8 @@ def record(fixture: Fixture, www: Path, versions: dict[str, str]) -> dict:
         server_argv, server_env, server_stop_signal = _server_command(fixture, port, www, server_dir)
 
         tcpdump = subprocess.Popen(
-            ["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-B", str(CAPTURE_BUFFER_KIB), "-n", "-s", "0", "-w", str(pcap), f"udp port {port}"],
+            ["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-B", str(CAPTURE_BUFFER_KIB), "-n", "-s", "0",
+             "-w", str(pcap), f"udp port {port}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, encoding="utf-8",
         )  # fmt: skip
         server = None
@@ -370,7 +375,8 @@ def main() -> int:
                 if meta["capture"]["dropped_by_kernel"] == 0:
                     break
                 print(
-                    f"retry  {fixture.run_dir.relative_to(REPO)}: capture dropped {meta['capture']['dropped_by_kernel']}"
+                    f"retry  {fixture.run_dir.relative_to(REPO)}: capture dropped "
+                    f"{meta['capture']['dropped_by_kernel']}"
                 )
             size = sum(p.stat().st_size for p in fixture.run_dir.rglob("*") if p.is_file())
             print(

@@ -10,9 +10,10 @@ from .contract import DATABASE, B, Column, F, I, S, Table
 # dataset's runs used (``path_check.csv`` beside the raw folder), stored by ``quicack build-db --path-checks``.
 PATH_CHECKS = Table(
     "path_checks",
-    "One row per path profile (data/reference/path_profiles.csv) as the testbed emulated it, measured with plain UDP probes "
-    "by quicack.testbed.path_check on the machine that recorded the dataset: RTT, delivered rate and random loss per "
-    "direction, and how late the user-space impairment released packets. ackfreq22-tab01 sets them beside the profile.",
+    "One row per path profile (data/reference/path_profiles.csv) as the testbed emulated it, measured with plain UDP "
+    "probes by quicack.testbed.path_check on the machine that recorded the dataset: RTT, delivered rate and random "
+    "loss per direction, and how late the user-space impairment released packets. ackfreq22-tab01 sets them beside the "
+    "profile.",
     (
         Column("profile", S, "Path profile name (data/reference/path_profiles.csv)."),
         Column("rtt_min_ms", F, "Smallest RTT of 40 small echo probes, ms."),
@@ -51,13 +52,15 @@ PATH_CHECKS = Table(
 # stores inside the DuckDB file (quicack.provenance), so that every footnote names the data's origin.
 DATASET_DESCRIPTION = Table(
     "dataset_description",
-    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row per part of "
-    "the dataset ('runs': the testbed or QIR runs; 'scan': the scan measurements); kind 'unknown' when a part has none.",
+    "Where this dataset comes from, from its description file (dataset.yaml beside the raw folder): one row per part "
+    "of the dataset ('runs': the testbed or QIR runs; 'scan': the scan measurements); kind 'unknown' when a part has "
+    "none.",
     (
         Column(
             "part",
             S,
-            "Which tables the row describes: 'runs' (runs and every table keyed by run_id) or 'scan' (scan_connections, scan_truth).",
+            "Which tables the row describes: 'runs' (runs and every table keyed by run_id) or 'scan' "
+            "(scan_connections, scan_truth).",
         ),
         Column("name", S, "Name of the dataset (the runs' dataset column when it has no description)."),
         Column(
@@ -68,7 +71,8 @@ DATASET_DESCRIPTION = Table(
         Column(
             "recorded_with",
             pl.List(pl.Struct({"component": S, "version": S})),
-            "Software it was recorded with, in the file's order: component (testbed, kernel, implementation) and version.",
+            "Software it was recorded with, in the file's order: component (testbed, kernel, implementation) and "
+            "version.",
         ),
         Column("source", S, "Who published or recorded it."),
         Column("url", S, "Where it can be obtained."),
@@ -84,8 +88,8 @@ DATASET_DESCRIPTION = Table(
 RFC9002_AGREEMENT = Table(
     "rfc9002_agreement",
     "One row per implementation and vantage: how far the estimator state the implementation logged (qlog "
-    "recovery:metrics_updated) deviates from RFC 9002 recomputed from the same qlog's packets, over every RTT sample of "
-    "the dataset (estimator_agreement), the logging resolution, and the cause of the deviations beyond it.",
+    "recovery:metrics_updated) deviates from RFC 9002 recomputed from the same qlog's packets, over every RTT sample "
+    "of the dataset (estimator_agreement), the logging resolution, and the cause of the deviations beyond it.",
     (
         Column("implementation", S, "Implementation that wrote the qlogs."),
         Column("vantage", S, "'client' or 'server'."),
@@ -122,12 +126,14 @@ RFC9002_AGREEMENT = Table(
         Column(
             "within_resolution",
             B,
-            "True when every deviation is within the resolution's bound (smoothed_rtt and rttvar: 2 x resolution; PTO: 10 x).",
+            "True when every deviation is within the resolution's bound (smoothed_rtt and rttvar: 2 x resolution; PTO: "
+            "10 x).",
         ),
         Column(
             "explanation",
             S,
-            "'within logging resolution', or the cause(s) of the larger deviations with their evidence (qlog lines, the implementation's source); from src/quicack/metrics/rfc9002_deviations.csv.",
+            "'within logging resolution', or the cause(s) of the larger deviations with their evidence (qlog lines, "
+            "the implementation's source); from src/quicack/metrics/rfc9002_deviations.csv.",
         ),
     ),
     written_by=(DATABASE,),

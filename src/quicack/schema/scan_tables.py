@@ -13,13 +13,15 @@ SCAN_CONNECTIONS = Table(
         Column(
             "scan_id",
             S,
-            "Measurement: '<vantage_point>/<measurement folder name>' (the authors' layout <root>/<vantage_point>/data/<ISO timestamp>/).",
+            "Measurement: '<vantage_point>/<measurement folder name>' (the authors' layout "
+            "<root>/<vantage_point>/data/<ISO timestamp>/).",
         ),
         Column("vantage_point", S, "Where the scan ran: the <vantage_point> folder of the layout."),
         Column(
             "measurement_time",
             S,
-            "Start of the measurement from its folder name (date -Ins), as ISO 8601 in UTC with nanoseconds; null when the folder name is not a timestamp.",
+            "Start of the measurement from its folder name (date -Ins), as ISO 8601 in UTC with nanoseconds; null when "
+            "the folder name is not a timestamp.",
         ),
         Column("measurement_time_ns", I, "The same instant as Unix epoch nanoseconds."),
         Column(
@@ -30,12 +32,14 @@ SCAN_CONNECTIONS = Table(
         Column(
             "target_id",
             I,
-            "QScanner's targetid: 0-based line of the target in the scanner input (null: a captured connection no input or QScanner file names).",
+            "QScanner's targetid: 0-based line of the target in the scanner input (null: a captured connection no "
+            "input or QScanner file names).",
         ),
         Column(
             "scid",
             S,
-            "The client's Source Connection ID in hex: QScanner's scid ({targetid:016x}), the key joining captured packets to targets.",
+            "The client's Source Connection ID in hex: QScanner's scid ({targetid:016x}), the key joining captured "
+            "packets to targets.",
         ),
         Column("sni", S, "Server name: from targets, else from the captured ClientHello, else QScanner's hostname."),
         Column(
@@ -52,17 +56,20 @@ SCAN_CONNECTIONS = Table(
         Column(
             "origin_asn",
             I,
-            "Origin AS of server_address by longest prefix match in the prefix→AS file given (pyasn ipasn or prefix,asn CSV); null without one or when unrouted.",
+            "Origin AS of server_address by longest prefix match in the prefix→AS file given (pyasn ipasn or "
+            "prefix,asn CSV); null without one or when unrouted.",
         ),
         Column(
             "cdn",
             S,
-            "CDN of origin_asn by data/reference/cdn_asn.csv (imc24 Table 5), 'Others' for any other or unrouted AS; null without a prefix→AS file.",
+            "CDN of origin_asn by data/reference/cdn_asn.csv (imc24 Table 5), 'Others' for any other or unrouted AS; "
+            "null without a prefix→AS file.",
         ),
         Column(
             "success",
             B,
-            "QScanner completed the handshake without error (handshakeTime set, errorMessage empty); null when quic_connection_info.csv has no row for it.",
+            "QScanner completed the handshake without error (handshakeTime set, errorMessage empty); null when "
+            "quic_connection_info.csv has no row for it.",
         ),
         Column("error_message", S, "QScanner's errorMessage (null when none)."),
         Column("handshake_duration_ms", F, "QScanner's handshakeDuration (ms, whole milliseconds)."),
@@ -79,7 +86,9 @@ SCAN_CONNECTIONS = Table(
         Column(
             "first_datagram_class",
             S,
-            "'iack' (an Initial ACK in a server datagram before the one with the ServerHello), 'coalesced' (first Initial ACK and ServerHello in one datagram), 'sh_first' (ServerHello before any Initial ACK; the authors count these as IACK), 'no_sh' (no ServerHello captured); null without packet data.",
+            "'iack' (an Initial ACK in a server datagram before the one with the ServerHello), 'coalesced' (first "
+            "Initial ACK and ServerHello in one datagram), 'sh_first' (ServerHello before any Initial ACK; the authors "
+            "count these as IACK), 'no_sh' (no ServerHello captured); null without packet data.",
         ),
         Column(
             "ack_time_ms",
@@ -94,18 +103,22 @@ SCAN_CONNECTIONS = Table(
         Column(
             "ack_to_sh_ms",
             F,
-            "sh_time_ms - ack_time_ms: the IACK-to-ServerHello delay (0 when coalesced, negative when the ServerHello came first).",
+            "sh_time_ms - ack_time_ms: the IACK-to-ServerHello delay (0 when coalesced, negative when the ServerHello "
+            "came first).",
         ),
         Column(
             "first_ack_delay_ms",
             F,
-            "ACK Delay field of the first server Initial ACK, decoded with exponent 3 (first_ack_delay_exponent): the client cannot know the server's exponent yet (it comes in EncryptedExtensions), quic-go decodes it so, and so did the imc24 authors.",
+            "ACK Delay field of the first server Initial ACK, decoded with exponent 3 (first_ack_delay_exponent): the "
+            "client cannot know the server's exponent yet (it comes in EncryptedExtensions), quic-go decodes it so, "
+            "and so did the imc24 authors.",
         ),
         Column("first_ack_delay_exponent", I, "Exponent applied to first_ack_delay_ms (3)."),
         Column(
             "first_ack_delay_advertised_ms",
             F,
-            "The same field decoded with the server's advertised ack_delay_exponent (RFC 9000 §19.3 reading); equals first_ack_delay_ms when that is 3.",
+            "The same field decoded with the server's advertised ack_delay_exponent (RFC 9000 §19.3 reading); equals "
+            "first_ack_delay_ms when that is 3.",
         ),
         Column("server_ack_delay_exponent", I, "ack_delay_exponent the server advertised (quic_shared_config.csv)."),
         Column("server_max_ack_delay_ms", F, "max_ack_delay the server advertised (quic_shared_config.csv)."),
@@ -123,12 +136,14 @@ SCAN_CONNECTIONS = Table(
         Column(
             "iack_padded",
             B,
-            "For class 'iack': the instant ACK's datagram is padded (PADDING frames or trailing zeros); null for other classes.",
+            "For class 'iack': the instant ACK's datagram is padded (PADDING frames or trailing zeros); null for other "
+            "classes.",
         ),
         Column(
             "rtt_estimate_ms",
             F,
-            "Path RTT estimate: first Initial ACK's capture time minus that of the client Initial it acknowledges as largest, minus first_ack_delay_ms.",
+            "Path RTT estimate: first Initial ACK's capture time minus that of the client Initial it acknowledges as "
+            "largest, minus first_ack_delay_ms.",
         ),
         Column("cf_ray", S, "Cf-Ray response header (http_header.csv), if any."),
         Column("cf_ray_pop", S, "Cloudflare PoP: the IATA code ending cf_ray (e.g. 'HAM')."),
@@ -147,14 +162,16 @@ SCAN_TRUTH = Table(
         Column(
             "emulated_time",
             S,
-            "The emulated time of the measurement (ISO 8601, UTC): the folder's name; packet times are the recording's wall clock.",
+            "The emulated time of the measurement (ISO 8601, UTC): the folder's name; packet times are the recording's "
+            "wall clock.",
         ),
         Column("sni", S, "Domain the target was configured for."),
         Column("site", S, "Frontend site that answers the target from this vantage point."),
         Column(
             "server_kind",
             S,
-            "'aioquic-cdn-frontend' (instant ACK on a certificate-cache miss), 'quic-go', 'ngtcp2' or 'quinn' (unmodified servers).",
+            "'aioquic-cdn-frontend' (instant ACK on a certificate-cache miss), 'quic-go', 'ngtcp2' or 'quinn' "
+            "(unmodified servers).",
         ),
         Column("cdn", S, "CDN the frontend plays."),
         Column("asn", I, "AS the emulated address plan gives the target's prefix."),
@@ -166,13 +183,15 @@ SCAN_TRUTH = Table(
         Column(
             "cache_state",
             S,
-            "The frontend's own decision for this connection: 'hit', 'miss_started', 'miss_joined', 'none' (not a caching frontend), 'no_decision'.",
+            "The frontend's own decision for this connection: 'hit', 'miss_started', 'miss_joined', 'none' (not a "
+            "caching frontend), 'no_decision'.",
         ),
         Column("warmed_by_load", B, "The emulated user load connected to this domain just before the measurement."),
         Column(
             "expected_class",
             S,
-            "The first-datagram class the configuration implies: 'iack', 'coalesced', 'no_sh' ('unknown' without a decision).",
+            "The first-datagram class the configuration implies: 'iack', 'coalesced', 'no_sh' ('unknown' without a "
+            "decision).",
         ),
     ),
     written_by=(SCAN,),

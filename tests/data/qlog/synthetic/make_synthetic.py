@@ -182,20 +182,51 @@ def quic_go_draft02() -> str:
                         "common_fields": {"ODCID": DCID, "group_id": DCID, "reference_time": 1763700000000.5,
                                           "time_format": "relative"}}}
     events = [
-        {"time": 0.031, "name": "transport:packet_sent", "data": {
-            "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 1252, "payload_length": 1206},
-            "frames": [{"frame_type": "crypto", "offset": 0, "length": 286}, {"frame_type": "padding", "length": 916}]}},
-        {"time": 20.531, "name": "transport:packet_received", "data": {
-            "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 181},
-            "frames": [{"frame_type": "ack", "acked_ranges": [[0, 0]]},
-                       {"frame_type": "crypto", "offset": 0, "length": 90}]}},
-        {"time": 20.6, "name": "recovery:metrics_updated", "data": {
-            "min_rtt": 20.5, "smoothed_rtt": 20.5, "latest_rtt": 20.5, "rtt_variance": 10.25,
-            "congestion_window": 32000, "bytes_in_flight": 0}},
-        {"time": 41.0, "name": "transport:packet_received", "data": {
-            "header": {"packet_type": "1RTT", "packet_number": 1, "packet_size": 60},
-            "frames": [{"frame_type": "handshake_done"}, {"frame_type": "ack", "ack_delay": 0.5,
-                                                           "acked_ranges": [[0, 1]]}]}},
+        {
+            "time": 0.031,
+            "name": "transport:packet_sent",
+            "data": {
+                "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 1252, "payload_length": 1206},
+                "frames": [
+                    {"frame_type": "crypto", "offset": 0, "length": 286},
+                    {"frame_type": "padding", "length": 916},
+                ],
+            },
+        },
+        {
+            "time": 20.531,
+            "name": "transport:packet_received",
+            "data": {
+                "header": {"packet_type": "initial", "packet_number": 0, "packet_size": 181},
+                "frames": [
+                    {"frame_type": "ack", "acked_ranges": [[0, 0]]},
+                    {"frame_type": "crypto", "offset": 0, "length": 90},
+                ],
+            },
+        },
+        {
+            "time": 20.6,
+            "name": "recovery:metrics_updated",
+            "data": {
+                "min_rtt": 20.5,
+                "smoothed_rtt": 20.5,
+                "latest_rtt": 20.5,
+                "rtt_variance": 10.25,
+                "congestion_window": 32000,
+                "bytes_in_flight": 0,
+            },
+        },
+        {
+            "time": 41.0,
+            "name": "transport:packet_received",
+            "data": {
+                "header": {"packet_type": "1RTT", "packet_number": 1, "packet_size": 60},
+                "frames": [
+                    {"frame_type": "handshake_done"},
+                    {"frame_type": "ack", "ack_delay": 0.5, "acked_ranges": [[0, 1]]},
+                ],
+            },
+        },
     ]
     return "".join(json.dumps(r) + "\n" for r in [header, *events])
 
