@@ -15,6 +15,9 @@ import pytest
 from quicack.storage.database import connect
 
 REPO = Path(__file__).resolve().parent.parent
+# The shared folder beside the project (../shared, as in CI): the papers' texts and real files of other tools;
+# QUICACK_SHARED names another place.
+SHARED = Path(os.environ.get("QUICACK_SHARED", REPO.parent / "shared"))
 QLOG_FIXTURES = REPO / "tests" / "data" / "qlog"
 
 

@@ -25,7 +25,7 @@ from quicack.pcap.capture_file import ReadIssue, TlsKeylogSecrets, UdpDatagram, 
 from quicack.pcap.decoder_engine import compiled_engine
 from quicack.pcap.lane_bridge import open_lane, read_udp_through_lane
 from quicack.reading.limits import DEFAULT_LIMITS, Limits
-from tests.conftest import SAMPLE_RAW
+from tests.conftest import SAMPLE_RAW, SHARED
 
 ENGINE = compiled_engine()
 pytestmark = pytest.mark.skipif(ENGINE is None, reason="quicack_core is not built (install.sh builds it)")
@@ -45,7 +45,7 @@ def _is_pcapng(path: Path) -> bool:
 
 
 def _pcapng_captures() -> list[Path]:
-    roots = [DATA, Path("/work/shared/fixtures"), ROOT / "data" / "scan", SAMPLE_RAW]
+    roots = [DATA, SHARED / "fixtures", ROOT / "data" / "scan", SAMPLE_RAW]
     names = ("*.pcapng", "*.pcap", "*.pcap.zst", "*.pcap.gz", "*.pcapng.zst", "*.pcapng.gz")
     found = {path for root in roots if root.is_dir() for name in names for path in root.rglob(name)}
     return sorted(path for path in found if _is_pcapng(path))

@@ -8,7 +8,6 @@ compatibility forms (ligatures) only, so a quote is the text file's words, extra
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -16,8 +15,8 @@ import polars as pl
 import pytest
 
 from quicack.reference import QUOTE, REFERENCE_DIR, comparable_text
+from tests.conftest import SHARED
 
-SHARED = Path(os.environ.get("QUICACK_SHARED", REFERENCE_DIR.parents[2] / "shared"))
 PAPERS = SHARED / "papers"
 
 # Each paper's text files (../shared/README.md): imc24's paper and its talk slides, the others one file each.
