@@ -53,7 +53,12 @@ extras=""
 # The embedded dataset is kept in git as one archive (quicack.layout.archive); the pipeline, the tests and the
 # testbed read the raw folder it unpacks to: in the user's cache (~/.cache/quicack), linked as data/sample/raw, so
 # that data/ holds only what git tracks (a folder of one's own recordings there is left alone).
-"$python" -m quicack.layout.archive unpack --cached data/sample/raw.tar.xz data/sample/raw
+"$python" -m quicack.layout.archive unpack --cached data/sample data/sample/raw
+# The dataset recorded under the papers' conditions (config/paper.yaml, data/paper/README.md), kept as one archive
+# per whole part of its recording, unpacked the same way.
+if compgen -G "data/paper/*.tar.xz*" >/dev/null; then
+  "$python" -m quicack.layout.archive unpack --cached data/paper data/paper/raw
+fi
 
 # The compiled core of the capture decoder and the qlog reader (rust/quicack_core: pyo3 + RustCrypto, built by
 # maturin, pinned in its pyproject.toml; crates pinned by its Cargo.lock) needs Rust >= its Cargo.toml's

@@ -5,6 +5,7 @@ reads must be the same after the cut."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import polars as pl
 
 from quicack.pcap.decode import decode_capture
 from quicack.qlog import read_qlog
+from quicack.testbed import reduce
 from quicack.testbed.reduce import cut_frames_not_from, keep_qlog_events
 
 RUN = (
@@ -92,3 +94,40 @@ def test_a_json_seq_qlog_cut_mid_record_keeps_the_cut_record_for_the_reader_hand
     assert result.packets.filter(pl.col("event") == "received").height > 10
     assert result.packets.filter(pl.col("event") == "sent").is_empty()
     assert result.ingest_issues["message"].str.contains("cut").any()
+
+
+TCP_RUN = (Path(__file__).parent / "data" / "tcp" / "raw" / "linux-tcp_linux-tcp"
+           / "ack_ratio-none-rtt40ms-200KB-tcp-ar2")  # fmt: skip
+# A 10 MB transfer recorded without captures (the client's qlog and keylog), from the embedded dataset.
+QLOG_ONLY_RUN = (Path(__file__).resolve().parents[1] / "data" / "sample" / "raw" / "quic-go_aioquic"
+                 / "transfer-wfc-rtt100ms-10MB-h3" / "1")  # fmt: skip
+
+
+def test_a_cut_after_recording_removes_the_file_and_says_so_leaving_hard_linked_copies_alone(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(TCP_RUN / "1", run, copy_function=os.link)  # hard links, as the repacking's copy of a dataset
+    before = (run / "run.json").read_text(encoding="utf-8")
+    assert reduce.drop_server_side_capture(run, "to make room") is True
+    assert not (run / "sim" / "trace_node_right.pcap.gz").exists()
+    assert (run / "sim" / "trace_node_left.pcap.gz").exists()
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert record["testbed"]["server_side_capture"] is False
+    assert record["testbed"]["cut_after_recording"] == ["to make room"]
+    # the original's files are untouched: the run.json was replaced, the capture unlinked
+    assert (TCP_RUN / "1" / "run.json").read_text(encoding="utf-8") == before
+    assert (TCP_RUN / "1" / "sim" / "trace_node_right.pcap.gz").exists()
+    assert reduce.drop_server_side_capture(run, "again") is False
+    # a run with a capture keeps its keylog (TCP has none either way)
+    assert reduce.drop_unused_keylog(run, "no capture") is False
+
+
+def test_a_run_without_captures_loses_its_keylog_which_decrypts_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(QLOG_ONLY_RUN, run)
+    assert (run / "client" / "keys.log").is_file() and not (run / "sim").exists()
+    qlogs = sorted((run / "client" / "qlog").iterdir())
+    assert reduce.drop_unused_keylog(run, "no capture") is True
+    assert not (run / "client" / "keys.log").exists() and sorted((run / "client" / "qlog").iterdir()) == qlogs
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert record["testbed"]["keylog_kept"] is False and record["testbed"]["cut_after_recording"] == ["no capture"]
+    assert reduce.drop_unused_keylog(run, "again") is False

@@ -16,7 +16,7 @@ from quicack.config_check import config_problems
 from quicack.jobs.job_inputs import WorkflowInputs
 from quicack.layout import group_from_key, group_key, run_groups
 from quicack.layout.archive import check_raw
-from quicack.layout.archive import parts as archive_parts
+from quicack.layout.archive import dataset_archives
 from quicack.layout.scan_folders import scan_parts
 from quicack.reading.limits import limit_arguments, limits_from_mapping
 from quicack.schema import DERIVE, INGEST, SCAN, tables_written_by
@@ -49,14 +49,14 @@ CONDA_ENV = "../../environment.yml"
 
 DATASET = config["dataset"]
 RAW = Path(config["raw_dir"])
-if not RAW.is_dir() and archive_parts(Path(f"{RAW}.tar.xz")):
+if not RAW.is_dir() and RAW.parent.is_dir() and dataset_archives(RAW.parent):
     raise WorkflowError(
         f"raw_dir {RAW} is not unpacked yet: bash install.sh, or "
-        f"python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}"
+        f"python -m quicack.layout.archive unpack --cached {RAW.parent} {RAW}"
     )
 # An unpack that did not finish is never read as the dataset (quicack.layout.archive: its marker lists every file).
 if RAW.is_dir() and (unfinished := check_raw(RAW)):
-    raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW}.tar.xz {RAW}")
+    raise WorkflowError(f"raw_dir: {unfinished}: bash install.sh, or python -m quicack.layout.archive unpack --cached {RAW.parent} {RAW}")
 RESULTS = Path(config["results_dir"]) / DATASET
 PARQUET = RESULTS / "parquet"
 # The database readers open, and its receipt: the database rule declares the receipt as its output, never the

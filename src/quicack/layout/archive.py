@@ -3,16 +3,21 @@ parts ``raw.tar.xz.00``, ``.01``, ... of at most 9 MB each).
 
 Thousands of small run files cost a file-system block and a folder entry each, and every gzip stream is compressed
 on its own; one xz stream over the whole folder, with each ``.gz`` file stored decompressed, shares what runs have
-in common (headers, handshakes, qlog keys): the embedded 81.3 MB of files become 51.6 MB. ``install.sh`` unpacks it, the
+in common (headers, handshakes, qlog keys): the embedded 68.5 MB of files become 46.0 MB. ``install.sh`` unpacks it, the
 ``.gz`` files compressed again (gzip level 9, no timestamp), into the user's cache
 (``$XDG_CACHE_HOME/quicack/<archive sha256>/raw``, default ``~/.cache``: shared by every checkout of the same
 archive, outside the repository) and links ``data/sample/raw`` to it (git ignores that link), so the pipeline, the
 tests and the testbed see the usual raw layout (quicack.layout.runs) at the usual path while ``data/`` holds only
 what git tracks.
 
-    python -m quicack.layout.archive unpack --cached data/sample/raw.tar.xz data/sample/raw
+    python -m quicack.layout.archive unpack --cached data/sample data/sample/raw     # every archive of data/sample
     python -m quicack.layout.archive unpack data/sample/raw.tar.xz /some/folder       # a plain folder, no cache
     python -m quicack.layout.archive pack data/sample/raw data/sample/raw.tar.xz    # after recording more runs
+
+A dataset may be kept as several archives in one folder, unpacked into one raw folder: ``raw.tar.xz`` (first, where
+there is one) and the whole parts of a recording made over several sessions (``data/paper/part-A1.tar.xz``, ...:
+quicack.testbed.parts packs them), so that adding runs adds an archive to git instead of rewriting the whole
+dataset's. No file may be in two of them.
 
 ``unpack`` leaves a raw folder alone that it did not make (a folder of one's own recordings) and one it made from
 this very archive, whole; a marker file, written last, records which archive a folder came from and every file it
@@ -31,10 +36,12 @@ import os
 import shutil
 import sys
 import tarfile
+from collections.abc import Iterable, Sequence
 from glob import escape as glob_escape
 from pathlib import Path, PurePosixPath
 
 GZIP_SUFFIX = ".gz"
+BASE_ARCHIVE = "raw.tar.xz"  # a dataset's first archive; whole parts of later recordings are kept beside it
 # PAX header of a member that was a .gz file: unpack compresses it again under its old name.
 GZIPPED_HEADER = "QUICACK.gzipped"
 MARKER = ".unpacked-from"  # in the raw folder: the sha256 of the archive it was unpacked from
@@ -49,6 +56,18 @@ PART_BYTES = 9_000_000
 
 class ArchiveError(ValueError):
     """The archive cannot be read or would write outside the raw folder."""
+
+
+def dataset_archives(folder: Path) -> list[Path]:
+    """The archives kept in ``folder`` (each ``*.tar.xz`` whole or as numbered parts): ``raw.tar.xz`` first, then the
+    others by name."""
+    names = {path.name.rsplit(".", 1)[0] if path.suffix[1:].isdigit() else path.name
+             for path in folder.glob("*.tar.xz*") if path.name.endswith(".tar.xz") or path.suffix[1:].isdigit()}
+    return [folder / name for name in sorted(names, key=lambda name: (name != BASE_ARCHIVE, name))]
+
+
+def _archive_list(archives: Path | Sequence[Path]) -> list[Path]:
+    return [archives] if isinstance(archives, Path) else list(archives)
 
 
 def parts(archive: Path) -> list[Path]:
@@ -98,6 +117,18 @@ def _sha256(archive: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
+def _identity(archives: list[Path]) -> str:
+    """What a raw folder's marker names: one archive's sha256, or the sha256 of the archives' sha256s in order."""
+    digests = [_sha256(archive) for archive in archives]
+    if len(digests) == 1:
+        return digests[0]
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
+def _names(archives: list[Path]) -> str:
+    return " + ".join(archive.name for archive in archives)
+
+
 def _split(archive: Path, part_bytes: int) -> None:
     """Store a finished ``archive`` as numbered parts if it is larger than ``part_bytes``."""
     for old in archive.parent.glob(archive.name + ".[0-9][0-9]"):  # the parts of an earlier pack
@@ -110,11 +141,19 @@ def _split(archive: Path, part_bytes: int) -> None:
     archive.unlink()
 
 
-def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PART_BYTES) -> int:
-    """Write every file below ``raw`` into ``archive`` (sorted, no owners or times: the same folder gives the same
+def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PART_BYTES,
+         only: Iterable[str] | None = None) -> int:
+    """Write every file below ``raw`` (when ``only`` is given, only those paths relative to ``raw``: folders, with
+    every file below them, or files) into ``archive`` (sorted, no owners or times: the same folder gives the same
     bytes), ``.gz`` files decompressed, in parts of ``part_bytes`` if larger; returns the number of files."""
-    files = sorted(p for p in raw.rglob("*") if p.is_file() and p.name != MARKER)
+    roots = [raw] if only is None else [raw / path for path in only]
+    missing = [root for root in roots if not root.exists()]
+    if missing:
+        raise ArchiveError(f"{missing[0]}: nothing there to pack")
+    found = {p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))}
+    files = sorted(p for p in found if p.is_file() and p.name != MARKER)
     partial = archive.with_name(archive.name + ".partial")
+    archive.parent.mkdir(parents=True, exist_ok=True)
     with (
         lzma.open(partial, "wb", preset=preset) as xz,
         tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar,
@@ -134,36 +173,41 @@ def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PA
     return len(files)
 
 
-def unpack(archive: Path, raw: Path, owned: bool = False) -> str:
-    """Unpack ``archive`` into ``raw`` unless ``raw`` already holds it whole or holds runs of its own; what was done.
+def unpack(archives: Path | Sequence[Path], raw: Path, owned: bool = False) -> str:
+    """Unpack ``archives`` (one, or a dataset's several: ``dataset_archives``) into ``raw`` unless ``raw`` already
+    holds them whole or holds runs of its own; what was done.
 
     The files are written into a staging folder beside ``raw`` and checked against the archive's members (every one
     there, with its size) before the marker, naming the archive and listing every file with its size, is written
     last and the folder renamed into place: a killed unpack leaves only a staging folder, which the next unpack
     removes, never a partial ``raw``. ``owned``: ``raw`` is quicack's own (the cache), so a folder there without a
     valid marker is a partial unpack of an earlier version and is replaced, not kept as someone's runs."""
-    wanted = _sha256(archive)
+    archives = _archive_list(archives)
+    name = _names(archives)
+    wanted = _identity(archives)
     state = unpacked_state(raw, wanted)
     if state == COMPLETE:
-        return f"{raw} holds {archive.name} already"
+        return f"{raw} holds {name} already"
     if state == FOREIGN and not owned:
-        return f"{raw} has runs not unpacked from {archive.name}: left as it is"
+        return f"{raw} has runs not unpacked from {name}: left as it is"
     raw.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_staging(raw)
     staging = raw.with_name(f".{raw.name}{STAGING}{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        manifest = _extract(archive, staging)
+        manifest: dict[str, int] = {}
+        for archive in archives:
+            manifest |= _extract(archive, staging, already=manifest)
         missing = _missing(staging, manifest)
         if missing:
-            raise ArchiveError(f"{archive}: {len(missing)} of {len(manifest)} files missing or of the wrong size "
+            raise ArchiveError(f"{name}: {len(missing)} of {len(manifest)} files missing or of the wrong size "
                                f"after unpacking (first: {missing[0]})")
         (staging / MARKER).write_text(_marker_text(wanted, manifest), encoding="utf-8")  # last: the folder is complete
         _swap_in(staging, raw, wanted)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     repaired = "" if state == ABSENT else f" (replacing {'an incomplete' if state != STALE else 'an earlier'} unpack)"
-    return f"unpacked {len(manifest)} files of {archive.name} into {raw}{repaired}"
+    return f"unpacked {len(manifest)} files of {name} into {raw}{repaired}"
 
 
 # What a folder is to `unpack`.
@@ -212,8 +256,11 @@ def _missing(raw: Path, manifest: dict[str, int]) -> list[str]:
     return missing
 
 
-def _extract(archive: Path, staging: Path) -> dict[str, int]:
-    """Every member of ``archive`` into ``staging`` (``.gz`` members compressed again); relative path -> size."""
+def _extract(archive: Path, staging: Path, already: dict[str, int] | None = None) -> dict[str, int]:
+    """Every member of ``archive`` into ``staging`` (``.gz`` members compressed again); relative path -> size.
+    ``already``: the files earlier archives of the same dataset unpacked there; a member among them is an error (two
+    archives would each say what the file holds)."""
+    earlier = already or {}
     manifest: dict[str, int] = {}
     try:
         with _open_parts(archive) as stored, lzma.open(stored, "rb") as xz, \
@@ -230,6 +277,8 @@ def _extract(archive: Path, staging: Path) -> dict[str, int]:
                         gzip.compress(data, compresslevel=9, mtime=0),
                         target.with_name(target.name + GZIP_SUFFIX),
                     )
+                if target.relative_to(staging).as_posix() in earlier:
+                    raise ArchiveError(f"{archive}: {member.name} is in an earlier archive of the dataset too")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
                 manifest[target.relative_to(staging).as_posix()] = len(data)
@@ -289,16 +338,17 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "quicack"
 
 
-def unpack_cached(archive: Path, link: Path, cache: Path | None = None) -> str:
-    """Unpack ``archive`` into ``<cache>/<its sha256>/raw`` (once for all checkouts) and make ``link`` a symbolic
+def unpack_cached(archives: Path | Sequence[Path], link: Path, cache: Path | None = None) -> str:
+    """Unpack ``archives`` into ``<cache>/<their sha256>/raw`` (once for all checkouts) and make ``link`` a symbolic
     link to it. ``link`` as a real folder is replaced only when it is an earlier unpack of an archive (its marker);
     a folder of one's own runs is left alone."""
-    target = (cache or cache_root()) / _sha256(archive)[:32] / "raw"
+    archives = _archive_list(archives)
+    target = (cache or cache_root()) / _identity(archives)[:32] / "raw"
     if link.is_dir() and not link.is_symlink():
         if not (link / MARKER).is_file():
-            return f"{link} has runs not unpacked from {archive.name}: left as it is"
+            return f"{link} has runs not unpacked from {_names(archives)}: left as it is"
         shutil.rmtree(link)  # an unpack in place (before the cache): the cached copy replaces it
-    done = unpack(archive, target, owned=True)
+    done = unpack(archives, target, owned=True)
     if link.is_symlink() and link.readlink() == target:
         return done
     link.unlink(missing_ok=True)
@@ -313,18 +363,22 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("pack", help="a raw folder -> one .tar.xz")
     p.add_argument("raw", type=Path)
     p.add_argument("archive", type=Path)
-    u = commands.add_parser("unpack", help="a .tar.xz -> a raw folder (left alone when it holds it or runs of its own)")
-    u.add_argument("archive", type=Path)
+    u = commands.add_parser("unpack",
+                            help="archives -> one raw folder (left alone when it holds them or runs of its own)")
+    u.add_argument("archives", type=Path, nargs="+",
+                   help="each a .tar.xz or a folder of them (a dataset's: raw.tar.xz and its later parts)")
     u.add_argument("raw", type=Path)
     u.add_argument("--cached", action="store_true", help="unpack into the user's cache and make RAW a link to it")
     args = parser.parse_args(argv)
     try:
         if args.command == "pack":
             print(f"packed {pack(args.raw, args.archive)} files of {args.raw} into {args.archive}")
-        elif args.cached:
-            print(unpack_cached(args.archive, args.raw))
         else:
-            print(unpack(args.archive, args.raw))
+            archives = [found for given in args.archives
+                        for found in (dataset_archives(given) if given.is_dir() else [given])]
+            if not archives:
+                raise ArchiveError(f"no archive in {' '.join(map(str, args.archives))}")
+            print(unpack_cached(archives, args.raw) if args.cached else unpack(archives, args.raw))
     except (ArchiveError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -107,3 +107,43 @@ def keep_qlog_events(qlog: Path, names: Collection[str]) -> int:
         dropped += len(events) - len(trace["events"])
     _write(qlog, json.dumps(document, separators=(",", ":")).encode())
     return dropped
+
+
+def _record_cut(run_dir: Path, why: str, **settings: object) -> None:
+    """Append ``why`` to run.json's ``testbed.cut_after_recording`` and set ``settings`` in ``testbed``; the file is
+    replaced, never written through: the run folder may share it with another copy (hard links)."""
+    record_path = run_dir / "run.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    testbed = record.setdefault("testbed", {})
+    testbed.update(settings)
+    testbed["cut_after_recording"] = [*testbed.get("cut_after_recording", []), why]
+    replacement = record_path.with_name(record_path.name + ".new")
+    replacement.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    replacement.replace(record_path)
+
+
+def drop_server_side_capture(run_dir: Path, why: str) -> bool:
+    """Remove a recorded run's server-side capture (``sim/trace_node_right.pcap[.gz]``) and say so in its run.json
+    (``testbed.server_side_capture`` false, ``why`` in ``testbed.cut_after_recording``); False when it had none."""
+    captures = [path for name in ("trace_node_right.pcap", "trace_node_right.pcap.gz")
+                if (path := run_dir / "sim" / name).is_file()]  # fmt: skip
+    if not captures:
+        return False
+    for path in captures:
+        path.unlink()  # unlinked, not truncated: a hard-linked copy elsewhere keeps it
+    _record_cut(run_dir, why, server_side_capture=False)
+    return True
+
+
+def drop_unused_keylog(run_dir: Path, why: str) -> bool:
+    """Remove the client's TLS keylog of a run without captures (nothing it could decrypt: the qlog is in clear) and
+    say so in its run.json (``testbed.keylog_kept`` false); False when the run has a capture or no keylog."""
+    if any((run_dir / "sim").glob("*.pcap*")):
+        return False
+    keylogs = [path for path in (run_dir / "client").glob("*") if path.name in ("keys.log", "keylog.txt")]
+    if not keylogs:
+        return False
+    for path in keylogs:
+        path.unlink()
+    _record_cut(run_dir, why, keylog_kept=False)
+    return True

@@ -1,0 +1,93 @@
+"""Pack one whole part of a long recording as its own archive in its dataset's folder.
+
+A recording longer than a session (config/testbed_paper_conditions.yaml: ~19,800 runs) is split into parts (the
+blocks' ``part``); each part, once every one of its groups is recorded, becomes one archive in the dataset's folder
+(``data/paper/part-<part>.tar.xz``), which ``quicack.layout.archive`` unpacks with the folder's other archives into
+one raw folder. Adding a part thus adds its own few MB to git history instead of rewriting the whole dataset.
+
+    python -m quicack.testbed.parts --config config/testbed_paper_conditions.yaml --part A1 --into data/paper
+
+Only the part's group folders are packed: a server/client pair's calibration file
+(``client_flight_calibration.json``) stays out, because the embedded dataset may hold that pair's own and each run's
+``run.json`` records the calibration it was recorded with (``drop_calibration``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from quicack.layout.archive import ArchiveError, pack
+from quicack.testbed.reduce import drop_unused_keylog
+from quicack.testbed.run import GROUP_JSON, load_config
+from quicack.testbed.scenarios import RunGroup, expand, in_part
+
+ARCHIVE_PREFIX = "part-"  # <prefix><part>.tar.xz in the dataset's folder
+
+
+def part_groups(testbed_cfg: dict, part: str) -> list[RunGroup]:
+    """The run groups of ``part``; ValueError when the config has no such part."""
+    groups = [group for group in expand(testbed_cfg) if in_part(group, part)]
+    if not groups:
+        parts = sorted({group.extra["part"] for group in expand(testbed_cfg) if group.extra.get("part")})
+        raise ValueError(f"no part {part!r} in the config (parts: {', '.join(parts) or 'none'})")
+    return groups
+
+
+def unfinished(groups: list[RunGroup], raw: Path) -> list[str]:
+    """The groups not yet recorded whole under ``raw``: no group.json (written when the group ends) or fewer runs
+    in it or repetition folders than the group records (a failed run is recorded as data and counts)."""
+    problems = []
+    for group in groups:
+        folder = raw / group.key
+        if not (folder / GROUP_JSON).is_file():
+            problems.append(f"{group.key}: not recorded (no {GROUP_JSON})")
+            continue
+        recorded = json.loads((folder / GROUP_JSON).read_text(encoding="utf-8"))
+        folders = sum(1 for child in folder.iterdir() if child.is_dir() and child.name.isdigit())
+        repetitions = min(folders, len(recorded.get("runs", [])))
+        if repetitions < group.repetitions:
+            problems.append(f"{group.key}: {repetitions} of {group.repetitions} repetitions")
+    return problems
+
+
+KEYLOG_WHY = ("the client's TLS keylog removed before the part was packed (quicack.testbed.parts): the run keeps no "
+              "capture it could decrypt")
+
+
+def pack_part(testbed_cfg: dict, part: str, raw: Path, into: Path) -> tuple[Path, int]:
+    """Pack the part's groups under ``raw`` into ``<into>/part-<part>.tar.xz``; (archive, files). ArchiveError
+    when a group is not whole: a part is committed when whole. A run without captures loses its client keylog first
+    (``reduce.drop_unused_keylog``, said in its run.json): ~10 % of such a run's archived bytes, decrypting nothing."""
+    groups = part_groups(testbed_cfg, part)
+    if problems := unfinished(groups, raw):
+        raise ArchiveError(f"part {part} is not whole ({len(problems)} of {len(groups)} groups): "
+                           + "; ".join(problems[:5]))
+    for group in groups:
+        for run in sorted(p for p in (raw / group.key).iterdir() if p.is_dir() and p.name.isdigit()):
+            drop_unused_keylog(run, KEYLOG_WHY)
+    archive = into / f"{ARCHIVE_PREFIX}{part}.tar.xz"
+    return archive, pack(raw, archive, only=[group.key for group in groups])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="the recording's testbed config")
+    parser.add_argument("--part", required=True)
+    parser.add_argument("--raw", type=Path, help="where the part was recorded (default: the config's `out`)")
+    parser.add_argument("--into", type=Path, required=True, help="the dataset's folder (e.g. data/paper)")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config)
+    try:
+        archive, files = pack_part(cfg, args.part, args.raw or Path(cfg["out"]), args.into)
+    except (ArchiveError, ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"packed {files} files of part {args.part} into {archive}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
