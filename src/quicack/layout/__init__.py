@@ -20,9 +20,8 @@ from quicack.lazy_names import lazy_names
 # Each name from its module, imported on first use (PEP 562): the capture decoder needs only `capture_point`, and
 # importing every module (naming, runs, scan_folders: datetime, urllib) cost a small capture's decoding a few ms.
 _MODULES = {
-    "naming": ("PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes", "parse_imc24_folder_name",
-               "parse_run_folder",
-               "sender_label", "testcase_name"),
+    "naming": ("PAPER_CONDITIONS_SUFFIX", "PAPER_STACK_SUFFIX", "RunLocation", "ack_policy_label", "file_size_bytes",
+               "parse_imc24_folder_name", "parse_run_folder", "sender_label", "testcase_name"),
     "runs": ("RUN_JSON", "LeftOut", "RunFolder", "capture_files", "discover_runs", "group_from_key", "group_key",
              "group_tree", "is_qlog_name", "keylog_files", "leaves_raw", "qlog_files", "raw_entries", "run_groups"),
     "scan_folders": ("MeasurementFolder", "MeasurementTime", "find_measurements", "parse_measurement_time"),
@@ -32,6 +31,7 @@ __getattr__ = lazy_names(__name__, _MODULES)
 
 if TYPE_CHECKING:  # the same names for the type checker (quicack.jobs.code_graph does not follow these imports)
     from quicack.layout.naming import (
+        PAPER_CONDITIONS_SUFFIX,
         PAPER_STACK_SUFFIX,
         RunLocation,
         ack_policy_label,
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # the same names for the type checker (quicack.jobs.code_grap
 
 
 __all__ = [
+    "PAPER_CONDITIONS_SUFFIX",
     "PAPER_STACK_SUFFIX",
     "ack_policy_label",
     "sender_label",

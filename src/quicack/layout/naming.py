@@ -34,6 +34,10 @@ _TESTCASE_RE = re.compile(
 # Scenarios recorded with the server's ServerHello held to the paper's server stack delay (quicack's testbed:
 # ``<scenario>_paper_stack``, runs.server_hello_hold_ms): claims compare them under the paper's conditions.
 PAPER_STACK_SUFFIX = "_paper_stack"
+# Scenarios recorded under the paper's conditions as a whole (issue 34): each client's ServerHello held to the stack
+# delay imc24 §4.1 gives for it *and* every implementation set as the paper's runs had it
+# (data/reference/implementation_conditions.csv). The primary imc24 claims compare these.
+PAPER_CONDITIONS_SUFFIX = "_paper"
 _IMC24_TS_RE = re.compile(r"_(\d{4}-\d{2}-\d{2}T[\d:]+)$")
 _SIZE_RE = re.compile(r"^(?P<n>[0-9.]+)\s*(?P<u>[KMG]?B)$", re.IGNORECASE)
 _UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from quicack.layout.naming import PAPER_STACK_SUFFIX
+from quicack.layout.naming import PAPER_CONDITIONS_SUFFIX, PAPER_STACK_SUFFIX
 from quicack.reference import implementation_conditions
 
 # The studies of implementation_conditions.csv: imc24's handshakes and the ACK-ratio study's downloads.
@@ -30,11 +30,17 @@ def conditions_note(runs: pl.DataFrame) -> str:
         return ""
     parts = []
     scenarios = runs["scenario"].drop_nulls()
-    paper_stack = scenarios.str.ends_with(PAPER_STACK_SUFFIX)
-    if paper_stack.any():
+    per_client = scenarios.str.ends_with(PAPER_CONDITIONS_SUFFIX)
+    fixed = scenarios.str.ends_with(PAPER_STACK_SUFFIX)
+    held = per_client | fixed
+    if held.any():
+        kinds = [kind for kind, present in (
+            ("per client as imc24 gives it, data/reference/imc24_stack_delay.csv: runs *_paper", per_client.any()),
+            ("2.9 ms for every client: runs *_paper_stack", fixed.any()),
+        ) if present]  # fmt: skip
         parts.append(
-            "server stack delay: the paper's (ServerHello held, data/reference/imc24_stack_delay.csv)"
-            + ("" if paper_stack.all() else " and this machine's (runs named without _paper_stack)")
+            f"server stack delay: the paper's (ServerHello held, {'; '.join(kinds)})"
+            + ("" if held.all() else " and this machine's (the other runs)")
         )
     as_paper = "implementation_conditions" in runs.columns and bool(
         (runs["implementation_conditions"] == "paper").all()

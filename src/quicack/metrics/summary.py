@@ -21,7 +21,7 @@ def iack_wfc_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
 
 def own_stack_delay(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs whose server answered with its own stack delay: not those whose ServerHello was held to the paper's
-    (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper_stack scenarios), which are compared on their own.
+    (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper and *_paper_stack scenarios), compared on their own.
     Runs without the column (other datasets) all count as the server's own."""
     if "server_hello_hold_ms" not in runs.columns:
         return runs
@@ -153,7 +153,7 @@ def pto_improvement(
 
 def stack_delay(handshakes: pl.DataFrame, scenario: str = "noloss") -> pl.DataFrame:
     """imc24 §4.1 'QUIC stack delays', two ways per client and RTT over the no-loss runs of ``scenario``
-    (``noloss_paper_stack``: the ServerHello held to the paper's server stack delay): the server's
+    (``noloss_paper``: the ServerHello held to the paper's server stack delay for each client): the server's
     ACK→ServerHello gap at the client-side capture in IACK, and the difference of the clients' median
     first RTT samples between WFC and IACK (what the client reports)."""
     noloss = handshakes.filter(pl.col("scenario") == scenario)

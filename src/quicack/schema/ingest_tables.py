@@ -48,9 +48,10 @@ RUNS = Table(
             F,
             "Emulated server stack delay: the IACK/WFC server's first flight (ServerHello) left no earlier than this "
             "after its TLS stack got the ClientHello (cert_delay_ms after the client's first Initial arrived; in IACK "
-            "right after the instant ACK left) (the *_paper_stack scenarios: 2.9 ms, imc24 §4.1's smallest "
-            "client-reported stack delay); 0 = the server's own processing; null = not recorded (a server without "
-            "handshake modes, or runs recorded before).",
+            "right after the instant ACK left) (the *_paper scenarios: the delay imc24 §4.1 gives each client, less "
+            "what the hold leaves to this machine, run.json server_stack; *_paper_stack: 2.9 ms for every client); 0 = "
+            "the server's own processing; null = not recorded (a server without handshake modes, or runs recorded "
+            "before).",
         ),
         Column(
             "implementation_conditions",

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from quicack.layout.naming import PAPER_STACK_SUFFIX
+from quicack.layout.naming import PAPER_CONDITIONS_SUFFIX, PAPER_STACK_SUFFIX
 from quicack.metrics.run_conditions import study_of
 from quicack.reference import implementation_conditions, paper_table
 
@@ -76,10 +76,16 @@ def server_hello_hold_ms(condition: str | float | int, client: str, residual_ms:
     )
 
 
-def stack_scenario(scenario: str, condition: str | float | int) -> str:
-    """The scenario name a run group records under ``condition``: ``<scenario>_paper_stack`` unless it is the
-    machine's own delay."""
-    return scenario if condition == STACK_MACHINE else scenario + PAPER_STACK_SUFFIX
+def stack_scenario(scenario: str, condition: str | float | int, implementation: str | None = None) -> str:
+    """The scenario name a run group records under the stack-delay ``condition`` and the ``implementation``
+    conditions: ``<scenario>_paper`` under the paper's per-client delay with every implementation set as the paper's
+    (the paper's conditions as a whole), ``<scenario>_paper_stack`` under a held delay alone, the scenario itself under
+    this machine's own delay."""
+    if condition == STACK_MACHINE:
+        return scenario
+    if condition == STACK_PAPER and implementation == "paper":
+        return scenario + PAPER_CONDITIONS_SUFFIX
+    return scenario + PAPER_STACK_SUFFIX
 
 
 def stack_record(scenario: str, client: str, hold_ms: float | None, condition: str | None) -> dict[str, Any]:
@@ -88,7 +94,7 @@ def stack_record(scenario: str, client: str, hold_ms: float | None, condition: s
     client: ``condition`` None with a _paper_stack scenario) and the part the hold leaves to this machine."""
     if hold_ms is None:
         return {"condition": None, "hold_ms": None}  # a server without handshake modes: no imc24 run
-    if not scenario.endswith(PAPER_STACK_SUFFIX):
+    if not scenario.endswith((PAPER_STACK_SUFFIX, PAPER_CONDITIONS_SUFFIX)):
         return {"condition": STACK_MACHINE, "hold_ms": hold_ms}
     if condition != STACK_PAPER:
         return {"condition": STACK_PAPER, "hold_ms": hold_ms, "basis": "fixed hold for every client"}

@@ -326,7 +326,7 @@ def _groups_from_block(block: dict[str, Any], defaults: dict[str, Any]) -> list[
                 server=server,
                 client=client,
                 mode=mode,
-                scenario=stack_scenario(scen_name, stack),
+                scenario=stack_scenario(scen_name, stack, _implementation_conditions(cfg)),
                 repetitions=int(cfg.get("repetitions", 1)),
                 file_name=cfg.get("file") or scen.file_name,
                 app_protocol=app,
