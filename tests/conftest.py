@@ -144,17 +144,15 @@ def _shared_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@pytest.fixture(scope="session")
-def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterable[str], Iterable[str]], dict]:
-    """``sample_tables(groups, names)``: tables ``names`` of the embedded dataset's run ``groups``, each group ingested
-    and derived (the pipeline's ingest and derive stages) once per test run, whichever test file or worker asks
-    first; six test files read the imc24 groups, which took a minute each to ingest again."""
+def _tables_of(raw: Path, dataset: str, parquet: Path) -> Callable[[Iterable[str], Iterable[str]], dict]:
+    """``read(groups, names)``: tables ``names`` of the run ``groups`` of ``raw``, each group ingested and derived
+    (the pipeline's ingest and derive stages) into ``parquet`` once per test run, whichever test file or worker asks
+    first."""
     from quicack.layout import group_key
     from quicack.models import recovery
     from quicack.stages import derive_stage, ingest_stage
     from quicack.storage import parquet_store
 
-    parquet = _shared_temp(tmp_path_factory) / "sample_parquet"
     parquet.mkdir(exist_ok=True)
 
     def ingested(group: str) -> str:
@@ -163,7 +161,7 @@ def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterabl
             fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for a group being ingested, then reads it
             done = parquet / f"{key}.done"
             if not done.exists():
-                ingest_stage.ingest_group_stage(SAMPLE_RAW, group, "sample", parquet)
+                ingest_stage.ingest_group_stage(raw, group, dataset, parquet)
                 derive_stage.derive_group_stage(parquet, group, recovery.RecoveryParams())
                 done.touch()
         return key
@@ -173,6 +171,23 @@ def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterabl
         return {name: parquet_store.read_table(parquet, name, parts) for name in names}
 
     return read
+
+
+@pytest.fixture(scope="session")
+def sample_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterable[str], Iterable[str]], dict]:
+    """``sample_tables(groups, names)``: tables ``names`` of the embedded dataset's run ``groups``, each group ingested
+    and derived once per test run; six test files read the imc24 groups, which took a minute each to ingest again."""
+    return _tables_of(SAMPLE_RAW, "sample", _shared_temp(tmp_path_factory) / "sample_parquet")
+
+
+# The dataset recorded under the papers' conditions (config/paper.yaml), unpacked by install.sh like the sample.
+PAPER_RAW = REPO / "data" / "paper" / "raw"
+
+
+@pytest.fixture(scope="session")
+def paper_tables(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Iterable[str], Iterable[str]], dict]:
+    """``paper_tables(groups, names)``: as ``sample_tables``, of the dataset 'paper'."""
+    return _tables_of(PAPER_RAW, "paper", _shared_temp(tmp_path_factory) / "paper_parquet")
 
 
 # The longest test files, longest first (pytest --durations in CI's log: SLURM 5 min, the default pipeline 4 min, the

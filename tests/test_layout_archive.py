@@ -221,6 +221,7 @@ def test_the_unpack_command_takes_a_datasets_folder(tmp_path: Path) -> None:
     pack(RUNS, dataset / "raw.tar.xz", only=groups[:3])
     pack(RUNS, dataset / "paper-A.tar.xz", only=groups[3:])
     done = subprocess.run([sys.executable, "-m", "quicack.layout.archive", "unpack", str(dataset),
-                           str(tmp_path / "raw")], capture_output=True, text=True, check=True)  # fmt: skip
+                           str(tmp_path / "raw")], capture_output=True, text=True, encoding="utf-8",
+                          check=True)  # fmt: skip
     assert "raw.tar.xz + paper-A.tar.xz" in done.stdout
     assert _contents(tmp_path / "raw") == _contents(RUNS)

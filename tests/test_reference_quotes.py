@@ -169,6 +169,8 @@ DERIVED_RANGES = {
             "tcpquic-conclusion-quic-more-ack-volume",
             "imc24-4.1-fig05-quiche-iack-loses",
             "imc24-4.1-fig05-go-x-net-iack-loses",
+            "imc24-4.1-fig05-quiche-iack-loses-this-machine",
+            "imc24-4.1-fig05-go-x-net-iack-loses-this-machine",
         ),
         "a direction: the sign of a difference, bounded by 0",
     ),

@@ -16,7 +16,14 @@ from matplotlib.artist import Artist
 from quicack.figures.common import Rendered, palette, setup_style
 from quicack.markup import plural
 from quicack.metrics import summary
-from quicack.metrics.selection import FIRST_SAMPLE_UNAFFECTED, MissingData, pto_runs, require_runs, rtt_sample_runs
+from quicack.metrics.selection import (
+    FIRST_SAMPLE_UNAFFECTED,
+    MissingData,
+    as_recorded,
+    pto_runs,
+    require_runs,
+    rtt_sample_runs,
+)
 from quicack.reference import paper_claim_range, paper_table
 from quicack.rendered import placeholder_when_missing
 
@@ -29,7 +36,9 @@ def pto_improvement_table(handshakes: pl.DataFrame, scenarios: Sequence[str] = F
     """Per client, RTT and PTO source ('logged': the first PTO from the client's own logged
     smoothed RTT/rttvar, what the paper used; 'recomputed': RFC 9002 from the first RTT sample
     in the client qlog): median first PTO in IACK and WFC over the pooled ``scenarios`` and their
-    difference (WFC − IACK; positive = IACK's first PTO is shorter)."""
+    difference (WFC − IACK; positive = IACK's first PTO is shorter). Each scenario as the dataset holds it
+    (``selection.as_recorded``: under the paper's conditions where it has them)."""
+    scenarios = tuple(as_recorded(handshakes, scenario) for scenario in scenarios)
     runs = pto_runs(handshakes, scenarios)
     frames = [
         summary.pto_improvement(runs, column, scenarios).with_columns(pl.lit(source).alias("pto_source"))
@@ -49,6 +58,7 @@ def first_sample_shift(
     ``scenario`` minus that in ``reference``; near zero when the loss does not touch the first
     sample (what pooling them in Fig. 16 relies on)."""
     runs = summary.iack_wfc_runs(handshakes)
+    scenario, reference = as_recorded(handshakes, scenario), as_recorded(handshakes, reference)
     by = ["client_impl", "mode", "rtt_ms"]
     medians = {
         name: summary.summarize(runs.filter(pl.col("scenario") == name), "first_rtt_ms", by).select(
@@ -71,6 +81,7 @@ def imc24_fig16_pto_improvement(
     """Fig. 16: median first-PTO improvement (WFC − IACK) per client over the RTTs in the data, with
     its 95 % bootstrap interval over the repetitions; left the PTO the clients logged, right the one
     recomputed from their first RTT sample."""
+    scenarios = tuple(as_recorded(handshakes, scenario) for scenario in scenarios)
     runs = require_runs(
         pto_runs(handshakes, scenarios), "of scenarios " + ", ".join(f"'{s}'" for s in scenarios), PTO_SOURCES["logged"]
     )

@@ -1,8 +1,10 @@
 """imc24 TTFB figures (Fig. 5, 6, 7 at one RTT; Fig. 12, 13 over RTTs) and the numbers behind them.
 
 TTFB is the client-side capture's time of the first response-body byte (``ttfb_capture_ms``): it
-exists for every client, also for quinn, whose qlog has no frames. Only IACK/WFC runs count (the testbed's
-imc24 server, or any server with that knob); the scenario, RTTs and clients come from the data.
+exists for every client, also for quinn, whose qlog has no frames; for the runs under the paper's conditions, which a
+dataset that has them is drawn from (``selection.as_recorded``), the client qlog's (``ttfb_ms``), as imc24's. Only
+IACK/WFC runs count (the testbed's imc24 server, or any server with that knob); the scenario, RTTs and clients come
+from the data.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import polars as pl
 import seaborn as sns
 
 from quicack.figures.common import Rendered, setup_style
-from quicack.metrics.selection import require_runs, scenario_runs
+from quicack.metrics.selection import TTFB_CAPTURE, TTFB_LABEL, as_recorded, require_runs, scenario_runs, ttfb_metric
 from quicack.metrics.summary import (
     MODES,
     iack_wfc_runs,
@@ -29,15 +31,17 @@ from quicack.rendered import placeholder_when_missing
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
 MODE_COLOR = {"iack": "#1f77b4", "wfc": "#d62728"}
 MODE_MARKER = {"iack": "o", "wfc": "s"}
-TTFB = "ttfb_capture_ms"
+TTFB = TTFB_CAPTURE
 
 
 def ttfb_summary(
-    handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str = TTFB
+    handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None, metric: str | None = None
 ) -> pl.DataFrame:
-    """Per client, mode and RTT: ``summarize`` of ``metric`` (median, quartiles, min/max, runs,
-    failed_runs, missing_runs) plus ``iack_minus_wfc_ms``, the client's IACK median minus its WFC
-    median at that RTT (negative: IACK delivers the first byte sooner)."""
+    """Per client, mode and RTT: ``summarize`` of ``metric`` (default: the TTFB the scenario's runs are compared on,
+    ``selection.ttfb_metric``) (median, quartiles, min/max, runs, failed_runs, missing_runs) plus
+    ``iack_minus_wfc_ms``, the client's IACK median minus its WFC median at that RTT (negative: IACK delivers the
+    first byte sooner)."""
+    metric = metric or ttfb_metric(as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario, rtt_ms)
     summary = summarize(runs, metric, ["client_impl", "mode", "scenario", "rtt_ms"])
     difference = mode_difference(runs, metric, ["client_impl", "rtt_ms"]).select(
@@ -73,28 +77,31 @@ def _offsets(count: int, width: float) -> np.ndarray:
     return np.linspace(-width / 2, width / 2, count)
 
 
-def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool) -> None:
+def _draw_ttfb_panel(
+    ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool, metric: str = TTFB
+) -> None:
     """Per client: IACK and WFC side by side, each a box over the ok repetitions (seaborn), the runs as
     points and the median as a black bar; optionally the IACK−WFC median difference above, with how
     far its 95 % bootstrap interval over the runs reaches."""
-    ok = runs.filter((pl.col("status") == "ok") & pl.col(TTFB).is_not_null())
-    intervals = mode_difference_interval(runs, TTFB, ["client_impl"])
+    ok = runs.filter((pl.col("status") == "ok") & pl.col(metric).is_not_null())
+    intervals = mode_difference_interval(runs, metric, ["client_impl"])
     reach = dict(
         intervals.select(
             "client_impl", interval_reach("wfc_minus_iack", "wfc_minus_iack_low", "wfc_minus_iack_high")
         ).iter_rows()
     )
-    drawn = ok.filter(pl.col("client_impl").is_in(list(clients))).select("client_impl", "mode", TTFB)
+    drawn = ok.filter(pl.col("client_impl").is_in(list(clients))).select("client_impl", "mode", metric)
     if not drawn.is_empty():
-        sns.boxplot(drawn.to_pandas(), x="client_impl", y=TTFB, hue="mode", order=list(clients), hue_order=list(MODES),
-                    dodge=True, palette=MODE_COLOR, legend=False, width=0.8, gap=0.2, fill=False, showfliers=False,
-                    linewidth=1.0, medianprops={"color": "black", "linewidth": 1.5}, ax=ax)  # fmt: skip
+        sns.boxplot(drawn.to_pandas(), x="client_impl", y=metric, hue="mode", order=list(clients),
+                    hue_order=list(MODES), dodge=True, palette=MODE_COLOR, legend=False, width=0.8, gap=0.2,
+                    fill=False, showfliers=False, linewidth=1.0, medianprops={"color": "black", "linewidth": 1.5},
+                    ax=ax)  # fmt: skip
     half = 0.2
     for position, client in enumerate(clients):
         medians = {}
         for shift, mode in zip((-half, half), MODES, strict=True):
             values = np.sort(
-                drawn.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[TTFB].to_numpy()
+                drawn.filter((pl.col("client_impl") == client) & (pl.col("mode") == mode))[metric].to_numpy()
             )
             x = position + shift
             if values.size == 0:
@@ -122,7 +129,7 @@ def _draw_ttfb_panel(ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], a
             )
             medians[mode] = float(np.median(values))
         if annotate and len(medians) == 2:
-            top = ok.filter(pl.col("client_impl") == client)[TTFB].max()
+            top = ok.filter(pl.col("client_impl") == client)[metric].max()
             spread = f"\n±{reach[client]:.1f}" if reach.get(client) is not None else ""
             ax.annotate(
                 f"{medians['iack'] - medians['wfc']:+.1f}{spread}",
@@ -156,11 +163,12 @@ def ttfb_by_client_figure(handshakes: pl.DataFrame, scenario: str, rtt_ms: float
     """One panel: TTFB per client at ``rtt_ms`` in ``scenario``, IACK beside WFC, the number
     above each client is its IACK − WFC median difference in ms."""
     setup_style()
+    metric = ttfb_metric(as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario, rtt_ms)
     clients = _clients(runs)
     fig, ax = plt.subplots(figsize=(4.6, 2.9))
-    _draw_ttfb_panel(ax, runs, clients, annotate=True)
-    ax.set_ylabel("TTFB (client capture) [ms]")
+    _draw_ttfb_panel(ax, runs, clients, annotate=True, metric=metric)
+    ax.set_ylabel(f"TTFB ({TTFB_LABEL[metric]}) [ms]")
     ax.set_title(f"{title}, RTT {rtt_ms:g} ms\nlabels: IACK − WFC median ± 95 % bootstrap [ms]", fontsize=8)
     ax.margins(y=0.12)
     _mode_legend(ax, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -172,6 +180,7 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
     """One panel per RTT in the data (own y-axis each: TTFB grows with the RTT), per client
     IACK beside WFC as in the single-RTT figures."""
     setup_style()
+    metric = ttfb_metric(as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario)
     rtts = sorted(runs["rtt_ms"].unique().to_list())
     clients = _clients(runs)
@@ -182,12 +191,12 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
     for ax in axes[len(rtts):]:
         fig.delaxes(ax)
     for ax, rtt in zip(axes, rtts, strict=False):
-        _draw_ttfb_panel(ax, runs.filter(pl.col("rtt_ms") == rtt), clients, annotate=True)
+        _draw_ttfb_panel(ax, runs.filter(pl.col("rtt_ms") == rtt), clients, annotate=True, metric=metric)
         ax.set_title(f"RTT {rtt:g} ms", fontsize=8)
         ax.margins(y=0.15)
         ax.tick_params(axis="both", labelsize=7)
     for row in range(nrows):
-        grid[row][0].set_ylabel("TTFB (capture) [ms]")
+        grid[row][0].set_ylabel(f"TTFB ({TTFB_LABEL[metric].removeprefix('client ')}) [ms]")
     if rtts:
         _mode_legend(axes[0], loc="best")
     fig.suptitle(f"{title} (labels: IACK−WFC median ± 95 % bootstrap, ms)", fontsize=9)
@@ -196,15 +205,17 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
 
 
 def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> Rendered:
+    metric = ttfb_metric(as_recorded(handshakes, scenario))
     runs = require_runs(
-        scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", TTFB
+        scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", metric
     )
-    return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), runs, TTFB)
+    return Rendered(ttfb_by_client_figure(handshakes, scenario, rtt_ms, title), runs, metric)
 
 
 def _ttfb_over_rtts(handshakes: pl.DataFrame, scenario: str, title: str) -> Rendered:
-    runs = require_runs(scenario_runs(handshakes, scenario), f"of scenario '{scenario}'", TTFB)
-    return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), runs, TTFB)
+    metric = ttfb_metric(as_recorded(handshakes, scenario))
+    runs = require_runs(scenario_runs(handshakes, scenario), f"of scenario '{scenario}'", metric)
+    return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), runs, metric)
 
 
 @placeholder_when_missing

@@ -152,7 +152,7 @@ def handshake_runs(
     return HANDSHAKE_RUNS.conform(
         runs.select(
             "run_id", "client_impl", "server_impl", "mode", "scenario", "rtt_ms", "repetition", "status",
-            "calibrated_second_client_flight",
+            "calibrated_second_client_flight", "implementation_conditions",
         )
         .join(server_ack_and_hello(frames), on="run_id", how="left")
         .join(default_pto_probe(datagrams, frames), on="run_id", how="left")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from quicack.layout.naming import PAPER_CONDITIONS_SUFFIX
 from quicack.markup import plural
 from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs
@@ -45,9 +46,30 @@ def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys:
 FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
 
 
+# Time to first byte: the client-side capture's (it exists for every client, also quinn, whose qlog has no frames),
+# or the client qlog's for the runs under the paper's conditions, which keep the client's qlog alone, as imc24 analysed.
+TTFB_CAPTURE = "ttfb_capture_ms"
+TTFB_QLOG = "ttfb_ms"
+TTFB_LABEL = {TTFB_CAPTURE: "client capture", TTFB_QLOG: "client qlog"}
+
+
+def as_recorded(handshakes: pl.DataFrame, scenario: str) -> str:
+    """``scenario`` as the dataset holds it: its runs under the paper's conditions (``<scenario>_paper``,
+    quicack.layout.PAPER_CONDITIONS_SUFFIX) where there are any, else the scenario itself (this machine's)."""
+    paper = scenario + PAPER_CONDITIONS_SUFFIX
+    return paper if handshakes.filter(pl.col("scenario") == paper).height else scenario
+
+
+def ttfb_metric(scenario: str) -> str:
+    """The TTFB column a scenario's runs are compared on: the client qlog's under the paper's conditions (those
+    runs keep no capture), else the client-side capture's."""
+    return TTFB_QLOG if scenario.endswith(PAPER_CONDITIONS_SUFFIX) else TTFB_CAPTURE
+
+
 def scenario_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None) -> pl.DataFrame:
-    """IACK or WFC runs of ``scenario`` (and of ``rtt_ms`` if given): the TTFB figures' runs."""
-    where = pl.col("scenario") == scenario
+    """IACK or WFC runs of ``scenario`` (and of ``rtt_ms`` if given) as the dataset holds it (``as_recorded``:
+    under the paper's conditions where it has them): the TTFB figures' runs."""
+    where = pl.col("scenario") == as_recorded(handshakes, scenario)
     if rtt_ms is not None:
         where &= pl.col("rtt_ms") == rtt_ms
     return iack_wfc_runs(handshakes).filter(where)

@@ -142,6 +142,12 @@ HANDSHAKE_RUNS = Table(
             "c2s datagram indices of the second client flight in the calibration baseline (imc24 Table 4).",
         ),
         Column(
+            "implementation_conditions",
+            S,
+            "'paper' when client and server were set as the paper's runs had them (runs.implementation_conditions): "
+            "what the figures' footnotes say of the implementations.",
+        ),
+        Column(
             "iack",
             B,
             "The first server Initial captured at the client side carried an ACK and no CRYPTO (instant ACK).",
