@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from quicack.layout.archive import MARKER, ArchiveError, dataset_archives, unpack
 from quicack.testbed.parts import pack_part, part_groups, unfinished
+from quicack.testbed.run import INTERRUPTED, unfinished_reason
+from quicack.testbed.run import main as run_main
 
 RUNS = Path(__file__).parent / "data" / "tcp" / "raw"  # recorded Linux TCP runs, each group with its group.json
 # The recording's config as a testbed section: part T holds the two no-loss groups that were recorded, part U also
@@ -55,3 +60,33 @@ def test_a_group_with_fewer_repetitions_than_the_part_records_is_not_whole() -> 
     problems = unfinished(part_groups(more, "T"), RUNS)
     assert problems == [f"linux-tcp_linux-tcp/{key}: 1 of 2 repetitions" for key in
                         ("ack_ratio-none-rtt40ms-200KB-tcp-ar2", "ack_ratio-none-rtt40ms-200KB-tcp-ar10")]
+
+
+def test_a_run_stopped_by_the_operator_leaves_its_group_unfinished(tmp_path: Path) -> None:
+    """A recorded group whose run.json for one repetition says it was interrupted (the state SIGTERM leaves: edited
+    into a copy of a recorded run, since stopping a recording cannot be recorded here) is recorded again; a run that
+    failed on its own is data and counts."""
+    raw = tmp_path / "raw"
+    shutil.copytree(RUNS, raw)
+    group = part_groups(CONFIG, "T")[0]
+    assert unfinished_reason(group, raw) is None
+    run_json = raw / group.key / "1" / "run.json"
+    record = json.loads(run_json.read_text(encoding="utf-8"))
+    for reason, whole in ((f"{INTERRUPTED}: SystemExit: 143", False), ("testbed error: SystemExit: 143", False),
+                          ("no download (client exit 1): timeout", True)):
+        run_json.write_text(json.dumps({**record, "status": "failed", "failure_reason": reason}), encoding="utf-8")
+        assert (unfinished_reason(group, raw) is None) is whole, reason
+    assert unfinished_reason(group, raw) is None
+    shutil.rmtree(raw / group.key / "1")
+    assert unfinished_reason(group, raw) == "0 of 1 repetitions"
+
+
+def test_the_runner_skips_a_group_recorded_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Resuming a part records only what is missing: on a part whose groups are all whole, the runner records
+    nothing (it would need root and the implementations otherwise) and says so."""
+    if os.geteuid() != 0:
+        pytest.skip("the runner refuses to start without root")
+    raw = tmp_path / "raw"
+    shutil.copytree(RUNS, raw)
+    assert run_main(["--config-json", json.dumps(CONFIG), "--part", "T", "--out", str(raw)]) == 0
+    assert "done: 0 group(s) recorded, 2 already whole, 0 failed run(s)" in capsys.readouterr().out

@@ -57,6 +57,10 @@ from quicack.testbed.server_programs import server_info as server_info_of
 
 SERVER_PORT = 443
 GROUP_JSON = "group.json"
+# failure_reason of a run stopped by SIGTERM/SIGINT: not data, recorded again when the group resumes
+INTERRUPTED = "interrupted by the testbed's operator"
+# ... and as runs recorded before that marker said it
+_INTERRUPTED_BEFORE = ("testbed error: SystemExit", "testbed error: KeyboardInterrupt")
 
 
 @dataclass
@@ -208,6 +212,7 @@ def execute_run(group: RunGroup, repetition: int, raw_root: Path, run_dir: Path 
     except (Exception, KeyboardInterrupt, SystemExit) as exc:
         reason = f"testbed error: {type(exc).__name__}: {exc}"
         if isinstance(exc, KeyboardInterrupt | SystemExit):
+            reason = f"{INTERRUPTED}: {type(exc).__name__}: {exc}"
             rj = run_record(group, repetition, loc, served, server_info, status, reason, client_exit, downloaded,
                            impairment, timing, topo, [], host)  # fmt: skip
             tidy.write_run_json(run_dir, tidy.fold_into_run_json(run_dir, rj))
@@ -377,6 +382,27 @@ def kept_runs(group: RunGroup, raw_root: Path) -> tuple[dict[str, Any], list[dic
     return recorded, runs
 
 
+def unfinished_reason(group: RunGroup, raw_root: Path) -> str | None:
+    """Why ``group`` is not yet recorded whole under ``raw_root``, or None when it is: its group.json (written when
+    the group ends) lists every repetition, each repetition's run.json exists, and none was interrupted (a run that
+    failed on its own is recorded as data and counts)."""
+    folder = raw_root / group.key
+    if not (folder / GROUP_JSON).is_file():
+        return f"not recorded (no {GROUP_JSON})"
+    listed = len(json.loads((folder / GROUP_JSON).read_text(encoding="utf-8")).get("runs", []))
+    present = 0
+    for repetition in range(1, group.repetitions + 1):
+        run_json = folder / str(repetition) / "run.json"
+        if not run_json.is_file():
+            continue
+        reason = str(json.loads(run_json.read_text(encoding="utf-8")).get("failure_reason") or "")
+        if reason.startswith((INTERRUPTED, *_INTERRUPTED_BEFORE)):
+            return f"repetition {repetition} was interrupted"
+        present += 1
+    recorded = min(listed, present)
+    return None if recorded >= group.repetitions else f"{recorded} of {group.repetitions} repetitions"
+
+
 def run_group(group: RunGroup, raw_root: Path, log=print) -> list[RunResult]:
     """Every repetition of `group` (after drop-list calibration when the scenario needs it), or, with
     ``kept_repetitions``, the repetitions after the kept ones, with the kept runs' drop lists."""
@@ -431,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="raw folder (default: from config `out`)")
     ap.add_argument("--group", action="append", help="run only this group key (repeatable)")
     ap.add_argument("--list", action="store_true", help="print the group keys and exit")
+    ap.add_argument("--again", action="store_true", help="record groups already recorded whole again (default: skip)")
     ap.add_argument(
         "--part", help="run only the groups of the blocks with this `part` (a session-sized share of a long matrix)"
     )
@@ -459,10 +486,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: unknown group(s): {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
         groups = [g for g in groups if g.key in wanted]
-    failed = 0
+    failed = skipped = 0
     for g in groups:
+        if not a.again and unfinished_reason(g, out) is None:
+            skipped += 1  # resumable: a group recorded whole is not recorded again
+            continue
         failed += sum(r.status != "ok" for r in run_group(g, out))
-    print(f"done: {len(groups)} group(s), {failed} failed run(s) recorded as data")
+    print(f"done: {len(groups) - skipped} group(s) recorded, {skipped} already whole, "
+          f"{failed} failed run(s) recorded as data")
     return 0
 
 
