@@ -41,7 +41,6 @@ from quicack.storage.run_batches import RunRows, in_memory
 
 Tables = Mapping[str, RunRows]
 DEFAULT_RTT_MS = 9.0
-TTFB = TTFB_CAPTURE
 # A TTFB margin below this is run-to-run jitter, not a preference (as in Table 2).
 TIE_MS = guidelines.TIE_MS
 
@@ -345,7 +344,7 @@ def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured
         return Measured.unmeasured("no such configuration in the data")
     cell = row.row(0, named=True)
     compared = guidelines.compared_configurations(
-        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB
+        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB_CAPTURE
     ).filter((pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"]))
     runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
     return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")

@@ -31,7 +31,6 @@ from quicack.rendered import placeholder_when_missing
 MODE_LABEL = {"iack": "IACK", "wfc": "WFC"}
 MODE_COLOR = {"iack": "#1f77b4", "wfc": "#d62728"}
 MODE_MARKER = {"iack": "o", "wfc": "s"}
-TTFB = TTFB_CAPTURE
 
 
 def ttfb_summary(
@@ -54,8 +53,8 @@ def qlog_capture_difference(handshakes: pl.DataFrame) -> pl.DataFrame:
     """Per client (and 'all'): median and largest absolute difference of qlog TTFB minus
     capture TTFB over the ok IACK/WFC runs that have both."""
     both = iack_wfc_runs(handshakes).filter(
-        (pl.col("status") == "ok") & pl.col("ttfb_ms").is_not_null() & pl.col(TTFB).is_not_null()
-    ).with_columns((pl.col("ttfb_ms") - pl.col(TTFB)).alias("difference"))
+        (pl.col("status") == "ok") & pl.col("ttfb_ms").is_not_null() & pl.col(TTFB_CAPTURE).is_not_null()
+    ).with_columns((pl.col("ttfb_ms") - pl.col(TTFB_CAPTURE)).alias("difference"))
     aggregations = [
         pl.col("difference").median().alias("median_qlog_minus_capture_ms"),
         pl.col("difference").abs().max().alias("max_abs_qlog_minus_capture_ms"),
@@ -78,7 +77,7 @@ def _offsets(count: int, width: float) -> np.ndarray:
 
 
 def _draw_ttfb_panel(
-    ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool, metric: str = TTFB
+    ax: plt.Axes, runs: pl.DataFrame, clients: Sequence[str], annotate: bool, metric: str = TTFB_CAPTURE
 ) -> None:
     """Per client: IACK and WFC side by side, each a box over the ok repetitions (seaborn), the runs as
     points and the median as a black bar; optionally the IACK−WFC median difference above, with how

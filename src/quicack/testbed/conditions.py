@@ -43,7 +43,8 @@ HOLD_RESIDUAL_MS = 0.3
 @functools.cache
 def stack_delay_table() -> pl.DataFrame:
     """data/reference/imc24_stack_delay.csv: per client the stack delay imc24's testbed showed it (median, ms), and
-    whether that is the paper's value for that client (``per_client``) or the paper's median (``paper_median``)."""
+    whether that is the paper's value for that client (``per_client``) or the middle of the paper's range, our
+    choice where the paper names no value (``paper_median``)."""
     return paper_table("imc24", "stack_delay", with_quote=True)
 
 
