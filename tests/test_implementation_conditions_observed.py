@@ -123,6 +123,8 @@ def test_every_footnote_names_each_drawn_implementations_datagrams_pmtud_cids_an
             assert re.search(r"(\d+-B|zero-length) CIDs", segment), (study, role, segment)
             assert re.search(r"max_ack_delay (\d+ ms|per run)", segment), (study, role, segment)
             assert segment.endswith(")"), segment  # what the papers had beside it
+            # runs recorded as built carry null (the embedded dataset's runs table): never "set as the papers'"
+            assert ("set as the papers'" in note) == (conditions == "paper"), note
 
 
 def test_an_implementation_line_says_where_the_papers_differ_and_where_they_are_silent() -> None:

@@ -43,8 +43,9 @@ def conditions_note(runs: pl.DataFrame) -> str:
             f"server stack delay: the paper's (ServerHello held, {'; '.join(kinds)})"
             + ("" if held.all() else " and this machine's (the other runs)")
         )
+    # eq_missing: runs recorded as built have null here, and a comparison with null is null, which all() would skip
     as_paper = "implementation_conditions" in runs.columns and bool(
-        (runs["implementation_conditions"] == "paper").all()
+        runs["implementation_conditions"].eq_missing("paper").all()
     )
     table = implementation_conditions()
     studies = sorted({study_of(s) for s in scenarios.unique()})
