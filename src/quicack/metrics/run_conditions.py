@@ -92,10 +92,12 @@ def implementation_line(rows: list[dict[str, Any]], as_paper: bool, paper: str =
             continue
         here = (row["here_default"] or "").split(" ")[0] or row["value"]
         value = row["value"] if as_paper and row["applied"] in ("set", "default") else here
-        largest = re.search(r"largest ([\d,]+) B", row["here_default"] or "")
         reach = ""
-        if parameter == "pmtu_discovery" and value == "on" and value == here and largest:
-            reach = f" (up to {int(largest.group(1).replace(',', '')):,} B)"
+        if parameter == "pmtu_discovery" and value == "on" and not as_paper:  # what the as-built captures showed
+            largest = _observed_bytes("largest", row["here_default"])
+            initial = _observed_bytes("Initial datagrams", row["here_default"])
+            if largest and initial and largest > initial:
+                reach = f" (up to {largest:,} B)"
         shown.append(_phrase(parameter, value) + reach)
         if value != row["value"]:
             differing.append(_phrase(parameter, row["value"]))
@@ -112,6 +114,12 @@ def implementation_line(rows: list[dict[str, Any]], as_paper: bool, paper: str =
 
 _NAMES = {"max_udp_payload_bytes": "datagram size", "pmtu_discovery": "PMTUD", "connection_id_bytes": "CID length",
           "max_ack_delay_ms": "max_ack_delay", "initial_rtt_ms": "initial RTT"}  # fmt: skip
+
+
+def _observed_bytes(label: str, here_default: str | None) -> int | None:
+    """A size here_default says the embedded dataset showed ("largest 1444 B"), or None."""
+    found = re.search(label + r" ([\d,]+) B", here_default or "")
+    return int(found.group(1).replace(",", "")) if found else None
 
 
 def _phrase(parameter: str, value: str) -> str:
