@@ -83,10 +83,8 @@ def implementation_line(rows: list[dict[str, Any]], as_paper: bool, paper: str =
     for row in rows:
         first.setdefault(row["parameter"], row)
     shown, differing, silent = [], [], []
-    for parameter in PARAMETER_ORDER:
-        row = first.get(parameter)
-        if row is None:
-            continue
+    for parameter in (p for p in PARAMETER_ORDER if p in first):
+        row = first[parameter]
         if row["applied"] == "elsewhere":
             shown.append(f"{_NAMES[parameter]} per run")
             continue
