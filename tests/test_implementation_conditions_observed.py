@@ -5,6 +5,7 @@ and what a row says was observed (``here_default``) is what the embedded dataset
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from quicack.testbed.scenarios import expand
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_RAW = ROOT / "data" / "sample" / "raw"
+PAPER_RAW = ROOT / "data" / "paper" / "raw"
 # The configs of the recordings the claims read: the embedded dataset, its browser runs, the papers' conditions.
 CONFIGS = ("testbed.yaml", "testbed_browsers.yaml", "testbed_paper_conditions.yaml")
 FOUR = {"max_udp_payload_bytes", "pmtu_discovery", "connection_id_bytes", "max_ack_delay_ms"}
@@ -146,3 +148,25 @@ def test_an_implementation_line_says_where_the_papers_differ_and_where_they_are_
     )
     assert "max_ack_delay per run" in implementation_line(rows("ackratio", "quinn", "client"), as_paper=False)
     assert implementation_line([], as_paper=False) == ""
+
+
+def test_what_the_testbed_sets_is_what_the_dataset_paper_shows() -> None:
+    # The quic-go server's --initial-packet-size and --connection-id-length (applied 'set') under
+    # implementation_conditions: paper, as imc24's aioquic client logged the server's datagrams and long headers
+    # (the dataset 'paper' keeps the client's qlog alone); as built it sent 1,280 B (the table's here_default).
+    table = implementation_conditions().filter(
+        (pl.col("study") == "imc24") & (pl.col("implementation") == "quic-go") & (pl.col("role") == "server")
+    )
+    value = {r["parameter"]: r for r in table.iter_rows(named=True)}
+    assert value["max_udp_payload_bytes"]["applied"] == value["connection_id_bytes"]["applied"] == "set"
+    qlogs = sorted(PAPER_RAW.glob("quic-go_aioquic/noloss_paper-*/*/client/qlog/*.qlog"))[:20]
+    assert len(qlogs) == 20, f"the dataset 'paper' is not unpacked at {PAPER_RAW}"
+    full, cids = set(), set()
+    for path in qlogs:
+        events = json.loads(path.read_text(encoding="utf-8"))["traces"][0]["events"]
+        full |= {raw["payload_length"] for e in events if e["name"] == "transport:datagrams_received"
+                 for raw in e["data"]["raw"] if raw["payload_length"] >= 1200}  # fmt: skip
+        cids |= {len(e["data"]["header"]["scid"]) // 2 for e in events
+                 if e["name"] == "transport:packet_received" and e["data"]["header"].get("scid")}  # fmt: skip
+    assert full == {int(value["max_udp_payload_bytes"]["value"])}, full
+    assert cids == {int(value["connection_id_bytes"]["value"])}, cids
