@@ -137,10 +137,18 @@ def test_footnotes_name_the_stack_delay_and_the_implementations_conditions() -> 
                          "scenario": ["noloss", "noloss_paper_stack"]})  # fmt: skip
     as_built = conditions_note(runs)
     assert "the paper's (ServerHello held" in as_built and "and this machine's" in as_built
-    assert "ngtcp2 client: initial RTT 333 ms (papers' 100 ms)" in as_built
-    assert "quic-go server: max UDP payload 1280 B (papers' 1252 B)" in as_built
+    # One segment per implementation: its datagram size, PMTUD, CID length, max_ack_delay and initial RTT as the runs
+    # had them, and where the paper's differ.
+    assert ("ngtcp2 client: 1,200-B datagrams, PMTUD on (up to 1,444 B), 17-B CIDs, max_ack_delay 25 ms, "
+            "initial RTT 333 ms (the paper's: initial RTT 100 ms)") in as_built
+    assert ("quic-go server: 1,280-B datagrams, PMTUD on (up to 1,366 B), 4-B CIDs, max_ack_delay 26 ms, "
+            "initial RTT 100 ms (the paper's: 1,252-B datagrams)") in as_built
     as_paper = conditions_note(runs.with_columns(pl.lit("paper").alias("implementation_conditions")))
-    assert "ngtcp2 client: initial RTT 100 ms," in as_paper and "set as the papers'" in as_paper
+    assert "set as the papers'" in as_paper
+    # The as-built captures' largest datagram is not said of runs recorded otherwise.
+    assert "ngtcp2 client: 1,200-B datagrams, PMTUD on, 17-B CIDs, max_ack_delay 25 ms, " \
+           "initial RTT 100 ms (as the paper's)" in as_paper
+    assert "quic-go server: 1,252-B datagrams, PMTUD on, 4-B CIDs" in as_paper
     footnote = Rendered(None, runs=runs).footnote(DatasetDescription.undescribed("t"))
     assert footnote.endswith(as_built)
     assert conditions_note(runs.select("run_id", "status")) == ""
