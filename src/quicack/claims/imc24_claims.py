@@ -27,6 +27,7 @@ from quicack.metrics.selection import (
     FIRST_SAMPLE_UNAFFECTED,
     PAPER_IMPLEMENTATION,
     TTFB_CAPTURE,
+    as_recorded,
     delay_sweep_runs,
     pto_runs,
     second_flight_runs,
@@ -210,18 +211,28 @@ def share_of_configurations(tables: Tables, scenario: str, preferred: str, rtt_f
 
 def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...]) -> Measured:
     """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
-    the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry."""
-    runs = summary.iack_wfc_runs(in_memory(tables["handshake_runs"])).filter(
-        (pl.col("scenario") == "amplification")
+    the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry, under the paper's
+    conditions where the dataset has them (``as_recorded``). A run's expiries are the client-side capture's probes
+    (``client_pto_expiries``) or, where the run keeps the client's qlog alone, the rises of the PTO count the client
+    logged (``client_pto_expiries_logged``); a client that logs none (aioquic) is then not measured, and said so."""
+    handshakes = in_memory(tables["handshake_runs"])
+    runs = summary.iack_wfc_runs(handshakes).filter(
+        (pl.col("scenario") == as_recorded(handshakes, "amplification"))
         & (pl.col("mode") == "wfc")
         & pl.col("client_impl").is_in(clients)
         & (pl.col("status") == "ok")
     )
     if runs.is_empty():
         return Measured.unmeasured("no WFC amplification runs of these clients")
-    probed = runs.filter(pl.col("client_pto_expiries") > 0).height
-    share = probed / runs.height
-    return Measured(share, share, f"{probed} of {runs.height} runs", runs.height)
+    expiries = pl.coalesce("client_pto_expiries", "client_pto_expiries_logged")
+    measured = runs.filter(expiries.is_not_null())
+    silent = sorted(set(runs["client_impl"]) - set(measured["client_impl"]))
+    why = f" ({', '.join(silent)}: no capture, and no PTO count in its qlog)" if silent else ""
+    if measured.is_empty():
+        return Measured.unmeasured("no client PTO expiries known" + why)
+    probed = measured.filter(expiries > 0).height
+    share = probed / measured.height
+    return Measured(share, share, f"{probed} of {measured.height} runs{why}", measured.height)
 
 
 def server_first_ack_delay(tables: Tables, server: str) -> Measured:
