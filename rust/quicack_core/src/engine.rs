@@ -51,6 +51,17 @@ struct FastFlow {
     numbers: Py<PacketNumbers>,
     sender: Py<PyAny>,
     long: Option<LongHeaders>,
+    // whether a datagram cut by the capture's snap length (a short header packet first) is added here as the
+    // Python decoder adds it: one 1-RTT packet row, not decrypted (its version read, not a tentative draft)
+    cut_datagrams: bool,
+}
+
+/// Datagrams cut by the snap length that the lane added: the Python decoder reports them (one issue, its first
+/// examples) until it says it has all the examples it shows (`quiet`); then the lane only counts them.
+#[derive(Default)]
+struct CutDatagrams {
+    quiet: bool,
+    count: i64,
 }
 
 /// What the lane needs to decode a flow's long header packets as the Python decoder would
@@ -82,6 +93,7 @@ pub struct PcapLane {
     names: HashMap<Vec<u8>, Py<PyString>>,
     datagram_counts: [i64; 2],
     pcapng: Option<Blocks>, // a pcapng stream's state (pcapng.rs); None for classic pcap
+    cut: CutDatagrams,
 }
 
 enum Next {
@@ -192,10 +204,14 @@ fn decode_fast(
     record: i64,
     time_abs_ns: i64,
     udp: &Udp,
+    cut: &mut CutDatagrams,
 ) -> Option<Fast> {
     let payload = udp.payload;
     if !payload.is_empty() && payload[0] & 0x80 != 0 && payload.len() == udp.udp_payload_bytes {
         return decode_long(py, flow, flow.long.as_ref()?, rows, counts, record, time_abs_ns, udp);
+    }
+    if flow.cut_datagrams && !payload.is_empty() && payload[0] & 0x80 == 0 && payload.len() < udp.udp_payload_bytes {
+        return Some(add_cut(py, flow, rows, counts, record, time_abs_ns, udp, cut));
     }
     if payload.is_empty()
         || payload[0] & 0x80 != 0
@@ -264,6 +280,54 @@ fn decode_fast(
                 .into_py(py),
         ),
     })
+}
+
+/// A datagram of a registered flow cut by the capture's snap length inside its first packet, a short header
+/// one: rows as `decode._add_one_datagram` adds them (`_decrypt_and_walk` leaves a cut packet undecrypted, so
+/// nothing is decrypted or learnt): the packet as an opaque 1-RTT row of all the datagram's bytes on the wire.
+#[allow(clippy::too_many_arguments)]
+fn add_cut(
+    py: Python<'_>,
+    flow: &FastFlow,
+    rows: &mut RowBuffers,
+    counts: &mut [i64; 2],
+    record: i64,
+    time_abs_ns: i64,
+    udp: &Udp,
+    cut: &mut CutDatagrams,
+) -> Fast {
+    let direction = flow.direction;
+    counts[direction as usize] += 1;
+    let datagram_row = rows.datagrams_len() as i64;
+    rows.push_packet(PacketRow {
+        datagram_row,
+        packet_type: PACKET_1RTT,
+        packet_bytes: udp.udp_payload_bytes as i64,
+        pn_space: Some(SPACE_APPDATA),
+        packet_number: None,
+        header_bytes: None,
+        aead_tag_bytes: Some(AEAD_TAG_BYTES),
+        ack_eliciting: None,
+        decrypted: Some(false),
+        frames_complete: None,
+        frame_count: 0,
+        sender: None,
+    });
+    rows.push_datagram(
+        flow.odcid.clone(),
+        direction,
+        counts[direction as usize],
+        (time_abs_ns - flow.time_origin_ns) as f64 / 1e6,
+        time_abs_ns,
+        udp.ip_header_bytes as i64,
+        udp.udp_payload_bytes as i64,
+        1,
+    );
+    if cut.quiet {
+        cut.count += 1;
+        return Fast::Done;
+    }
+    Fast::Event(("cut", record).into_py(py))
 }
 
 /// One long header packet of a flow's datagram: (PACKET_TYPES code, pn_offset, packet bytes), or None where
@@ -489,6 +553,7 @@ impl PcapLane {
             names: HashMap::new(),
             datagram_counts: [0, 0],
             pcapng: None,
+            cut: CutDatagrams::default(),
         })
     }
 
@@ -499,6 +564,22 @@ impl PcapLane {
     /// `register` takes the long header arguments (a decoder checks this before passing them).
     #[classattr]
     const LONG_HEADERS: bool = true;
+
+    /// `register` takes `cut_datagrams`; `next` may return ("cut", record) (see `cut_quiet`).
+    #[classattr]
+    const CUT_DATAGRAMS: bool = true;
+
+    /// Once set, datagrams cut by the snap length that the lane adds are only counted (`cut_count`), not
+    /// returned as ("cut", record) items: the decoder has as many examples of that issue as it shows.
+    #[setter]
+    fn set_cut_quiet(&mut self, quiet: bool) {
+        self.cut.quiet = quiet;
+    }
+
+    #[getter]
+    fn cut_count(&self) -> i64 {
+        self.cut.count
+    }
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
     fn next_datagram_index(&mut self, direction: &str) -> PyResult<i64> {
@@ -513,7 +594,8 @@ impl PcapLane {
     /// payload), ("record", record, time_abs_ns, linktype, data, wire_length), ("issue", record, message),
     /// ("secrets", key log bytes of a pcapng Decryption Secrets Block) or
     /// ("event", connection, direction, packet_number, record, walk result) for a datagram decoded here
-    /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see.
+    /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see, or
+    /// ("cut", record) for a datagram cut by the snap length whose rows the lane added (until `cut_quiet`).
     fn next(&mut self, py: Python<'_>, rows: &Bound<'_, RowBuffers>, budget: usize) -> PyResult<(usize, PyObject)> {
         let mut rows = rows.borrow_mut();
         let mut decoded = 0;
@@ -563,7 +645,7 @@ impl PcapLane {
             };
             let key = (address_key(udp.src), udp.src_port, address_key(udp.dst), udp.dst_port);
             if let Some(flow) = self.flows.get(&key) {
-                match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp) {
+                match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp, &mut self.cut) {
                     Some(Fast::Done) => {
                         decoded += 1;
                         continue;
@@ -597,7 +679,7 @@ impl PcapLane {
     /// `version`, `initial` keys and the sender's `scid` (`handshake` keys if known) its long header packets too.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (src, src_port, dst, dst_port, connection, odcid, direction, time_origin_ns, cid_length, keys,
-        numbers, sender, version=None, initial=None, handshake=None, scid=None))]
+        numbers, sender, version=None, initial=None, handshake=None, scid=None, cut_datagrams=false))]
     fn register(
         &mut self,
         src: &str,
@@ -616,6 +698,7 @@ impl PcapLane {
         initial: Option<Py<PacketKeys>>,
         handshake: Option<Py<PacketKeys>>,
         scid: Option<Vec<u8>>,
+        cut_datagrams: bool,
     ) -> PyResult<()> {
         let key = (parse_address(src)?, src_port, parse_address(dst)?, dst_port);
         let direction = code_of(&DIRECTIONS, direction)?;
@@ -637,6 +720,7 @@ impl PcapLane {
                 numbers,
                 sender,
                 long,
+                cut_datagrams,
             },
         );
         Ok(())

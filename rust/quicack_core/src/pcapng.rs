@@ -173,6 +173,7 @@ impl PcapLane {
             names: HashMap::new(),
             datagram_counts: [0, 0],
             pcapng: Some(Blocks::new()),
+            cut: super::CutDatagrams::default(),
         })
     }
 

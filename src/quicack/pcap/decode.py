@@ -60,6 +60,7 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
 GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
+CUT_DATAGRAM = "datagram truncated by the capture (snap length): the cut packet is not decrypted"
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -97,6 +98,10 @@ class _Issues:
             examples = self.examples.setdefault(key, [])
             if len(examples) < MAX_ISSUE_EXAMPLES:
                 examples.append(record)
+
+    def examples_full(self, severity: str, message: str) -> bool:
+        """Whether the issue has as many examples as its row shows (more are only counted)."""
+        return len(self.examples.get((severity, message), ())) >= MAX_ISSUE_EXAMPLES
 
     def rows(self) -> list[tuple[str, str]]:
         out = []
@@ -137,6 +142,14 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
         self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)
         self._reset_columns()
+
+    def note_cut_datagrams(self, record: int | None, count: int = 1) -> bool:
+        """Report datagrams cut by the capture's snap length (`count` of them, `record` the first); True once the
+        issue has all the examples it shows, after which the lane may only count the ones it adds."""
+        self.issues.add("warning", CUT_DATAGRAM, record)
+        if count > 1:
+            self.issues.counts["warning", CUT_DATAGRAM] += count - 1
+        return self.issues.examples_full("warning", CUT_DATAGRAM)
 
     def next_datagram_index(self, direction: str) -> int:
         self.datagram_counts[direction] += 1
@@ -225,11 +238,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         time_abs_ns = datagram.time_abs_ns
         wire_bytes = datagram.udp_payload_bytes
         if len(payload) < wire_bytes:
-            self.issues.add(
-                "warning",
-                "datagram truncated by the capture (snap length): the cut packet is not decrypted",
-                datagram.record_number,
-            )
+            self.note_cut_datagrams(datagram.record_number)
         rows = self.rows
         seen = DatagramSeen(
             row=rows.datagram_count(),
