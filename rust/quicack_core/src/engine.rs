@@ -19,7 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::keys::PacketKeys;
-use crate::link::{address_key, parse_address, plain_udp, Udp};
+use crate::link::{address_key, parse_address, plain_tcp_ip, plain_udp, Udp};
+use crate::tcp::tcp_fields;
 use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
 
@@ -94,6 +95,7 @@ pub struct PcapLane {
     datagram_counts: [i64; 2],
     pcapng: Option<Blocks>, // a pcapng stream's state (pcapng.rs); None for classic pcap
     cut: CutDatagrams,
+    tcp_segments: bool, // hand plain TCP segments back read (("tcp", ...)), not as records: set by the decoder
 }
 
 enum Next {
@@ -172,6 +174,47 @@ impl PcapLane {
         self.position = start + caplen as usize;
         let time = i64::from(seconds) * 1_000_000_000 + i64::from(fraction) * if self.nanoseconds { 1 } else { 1000 };
         Ok(Next::Record(self.number, time, start, start + caplen as usize, i64::from(wire_length)))
+    }
+
+    /// ("tcp", the fields of `tcp.TcpSegment` in its order) for a record that is a plain TCP segment which
+    /// `capture_file.link_to_udp` reads without an issue, else None.
+    fn tcp_segment(
+        names: &mut HashMap<Vec<u8>, Py<PyString>>,
+        py: Python<'_>,
+        record: i64,
+        time: i64,
+        linktype: u32,
+        data: &[u8],
+    ) -> Option<PyObject> {
+        let ip = plain_tcp_ip(linktype, data)?;
+        let fields = tcp_fields(data, ip.tcp_at, ip.ip_header_bytes, ip.ip_bytes)?;
+        let (ip_bytes, ip_header_bytes) = (ip.ip_bytes, ip.ip_header_bytes);
+        let src = Self::name(names, py, ip.src);
+        let dst = Self::name(names, py, ip.dst);
+        let item = PyTuple::new_bound(
+            py,
+            [
+                "tcp".into_py(py),
+                record.into_py(py),
+                time.into_py(py),
+                src.into_py(py),
+                dst.into_py(py),
+                fields.src_port.into_py(py),
+                fields.dst_port.into_py(py),
+                ip_bytes.into_py(py),
+                ip_header_bytes.into_py(py),
+                fields.header_bytes.into_py(py),
+                fields.timestamp_option_bytes.into_py(py),
+                fields.sack_option_bytes.into_py(py),
+                fields.other_option_bytes.into_py(py),
+                fields.sack_blocks.into_py(py),
+                fields.seq.into_py(py),
+                fields.ack.into_py(py),
+                fields.flags.into_py(py),
+                fields.window.into_py(py),
+            ],
+        );
+        Some(item.into_any().unbind())
     }
 
     fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
@@ -554,6 +597,7 @@ impl PcapLane {
             datagram_counts: [0, 0],
             pcapng: None,
             cut: CutDatagrams::default(),
+            tcp_segments: false,
         })
     }
 
@@ -579,6 +623,13 @@ impl PcapLane {
     #[getter]
     fn cut_count(&self) -> i64 {
         self.cut.count
+    }
+
+    /// Once set, `next` returns a plain TCP segment (what `capture_file.link_to_udp` reads without an issue) as
+    /// ("tcp", the fields of `tcp.TcpSegment` in its order), not as a ("record", ...) to convert.
+    #[setter]
+    fn set_tcp_segments(&mut self, read: bool) {
+        self.tcp_segments = read;
     }
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
@@ -637,9 +688,16 @@ impl PcapLane {
                 Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),
             };
             self.last_record = Some(record);
-            let data = &self.buffer[data.0..data.1];
+            let (start, end) = data;
+            let data = &self.buffer[start..end];
             let linktype = self.linktype; // a pcapng record's interface's
             let Some(udp) = plain_udp(linktype, data) else {
+                if self.tcp_segments {
+                    if let Some(segment) = Self::tcp_segment(&mut self.names, py, record, time, linktype, data) {
+                        return Ok((decoded, segment));
+                    }
+                }
+                let data = &self.buffer[start..end];
                 let raw = PyBytes::new_bound(py, data);
                 return Ok((decoded, ("record", record, time, linktype, raw, wire_length).into_py(py)));
             };

@@ -22,6 +22,7 @@ mod keys;
 mod link;
 mod qlog;
 mod rows;
+mod tcp;
 mod tls;
 
 #[cfg(test)]

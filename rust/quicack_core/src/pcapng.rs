@@ -174,6 +174,7 @@ impl PcapLane {
             datagram_counts: [0, 0],
             pcapng: Some(Blocks::new()),
             cut: super::CutDatagrams::default(),
+            tcp_segments: false,
         })
     }
 

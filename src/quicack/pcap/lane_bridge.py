@@ -72,6 +72,7 @@ class LaneBridge:
         self.make_keys_early = hasattr(self.engine.packet_keys, "used")
         self.lane_long_headers = getattr(lane, "LONG_HEADERS", False)
         self.lane_cut_datagrams = getattr(lane, "CUT_DATAGRAMS", False)
+        _read_tcp_segments(lane)
 
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
@@ -154,6 +155,9 @@ class LaneBridge:
                 for packet_type, packet_number, walk in walks:
                     decoder.after_walk(connection, direction, packet_type, packet_number, record, walk)
                 decoder._offer_to_lane(connection)
+            elif kind == "tcp":  # a TCP segment the lane read (`tcp.tcp_segment`'s twin)
+                decoder.tcp.add(TcpSegment(*item[1:]))
+                continue
             elif kind == "cut":  # a datagram cut by the snap length that the lane added: its issue
                 if decoder.note_cut_datagrams(item[1]):
                     lane.cut_quiet = True  # examples enough: the lane counts the rest itself
@@ -201,6 +205,12 @@ class LaneBridge:
                 datagrams += 1
                 if not datagrams % check_every and decoder.batch_ready(batch_rows):
                     yield decoder.take_batch()
+
+def _read_tcp_segments(lane) -> None:
+    """Let the lane read plain TCP segments itself, where it can (a core before it hands them back as records)."""
+    if hasattr(type(lane), "tcp_segments"):
+        lane.tcp_segments = True
+
 
 def open_lane(path: Path, engine: Engine, limits: Limits):
     """(open stream, quicack_core.PcapLane) for a classic pcap or a pcapng file (plain, gzip, zstd), else None: an
@@ -250,6 +260,7 @@ def read_udp_through_lane(
         yield from read_udp(path, limits)
         return
     stream, lane = opened
+    _read_tcp_segments(lane)
     rows, fragments = engine.row_buffers(), FragmentReassembly()
     names: dict[bytes, str] = {}
     number = None
@@ -263,6 +274,9 @@ def read_udp_through_lane(
                 if kind == "datagram":
                     number = item[1]
                     yield UdpDatagram(*item[1:])
+                elif kind == "tcp":
+                    number = item[1]
+                    yield TcpSegment(*item[1:])
                 elif kind == "record":
                     number = item[1]
                     converted = link_to_udp(LinkRecord(*item[1:]), names, fragments)
