@@ -25,7 +25,7 @@ from quicack.pcap.quic import initial_keys
 from tests.conftest import SAMPLE_RAW as SAMPLE
 
 pytestmark = pytest.mark.skipif(compiled_engine() is None, reason="quicack_core is not built (install.sh builds it)")
-TABLES = ("datagrams", "packets", "frames", "ingest_issues")
+TABLES = ("datagrams", "packets", "frames", "tcp_segments", "ingest_issues")
 
 
 def _tables(capture: Capture, engine: str, batch_rows: int) -> dict[str, pl.DataFrame]:

@@ -414,3 +414,12 @@ def test_the_compiled_lane_reads_tcp_segments_as_the_python_reader(path: Path, t
         while (item := lane.next(engine.row_buffers(), 1 << 30)[1]) is not None:
             kinds.append(item[0])
     assert kinds.count("tcp") == len(kinds) > 100  # all read by the lane
+    if hasattr(engine.pcap_lane, "tcp_rows"):  # the decoder's way: the lane adds them to its rows, none come back
+        rows = engine.tcp_rows()
+        stream, lane = open_lane(path, engine, DEFAULT_LIMITS)
+        with stream:
+            lane.tcp_rows = rows.core
+            assert lane.next(engine.row_buffers(), 1 << 30)[1] is None
+        assert rows.total == len(kinds)
+        expected = pl.concat([b.tcp_segments for b in decode_capture(path, run_id="r", vantage="v", engine="python")])
+        assert rows.take("r", "v").equals(expected)

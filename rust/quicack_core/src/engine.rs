@@ -19,8 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::keys::PacketKeys;
-use crate::link::{address_key, parse_address, plain_tcp_ip, plain_udp, Udp};
-use crate::tcp::tcp_fields;
+use crate::link::{address_key, parse_address, plain_tcp_ip, plain_udp, TcpIp, Udp};
+use crate::tcp::{tcp_fields, Segment, TcpFields, TcpRows};
 use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
 
@@ -96,6 +96,8 @@ pub struct PcapLane {
     pcapng: Option<Blocks>, // a pcapng stream's state (pcapng.rs); None for classic pcap
     cut: CutDatagrams,
     tcp_segments: bool, // hand plain TCP segments back read (("tcp", ...)), not as records: set by the decoder
+    tcp_rows: Option<Py<TcpRows>>, // or add them to these rows (the decoder's `tcp`) without handing them back
+    texts: HashMap<Vec<u8>, Arc<str>>, // addresses as text, for `tcp_rows`
 }
 
 enum Next {
@@ -176,19 +178,15 @@ impl PcapLane {
         Ok(Next::Record(self.number, time, start, start + caplen as usize, i64::from(wire_length)))
     }
 
-    /// ("tcp", the fields of `tcp.TcpSegment` in its order) for a record that is a plain TCP segment which
-    /// `capture_file.link_to_udp` reads without an issue, else None.
-    fn tcp_segment(
+    /// ("tcp", the fields of `tcp.TcpSegment` in its order) for a plain TCP segment.
+    fn tcp_item(
         names: &mut HashMap<Vec<u8>, Py<PyString>>,
         py: Python<'_>,
         record: i64,
         time: i64,
-        linktype: u32,
-        data: &[u8],
-    ) -> Option<PyObject> {
-        let ip = plain_tcp_ip(linktype, data)?;
-        let fields = tcp_fields(data, ip.tcp_at, ip.ip_header_bytes, ip.ip_bytes)?;
-        let (ip_bytes, ip_header_bytes) = (ip.ip_bytes, ip.ip_header_bytes);
+        ip: &TcpIp<'_>,
+        fields: TcpFields,
+    ) -> PyObject {
         let src = Self::name(names, py, ip.src);
         let dst = Self::name(names, py, ip.dst);
         let item = PyTuple::new_bound(
@@ -201,8 +199,8 @@ impl PcapLane {
                 dst.into_py(py),
                 fields.src_port.into_py(py),
                 fields.dst_port.into_py(py),
-                ip_bytes.into_py(py),
-                ip_header_bytes.into_py(py),
+                ip.ip_bytes.into_py(py),
+                ip.ip_header_bytes.into_py(py),
                 fields.header_bytes.into_py(py),
                 fields.timestamp_option_bytes.into_py(py),
                 fields.sack_option_bytes.into_py(py),
@@ -214,21 +212,34 @@ impl PcapLane {
                 fields.window.into_py(py),
             ],
         );
-        Some(item.into_any().unbind())
+        item.into_any().unbind()
+    }
+
+    fn text(texts: &mut HashMap<Vec<u8>, Arc<str>>, address: &[u8]) -> Arc<str> {
+        if let Some(text) = texts.get(address) {
+            return text.clone();
+        }
+        let text: Arc<str> = Arc::from(address_text(address));
+        texts.insert(address.to_vec(), text.clone());
+        text
     }
 
     fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
         if let Some(name) = names.get(address) {
             return name.clone_ref(py);
         }
-        let text = if address.len() == 4 {
-            IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
-        } else {
-            IpAddr::from(<[u8; 16]>::try_from(address).expect("16 bytes")).to_string()
-        };
-        let name = PyString::new_bound(py, &text).unbind();
+        let name = PyString::new_bound(py, &address_text(address)).unbind();
         names.insert(address.to_vec(), name.clone_ref(py));
         name
+    }
+}
+
+/// An IPv4 or IPv6 address as text (as `socket.inet_ntop`).
+fn address_text(address: &[u8]) -> String {
+    if address.len() == 4 {
+        IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
+    } else {
+        IpAddr::from(<[u8; 16]>::try_from(address).expect("16 bytes")).to_string()
     }
 }
 
@@ -598,6 +609,8 @@ impl PcapLane {
             pcapng: None,
             cut: CutDatagrams::default(),
             tcp_segments: false,
+            tcp_rows: None,
+            texts: HashMap::new(),
         })
     }
 
@@ -630,6 +643,13 @@ impl PcapLane {
     #[setter]
     fn set_tcp_segments(&mut self, read: bool) {
         self.tcp_segments = read;
+    }
+
+    /// Once set, a plain TCP segment is added to these rows (a `TcpRows`: the decoder's, which the Python reader's
+    /// segments go to as well, in file order) instead of being handed back.
+    #[setter]
+    fn set_tcp_rows(&mut self, rows: Option<Py<TcpRows>>) {
+        self.tcp_rows = rows;
     }
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
@@ -692,9 +712,26 @@ impl PcapLane {
             let data = &self.buffer[start..end];
             let linktype = self.linktype; // a pcapng record's interface's
             let Some(udp) = plain_udp(linktype, data) else {
-                if self.tcp_segments {
-                    if let Some(segment) = Self::tcp_segment(&mut self.names, py, record, time, linktype, data) {
-                        return Ok((decoded, segment));
+                if self.tcp_segments || self.tcp_rows.is_some() {
+                    let parsed = plain_tcp_ip(linktype, data).and_then(|ip| {
+                        let fields = tcp_fields(data, ip.tcp_at, ip.ip_header_bytes, ip.ip_bytes)?;
+                        Some((ip, fields))
+                    });
+                    if let Some((ip, fields)) = parsed {
+                        if let Some(rows) = &self.tcp_rows {
+                            let src = Self::text(&mut self.texts, ip.src);
+                            let dst = Self::text(&mut self.texts, ip.dst);
+                            rows.bind(py).borrow_mut().push(Segment {
+                                time_abs_ns: time,
+                                src: &src,
+                                dst: &dst,
+                                ip_bytes: ip.ip_bytes as i64,
+                                ip_header_bytes: ip.ip_header_bytes as i64,
+                                fields,
+                            });
+                            continue;
+                        }
+                        return Ok((decoded, Self::tcp_item(&mut self.names, py, record, time, &ip, fields)));
                     }
                 }
                 let data = &self.buffer[start..end];

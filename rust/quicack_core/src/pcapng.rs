@@ -175,6 +175,8 @@ impl PcapLane {
             pcapng: Some(Blocks::new()),
             cut: super::CutDatagrams::default(),
             tcp_segments: false,
+            tcp_rows: None,
+            texts: HashMap::new(),
         })
     }
 

@@ -41,7 +41,7 @@ from .quic import (
     UnknownVersionError,
     parse_long_header,
 )
-from .tcp import TcpRows, TcpSegment
+from .tcp import TcpSegment
 from .versions import VERSION_1, VERSION_2, quic_version
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
@@ -137,7 +137,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         # packets of versions this decoder does not read, by version: one issue each at the end (versions.py)
         self.unsupported_packets: dict[int, int] = {}
         self.tentative_versions: set[int] = set()  # drafts before -22 whose packets authenticated as draft-22's
-        self.tcp = TcpRows()
+        self.tcp = self.engine.tcp_rows()
         self._init_lane()
         # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
         self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)

@@ -72,7 +72,11 @@ class LaneBridge:
         self.make_keys_early = hasattr(self.engine.packet_keys, "used")
         self.lane_long_headers = getattr(lane, "LONG_HEADERS", False)
         self.lane_cut_datagrams = getattr(lane, "CUT_DATAGRAMS", False)
-        _read_tcp_segments(lane)
+        tcp_rows = getattr(cast("CaptureDecoder", self).tcp, "core", None)
+        if tcp_rows is not None and hasattr(type(lane), "tcp_rows"):
+            lane.tcp_rows = tcp_rows  # the lane adds the TCP segments it reads to the decoder's rows itself
+        else:
+            _read_tcp_segments(lane)
 
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
