@@ -147,8 +147,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         """Report datagrams cut by the capture's snap length (`count` of them, `record` the first); True once the
         issue has all the examples it shows, after which the lane may only count the ones it adds."""
         self.issues.add("warning", CUT_DATAGRAM, record)
-        if count > 1:
-            self.issues.counts["warning", CUT_DATAGRAM] += count - 1
+        self.issues.counts["warning", CUT_DATAGRAM] += count - 1
         return self.issues.examples_full("warning", CUT_DATAGRAM)
 
     def next_datagram_index(self, direction: str) -> int:
@@ -597,5 +596,3 @@ def _decode_items(
             issues.add(item.severity, item.message, item.record_number)
         elif isinstance(item, TlsKeylogSecrets):
             secrets.add_text(item.text, f"{path.name} (decryption secrets block)")
-
-

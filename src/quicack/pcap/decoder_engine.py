@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .columns import RowBuffers
     from .connection import PacketNumbers
     from .quic import PacketKeys
-    from .tcp import TcpRows
+    from .tcp import CompiledTcpRows, TcpRows
     from .tls import CryptoStream
 
 ENVIRONMENT_VARIABLE = "QUICACK_PCAP_ENGINE"
@@ -39,7 +39,7 @@ class Engine:
     packet_numbers: type[PacketNumbers]
     pcap_lane: Any  # quicack_core.PcapLane (compiled only: no Python twin), or None
     crypto_stream: type[CryptoStream]
-    tcp_rows: Callable[[], TcpRows]
+    tcp_rows: Callable[[], TcpRows | CompiledTcpRows]
 
 
 def python_engine() -> Engine:
@@ -67,7 +67,8 @@ def compiled_engine() -> Engine | None:
     from .tcp import CompiledTcpRows, TcpRows
 
     # likewise the TCP rows (a core before quicack_core.TcpRows: the Python ones)
-    tcp_rows = CompiledTcpRows if hasattr(quicack_core, "TcpRows") else TcpRows
+    core_tcp_rows = hasattr(quicack_core, "TcpRows")
+    tcp_rows: Callable[[], TcpRows | CompiledTcpRows] = CompiledTcpRows if core_tcp_rows else TcpRows
     return Engine(
         "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers,
         quicack_core.PcapLane, crypto_stream, tcp_rows,

@@ -210,6 +210,7 @@ class LaneBridge:
                 if not datagrams % check_every and decoder.batch_ready(batch_rows):
                     yield decoder.take_batch()
 
+
 def _read_tcp_segments(lane) -> None:
     """Let the lane read plain TCP segments itself, where it can (a core before it hands them back as records)."""
     if hasattr(type(lane), "tcp_segments"):
