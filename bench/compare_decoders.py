@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TABLES = ("datagrams", "packets", "frames", "ingest_issues")
+TABLES = ("datagrams", "packets", "frames", "tcp_segments", "ingest_issues")
 
 
 def all_captures(extra: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:

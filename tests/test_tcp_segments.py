@@ -358,3 +358,68 @@ def test_a_tcp_capture_cut_inside_a_record_keeps_the_segments_before_it_handmade
         kept.select(same).sort("time_abs_ns").equals(segments(whole).select(same).sort("time_abs_ns").head(kept.height))
     )
     assert issues.filter(pl.col("message").str.contains("truncated")).height == 1
+
+
+def _damaged_tcp_copy(path: Path, out: Path) -> Path:
+    """Damage made by hand (the runs have none): in an uncompressed copy of a recorded capture, the 3rd TCP segment's
+    data offset below 20 bytes, the 5th's first option length 1 (malformed), the 7th cut inside its TCP header and
+    the 9th's data offset beyond its IP length; the Python reader reports each (an issue) and skips the segment."""
+    data = bytearray(gzip.decompress(path.read_bytes()))
+    position, kept, index = 24, bytearray(data[:24]), 0
+    while position + 16 <= len(data):
+        seconds, fraction, caplen, wire = struct.unpack_from("<IIII", data, position)
+        record = bytearray(data[position + 16 : position + 16 + caplen])
+        position += 16 + caplen
+        tcp = ETHERNET_HEADER_BYTES + (record[ETHERNET_HEADER_BYTES] & 0x0F) * 4
+        index += 1
+        if index == 3:
+            record[tcp + 12] = 4 << 4
+        elif index == 5 and record[tcp + 12] >> 4 > 5:
+            record[tcp + 20 : tcp + 22] = b"\x08\x01"
+        elif index == 7:
+            record = record[: tcp + 10]
+        elif index == 9:
+            record[tcp + 12] = 15 << 4
+            record[ETHERNET_HEADER_BYTES + 2 : ETHERNET_HEADER_BYTES + 4] = (tcp + 40).to_bytes(2, "big")
+        kept += struct.pack("<IIII", seconds, fraction, len(record), wire) + record
+    out.write_bytes(bytes(kept))
+    return out
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=_name)
+def test_the_compiled_lane_reads_tcp_segments_as_the_python_reader(path: Path, tmp_path: Path) -> None:
+    from quicack.pcap.capture_file import read_udp
+    from quicack.pcap.decoder_engine import compiled_engine
+    from quicack.pcap.lane_bridge import open_lane, read_udp_through_lane
+    from quicack.reading.limits import DEFAULT_LIMITS
+
+    engine = compiled_engine()
+    if engine is None or not hasattr(engine.pcap_lane, "tcp_segments"):
+        pytest.skip("a quicack_core whose lane does not read TCP segments")
+    damaged = _damaged_tcp_copy(path, tmp_path / "damaged.pcap")
+    for capture in (path, damaged):
+        assert list(read_udp_through_lane(capture, engine=engine)) == list(read_udp(capture))
+        by_engine = {
+            name: list(decode_capture(capture, run_id="r", engine=name)) for name in ("python", "compiled")
+        }  # fmt: skip
+        for table in ("tcp_segments", "ingest_issues"):
+            python, compiled = (pl.concat([getattr(b, table) for b in by_engine[name]]) for name in by_engine)
+            assert python.equals(compiled), table
+    issues = pl.concat([b.ingest_issues for b in by_engine["python"]])["message"].to_list()
+    assert sum("segment skipped" in message for message in issues) >= 3  # the damage is reported, not read
+    stream, lane = open_lane(path, engine, DEFAULT_LIMITS)
+    with stream:
+        lane.tcp_segments = True
+        kinds = []
+        while (item := lane.next(engine.row_buffers(), 1 << 30)[1]) is not None:
+            kinds.append(item[0])
+    assert kinds.count("tcp") == len(kinds) > 100  # all read by the lane
+    if hasattr(engine.pcap_lane, "tcp_rows"):  # the decoder's way: the lane adds them to its rows, none come back
+        rows = engine.tcp_rows()
+        stream, lane = open_lane(path, engine, DEFAULT_LIMITS)
+        with stream:
+            lane.tcp_rows = rows.core
+            assert lane.next(engine.row_buffers(), 1 << 30)[1] is None
+        assert rows.total == len(kinds)
+        expected = pl.concat([b.tcp_segments for b in decode_capture(path, run_id="r", vantage="v", engine="python")])
+        assert rows.take("r", "v").equals(expected)

@@ -19,7 +19,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::keys::PacketKeys;
-use crate::link::{address_key, parse_address, plain_udp, Udp};
+use crate::link::{address_key, parse_address, plain_tcp_ip, plain_udp, TcpIp, Udp};
+use crate::tcp::{tcp_fields, Segment, TcpFields, TcpRows};
 use crate::rows::{code_of, PacketRow, RowBuffers, Walk, DIRECTIONS, PACKET_1RTT, PACKET_TYPES, SPACE_APPDATA};
 use crate::PacketNumbers;
 
@@ -51,6 +52,17 @@ struct FastFlow {
     numbers: Py<PacketNumbers>,
     sender: Py<PyAny>,
     long: Option<LongHeaders>,
+    // whether a datagram cut by the capture's snap length (a short header packet first) is added here as the
+    // Python decoder adds it: one 1-RTT packet row, not decrypted (its version read, not a tentative draft)
+    cut_datagrams: bool,
+}
+
+/// Datagrams cut by the snap length that the lane added: the Python decoder reports them (one issue, its first
+/// examples) until it says it has all the examples it shows (`quiet`); then the lane only counts them.
+#[derive(Default)]
+struct CutDatagrams {
+    quiet: bool,
+    count: i64,
 }
 
 /// What the lane needs to decode a flow's long header packets as the Python decoder would
@@ -82,6 +94,10 @@ pub struct PcapLane {
     names: HashMap<Vec<u8>, Py<PyString>>,
     datagram_counts: [i64; 2],
     pcapng: Option<Blocks>, // a pcapng stream's state (pcapng.rs); None for classic pcap
+    cut: CutDatagrams,
+    tcp_segments: bool, // hand plain TCP segments back read (("tcp", ...)), not as records: set by the decoder
+    tcp_rows: Option<Py<TcpRows>>, // or add them to these rows (the decoder's `tcp`) without handing them back
+    texts: HashMap<Vec<u8>, Arc<str>>, // addresses as text, for `tcp_rows`
 }
 
 enum Next {
@@ -162,18 +178,68 @@ impl PcapLane {
         Ok(Next::Record(self.number, time, start, start + caplen as usize, i64::from(wire_length)))
     }
 
+    /// ("tcp", the fields of `tcp.TcpSegment` in its order) for a plain TCP segment.
+    fn tcp_item(
+        names: &mut HashMap<Vec<u8>, Py<PyString>>,
+        py: Python<'_>,
+        record: i64,
+        time: i64,
+        ip: &TcpIp<'_>,
+        fields: TcpFields,
+    ) -> PyObject {
+        let src = Self::name(names, py, ip.src);
+        let dst = Self::name(names, py, ip.dst);
+        let item = PyTuple::new_bound(
+            py,
+            [
+                "tcp".into_py(py),
+                record.into_py(py),
+                time.into_py(py),
+                src.into_py(py),
+                dst.into_py(py),
+                fields.src_port.into_py(py),
+                fields.dst_port.into_py(py),
+                ip.ip_bytes.into_py(py),
+                ip.ip_header_bytes.into_py(py),
+                fields.header_bytes.into_py(py),
+                fields.timestamp_option_bytes.into_py(py),
+                fields.sack_option_bytes.into_py(py),
+                fields.other_option_bytes.into_py(py),
+                fields.sack_blocks.into_py(py),
+                fields.seq.into_py(py),
+                fields.ack.into_py(py),
+                fields.flags.into_py(py),
+                fields.window.into_py(py),
+            ],
+        );
+        item.into_any().unbind()
+    }
+
+    fn text(texts: &mut HashMap<Vec<u8>, Arc<str>>, address: &[u8]) -> Arc<str> {
+        if let Some(text) = texts.get(address) {
+            return text.clone();
+        }
+        let text: Arc<str> = Arc::from(address_text(address));
+        texts.insert(address.to_vec(), text.clone());
+        text
+    }
+
     fn name(names: &mut HashMap<Vec<u8>, Py<PyString>>, py: Python<'_>, address: &[u8]) -> Py<PyString> {
         if let Some(name) = names.get(address) {
             return name.clone_ref(py);
         }
-        let text = if address.len() == 4 {
-            IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
-        } else {
-            IpAddr::from(<[u8; 16]>::try_from(address).expect("16 bytes")).to_string()
-        };
-        let name = PyString::new_bound(py, &text).unbind();
+        let name = PyString::new_bound(py, &address_text(address)).unbind();
         names.insert(address.to_vec(), name.clone_ref(py));
         name
+    }
+}
+
+/// An IPv4 or IPv6 address as text (as `socket.inet_ntop`).
+fn address_text(address: &[u8]) -> String {
+    if address.len() == 4 {
+        IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
+    } else {
+        IpAddr::from(<[u8; 16]>::try_from(address).expect("16 bytes")).to_string()
     }
 }
 
@@ -192,10 +258,14 @@ fn decode_fast(
     record: i64,
     time_abs_ns: i64,
     udp: &Udp,
+    cut: &mut CutDatagrams,
 ) -> Option<Fast> {
     let payload = udp.payload;
     if !payload.is_empty() && payload[0] & 0x80 != 0 && payload.len() == udp.udp_payload_bytes {
         return decode_long(py, flow, flow.long.as_ref()?, rows, counts, record, time_abs_ns, udp);
+    }
+    if flow.cut_datagrams && !payload.is_empty() && payload[0] & 0x80 == 0 && payload.len() < udp.udp_payload_bytes {
+        return Some(add_cut(py, flow, rows, counts, record, time_abs_ns, udp, cut));
     }
     if payload.is_empty()
         || payload[0] & 0x80 != 0
@@ -264,6 +334,54 @@ fn decode_fast(
                 .into_py(py),
         ),
     })
+}
+
+/// A datagram of a registered flow cut by the capture's snap length inside its first packet, a short header
+/// one: rows as `decode._add_one_datagram` adds them (`_decrypt_and_walk` leaves a cut packet undecrypted, so
+/// nothing is decrypted or learnt): the packet as an opaque 1-RTT row of all the datagram's bytes on the wire.
+#[allow(clippy::too_many_arguments)]
+fn add_cut(
+    py: Python<'_>,
+    flow: &FastFlow,
+    rows: &mut RowBuffers,
+    counts: &mut [i64; 2],
+    record: i64,
+    time_abs_ns: i64,
+    udp: &Udp,
+    cut: &mut CutDatagrams,
+) -> Fast {
+    let direction = flow.direction;
+    counts[direction as usize] += 1;
+    let datagram_row = rows.datagrams_len() as i64;
+    rows.push_packet(PacketRow {
+        datagram_row,
+        packet_type: PACKET_1RTT,
+        packet_bytes: udp.udp_payload_bytes as i64,
+        pn_space: Some(SPACE_APPDATA),
+        packet_number: None,
+        header_bytes: None,
+        aead_tag_bytes: Some(AEAD_TAG_BYTES),
+        ack_eliciting: None,
+        decrypted: Some(false),
+        frames_complete: None,
+        frame_count: 0,
+        sender: None,
+    });
+    rows.push_datagram(
+        flow.odcid.clone(),
+        direction,
+        counts[direction as usize],
+        (time_abs_ns - flow.time_origin_ns) as f64 / 1e6,
+        time_abs_ns,
+        udp.ip_header_bytes as i64,
+        udp.udp_payload_bytes as i64,
+        1,
+    );
+    if cut.quiet {
+        cut.count += 1;
+        return Fast::Done;
+    }
+    Fast::Event(("cut", record).into_py(py))
 }
 
 /// One long header packet of a flow's datagram: (PACKET_TYPES code, pn_offset, packet bytes), or None where
@@ -489,6 +607,10 @@ impl PcapLane {
             names: HashMap::new(),
             datagram_counts: [0, 0],
             pcapng: None,
+            cut: CutDatagrams::default(),
+            tcp_segments: false,
+            tcp_rows: None,
+            texts: HashMap::new(),
         })
     }
 
@@ -499,6 +621,36 @@ impl PcapLane {
     /// `register` takes the long header arguments (a decoder checks this before passing them).
     #[classattr]
     const LONG_HEADERS: bool = true;
+
+    /// `register` takes `cut_datagrams`; `next` may return ("cut", record) (see `cut_quiet`).
+    #[classattr]
+    const CUT_DATAGRAMS: bool = true;
+
+    /// Once set, datagrams cut by the snap length that the lane adds are only counted (`cut_count`), not
+    /// returned as ("cut", record) items: the decoder has as many examples of that issue as it shows.
+    #[setter]
+    fn set_cut_quiet(&mut self, quiet: bool) {
+        self.cut.quiet = quiet;
+    }
+
+    #[getter]
+    fn cut_count(&self) -> i64 {
+        self.cut.count
+    }
+
+    /// Once set, `next` returns a plain TCP segment (what `capture_file.link_to_udp` reads without an issue) as
+    /// ("tcp", the fields of `tcp.TcpSegment` in its order), not as a ("record", ...) to convert.
+    #[setter]
+    fn set_tcp_segments(&mut self, read: bool) {
+        self.tcp_segments = read;
+    }
+
+    /// Once set, a plain TCP segment is added to these rows (a `TcpRows`: the decoder's, which the Python reader's
+    /// segments go to as well, in file order) instead of being handed back.
+    #[setter]
+    fn set_tcp_rows(&mut self, rows: Option<Py<TcpRows>>) {
+        self.tcp_rows = rows;
+    }
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
     fn next_datagram_index(&mut self, direction: &str) -> PyResult<i64> {
@@ -513,7 +665,8 @@ impl PcapLane {
     /// payload), ("record", record, time_abs_ns, linktype, data, wire_length), ("issue", record, message),
     /// ("secrets", key log bytes of a pcapng Decryption Secrets Block) or
     /// ("event", connection, direction, packet_number, record, walk result) for a datagram decoded here
-    /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see.
+    /// whose CRYPTO frames, new connection IDs or undecodable frames the Python decoder must still see, or
+    /// ("cut", record) for a datagram cut by the snap length whose rows the lane added (until `cut_quiet`).
     fn next(&mut self, py: Python<'_>, rows: &Bound<'_, RowBuffers>, budget: usize) -> PyResult<(usize, PyObject)> {
         let mut rows = rows.borrow_mut();
         let mut decoded = 0;
@@ -555,15 +708,39 @@ impl PcapLane {
                 Next::Issue(record, message) => return Ok((decoded, ("issue", record, message).into_py(py))),
             };
             self.last_record = Some(record);
-            let data = &self.buffer[data.0..data.1];
+            let (start, end) = data;
+            let data = &self.buffer[start..end];
             let linktype = self.linktype; // a pcapng record's interface's
             let Some(udp) = plain_udp(linktype, data) else {
+                if self.tcp_segments || self.tcp_rows.is_some() {
+                    let parsed = plain_tcp_ip(linktype, data).and_then(|ip| {
+                        let fields = tcp_fields(data, ip.tcp_at, ip.ip_header_bytes, ip.ip_bytes)?;
+                        Some((ip, fields))
+                    });
+                    if let Some((ip, fields)) = parsed {
+                        if let Some(rows) = &self.tcp_rows {
+                            let src = Self::text(&mut self.texts, ip.src);
+                            let dst = Self::text(&mut self.texts, ip.dst);
+                            rows.bind(py).borrow_mut().push(Segment {
+                                time_abs_ns: time,
+                                src: &src,
+                                dst: &dst,
+                                ip_bytes: ip.ip_bytes as i64,
+                                ip_header_bytes: ip.ip_header_bytes as i64,
+                                fields,
+                            });
+                            continue;
+                        }
+                        return Ok((decoded, Self::tcp_item(&mut self.names, py, record, time, &ip, fields)));
+                    }
+                }
+                let data = &self.buffer[start..end];
                 let raw = PyBytes::new_bound(py, data);
                 return Ok((decoded, ("record", record, time, linktype, raw, wire_length).into_py(py)));
             };
             let key = (address_key(udp.src), udp.src_port, address_key(udp.dst), udp.dst_port);
             if let Some(flow) = self.flows.get(&key) {
-                match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp) {
+                match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp, &mut self.cut) {
                     Some(Fast::Done) => {
                         decoded += 1;
                         continue;
@@ -597,7 +774,7 @@ impl PcapLane {
     /// `version`, `initial` keys and the sender's `scid` (`handshake` keys if known) its long header packets too.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (src, src_port, dst, dst_port, connection, odcid, direction, time_origin_ns, cid_length, keys,
-        numbers, sender, version=None, initial=None, handshake=None, scid=None))]
+        numbers, sender, version=None, initial=None, handshake=None, scid=None, cut_datagrams=false))]
     fn register(
         &mut self,
         src: &str,
@@ -616,6 +793,7 @@ impl PcapLane {
         initial: Option<Py<PacketKeys>>,
         handshake: Option<Py<PacketKeys>>,
         scid: Option<Vec<u8>>,
+        cut_datagrams: bool,
     ) -> PyResult<()> {
         let key = (parse_address(src)?, src_port, parse_address(dst)?, dst_port);
         let direction = code_of(&DIRECTIONS, direction)?;
@@ -637,6 +815,7 @@ impl PcapLane {
                 numbers,
                 sender,
                 long,
+                cut_datagrams,
             },
         );
         Ok(())

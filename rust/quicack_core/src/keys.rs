@@ -2,10 +2,8 @@
 //! The same algorithm as `quicack.pcap.quic.PacketKeys`, which is the pure-Python version of this class.
 
 use aes::cipher::{BlockEncrypt, KeyInit as BlockKeyInit, KeyIvInit, StreamCipher, StreamCipherSeek};
-use aes_gcm::aead::AeadInPlace;
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305};
 use std::cell::RefCell;
-use aes_gcm::{Aes128Gcm, Aes256Gcm, Nonce};
-use chacha20poly1305::ChaCha20Poly1305;
 use hmac::{Hmac, Mac};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -142,12 +140,6 @@ impl KeyedHmac {
     }
 }
 
-enum Sealer {
-    Aes128(Box<Aes128Gcm>),
-    Aes256(Box<Aes256Gcm>),
-    ChaCha(Box<ChaCha20Poly1305>),
-}
-
 enum HeaderMask {
     Aes128(Box<aes::Aes128>),
     Aes256(Box<aes::Aes256>),
@@ -184,7 +176,10 @@ struct Protection {
     cipher_suite: u16,
     secret: Vec<u8>,
     version: u32,
-    aead: Sealer,
+    // ring's AEADs (BoringSSL's assembly, CPU features detected at run time): AES-GCM with GHASH over several
+    // blocks at once, 3-4x RustCrypto's aes-gcm (one block per GHASH step) on 1,200-byte packets, ChaCha20-Poly1305
+    // 4-7x (bench/README.md, issue 37)
+    aead: LessSafeKey,
     iv: [u8; 12],
 }
 
@@ -202,13 +197,14 @@ impl Protection {
         let key = hkdf.expand_label(&label(b"key"), key_bytes);
         let iv_bytes = hkdf.expand_label(&label(b"iv"), 12);
         let hp = hkdf.expand_label(&label(b"hp"), key_bytes);
-        let aead = if chacha {
-            Sealer::ChaCha(Box::new(ChaCha20Poly1305::new_from_slice(&key).expect("32-byte key")))
+        let algorithm = if chacha {
+            &CHACHA20_POLY1305
         } else if key_bytes == 16 {
-            Sealer::Aes128(Box::new(Aes128Gcm::new_from_slice(&key).expect("16-byte key")))
+            &AES_128_GCM
         } else {
-            Sealer::Aes256(Box::new(Aes256Gcm::new_from_slice(&key).expect("32-byte key")))
+            &AES_256_GCM
         };
+        let aead = LessSafeKey::new(UnboundKey::new(algorithm, &key).expect("the suite's key length"));
         let mask = if chacha {
             let mut chacha_key = [0u8; 32];
             chacha_key.copy_from_slice(&hp);
@@ -236,19 +232,18 @@ impl Protection {
         for (index, byte) in packet_number.to_be_bytes().iter().enumerate() {
             nonce[4 + index] ^= byte;
         }
-        let nonce = Nonce::from_slice(&nonce);
         // Decrypted in a buffer a caller gave back (`recycle`): a fresh one per packet cost a malloc and a free
         // of ~1.2 KB, which glibc serves from its slow bins (~5 % of the CPU time of a large capture).
         let mut buffer = SPARE_BUFFERS.with(|spare| spare.borrow_mut().pop()).unwrap_or_default();
         buffer.clear();
         buffer.extend_from_slice(ciphertext);
-        let result = match &self.aead {
-            Sealer::Aes128(cipher) => cipher.decrypt_in_place(nonce, header, &mut buffer),
-            Sealer::Aes256(cipher) => cipher.decrypt_in_place(nonce, header, &mut buffer),
-            Sealer::ChaCha(cipher) => cipher.decrypt_in_place(nonce, header, &mut buffer),
-        };
-        match result {
-            Ok(()) => Ok(buffer),
+        // the packet number makes each nonce unique per key, as RFC 9001 §5.3 has it (only opened here)
+        let opened = self.aead.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(header), &mut buffer);
+        match opened.map(|plaintext| plaintext.len()) {
+            Ok(length) => {
+                buffer.truncate(length); // the tag after the plaintext
+                Ok(buffer)
+            }
             Err(_) => {
                 recycle(buffer);
                 Err(Failure::Aead)

@@ -22,6 +22,7 @@ mod keys;
 mod link;
 mod qlog;
 mod rows;
+mod tcp;
 mod tls;
 
 #[cfg(test)]
@@ -87,6 +88,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<rows::RowBuffers>()?;
     module.add_class::<PacketNumbers>()?;
     module.add_class::<engine::PcapLane>()?;
+    module.add_class::<tcp::TcpRows>()?;
     module.add_class::<arrow::ArrowTable>()?;
     module.add_class::<qlog::QlogLane>()?;
     module.add_class::<tls::CryptoStream>()?;

@@ -173,6 +173,10 @@ impl PcapLane {
             names: HashMap::new(),
             datagram_counts: [0, 0],
             pcapng: Some(Blocks::new()),
+            cut: super::CutDatagrams::default(),
+            tcp_segments: false,
+            tcp_rows: None,
+            texts: HashMap::new(),
         })
     }
 

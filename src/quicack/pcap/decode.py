@@ -41,7 +41,7 @@ from .quic import (
     UnknownVersionError,
     parse_long_header,
 )
-from .tcp import TcpRows, TcpSegment
+from .tcp import TcpSegment
 from .versions import VERSION_1, VERSION_2, quic_version
 
 PN_SPACE = {"initial": "initial", "handshake": "handshake", "0rtt": "appdata", "1rtt": "appdata"}
@@ -60,6 +60,7 @@ BATCH_CHECK_DATAGRAMS = 256  # how often to look at the batch size
 # capture of a million short connections (a scan) keeps the state of the open ones only.
 CLOSED_CONNECTION_LINGER_NS = 30 * 1_000_000_000
 GSO_MIN_BYTES = 1500  # no single QUIC packet of the implementations we study is larger on loopback
+CUT_DATAGRAM = "datagram truncated by the capture (snap length): the cut packet is not decrypted"
 
 
 def find_gso_segment_size(payload: bytes, cid_length: int | None) -> int | None:
@@ -98,6 +99,10 @@ class _Issues:
             if len(examples) < MAX_ISSUE_EXAMPLES:
                 examples.append(record)
 
+    def examples_full(self, severity: str, message: str) -> bool:
+        """Whether the issue has as many examples as its row shows (more are only counted)."""
+        return len(self.examples.get((severity, message), ())) >= MAX_ISSUE_EXAMPLES
+
     def rows(self) -> list[tuple[str, str]]:
         out = []
         for (severity, message), count in self.counts.items():
@@ -132,11 +137,18 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         # packets of versions this decoder does not read, by version: one issue each at the end (versions.py)
         self.unsupported_packets: dict[int, int] = {}
         self.tentative_versions: set[int] = set()  # drafts before -22 whose packets authenticated as draft-22's
-        self.tcp = TcpRows()
+        self.tcp = self.engine.tcp_rows()
         self._init_lane()
         # quicack_core's RowBuffers.decrypt_and_add (None for the Python engine, or a core built before it)
         self.decrypt_and_add = getattr(self.engine.row_buffers, "decrypt_and_add", None)
         self._reset_columns()
+
+    def note_cut_datagrams(self, record: int | None, count: int = 1) -> bool:
+        """Report datagrams cut by the capture's snap length (`count` of them, `record` the first); True once the
+        issue has all the examples it shows, after which the lane may only count the ones it adds."""
+        self.issues.add("warning", CUT_DATAGRAM, record)
+        self.issues.counts["warning", CUT_DATAGRAM] += count - 1
+        return self.issues.examples_full("warning", CUT_DATAGRAM)
 
     def next_datagram_index(self, direction: str) -> int:
         self.datagram_counts[direction] += 1
@@ -225,11 +237,7 @@ class CaptureDecoder(FlowTracking, LaneBridge):
         time_abs_ns = datagram.time_abs_ns
         wire_bytes = datagram.udp_payload_bytes
         if len(payload) < wire_bytes:
-            self.issues.add(
-                "warning",
-                "datagram truncated by the capture (snap length): the cut packet is not decrypted",
-                datagram.record_number,
-            )
+            self.note_cut_datagrams(datagram.record_number)
         rows = self.rows
         seen = DatagramSeen(
             row=rows.datagram_count(),
@@ -588,5 +596,3 @@ def _decode_items(
             issues.add(item.severity, item.message, item.record_number)
         elif isinstance(item, TlsKeylogSecrets):
             secrets.add_text(item.text, f"{path.name} (decryption secrets block)")
-
-

@@ -9,11 +9,13 @@ tests/test_pcap_engines.py decodes every capture with both and compares the tabl
     PacketNumbers   largest packet number per direction and space (connection.PacketNumbers / quicack_core's)
     CryptoStream    a CRYPTO stream's TLS messages and handshake facts (tls.CryptoStream / quicack_core.CryptoStream)
     PcapLane        compiled only: reads a classic pcap or pcapng and decodes the datagrams of registered flows itself
+    TcpRows         the TCP segments' rows (tcp.TcpRows / tcp.CompiledTcpRows, which the lane fills too)
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from .columns import RowBuffers
     from .connection import PacketNumbers
     from .quic import PacketKeys
+    from .tcp import CompiledTcpRows, TcpRows
     from .tls import CryptoStream
 
 ENVIRONMENT_VARIABLE = "QUICACK_PCAP_ENGINE"
@@ -36,15 +39,17 @@ class Engine:
     packet_numbers: type[PacketNumbers]
     pcap_lane: Any  # quicack_core.PcapLane (compiled only: no Python twin), or None
     crypto_stream: type[CryptoStream]
+    tcp_rows: Callable[[], TcpRows | CompiledTcpRows]
 
 
 def python_engine() -> Engine:
     from .columns import RowBuffers
     from .connection import PacketNumbers
     from .quic import PacketKeys
+    from .tcp import TcpRows
     from .tls import CryptoStream
 
-    return Engine("python", PacketKeys, RowBuffers, PacketNumbers, None, CryptoStream)
+    return Engine("python", PacketKeys, RowBuffers, PacketNumbers, None, CryptoStream, TcpRows)
 
 
 def compiled_engine() -> Engine | None:
@@ -59,9 +64,14 @@ def compiled_engine() -> Engine | None:
         from .tls import CryptoStream
 
         crypto_stream = CryptoStream
+    from .tcp import CompiledTcpRows, TcpRows
+
+    # likewise the TCP rows (a core before quicack_core.TcpRows: the Python ones)
+    core_tcp_rows = hasattr(quicack_core, "TcpRows")
+    tcp_rows: Callable[[], TcpRows | CompiledTcpRows] = CompiledTcpRows if core_tcp_rows else TcpRows
     return Engine(
         "compiled", quicack_core.PacketKeys, quicack_core.RowBuffers, quicack_core.PacketNumbers,
-        quicack_core.PcapLane, crypto_stream,
+        quicack_core.PcapLane, crypto_stream, tcp_rows,
     )  # fmt: skip
 
 

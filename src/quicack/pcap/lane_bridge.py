@@ -33,6 +33,7 @@ from .capture_file import (
 from .connection import C2S, S2C, Connection, Endpoint
 from .ip_fragments import FragmentReassembly
 from .tcp import TcpSegment
+from .versions import quic_version
 
 if TYPE_CHECKING:
     from .columns import CaptureBatch
@@ -61,6 +62,7 @@ class LaneBridge:
         self.lane = None
         self.make_keys_early = False
         self.lane_long_headers = False  # whether the lane decodes long header packets too (decode_long)
+        self.lane_cut_datagrams = False  # whether it adds the rows of datagrams cut by the snap length too
 
     def use_lane(self, lane) -> None:
         """Read through `lane` (a quicack_core.PcapLane): it counts datagrams per direction from now on."""
@@ -69,6 +71,12 @@ class LaneBridge:
         # Keys made before their space's first packet let the lane decode that packet too (Connection.make_keys_early)
         self.make_keys_early = hasattr(self.engine.packet_keys, "used")
         self.lane_long_headers = getattr(lane, "LONG_HEADERS", False)
+        self.lane_cut_datagrams = getattr(lane, "CUT_DATAGRAMS", False)
+        tcp_rows = getattr(cast("CaptureDecoder", self).tcp, "core", None)
+        if tcp_rows is not None and hasattr(type(lane), "tcp_rows"):
+            lane.tcp_rows = tcp_rows  # the lane adds the TCP segments it reads to the decoder's rows itself
+        else:
+            _read_tcp_segments(lane)
 
     def _offer_to_lane(self, connection: Connection) -> None:
         """Let the lane decode the 1-RTT datagrams of the connection's flows whose keys, receiver's connection ID
@@ -98,6 +106,7 @@ class LaneBridge:
                 lane.register(
                     *key, connection, connection.odcid, direction, connection.time_origin_ns, cid_length, one_rtt_keys,
                     connection.packet_numbers, sender, **self._long_header_keys(connection, direction, sender),
+                    **self._cut_datagrams(connection),
                 )  # fmt: skip
             else:
                 lane.unregister(*key)
@@ -120,6 +129,16 @@ class LaneBridge:
             "handshake": connection.keys.get(("handshake", direction)), "scid": scid,
         }  # fmt: skip
 
+    def _cut_datagrams(self, connection: Connection) -> dict:
+        """Whether the lane may add a datagram cut by the snap length inside its first (short header) packet as
+        `decode._add_short_header_packet` would: only for a version read and not tentative, so that the packet is
+        never one of a version refuted later (`Connection.version_refuted`); `connection.version` is part of the
+        lane state, so a change re-registers the flow."""
+        if not self.lane_cut_datagrams:
+            return {}
+        version = quic_version(connection.version)
+        return {"cut_datagrams": version.supported and not version.tentative}
+
     def decode_through_lane(self, batch_rows: int, check_every: int) -> Iterator[CaptureBatch]:
         """Let the lane decode what it can and hand the rest to the decoder in file order, as `decode._decode_items`
         would."""
@@ -140,10 +159,18 @@ class LaneBridge:
                 for packet_type, packet_number, walk in walks:
                     decoder.after_walk(connection, direction, packet_type, packet_number, record, walk)
                 decoder._offer_to_lane(connection)
+            elif kind == "tcp":  # a TCP segment the lane read (`tcp.tcp_segment`'s twin)
+                decoder.tcp.add(TcpSegment(*item[1:]))
+                continue
+            elif kind == "cut":  # a datagram cut by the snap length that the lane added: its issue
+                if decoder.note_cut_datagrams(item[1]):
+                    lane.cut_quiet = True  # examples enough: the lane counts the rest itself
             datagrams += decoded
             if decoded and not datagrams % check_every and decoder.batch_ready(batch_rows):
                 yield decoder.take_batch()
             if kind is None:
+                if quiet_cuts := getattr(lane, "cut_count", 0):
+                    decoder.note_cut_datagrams(None, quiet_cuts)
                 for issue in fragments.finish():
                     issues.add(issue.severity, issue.message, issue.record_number)
                 return
@@ -177,11 +204,18 @@ class LaneBridge:
                 issues.add("error", unreadable_message(error), item[2] if len(item) > 2 else None)
                 continue
             else:
-                continue  # "budget", "event", "events": nothing more to do
+                continue  # "budget", "event", "events", "cut": nothing more to do
             if decoder.add_counted(datagram):
                 datagrams += 1
                 if not datagrams % check_every and decoder.batch_ready(batch_rows):
                     yield decoder.take_batch()
+
+
+def _read_tcp_segments(lane) -> None:
+    """Let the lane read plain TCP segments itself, where it can (a core before it hands them back as records)."""
+    if hasattr(type(lane), "tcp_segments"):
+        lane.tcp_segments = True
+
 
 def open_lane(path: Path, engine: Engine, limits: Limits):
     """(open stream, quicack_core.PcapLane) for a classic pcap or a pcapng file (plain, gzip, zstd), else None: an
@@ -231,6 +265,7 @@ def read_udp_through_lane(
         yield from read_udp(path, limits)
         return
     stream, lane = opened
+    _read_tcp_segments(lane)
     rows, fragments = engine.row_buffers(), FragmentReassembly()
     names: dict[bytes, str] = {}
     number = None
@@ -244,6 +279,9 @@ def read_udp_through_lane(
                 if kind == "datagram":
                     number = item[1]
                     yield UdpDatagram(*item[1:])
+                elif kind == "tcp":
+                    number = item[1]
+                    yield TcpSegment(*item[1:])
                 elif kind == "record":
                     number = item[1]
                     converted = link_to_udp(LinkRecord(*item[1:]), names, fragments)

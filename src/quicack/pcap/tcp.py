@@ -170,21 +170,50 @@ class TcpRows:
         columns, self.columns = self.columns, {name: [] for name in _ROW_COLUMNS}
         if not columns["direction"]:
             return TCP_SEGMENTS.empty()
-        flags = pl.col("flags")
         frame = pl.DataFrame(
             columns, schema_overrides={name: pl.Int64 for name in _ROW_COLUMNS[2:] if name != "time_ms"}
         )
-        return TCP_SEGMENTS.conform(
-            frame.with_columns(
-                run_id=pl.lit(run_id),
-                vantage=pl.lit(vantage),
-                tcp_header_bytes=pl.lit(TCP_FIXED_HEADER_BYTES),
-                payload_bytes=pl.col("ip_bytes")
-                - pl.col("ip_header_bytes")
-                - TCP_FIXED_HEADER_BYTES
-                - pl.col("option_bytes"),
-                pure_ack=((flags & TCP_ACK) != 0) & ((flags & (TCP_SYN | TCP_FIN | TCP_RST)) == 0),
-            )
-            .with_columns(pure_ack=pl.col("pure_ack") & (pl.col("payload_bytes") == 0))
-            .drop("option_bytes")
+        return _segments_frame(frame, run_id, vantage)
+
+
+class CompiledTcpRows:
+    """`TcpRows` with the rows in quicack_core's `TcpRows` (its twin), which the compiled pcap lane fills with the
+    segments it reads itself (`core`), the Python reader's going there too, in file order."""
+
+    def __init__(self) -> None:
+        import quicack_core
+
+        self.core = quicack_core.TcpRows()
+
+    @property
+    def total(self) -> int:
+        return self.core.total
+
+    def add(self, segment: TcpSegment) -> None:
+        self.core.add(segment)
+
+    def take(self, run_id: str, vantage: str) -> pl.DataFrame:
+        """The rows added since the last take, as a `tcp_segments` frame."""
+        frame = pl.DataFrame(self.core.take())  # the Arrow table of `_ROW_COLUMNS`, typed as `TcpRows.take`'s
+        if not frame.height:
+            return TCP_SEGMENTS.empty()
+        return _segments_frame(frame, run_id, vantage)
+
+
+def _segments_frame(frame: pl.DataFrame, run_id: str, vantage: str) -> pl.DataFrame:
+    """A `tcp_segments` frame from the rows of `_ROW_COLUMNS`."""
+    flags = pl.col("flags")
+    return TCP_SEGMENTS.conform(
+        frame.with_columns(
+            run_id=pl.lit(run_id),
+            vantage=pl.lit(vantage),
+            tcp_header_bytes=pl.lit(TCP_FIXED_HEADER_BYTES),
+            payload_bytes=pl.col("ip_bytes")
+            - pl.col("ip_header_bytes")
+            - TCP_FIXED_HEADER_BYTES
+            - pl.col("option_bytes"),
+            pure_ack=((flags & TCP_ACK) != 0) & ((flags & (TCP_SYN | TCP_FIN | TCP_RST)) == 0),
         )
+        .with_columns(pure_ack=pl.col("pure_ack") & (pl.col("payload_bytes") == 0))
+        .drop("option_bytes")
+    )
