@@ -4,15 +4,82 @@
 //! table of a batch.
 //! Tables are numbered as the Python side numbers them: 0 packets, 1 frames, 2 metrics.
 
+use std::fmt::Write;
+
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyList};
+use pyo3::types::{PyFloat, PyList, PyString};
 
 use super::events::{FrameRows, MetricRows, PacketRows};
 use super::values::{Num, EXACT_FLOAT_INT};
 use crate::arrow::Column;
 use crate::contract::Dtype;
+use crate::json::{Tape, Value};
 pub use crate::row_columns::int_value;
 use crate::row_columns::Cell;
+
+/// A frame's ACK ranges, (low, high) pairs highest first: a list of {low, high} structs in Arrow (the contract's
+/// ACK_RANGES, so polars need not parse text), the JSON text `[[low,high],...]` in the Python rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AckRanges(pub Vec<(i64, i64)>);
+
+impl AckRanges {
+    /// The JSON text of the Python rows (`normalize` writes it with orjson: no spaces).
+    pub fn text(&self) -> String {
+        let mut text = String::with_capacity(self.0.len() * 16 + 2);
+        text.push('[');
+        for (n, (low, high)) in self.0.iter().enumerate() {
+            if n > 0 {
+                text.push(',');
+            }
+            let _ = write!(text, "[{low},{high}]");
+        }
+        text.push(']');
+        text
+    }
+
+    /// Ranges from that text: a list of [low, high] pairs of int64s, else Err (the rows stay Python's).
+    fn parse(text: &str) -> Result<Self, ()> {
+        let mut tape = Tape::default();
+        let Value::Array(items) = tape.parse(text.as_bytes(), 3).map_err(|_| ())?.root() else { return Err(()) };
+        let mut pairs = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            let Value::Array(pair) = item else { return Err(()) };
+            let mut values = pair.iter();
+            match (values.next(), values.next(), values.next()) {
+                (Some(Value::Int(low)), Some(Value::Int(high)), None) => pairs.push((low, high)),
+                _ => return Err(()),
+            }
+        }
+        Ok(AckRanges(pairs))
+    }
+}
+
+impl Cell for Option<AckRanges> {
+    const DTYPE: Dtype = Dtype::AckRanges;
+    fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
+        let mut ends = Vec::with_capacity(values.len());
+        let mut valid = Vec::with_capacity(values.len());
+        let mut pairs = Vec::new();
+        for value in values {
+            valid.push(value.is_some());
+            pairs.extend(value.unwrap_or_default().0);
+            ends.push(pairs.len() as i32);
+        }
+        Column::Ranges(ends, valid, pairs)
+    }
+    fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
+        out.append(self.as_ref().map(AckRanges::text))
+    }
+    fn from_py(value: &Bound<'_, PyAny>, _: &'static [&'static str]) -> Result<Self, ()> {
+        if value.is_none() {
+            Ok(None)
+        } else if value.is_exact_instance_of::<PyString>() {
+            AckRanges::parse(value.extract().map_err(|_| ())?).map(Some)
+        } else {
+            Err(())
+        }
+    }
+}
 
 /// The metrics' RTTs as the log wrote them: an int stays an int in the Python rows, a float column in Arrow.
 impl Cell for Option<Num> {
@@ -127,10 +194,21 @@ impl Rows {
     }
 }
 
+/// Text columns as string views, which polars takes as they are.
+fn as_views(columns: Vec<(String, Column)>) -> Vec<(String, Column)> {
+    let view = |column| match column {
+        Column::Codes(names, codes) => Column::CodeViews(names, codes),
+        Column::Names(names, codes) => Column::NameViews(names, codes),
+        Column::Text(values) => Column::TextViews(values),
+        other => other,
+    };
+    columns.into_iter().map(|(name, column)| (name, view(column))).collect()
+}
+
 /// The columns of one table (PACKET_COLUMNS / FRAME_COLUMNS / METRIC_COLUMNS) of `parts`' rows in that order,
 /// for an `ArrowTable`.
 pub fn arrow_columns(table: usize, parts: Vec<Rows>) -> Vec<(String, Column)> {
-    match table {
+    as_views(match table {
         0 => {
             let mut c = PacketRows::default();
             for rows in parts {
@@ -152,7 +230,7 @@ pub fn arrow_columns(table: usize, parts: Vec<Rows>) -> Vec<(String, Column)> {
             }
             c.into_arrow()
         }
-    }
+    })
 }
 
 #[cfg(test)]

@@ -48,8 +48,8 @@ fn arrow_columns_hold_the_connections_rows_in_the_order_given() {
         _ => panic!("t is a float column"),
     }
     match &columns[2].1 {
-        Column::Codes(names, codes) => assert_eq!(names[codes[0] as usize], "1rtt"),
-        _ => panic!("packet_type is text by code"),
+        Column::CodeViews(names, codes) => assert_eq!(names[codes[0] as usize], "1rtt"),
+        _ => panic!("packet_type is text by code, handed as string views"),
     }
     assert_eq!(a.count(0) + b.count(0), 0); // taken out
 }
@@ -71,5 +71,31 @@ fn rows_go_to_python_and_come_back_only_when_every_value_has_its_columns_type() 
         assert!(Rows::from_python(0, &flat).is_err());
         let short = PyList::new_bound(py, [1, 2, 3]);
         assert!(Rows::from_python(2, &short).is_err()); // not a whole row
+    });
+}
+
+#[test]
+fn ack_ranges_leave_as_structs_to_arrow_and_as_json_text_to_python_and_come_back() {
+    let ranges = |pairs: &[(i64, i64)]| Some(AckRanges(pairs.to_vec()));
+    let column = <Option<AckRanges> as Cell>::column(vec![ranges(&[(7, 7), (1, 3)]), None, ranges(&[(9, 12)])], &[]);
+    match column {
+        Column::Ranges(ends, valid, pairs) => {
+            assert_eq!((ends, valid), (vec![2, 2, 3], vec![true, false, true]));
+            assert_eq!(pairs, [(7, 7), (1, 3), (9, 12)]);
+        }
+        _ => panic!("ACK ranges are lists of structs"),
+    }
+    pyo3::prepare_freethreaded_python();
+    Python::with_gil(|py| {
+        let flat = PyList::empty_bound(py);
+        ranges(&[(7, 7), (-1, 3)]).append_to(&flat, &[]).unwrap();
+        let text = flat.get_item(0).unwrap();
+        assert_eq!(text.extract::<String>().unwrap(), "[[7,7],[-1,3]]"); // as orjson writes the Python rows
+        assert_eq!(<Option<AckRanges> as Cell>::from_py(&text, &[]), Ok(ranges(&[(7, 7), (-1, 3)])));
+        // text that is not int64 pairs stays in Python (its rows go through polars' JSON parsing)
+        for odd in ["[[1,2,3]]", "[[1]]", "[[1.5,2]]", "[[1,18446744073709551616]]", "[1,2]", "{}", "[[1,2]"] {
+            let value = pyo3::types::PyString::new_bound(py, odd);
+            assert_eq!(<Option<AckRanges> as Cell>::from_py(&value, &[]), Err(()), "{odd}");
+        }
     });
 }
