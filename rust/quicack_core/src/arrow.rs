@@ -45,6 +45,13 @@ pub enum Column {
     NameViews(&'static [&'static str], Vec<Option<u8>>),
     /// `Text` as views
     TextViews(Vec<Option<String>>),
+    /// Each value (None: null) repeated its count of rows, as views of the value stored once (a connection's
+    /// name on each of its rows)
+    RepeatedViews(Vec<Option<String>>, Vec<usize>),
+    /// Float64 without nulls
+    DenseFloat(Vec<f64>),
+    /// An array built already (in one pass over the rows of several connections, `Cell::column_of`)
+    Built(ArrayRef),
 }
 
 /// Arrow's view of a string (Utf8View layout: the length, then the bytes themselves up to 12 of them, else their
@@ -84,20 +91,21 @@ fn string_views<'a>(length: usize, texts: impl Iterator<Item = Option<&'a str>>)
 }
 
 /// Views of `names[code]` per row (None: null), the names stored once.
-fn code_views(names: &[&str], codes: impl ExactSizeIterator<Item = Option<u8>>) -> ArrayRef {
+fn code_views<N: AsRef<str>>(names: &[N], length: usize, codes: impl Iterator<Item = Option<usize>>) -> ArrayRef {
     let mut data: Vec<u8> = Vec::new();
     let mut of_name = Vec::with_capacity(names.len());
     for name in names {
+        let name = name.as_ref();
         of_name.push(string_view(name.as_bytes(), data.len()));
         if name.len() > 12 {
             data.extend_from_slice(name.as_bytes());
         }
     }
-    let mut views = Vec::with_capacity(codes.len());
-    let mut valid = Vec::with_capacity(codes.len());
+    let mut views = Vec::with_capacity(length);
+    let mut valid = Vec::with_capacity(length);
     for code in codes {
         valid.push(code.is_some());
-        views.push(code.map_or(0, |code| of_name[code as usize]));
+        views.push(code.map_or(0, |code| of_name[code]));
     }
     let buffers = if data.is_empty() { vec![] } else { vec![Buffer::from_vec(data)] };
     Arc::new(StringViewArray::try_new(ScalarBuffer::from(views), buffers, nulls(valid)).expect("views of the names"))
@@ -124,7 +132,7 @@ fn ranges_item() -> Field {
     Field::new("item", DataType::Struct(pair), true)
 }
 
-fn column_array(column: Column) -> ArrayRef {
+pub(crate) fn column_array(column: Column) -> ArrayRef {
     match column {
         Column::Int(values) => Arc::new(Int64Array::from(values)),
         Column::Float(values) => Arc::new(Float64Array::from(values)),
@@ -162,8 +170,16 @@ fn column_array(column: Column) -> ArrayRef {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
             Arc::new(ListArray::new(Arc::new(ranges_item()), offsets, Arc::new(items), nulls(valid)))
         }
-        Column::CodeViews(names, codes) => code_views(names, codes.into_iter().map(Some)),
-        Column::NameViews(names, codes) => code_views(names, codes.into_iter()),
+        Column::CodeViews(names, codes) => code_views(names, codes.len(), codes.iter().map(|c| Some(*c as usize))),
+        Column::NameViews(names, codes) => code_views(names, codes.len(), codes.iter().map(|c| c.map(usize::from))),
+        Column::RepeatedViews(values, counts) => {
+            let rows = counts.iter().sum();
+            let names: Vec<&str> = values.iter().map(|v| v.as_deref().unwrap_or_default()).collect();
+            let codes = counts.iter().enumerate().flat_map(|(i, &n)| std::iter::repeat_n(values[i].as_ref().map(|_| i), n));
+            code_views(&names, rows, codes)
+        }
+        Column::DenseFloat(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), None)),
+        Column::Built(array) => array,
         Column::TextViews(values) => string_views(values.len(), values.iter().map(Option::as_deref)),
         Column::TextList(values) => {
             let mut offsets: Vec<i32> = Vec::with_capacity(values.len() + 1);

@@ -87,6 +87,11 @@ impl Cell for Option<Num> {
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Float(values.into_iter().map(|n| n.map(Num::float)).collect())
     }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        let floats: Vec<Vec<Option<f64>>> =
+            parts.into_iter().map(|part| part.into_iter().map(|n| n.map(Num::float)).collect()).collect();
+        <Option<f64> as Cell>::column_of(floats, &[])
+    }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         match self {
             None => out.append(out.py().None()),
@@ -231,6 +236,87 @@ pub fn arrow_columns(table: usize, parts: Vec<Rows>) -> Vec<(String, Column)> {
             c.into_arrow()
         }
     })
+}
+
+/// What the batch assembly adds to the rows of one connection of a batch (`batch.Merged.finish`'s `attrs`).
+pub struct Attrs {
+    pub run_id: String,
+    pub vantage: Option<String>,
+    pub origin: f64,             // origin_t, 0.0 when none
+    pub ref_abs_ns: Option<i64>, // Unix ns of trace time 0
+}
+
+/// One table (0 packets, 1 frames, 2 metrics) of a batch: the rows of `parts` (connections in order, `attrs`
+/// each) with the contract's columns `batch.Merged.finish` derives computed here, as it computes them: run_id and
+/// vantage of the row's connection, time_ms = t - origin; packets and frames: source "qlog" and the direction
+/// (client sent / server received: c2s, client received / server sent: s2c, else null); packets: decrypted and
+/// time_abs_ns = round(t * 1e6) (half to even, as polars rounds) + the connection's reference (wrapping, as
+/// polars adds int64s; null without one). The trace time t itself is left out; so are raw_frame_type (the lane
+/// hands frames of unknown types to the Python reader: always null here) and the columns no qlog fills.
+pub fn batch_columns(table: usize, parts: Vec<Rows>, attrs: &[Attrs]) -> Vec<(String, Column)> {
+    let lengths: Vec<usize> = parts.iter().map(|rows| rows.count(table)).collect();
+    // the trace time and the event codes are read below; the time leaves by no column of its own
+    let (t, event, columns) = match table {
+        0 => {
+            let mut parts: Vec<PacketRows> = parts.into_iter().map(|rows| rows.packets).collect();
+            let t = parts.iter_mut().map(|p| std::mem::take(&mut p.t)).collect::<Vec<_>>().concat();
+            let event = parts.iter().map(|p| p.event.as_slice()).collect::<Vec<_>>().concat();
+            (t, Some(event), PacketRows::into_arrow_of(parts))
+        }
+        1 => {
+            let mut parts: Vec<FrameRows> = parts.into_iter().map(|rows| rows.frames).collect();
+            let t = parts.iter_mut().map(|p| std::mem::take(&mut p.t)).collect::<Vec<_>>().concat();
+            let event = parts.iter().map(|p| p.event.as_slice()).collect::<Vec<_>>().concat();
+            (t, Some(event), FrameRows::into_arrow_of(parts))
+        }
+        _ => {
+            let mut parts: Vec<MetricRows> = parts.into_iter().map(|rows| rows.metrics).collect();
+            let t = parts.iter_mut().map(|p| std::mem::take(&mut p.t)).collect::<Vec<_>>().concat();
+            (t, None, MetricRows::into_arrow_of(parts))
+        }
+    };
+    let mut out: Vec<(String, Column)> = as_views(columns).into_iter().filter(|(name, _)| name != "t").collect();
+    let rows = t.len();
+    let mut time_ms = Vec::with_capacity(rows);
+    let mut time_abs_ns = Vec::with_capacity(if table == 0 { rows } else { 0 });
+    let mut row = 0;
+    for (conn, &n) in attrs.iter().zip(&lengths) {
+        for &t in &t[row..row + n] {
+            time_ms.push(t - conn.origin);
+            if table == 0 {
+                time_abs_ns.push(conn.ref_abs_ns.map(|r| ((t * 1e6).round_ties_even() as i64).wrapping_add(r)));
+            }
+        }
+        row += n;
+    }
+    let repeated = |value: fn(&Attrs) -> Option<String>| {
+        Column::RepeatedViews(attrs.iter().map(value).collect(), lengths.clone())
+    };
+    out.push(("run_id".into(), repeated(|a| Some(a.run_id.clone()))));
+    out.push(("vantage".into(), repeated(|a| a.vantage.clone())));
+    out.push(("time_ms".into(), Column::DenseFloat(time_ms)));
+    if let Some(event) = event {
+        const DIRECTIONS: [&str; 2] = ["c2s", "s2c"];
+        let mut direction = Vec::with_capacity(rows);
+        let mut row = 0;
+        for (conn, &n) in attrs.iter().zip(&lengths) {
+            let side = match conn.vantage.as_deref() {
+                Some("client") => Some(0u8),
+                Some("server") => Some(1u8),
+                _ => None,
+            };
+            // event 0 sent, 1 received: a client's sent and a server's received packets go client to server
+            direction.extend(event[row..row + n].iter().map(|&e| side.map(|s| s ^ e)));
+            row += n;
+        }
+        out.push(("source".into(), Column::RepeatedViews(vec![Some("qlog".into())], vec![rows])));
+        out.push(("direction".into(), Column::NameViews(&DIRECTIONS, direction)));
+    }
+    if table == 0 {
+        out.push(("decrypted".into(), Column::Bool(vec![Some(true); rows])));
+        out.push(("time_abs_ns".into(), Column::Int(time_abs_ns)));
+    }
+    out
 }
 
 #[cfg(test)]
