@@ -165,11 +165,14 @@ class LaneMerged(Merged):
                 super().add(conn, flat)
             return super().frame(table)
         conns = [conn for conn, _ in self.parts]
+        take_batch = getattr(lane, "take_batch", None)  # a core built before it: finish derives the columns
         try:
+            if take_batch is None:
+                raise TypeError("no take_batch")
             # the columns `finish` derives, computed in the lane as it computes them (origin_t or 0.0 as there)
-            columns, lengths = lane.take_batch(number, [c.cid for c in conns], [c.run_id for c in conns],
-                                               [c.vantage for c in conns], [c.origin_t or 0.0 for c in conns],
-                                               [c.ref_abs_ns for c in conns])
+            columns, lengths = take_batch(number, [c.cid for c in conns], [c.run_id for c in conns],
+                                          [c.vantage for c in conns], [c.origin_t or 0.0 for c in conns],
+                                          [c.ref_abs_ns for c in conns])
         except (TypeError, OverflowError):  # an attribute the lane cannot hold (nothing was taken): finish does it
             columns, lengths = lane.take_arrow(number, [c.cid for c in conns])
             self.conns = [conn for conn, n in zip(conns, lengths, strict=True) if n]
