@@ -165,8 +165,9 @@ class PlausibilityChecks:
         with_sample = (pl.col("latest_rtt_ms").fill_null(0) > 0) | (pl.col("min_rtt_ms").fill_null(0) > 0)
         # an RTT sample needs a packet from the peer after one of ours: before, RTT metrics are the initial RTT of
         # RFC 9002 (quinn logs min_rtt = latest_rtt = 0.333 s at the start, a quinn server after the client's Initial)
+        runs = metrics["run_id"].unique().to_list()  # those of this batch (all those seen: a file's, every batch)
         gates = pl.DataFrame(
-            {"run_id": list(self.observed), "gate": [o.first_received_ms for o in self.observed.values()]},
+            {"run_id": runs, "gate": [self._get(run).first_received_ms for run in runs]},
             schema={"run_id": pl.Utf8, "gate": pl.Float64},
         )
         after = pl.col("time_ms") >= pl.col("gate")
