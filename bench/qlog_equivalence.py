@@ -9,6 +9,15 @@ batch boundaries fall everywhere:
 
 The old package is imported as ``quicack.qlog_old`` from that folder (its relative imports resolve there; its
 ``quicack.schema`` import is the working tree's). Exits 1 and lists the differing tables on any difference.
+
+Both sides of that comparison use the same compiled core (``quicack_core``). To compare builds of the core too, run
+the cases in two processes, each with its own PYTHONPATH (package and core; the script then imports ``quicack``
+from PYTHONPATH instead of this tree's ``src``), the old one writing every case's tables, the new one comparing::
+
+    PYTHONPATH=/tmp/old/src:/tmp/old_core python bench/qlog_equivalence.py --dump /tmp/qlog_dump
+    PYTHONPATH=src:.pycore python bench/qlog_equivalence.py --against /tmp/qlog_dump
+
+The cases also take the qlogs of ``data/paper/raw`` when it is there.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ from types import ModuleType
 import polars as pl
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+if not {"--dump", "--against"} & set(sys.argv):  # those compare two PYTHONPATHs: quicack comes from them
+    sys.path.insert(0, str(REPO / "src"))
 
 from quicack.layout import is_qlog_name  # noqa: E402
 from quicack.qlog import write_qlog_parquet  # noqa: E402
@@ -45,7 +55,7 @@ def load_old(folder: Path) -> ModuleType:
 
 def qlog_files() -> list[Path]:
     out = []
-    for root in (REPO / "tests" / "data", REPO / "data" / "sample" / "raw"):
+    for root in (REPO / "tests" / "data", REPO / "data" / "sample" / "raw", REPO / "data" / "paper" / "raw"):
         out += [p for p in sorted(root.rglob("*")) if p.is_file() and is_qlog_name(p)]
     return out
 
@@ -81,22 +91,61 @@ def compare(a: Path, b: Path) -> list[str]:
     return bad
 
 
+def cases(work: Path, extra: list[Path]) -> tuple[list[Path], list[tuple[Path, int]]]:
+    """The qlog files and the (file, batch_events) cases: every file, those of tests/data in tiny batches, damaged
+    copies (written into ``work``) in large and tiny batches, the extra files."""
+    files = qlog_files()
+    out: list[tuple[Path, int]] = [(p, 50_000) for p in files]
+    out += [(p, 7) for p in files if "tests/data" in str(p)]  # batch boundaries everywhere
+    out += [(p, 50_000) for p in damaged_copies(files, work)]
+    out += [(p, 5) for p in damaged_copies(files, work)]
+    out += [(p, 50_000) for p in extra]
+    return files, out
+
+
+def across_builds(dump: Path | None, against: Path | None, extra: list[Path]) -> int:
+    """--dump: every case's tables into ``dump``/<case>; --against: this PYTHONPATH's tables compared with them.
+    The damaged copies go to the same folder both times (endpoints.path and the issues' messages name the file),
+    so the two runs must not overlap."""
+    work = Path(tempfile.gettempdir()) / "qlog_equiv_cases"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        files, todo = cases(work, extra)
+        failures = 0
+        for n, (path, batch) in enumerate(todo):
+            out = (dump / str(n)) if dump else work / "new"
+            write_qlog_parquet([path], out, run_id_for=lambda p: p.stem, batch_events=batch)
+            if against:
+                bad = compare(against / str(n), out)
+                if bad:
+                    failures += 1
+                    print(f"DIFFERENT {path} (batch_events={batch}): {', '.join(bad)}", flush=True)
+                shutil.rmtree(out)
+        verb = "written" if dump else f"compared, {failures} with different output"
+        print(f"{len(todo)} cases ({len(files)} qlog files) {verb}")
+        return 1 if failures else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("old", type=Path, help="folder holding a copy of the old quicack/qlog package")
+    ap.add_argument("old", type=Path, nargs="?", help="folder holding a copy of the old quicack/qlog package")
     ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more qlog files (e.g. the bench input)")
+    ap.add_argument("--dump", type=Path, help="write every case's tables here (this PYTHONPATH's package and core)")
+    ap.add_argument("--against", type=Path, help="compare this PYTHONPATH's tables with those of a --dump")
     args = ap.parse_args()
+    if args.dump or args.against:
+        sys.exit(across_builds(args.dump, args.against, args.extra))
+    if args.old is None:
+        ap.error("name the old package's folder, or use --dump / --against")
     old = load_old(args.old)
     work = Path(tempfile.mkdtemp(prefix="qlog_equiv_"))
     try:
-        files = qlog_files()
-        cases: list[tuple[Path, int]] = [(p, 50_000) for p in files]
-        cases += [(p, 7) for p in files if "tests/data" in str(p)]  # batch boundaries everywhere
-        cases += [(p, 50_000) for p in damaged_copies(files, work)]
-        cases += [(p, 5) for p in damaged_copies(files, work)]
-        cases += [(p, 50_000) for p in args.extra]
+        files, todo = cases(work, args.extra)
         failures = 0
-        for n, (path, batch) in enumerate(cases):
+        for n, (path, batch) in enumerate(todo):
             outs = []
             for tag, fn in (("old", old.write_qlog_parquet), ("new", write_qlog_parquet)):
                 out = work / f"{n}_{tag}"
@@ -108,7 +157,7 @@ def main() -> None:
                 print(f"DIFFERENT {path} (batch_events={batch}): {', '.join(bad)}")
             for o in outs:
                 shutil.rmtree(o)
-        print(f"{len(cases)} cases ({len(files)} qlog files), {failures} with different output")
+        print(f"{len(todo)} cases ({len(files)} qlog files), {failures} with different output")
         sys.exit(1 if failures else 0)
     finally:
         shutil.rmtree(work, ignore_errors=True)

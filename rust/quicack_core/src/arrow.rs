@@ -7,8 +7,10 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use arrow_array::ffi::to_ffi;
-use arrow_array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray, StructArray};
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, StringArray, StringViewArray, StructArray,
+};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -35,6 +37,78 @@ pub enum Column {
     /// List of {low: Int64, high: Int64} structs (frames.ack_ranges): each row's end in `pairs` (Arrow list
     /// offsets without the leading 0), whether the row is a list (else null), the pairs
     Ranges(Vec<i32>, Vec<bool>, Vec<(i64, i64)>),
+    // Text as Arrow string views (Utf8View), which polars takes without converting (it converts Utf8 to its
+    // views value by value):
+    /// `Codes` as views
+    CodeViews(&'static [&'static str], Vec<u8>),
+    /// `Names` as views
+    NameViews(&'static [&'static str], Vec<Option<u8>>),
+    /// `Text` as views
+    TextViews(Vec<Option<String>>),
+    /// Each value (None: null) repeated its count of rows, as views of the value stored once (a connection's
+    /// name on each of its rows)
+    RepeatedViews(Vec<Option<String>>, Vec<usize>),
+    /// Float64 without nulls
+    DenseFloat(Vec<f64>),
+    /// An array built already (in one pass over the rows of several connections, `Cell::column_of`)
+    Built(ArrayRef),
+}
+
+/// Arrow's view of a string (Utf8View layout: the length, then the bytes themselves up to 12 of them, else their
+/// first 4, the buffer's index (0 here) and the offset in it).
+fn string_view(text: &[u8], offset: usize) -> u128 {
+    let mut view = [0u8; 16];
+    view[..4].copy_from_slice(&(text.len() as u32).to_le_bytes());
+    if text.len() <= 12 {
+        view[4..4 + text.len()].copy_from_slice(text);
+    } else {
+        view[4..8].copy_from_slice(&text[..4]);
+        view[12..].copy_from_slice(&(offset as u32).to_le_bytes());
+    }
+    u128::from_le_bytes(view)
+}
+
+/// Views of `texts` (None: null) over one buffer holding the texts longer than 12 bytes.
+fn string_views<'a>(length: usize, texts: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut views = Vec::with_capacity(length);
+    let mut valid = Vec::with_capacity(length);
+    let mut data: Vec<u8> = Vec::new();
+    for text in texts {
+        valid.push(text.is_some());
+        views.push(match text {
+            None => 0,
+            Some(text) => {
+                let view = string_view(text.as_bytes(), data.len());
+                if text.len() > 12 {
+                    data.extend_from_slice(text.as_bytes());
+                }
+                view
+            }
+        });
+    }
+    let buffers = if data.is_empty() { vec![] } else { vec![Buffer::from_vec(data)] };
+    Arc::new(StringViewArray::try_new(ScalarBuffer::from(views), buffers, nulls(valid)).expect("views of whole strings"))
+}
+
+/// Views of `names[code]` per row (None: null), the names stored once.
+fn code_views<N: AsRef<str>>(names: &[N], length: usize, codes: impl Iterator<Item = Option<usize>>) -> ArrayRef {
+    let mut data: Vec<u8> = Vec::new();
+    let mut of_name = Vec::with_capacity(names.len());
+    for name in names {
+        let name = name.as_ref();
+        of_name.push(string_view(name.as_bytes(), data.len()));
+        if name.len() > 12 {
+            data.extend_from_slice(name.as_bytes());
+        }
+    }
+    let mut views = Vec::with_capacity(length);
+    let mut valid = Vec::with_capacity(length);
+    for code in codes {
+        valid.push(code.is_some());
+        views.push(code.map_or(0, |code| of_name[code]));
+    }
+    let buffers = if data.is_empty() { vec![] } else { vec![Buffer::from_vec(data)] };
+    Arc::new(StringViewArray::try_new(ScalarBuffer::from(views), buffers, nulls(valid)).expect("views of the names"))
 }
 
 /// Validity from per-row flags; none when every row is valid.
@@ -58,7 +132,7 @@ fn ranges_item() -> Field {
     Field::new("item", DataType::Struct(pair), true)
 }
 
-fn column_array(column: Column) -> ArrayRef {
+pub(crate) fn column_array(column: Column) -> ArrayRef {
     match column {
         Column::Int(values) => Arc::new(Int64Array::from(values)),
         Column::Float(values) => Arc::new(Float64Array::from(values)),
@@ -96,6 +170,17 @@ fn column_array(column: Column) -> ArrayRef {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
             Arc::new(ListArray::new(Arc::new(ranges_item()), offsets, Arc::new(items), nulls(valid)))
         }
+        Column::CodeViews(names, codes) => code_views(names, codes.len(), codes.iter().map(|c| Some(*c as usize))),
+        Column::NameViews(names, codes) => code_views(names, codes.len(), codes.iter().map(|c| c.map(usize::from))),
+        Column::RepeatedViews(values, counts) => {
+            let rows = counts.iter().sum();
+            let names: Vec<&str> = values.iter().map(|v| v.as_deref().unwrap_or_default()).collect();
+            let codes = counts.iter().enumerate().flat_map(|(i, &n)| std::iter::repeat_n(values[i].as_ref().map(|_| i), n));
+            code_views(&names, rows, codes)
+        }
+        Column::DenseFloat(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), None)),
+        Column::Built(array) => array,
+        Column::TextViews(values) => string_views(values.len(), values.iter().map(Option::as_deref)),
         Column::TextList(values) => {
             let mut offsets: Vec<i32> = Vec::with_capacity(values.len() + 1);
             let mut valid = Vec::with_capacity(values.len());

@@ -15,6 +15,15 @@ use crate::contract::Dtype;
 pub trait Cell: Sized {
     const DTYPE: Dtype;
     fn column(values: Vec<Self>, names: &'static [&'static str]) -> Column;
+    /// The column of several parts' values, in order: by default concatenated, then `column`; the types a batch
+    /// holds most of build their Arrow array in one pass instead (no concatenated copy, no `Option` per value).
+    fn column_of(parts: Vec<Vec<Self>>, names: &'static [&'static str]) -> Column {
+        let mut values = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            values.extend(part);
+        }
+        Self::column(values, names)
+    }
     fn append_to(&self, out: &Bound<'_, PyList>, names: &'static [&'static str]) -> PyResult<()>;
     fn from_py(value: &Bound<'_, PyAny>, names: &'static [&'static str]) -> Result<Self, ()>;
 }
@@ -101,10 +110,32 @@ impl Cell for Option<u8> {
     }
 }
 
+/// Values and validity of several parts' optional values, in one pass.
+fn optional_parts<T: Copy + Default>(parts: &[Vec<Option<T>>]) -> (Vec<T>, Option<arrow_buffer::NullBuffer>) {
+    let rows = parts.iter().map(Vec::len).sum();
+    let mut values = Vec::with_capacity(rows);
+    let mut valid = arrow_buffer::NullBufferBuilder::new(rows);
+    for value in parts.iter().flatten() {
+        values.push(value.unwrap_or_default());
+        match value {
+            Some(_) => valid.append_non_null(),
+            None => valid.append_null(),
+        }
+    }
+    (values, valid.finish())
+}
+
+fn built(array: impl arrow_array::Array + 'static) -> Column {
+    Column::Built(std::sync::Arc::new(array))
+}
+
 impl Cell for f64 {
     const DTYPE: Dtype = Dtype::Float;
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Float(all(values))
+    }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        Column::DenseFloat(parts.concat())
     }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         out.append(*self)
@@ -118,6 +149,10 @@ impl Cell for Option<f64> {
     const DTYPE: Dtype = Dtype::Float;
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Float(values)
+    }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        let (values, nulls) = optional_parts(&parts);
+        built(arrow_array::Float64Array::new(values.into(), nulls))
     }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         out.append(*self)
@@ -144,6 +179,10 @@ impl Cell for Option<i64> {
     const DTYPE: Dtype = Dtype::Int;
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Int(values)
+    }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        let (values, nulls) = optional_parts(&parts);
+        built(arrow_array::Int64Array::new(values.into(), nulls))
     }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         out.append(*self)
@@ -172,6 +211,9 @@ impl Cell for bool {
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Bool(all(values))
     }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        built(arrow_array::BooleanArray::new(parts.iter().flatten().copied().collect(), None))
+    }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         out.append(*self)
     }
@@ -184,6 +226,10 @@ impl Cell for Option<bool> {
     const DTYPE: Dtype = Dtype::Bool;
     fn column(values: Vec<Self>, _: &'static [&'static str]) -> Column {
         Column::Bool(values)
+    }
+    fn column_of(parts: Vec<Vec<Self>>, _: &'static [&'static str]) -> Column {
+        let (values, nulls) = optional_parts(&parts);
+        built(arrow_array::BooleanArray::new(values.iter().copied().collect(), nulls))
     }
     fn append_to(&self, out: &Bound<'_, PyList>, _: &'static [&'static str]) -> PyResult<()> {
         out.append(*self)
@@ -298,6 +344,18 @@ macro_rules! row_columns {
                 vec![$((
                     row_columns!(@column $table $field $($kind)?).name.to_string(),
                     <$ty as $crate::row_columns::Cell>::column(self.$field, row_columns!(@names $($names)?)),
+                ),)+]
+            }
+
+            /// The columns of several parts' rows, in order, for an `ArrowTable` (`Cell::column_of`: one pass per
+            /// column where the type allows).
+            pub fn into_arrow_of(mut parts: Vec<Self>) -> Vec<(String, $crate::arrow::Column)> {
+                vec![$((
+                    row_columns!(@column $table $field $($kind)?).name.to_string(),
+                    <$ty as $crate::row_columns::Cell>::column_of(
+                        parts.iter_mut().map(|part| std::mem::take(&mut part.$field)).collect(),
+                        row_columns!(@names $($names)?),
+                    ),
                 ),)+]
             }
 

@@ -90,7 +90,8 @@ class Merged:
             )
             exprs += [pl.lit("qlog").alias("source"), direction.alias("direction")]
         if table is FRAMES:
-            exprs.append(ack_ranges_from_json("ack_ranges"))
+            if df.schema["ack_ranges"] == pl.Utf8:  # the Python rows' JSON text; the lane's are lists already
+                exprs.append(ack_ranges_from_json("ack_ranges"))
             # a frame the reader does not know keeps its name (normalize.UNKNOWN_PREFIX)
             unknown = pl.col("frame_type").str.starts_with(UNKNOWN_PREFIX)
             exprs += [

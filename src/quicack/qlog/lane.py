@@ -164,12 +164,21 @@ class LaneMerged(Merged):
                 flat.extend(lane.take_python(conn.cid, number))
                 super().add(conn, flat)
             return super().frame(table)
-        columns, lengths = lane.take_arrow(number, [conn.cid for conn, _ in self.parts])
-        self.conns = [conn for (conn, _), n in zip(self.parts, lengths, strict=True) if n]
-        self.lengths = [n for n in lengths if n]
-        if not self.conns:
-            return table.empty()
-        return self.finish(pl.DataFrame(columns), table)
+        conns = [conn for conn, _ in self.parts]
+        take_batch = getattr(lane, "take_batch", None)  # a core built before it: finish derives the columns
+        try:
+            if take_batch is None:
+                raise TypeError("no take_batch")
+            # the columns `finish` derives, computed in the lane as it computes them (origin_t or 0.0 as there)
+            columns, lengths = take_batch(number, [c.cid for c in conns], [c.run_id for c in conns],
+                                          [c.vantage for c in conns], [c.origin_t or 0.0 for c in conns],
+                                          [c.ref_abs_ns for c in conns])
+        except (TypeError, OverflowError):  # an attribute the lane cannot hold (nothing was taken): finish does it
+            columns, lengths = lane.take_arrow(number, [c.cid for c in conns])
+            self.conns = [conn for conn, n in zip(conns, lengths, strict=True) if n]
+            self.lengths = [n for n in lengths if n]
+            return self.finish(pl.DataFrame(columns), table) if self.conns else table.empty()
+        return table.conform(pl.DataFrame(columns)) if any(lengths) else table.empty()
 
 
 def _counter(index: int) -> property:

@@ -2,11 +2,10 @@
 //! into a plan, checked in full (a `HandOff` changes nothing), then applied to the connection's state and rows.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use pyo3::prelude::*;
 
-use super::columns::Rows;
+use super::columns::{AckRanges, Rows};
 use super::values::*;
 use crate::json::{Obj, Value};
 
@@ -37,7 +36,7 @@ row_columns!(
 );
 
 row_columns!(
-    /// Frame rows; `frame_type` as a code of FRAME_NAMES, `ack_ranges` as JSON text.
+    /// Frame rows; `frame_type` as a code of FRAME_NAMES.
     pub struct FrameRows, row FrameRow, table frames {
         event: u8 [EVENTS],
         #[reader] t: f64,
@@ -49,7 +48,7 @@ row_columns!(
         ack_delay_ms: Option<f64>,
         largest_acked: Option<i64>,
         first_ack_range: Option<i64>,
-        ack_ranges: Option<String>,
+        ack_ranges: Option<AckRanges>,
         stream_id: Option<i64>,
         offset: Option<i64>,
         length: Option<i64>,
@@ -375,16 +374,7 @@ impl Conn {
                     if let Some(&(lo, hi)) = out.first() {
                         plan.largest_acked = Some(hi);
                         plan.first_ack_range = Some(hi.checked_sub(lo).ok_or(HandOff)?);
-                        let mut text = String::with_capacity(out.len() * 16);
-                        text.push('[');
-                        for (n, (lo, hi)) in out.iter().enumerate() {
-                            if n > 0 {
-                                text.push(',');
-                            }
-                            let _ = write!(text, "[{lo},{hi}]");
-                        }
-                        text.push(']');
-                        plan.ack_ranges = Some(text);
+                        plan.ack_ranges = Some(AckRanges(out));
                     }
                 }
                 let delay = match f_ack_delay {

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyTuple};
 
-use super::columns::{arrow_columns, int_value, Rows};
+use super::columns::{arrow_columns, batch_columns, int_value, Attrs, Rows};
 use super::events::*;
 use super::split::{blank, record_text, Split, Splitter};
 use super::values::*;
@@ -432,6 +432,41 @@ impl QlogLane {
         let total: usize = lengths.iter().sum();
         let parts = cids.iter().map(|&cid| self.conns[cid].rows.take_table(table)).collect();
         let columns = arrow_columns(table, parts);
+        Ok((ArrowTable::new(columns, total).into_py(py), lengths))
+    }
+
+    /// As `take_arrow`, with the columns the batch assembly derives from the rows and their connections computed
+    /// here (`columns::batch_columns`): the contract's columns of the table, but those no qlog fills. Per
+    /// connection of `cids`: its run id, vantage, time origin (origin_t or 0.0) and reference (ref_abs_ns).
+    /// Arguments of other types raise before any row is taken.
+    #[allow(clippy::too_many_arguments)]
+    fn take_batch(
+        &mut self,
+        py: Python<'_>,
+        table: usize,
+        cids: Vec<usize>,
+        run_ids: Vec<String>,
+        vantages: Vec<Option<String>>,
+        origins: Vec<f64>,
+        refs: Vec<Option<i64>>,
+    ) -> PyResult<(PyObject, Vec<usize>)> {
+        let n = cids.len();
+        if [run_ids.len(), vantages.len(), origins.len(), refs.len()].iter().any(|&len| len != n) {
+            return Err(PyValueError::new_err("one run id, vantage, origin and reference per connection"));
+        }
+        let mut lengths = Vec::with_capacity(n);
+        for &cid in &cids {
+            lengths.push(self.conn(cid)?.rows.count(table));
+        }
+        let total: usize = lengths.iter().sum();
+        let attrs: Vec<Attrs> = run_ids
+            .into_iter()
+            .zip(vantages)
+            .zip(origins.into_iter().zip(refs))
+            .map(|((run_id, vantage), (origin, ref_abs_ns))| Attrs { run_id, vantage, origin, ref_abs_ns })
+            .collect();
+        let parts = cids.iter().map(|&cid| self.conns[cid].rows.take_table(table)).collect();
+        let columns = batch_columns(table, parts, &attrs);
         Ok((ArrowTable::new(columns, total).into_py(py), lengths))
     }
 

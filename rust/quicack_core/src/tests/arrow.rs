@@ -91,3 +91,19 @@ fn a_table_goes_through_the_c_data_interface_and_back() {
     let mut short = ArrowTable::new(vec![("n".to_string(), Column::Dense(vec![1]))], 2);
     assert!(short.take_struct().is_err()); // a column of another length
 }
+
+#[test]
+fn text_as_string_views_short_and_long_with_nulls() {
+    const NAMES: [&str; 3] = ["sent", "connection_close", "appdata"]; // one longer than a view holds inline
+    let views = |column| {
+        let array = column_array(column);
+        assert_eq!(array.data_type(), &DataType::Utf8View);
+        array.as_string_view().iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>()
+    };
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(views(Column::CodeViews(&NAMES, vec![1, 0, 1])), [some("connection_close"), some("sent"), some("connection_close")]);
+    assert_eq!(views(Column::NameViews(&NAMES, vec![None, Some(2)])), [None, some("appdata")]);
+    let texts = vec![some("a twelve chr"), None, some("thirteen char"), some(""), some("[[1,2],[3,4],[5,6]]")];
+    assert_eq!(views(Column::TextViews(texts.clone())), texts);
+    assert!(column_array(Column::CodeViews(&NAMES, vec![0])).nulls().is_none());
+}

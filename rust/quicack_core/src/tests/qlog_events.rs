@@ -91,7 +91,7 @@ fn ack_ranges_are_sorted_highest_first_and_written_as_text() {
         "frames": [{"frame_type": "ack", "ack_delay": 0.25, "acked_ranges": [[1, 3], [7], [6, 5]]}]}"#;
     assert!(apply(&mut c, "transport:packet_received", 20.0, data));
     let f = &c.rows.frames;
-    assert_eq!(f.ack_ranges[0].as_deref(), Some("[[7,7],[5,6],[1,3]]"));
+    assert_eq!(f.ack_ranges[0].as_ref().map(AckRanges::text).as_deref(), Some("[[7,7],[5,6],[1,3]]"));
     assert_eq!((f.largest_acked[0], f.first_ack_range[0], f.ack_delay_ms[0]), (Some(7), Some(0), Some(0.25)));
     assert_eq!(c.rows.packets.ack_eliciting[0], Some(false)); // an ACK alone
 }

@@ -1,0 +1,109 @@
+"""Batches of the compiled qlog lane, on real recorded qlogs (tests/data/loopback: quic-go and ngtcp2, 1 MB transfers):
+
+- a batch whose rows all come from the lane leaves it with every column the batch assembly derives (run id, vantage,
+  time_ms, source, direction, decrypted, time_abs_ns; ACK ranges as lists of structs) computed there, and equals
+  the pure-Python reader's batch (which derives them in polars, `batch.Merged.finish`);
+- the plausibility checks observe the same whatever the batch size, also for a connection whose first sent packet
+  and first received packet fall into different batches (clients: they send first; a server's first received
+  packet, logged before its first sent one at the same millisecond, counts as received after it when both are in
+  one batch and not when they are not: a batch dependence older than this test, see the bench README).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import quicack.qlog.batch as batch_module
+from quicack.qlog import iter_qlog
+from quicack.qlog.plausibility import PlausibilityChecks
+from quicack.qlog.reader_engine import lane_class
+
+LOOPBACK = Path(__file__).parent / "data" / "loopback"
+REAL = sorted(LOOPBACK.glob("*/transfer_1MB/1/*/qlog/*.sqlog"))
+REAL = [p for p in REAL if p.parts[-6] in ("quic-go_quic-go", "ngtcp2_ngtcp2")]
+TABLES = ("packets", "frames", "metrics_logged", "endpoints", "ingest_issues")
+
+try:
+    HAS_LANE = lane_class("compiled") is not None
+except ImportError:
+    HAS_LANE = False
+
+
+def _tables(path: Path, engine: str, batch_events: int = 50_000) -> dict[str, pl.DataFrame]:
+    batches = list(iter_qlog(path, "r", batch_events=batch_events, engine=engine))
+    return {name: pl.concat([getattr(batch, name) for batch in batches]) for name in TABLES}
+
+
+def test_the_real_qlogs_are_there() -> None:
+    assert len(REAL) == 4, REAL  # client and server of quic-go and ngtcp2
+
+
+@pytest.mark.skipif(not HAS_LANE, reason="quicack_core with QlogLane is not built (install.sh)")
+@pytest.mark.parametrize("path", REAL, ids=lambda p: f"{p.parts[-6]}-{p.parts[-3]}")
+def test_lane_batches_carry_the_derived_columns_without_the_polars_assembly(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = _tables(path, "python")
+    finished: list[str] = []
+    original = batch_module.Merged.finish
+
+    def finish(self: batch_module.Merged, df: pl.DataFrame, table: object) -> pl.DataFrame:
+        finished.append(getattr(table, "name", "?"))
+        return original(self, df, table)
+
+    monkeypatch.setattr(batch_module.Merged, "finish", finish)
+    compiled = _tables(path, "compiled")
+    # each table of each batch: the lane's rows and the connections' first events (absorbed into the lane)
+    assert finished == [], f"batches assembled in polars: {finished}"
+    for name in TABLES:
+        assert python[name].equals(compiled[name]), f"{name} differs"
+    packets, frames = compiled["packets"], compiled["frames"]
+    assert packets.height > 500 and frames["ack_ranges"].drop_nulls().len() > 50
+    assert set(packets["direction"]) == {"c2s", "s2c"} and set(packets["source"]) == {"qlog"}
+    # quic-go logs a reference time (absolute ns per packet), ngtcp2 does not (null)
+    with_reference = "quic-go" in path.parts[-6]
+    assert packets["time_abs_ns"].null_count() == (0 if with_reference else packets.height)
+    assert frames["ack_ranges"].dtype == pl.List(pl.Struct({"low": pl.Int64, "high": pl.Int64}))
+
+
+@pytest.mark.parametrize("engine", ["python", "compiled"])
+def test_plausibility_observations_do_not_depend_on_the_batch_size(engine: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    if engine == "compiled" and not HAS_LANE:
+        pytest.skip("quicack_core with QlogLane is not built (install.sh)")
+    checks: list[PlausibilityChecks] = []
+    later: list[int] = []  # batches with received packets of a connection whose first sent was in an earlier one
+    original, original_later = PlausibilityChecks.add_batch, PlausibilityChecks._add_received_after_earlier
+
+    def add_batch(self: PlausibilityChecks, *tables: pl.DataFrame) -> None:
+        if not checks or checks[-1] is not self:
+            checks.append(self)
+        original(self, *tables)
+
+    def received_after_earlier(self: PlausibilityChecks, packets: pl.DataFrame) -> None:
+        later.append(packets.height)
+        original_later(self, packets)
+
+    monkeypatch.setattr(PlausibilityChecks, "add_batch", add_batch)
+    monkeypatch.setattr(PlausibilityChecks, "_add_received_after_earlier", received_after_earlier)
+
+    def observed(path: Path, batch_events: int) -> dict[str, dict[str, object]]:
+        checks.clear()
+        for _ in iter_qlog(path, "r", batch_events=batch_events, engine=engine):
+            pass
+        (seen,) = checks
+        return {run: dataclasses.asdict(o) for run, o in seen.observed.items()}
+
+    for path in [p for p in REAL if p.parts[-3] == "client"]:
+        whole = observed(path, 50_000)
+        (run,) = whole.values()
+        # a transfer: packets sent and received, RTT metrics after the first packet received, ACK delays both ways
+        assert run["first_sent_ms"] is not None and run["first_received_ms"] is not None
+        assert run["max_sample_ms"] is not None and set(run["max_ack_delay_ms"]) == {"sent", "received"}
+        # batches of 10 events (still enough for the first Initial to fix the time origin)
+        assert observed(path, 10) == whole, path
+    assert later, "no first received packet in a later batch than the first sent one"
