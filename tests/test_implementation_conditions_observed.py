@@ -111,7 +111,9 @@ def test_what_the_table_says_was_observed_is_what_the_embedded_dataset_shows(obs
 def test_every_footnote_names_each_drawn_implementations_datagrams_pmtud_cids_and_ack_delay() -> None:
     # The footnote of any figure or table drawing an implementation's runs (quicack.rendered: conditions_note),
     # for each implementation the configs run, as built and under the papers' conditions.
-    for study, role, implementation in sorted(_implementations_run()):
+    implementations = sorted(_implementations_run())
+    assert len(implementations) >= 15  # the imc24 server and clients, the ACK-ratio senders and receivers
+    for study, role, implementation in implementations:
         peer = "quinn" if study == "ackratio" else "quic-go"
         runs = pl.DataFrame({
             "client_impl": [implementation if role == "client" else peer],
