@@ -16,6 +16,10 @@ Modules, in the order a run uses them:
 * ``clients`` — command lines of the client implementations
 * ``ack_policy_receiver`` — the aioquic client's receiver with a set ACK policy (ACK ratio, delay, D / NR / 3A),
   logging why it sent each ACK (qlog ``quicack:ack_sent``)
-* ``run`` — one run / one run group / the CLI; ``calibrate`` — drop lists from a no-loss baseline
+* ``conditions`` — the papers' conditions (server stack delay per client, each implementation's datagram size, PMTUD,
+  connection IDs, ACK delay; data/reference); ``conditions_observed`` — what recorded captures show of them
+* ``run`` — one run / one run group (resumed: a group recorded whole is skipped) / the CLI; ``calibrate`` — drop
+  lists from a no-loss baseline; ``reduce`` — cuts after recording, said in run.json; ``parts`` — a long recording's
+  whole part packed as its own archive
 * ``procs``, ``summarize`` — small helpers (captures are read with ``quicack.pcap``)
 """
