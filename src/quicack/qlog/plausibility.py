@@ -156,7 +156,7 @@ class PlausibilityChecks:
         for run_id, times in packets.filter(pl.col("event") == "received").group_by("run_id").agg(
                 pl.col("time_ms")).iter_rows():
             seen = self._get(run_id)
-            after = [t for t in times if t is not None and t >= seen.first_sent_ms]  # type: ignore[operator]
+            after = [t for t in times if t is not None and t >= seen.first_sent_ms]
             if after:
                 seen.first_received_ms = min(after)
 

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// One case: the option bytes, the header's option length, and the Python twin's split (or None: refused).
+type OptionCase<'a> = (&'a [u8], usize, Option<([usize; 3], usize)>);
+
 #[test]
 fn option_areas_split_as_the_python_twin() {
     let mut ts = vec![1, 1, 8, 10];
@@ -11,7 +14,7 @@ fn option_areas_split_as_the_python_twin() {
     ts_eol.extend([0; 10]);
     let mut sack = vec![1, 1, 5, 18];
     sack.extend([0; 16]);
-    let cases: [(&[u8], usize, Option<([usize; 3], usize)>); 7] = [
+    let cases: [OptionCase; 7] = [
         (&ts, 12, Some(([12, 0, 0], 0))),
         (&ts_eol, 12, Some(([12, 0, 0], 0))),
         (&sack, 20, Some(([0, 20, 0], 2))),
