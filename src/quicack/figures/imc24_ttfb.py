@@ -40,7 +40,7 @@ def ttfb_summary(
     ``selection.ttfb_metric``) (median, quartiles, min/max, runs, failed_runs, missing_runs) plus
     ``iack_minus_wfc_ms``, the client's IACK median minus its WFC median at that RTT (negative: IACK delivers the
     first byte sooner)."""
-    metric = metric or ttfb_metric(as_recorded(handshakes, scenario))
+    metric = metric or ttfb_metric(handshakes, as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario, rtt_ms)
     summary = summarize(runs, metric, ["client_impl", "mode", "scenario", "rtt_ms"])
     difference = mode_difference(runs, metric, ["client_impl", "rtt_ms"]).select(
@@ -162,7 +162,7 @@ def ttfb_by_client_figure(handshakes: pl.DataFrame, scenario: str, rtt_ms: float
     """One panel: TTFB per client at ``rtt_ms`` in ``scenario``, IACK beside WFC, the number
     above each client is its IACK − WFC median difference in ms."""
     setup_style()
-    metric = ttfb_metric(as_recorded(handshakes, scenario))
+    metric = ttfb_metric(handshakes, as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario, rtt_ms)
     clients = _clients(runs)
     fig, ax = plt.subplots(figsize=(4.6, 2.9))
@@ -179,7 +179,7 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
     """One panel per RTT in the data (own y-axis each: TTFB grows with the RTT), per client
     IACK beside WFC as in the single-RTT figures."""
     setup_style()
-    metric = ttfb_metric(as_recorded(handshakes, scenario))
+    metric = ttfb_metric(handshakes, as_recorded(handshakes, scenario))
     runs = scenario_runs(handshakes, scenario)
     rtts = sorted(runs["rtt_ms"].unique().to_list())
     clients = _clients(runs)
@@ -204,7 +204,7 @@ def ttfb_over_rtts_figure(handshakes: pl.DataFrame, scenario: str, title: str, n
 
 
 def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: str) -> Rendered:
-    metric = ttfb_metric(as_recorded(handshakes, scenario))
+    metric = ttfb_metric(handshakes, as_recorded(handshakes, scenario))
     runs = require_runs(
         scenario_runs(handshakes, scenario, rtt_ms), f"of scenario '{scenario}' at RTT {rtt_ms:g} ms", metric
     )
@@ -212,7 +212,7 @@ def _ttfb_at_rtt(handshakes: pl.DataFrame, scenario: str, rtt_ms: float, title: 
 
 
 def _ttfb_over_rtts(handshakes: pl.DataFrame, scenario: str, title: str) -> Rendered:
-    metric = ttfb_metric(as_recorded(handshakes, scenario))
+    metric = ttfb_metric(handshakes, as_recorded(handshakes, scenario))
     runs = require_runs(scenario_runs(handshakes, scenario), f"of scenario '{scenario}'", metric)
     return Rendered(ttfb_over_rtts_figure(handshakes, scenario, title), runs, metric)
 
