@@ -53,14 +53,13 @@ def test_fig01_iack_answers_with_an_ack_only_initial_and_wfc_coalesces(tables):
     # then the coalesced ACK acknowledges the probe too, and the sample is the probe's round trip (imc24 §4.1: aioquic's
     # default PTO expires before the coalesced ACK–ServerHello arrives).
     assert 9.0 < imc24_handshake.first_rtt_sample(tables["packets"], tables["frames"], IACK_RUN)["sample_ms"] < 15.0
-    for rep in range(1, 11):
+    for rep in range(1, 4):  # the three repetitions the embedded dataset keeps at 9 ms, each with its capture
         run = WFC_RUN.rsplit("/", 1)[0] + f"/{rep}"
         first_ack = tables["frames"].filter(
             (pl.col("run_id") == run) & (pl.col("source") == "pcap") & (pl.col("vantage") == "sim_left")
             & (pl.col("direction") == "s2c") & (pl.col("frame_type") == "ack") & (pl.col("pn_space") == "initial")
         ).sort("time_ms")
-        if first_ack.is_empty():
-            continue  # not captured at this end (repetitions 4–10 keep the client side only: captured, so never here)
+        assert not first_ack.is_empty(), run
         sample = imc24_handshake.first_rtt_sample(tables["packets"], tables["frames"], run)["sample_ms"]
         probe_acked = first_ack["largest_acked"][0] > 0
         assert (9.0 < sample < 15.0) if probe_acked else (sample > 200.0), (run, sample, probe_acked)
@@ -174,7 +173,8 @@ def test_tab03_one_row_per_server_and_mode_with_the_paper_beside(tables):
         server="quic-go",
         mode="IACK",
     )
-    assert stripped["handshake_1"] == "-" and stripped["initial_4"] != "no run"  # ten no-loss repetitions at 9 ms
+    # three no-loss repetitions per RTT: the third has its run, a fourth has none
+    assert stripped["handshake_1"] == "-" and stripped["initial_3"] != "no run" and stripped["initial_4"] == "no run"
     stripped = one(
         imc24_tables.imc24_tab03_server_ack_delay(tables["runs"], frames, repetitions=4).artefact,
         server="quic-go",

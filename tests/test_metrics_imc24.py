@@ -248,9 +248,13 @@ def test_summary_counts_failed_runs_instead_of_using_them(tables):
     row = one(
         summary.summarize(failed, "ttfb_capture_ms"), client_impl="quic-go", mode="iack", scenario="noloss", rtt_ms=9.0
     )
-    # Repetitions 4–10 of this configuration have no capture: missing, counted, not used.
-    assert (row["runs"], row["failed_runs"], row["missing_runs"]) == (2, 1, 7)
+    assert (row["runs"], row["failed_runs"], row["missing_runs"]) == (2, 1, 0)
     assert row["q25"] <= row["median"] <= row["q75"]
+    # quinn's qlog has no frames, so no TTFB from it: missing, counted, not used.
+    quinn = one(
+        summary.summarize(handshakes, "ttfb_ms"), client_impl="quinn", mode="iack", scenario="noloss", rtt_ms=9.0
+    )
+    assert (quinn["runs"], quinn["failed_runs"], quinn["missing_runs"]) == (0, 0, 3) and quinn["median"] is None
 
 
 def test_guidelines_follow_the_measured_ttfb(tables):

