@@ -163,7 +163,7 @@ def test_the_paper_conditions_recording_holds_imc24_to_the_papers_stack_delay_in
     groups = expand(cfg)
     assert all(g.implementation_conditions == "paper" for g in groups)
     parts = {g.extra.get("part") for g in groups}
-    assert None not in parts and {"A1", "A2", "B1", "D", "E", "R"} <= parts
+    assert None not in parts and {"A1", "A2", "B1", "D", "E1", "E2", "M", "R"} <= parts
     held = [g for g in groups if g.mode in ("iack", "wfc") and g.scenario.endswith("_paper")]
     # §4.1/§4.2 and App. F: 100 repetitions per client, mode, scenario and RTT, each client held to its own delay.
     assert {g.repetitions for g in held if g.client not in ("firefox", "chromium")} == {100}
@@ -179,4 +179,5 @@ def test_the_paper_conditions_recording_holds_imc24_to_the_papers_stack_delay_in
     assert all(g.captures for g in groups if g.client in ("firefox", "chromium") or g.scenario == "default_pto")
     # rethink's lossy downloads at the paper's 10 MB; Table 4 and Fig. 11 under the names their claims read.
     assert {g.file_name for g in groups if g.scenario == "ack_ratio_loss"} == {"10MB"}
-    assert {g.scenario for g in groups if g.extra.get("part") == "E"} == {"default_pto", "transfer"}
+    assert {g.scenario for g in groups if g.extra.get("part") == "E1"} == {"default_pto"}
+    assert {g.scenario for g in groups if g.extra.get("part") == "E2"} == {"transfer"}
