@@ -15,6 +15,7 @@ from quicack.metrics.cwnd import cwnd_of_runs
 from quicack.metrics.rethink_volume import (
     LOSS_LABELS,
     WHERE,
+    loss_transfer_sizes,
     ok_with_labels,
     reduced_wire,
     volume_per_configuration,
@@ -134,10 +135,10 @@ def rethink_tab3_return_volume(runs: pl.DataFrame, datagrams: RunRows, tcp_segme
     paper = _paper_volumes()
     table = table.join(paper, on=["loss", "protocol", "receiver_ack_ratio"], how="left").select(list(TAB3_HEADERS))
     note = (
-        f"{WHERE}; with 1 % loss 2 MB transfers (a 10 MB one takes minutes), their return KB scaled to 10 MB "
-        "(column scaled_from). Medians over runs of IP bytes at the client side (Linux TCP's return bytes at the "
-        "server side, after the router's ACK thinning, which makes its AR 1:10 from the kernel's ≈ 1:1.3: ≈ 1:6.5 "
-        "measured; the paper projects TCP's 1:10) (the paper's TCP volumes seem to "
+        f"{WHERE}; with 1 % loss {loss_transfer_sizes(ok_with_labels(selected))} (column scaled_from). Medians "
+        "over runs of IP bytes at the client side (Linux TCP's return bytes at the server side, after the router's "
+        "ACK thinning, which makes its AR 1:10 from the kernel's ≈ 1:1.3: ≈ 1:6.5 measured; the paper projects TCP's "
+        "1:10) (the paper's TCP volumes seem to "
         "include Ethernet headers, 14 B per packet, and its percentages are KB / 10,000 truncated). " + STAND_INS
     )
     return Rendered(table, runs=selected, note=note, headers=TAB3_HEADERS)
@@ -215,8 +216,9 @@ def rethink_fig2_return_overhead(runs: pl.DataFrame, ack_breakdown: pl.DataFrame
     fig.legend(known.values(), known.keys(), fontsize=7, loc="upper center", ncol=6)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     note = (
-        f"{WHERE}, 1 % loss runs of 2 MB scaled to 10 MB; median over runs of each component's IP bytes on the return "
-        "path (ack_breakdown, client side; Linux TCP at the server side, after the router's ACK thinning). " + STAND_INS
+        f"{WHERE}, 1 % loss: {loss_transfer_sizes(ok_with_labels(selected))}; median over runs of each component's "
+        "IP bytes on the return path (ack_breakdown, client side; Linux TCP at the server side, after the router's "
+        "ACK thinning). " + STAND_INS
     )
     return Rendered(fig, runs=selected, note=note)
 

@@ -33,7 +33,8 @@ def tcpquic_fig_volume_acks(runs: pl.DataFrame, datagrams: RunRows, tcp_segments
         ax.bar(panel["configuration"].to_list(), panel["return_kb_per_10mb"].to_list(), color="tab:blue")
         for x, (kb, percent) in enumerate(panel.select("return_kb_per_10mb", "return_percent_of_forward").iter_rows()):
             ax.annotate(f"{kb:.0f} KB\n{percent:.1f} %", (x, kb), ha="center", va="bottom", fontsize=7)
-        ax.set_title(LOSS_LABELS[lossy] + (" (2 MB runs scaled to 10 MB)" if lossy else ""), fontsize=9)
+        scaled = panel["scaled_from"].unique().sort().to_list() if lossy else []
+        ax.set_title(LOSS_LABELS[lossy] + (f" ({', '.join(scaled)})" if scaled else ""), fontsize=9)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
         if panel.is_empty():
             ax.text(0.5, 0.5, "no runs", ha="center", va="center", transform=ax.transAxes)
