@@ -75,16 +75,22 @@ def claims_volume_table(tables: Mapping[str, RunRows]) -> pl.DataFrame:
     return volume_per_configuration(in_memory(tables["runs"]), tables["datagrams"], tables.get("tcp_segments"))[1]
 
 
+def scaled_from(file_bytes: pl.Expr) -> pl.Expr:
+    """How a run of ``file_bytes`` reaches rethink's 10 MB: measured, or its return bytes scaled up (a 10 MB download
+    at 1 % loss over 600 ms takes minutes, so the embedded dataset has 2 MB ones; the papers' conditions record
+    10 MB)."""
+    scale = RETHINK_FILE_BYTES / file_bytes
+    return (
+        pl.when(scale != 1)
+        .then(pl.format("scaled ×{} from {} MB", scale.round(1), (file_bytes / 2**20).round(1)))
+        .otherwise(pl.lit("measured at 10 MB"))
+    )
+
+
 def loss_transfer_sizes(labelled: pl.DataFrame) -> str:
-    """How the 1 % loss runs of ``labelled`` (``ok_with_labels``: ``lossy``, ``file_bytes``) reach rethink's 10 MB:
-    measured at 10 MB, or a shorter download's return bytes scaled up, as the runs are (the papers' conditions record
-    10 MB; the embedded dataset has 2 MB ones, a 10 MB one at 1 % loss over 600 ms taking minutes)."""
-    sizes = labelled.filter(pl.col("lossy"))["file_bytes"].drop_nulls().unique().sort().to_list()
-    return "; ".join(
-        "measured at 10 MB" if size == RETHINK_FILE_BYTES
-        else f"{size / 2**20:g} MB downloads, their return bytes scaled ×{RETHINK_FILE_BYTES / size:.1f} to 10 MB"
-        for size in sizes
-    ) or "no run"  # fmt: skip
+    """``scaled_from`` of the 1 % loss runs of ``labelled`` (``ok_with_labels``: ``lossy``, ``file_bytes``)."""
+    sizes = labelled.filter(pl.col("lossy")).select(scaled_from(pl.col("file_bytes")).unique().sort()).to_series()
+    return "; ".join(sizes.drop_nulls().to_list()) or "no run"
 
 
 def volume_per_configuration(
@@ -112,10 +118,7 @@ def volume_per_configuration(
         )
         .with_columns(
             (pl.col("return_kb") * scale).alias("return_kb_per_10mb"),
-            pl.when(scale != 1)
-            .then(pl.format("scaled ×{} from {} MB", scale.round(1), (pl.col("file_bytes") / 2**20).round(1)))
-            .otherwise(pl.lit("measured at 10 MB"))
-            .alias("scaled_from"),
+            scaled_from(pl.col("file_bytes")).alias("scaled_from"),
             pl.col("lossy").replace_strict(LOSS_LABELS, return_dtype=pl.Utf8).alias("loss"),
         )
         .sort("lossy", "protocol", "receiver_ack_ratio", "configuration")
