@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 
 
 @dataclass
@@ -87,3 +90,24 @@ def wait_until(pred: Callable[[], bool], timeout_s: float, proc: Managed | None 
             raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}) before {what}: {tail}")
         time.sleep(0.01)
     raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # SystemExit unwinds through every `finally`, so namespaces and processes are cleaned up.
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """Within the block, SIGTERM raises SystemExit (128 + 15) instead of ending the process where it stands, so the
+    callers' ``finally`` blocks delete what they created (a test run stopped by its CI, a recorder stopped by
+    ``kill``). Only the main thread can set a handler: elsewhere the block runs as it is. The previous handler comes
+    back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, raise_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -23,7 +23,6 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import yaml
@@ -44,7 +43,7 @@ from quicack.testbed.clients import (
 )
 from quicack.testbed.conditions import group_condition_options
 from quicack.testbed.files import ensure_files, sha256_file
-from quicack.testbed.procs import ProcessSet, wait_until
+from quicack.testbed.procs import ProcessSet, raise_on_sigterm, wait_until
 from quicack.testbed.receiver_ack_control import (
     SENDER_ACK_FREQUENCY,
     ack_policy_control,
@@ -443,11 +442,6 @@ def load_config(path: Path) -> dict[str, Any]:
     return cfg.get("testbed", cfg)
 
 
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SystemExit unwinds through every `finally`, so namespaces and processes are cleaned up.
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="quicack emulation testbed runner (needs root)")
     src = ap.add_mutually_exclusive_group(required=True)
@@ -477,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     except PermissionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     out = a.out or Path(cfg.get("out", f"data/{cfg['dataset']}/raw"))
     if a.group:
         wanted = set(a.group)

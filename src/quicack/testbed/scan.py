@@ -31,7 +31,7 @@ import zstandard
 from quicack.testbed import scan_net
 from quicack.testbed.clients import implementations_dir
 from quicack.testbed.netns import destroy, new_job_id, ns_argv, require_root
-from quicack.testbed.procs import Managed, ProcessSet, wait_until
+from quicack.testbed.procs import Managed, ProcessSet, sigterm_unwinds, wait_until
 from quicack.testbed.scan_plan import (
     CDN_FRONTEND,
     Measurement,
@@ -264,21 +264,22 @@ def record(p: ScanPlan, only_first: int | None = None, keep_work: Path | None = 
     write_prefix_asn(p, p.out.parent / "prefix_asn.csv")
     tb: Testbed | None = None
     topo = _topology(p, job)
-    try:
-        tb = start(p, job, work)
-        offsets: dict[str, int] = {}
-        ttl = max((s.cache_ttl_s for s in p.sites if s.kind == CDN_FRONTEND), default=0.0)
-        for m in p.measurements[:only_first]:
-            for vp in p.vantage_points:
-                folders.append(measure(tb, m, vp, rng, offsets))
-                print(f"recorded {folders[-1]}", flush=True)
-                time.sleep(ttl + 0.2)  # every cache entry of this step expires before the next one
-    finally:
-        if tb is not None:
-            tb.procs.stop_all()
-        problems = destroy(topo)
-        if problems:
-            print("cleanup problems: " + "; ".join(problems), file=sys.stderr)
+    with sigterm_unwinds():  # a stopped scan (or the test run around it) deletes its namespaces too
+        try:
+            tb = start(p, job, work)
+            offsets: dict[str, int] = {}
+            ttl = max((s.cache_ttl_s for s in p.sites if s.kind == CDN_FRONTEND), default=0.0)
+            for m in p.measurements[:only_first]:
+                for vp in p.vantage_points:
+                    folders.append(measure(tb, m, vp, rng, offsets))
+                    print(f"recorded {folders[-1]}", flush=True)
+                    time.sleep(ttl + 0.2)  # every cache entry of this step expires before the next one
+        finally:
+            if tb is not None:
+                tb.procs.stop_all()
+            problems = destroy(topo)
+            if problems:
+                print("cleanup problems: " + "; ".join(problems), file=sys.stderr)
     return folders
 
 
