@@ -225,3 +225,24 @@ def test_the_unpack_command_takes_a_datasets_folder(tmp_path: Path) -> None:
                           check=True)  # fmt: skip
     assert "raw.tar.xz + paper-A.tar.xz" in done.stdout
     assert _contents(tmp_path / "raw") == _contents(RUNS)
+
+
+def test_a_part_packed_by_kind_holds_the_same_files_grouped_by_kind_and_the_same_bytes_again(tmp_path: Path) -> None:
+    """quicack.testbed.parts packs with PART_XZ_FILTERS (lc 4, pb 0) and the files of one kind side by side: the
+    recorded loopback runs come back file for file, the members are qlogs, then run.json, then the rest, and packing
+    again gives the same bytes."""
+    import lzma
+    import tarfile
+
+    from quicack.testbed.parts import PART_XZ_FILTERS
+
+    first, again = tmp_path / "a" / "part-X.tar.xz", tmp_path / "b" / "part-X.tar.xz"
+    assert pack(LOOPBACK, first, filters=PART_XZ_FILTERS, by_kind=True) == len(_contents(LOOPBACK))
+    pack(LOOPBACK, again, filters=PART_XZ_FILTERS, by_kind=True)
+    assert first.read_bytes() == again.read_bytes()
+    with lzma.open(first) as xz, tarfile.open(fileobj=xz) as tar:
+        names = [member.name.rsplit("/", 1)[-1] for member in tar.getmembers()]
+    kinds = [0 if ".qlog" in name or ".sqlog" in name else 1 if name == "run.json" else 2 for name in names]
+    assert kinds == sorted(kinds) and {0, 1, 2} <= set(kinds)
+    unpack(first, tmp_path / "raw")
+    assert _contents(tmp_path / "raw") == _contents(LOOPBACK)

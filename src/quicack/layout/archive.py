@@ -141,21 +141,32 @@ def _split(archive: Path, part_bytes: int) -> None:
     archive.unlink()
 
 
+def kind_order(relative: PurePosixPath) -> tuple[int, str]:
+    """Sort key that puts files of one kind next to each other (qlogs, then run.json, then the rest; by path within
+    a kind): the compressor's window then holds the previous runs' file of the same kind. On part A1 (2,400 runs)
+    2.18 → 2.13 MB against path order, at xz's extreme level."""
+    name = relative.name
+    kind = 0 if ".qlog" in name or ".sqlog" in name else 1 if name == "run.json" else 2
+    return kind, relative.as_posix()
+
+
 def pack(raw: Path, archive: Path, preset: int = XZ_PRESET, part_bytes: int = PART_BYTES,
-         only: Iterable[str] | None = None) -> int:
+         only: Iterable[str] | None = None, filters: list[dict] | None = None, by_kind: bool = False) -> int:
     """Write every file below ``raw`` (when ``only`` is given, only those paths relative to ``raw``: folders, with
-    every file below them, or files) into ``archive`` (sorted, no owners or times: the same folder gives the same
-    bytes), ``.gz`` files decompressed, in parts of ``part_bytes`` if larger; returns the number of files."""
+    every file below them, or files) into ``archive`` (sorted by path, or by ``kind_order`` when ``by_kind``; no
+    owners or times: the same folder gives the same bytes), ``.gz`` files decompressed, in parts of ``part_bytes`` if
+    larger; returns the number of files. ``filters``: an xz filter chain instead of ``preset``."""
     roots = [raw] if only is None else [raw / path for path in only]
     missing = [root for root in roots if not root.exists()]
     if missing:
         raise ArchiveError(f"{missing[0]}: nothing there to pack")
     found = {p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))}
-    files = sorted(p for p in found if p.is_file() and p.name != MARKER)
+    files = sorted((p for p in found if p.is_file() and p.name != MARKER),
+                   key=(lambda p: kind_order(PurePosixPath(p.relative_to(raw).as_posix()))) if by_kind else None)
     partial = archive.with_name(archive.name + ".partial")
     archive.parent.mkdir(parents=True, exist_ok=True)
     with (
-        lzma.open(partial, "wb", preset=preset) as xz,
+        (lzma.open(partial, "wb", filters=filters) if filters else lzma.open(partial, "wb", preset=preset)) as xz,
         tarfile.open(fileobj=xz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
         for path in files:

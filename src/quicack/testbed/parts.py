@@ -28,7 +28,9 @@ ARCHIVE_PREFIX = "part-"  # <prefix><part>.tar.xz in the dataset's folder
 # A part is small (tens of MB unpacked, mostly qlog text), so xz's extreme level pays: on part A1 (2,400 runs'
 # qlogs and run.json, 60.9 MB as tar) 2.18 MB instead of 2.69 MB at level 9, for 39 s of one core instead of ~10 s.
 # The embedded dataset's 500 MB of captures stay at level 9 (layout.archive.XZ_PRESET: extreme took over an hour).
-PART_XZ_PRESET = 9 | lzma.PRESET_EXTREME
+# Text compresses better with four literal-context bits and no position bits (lc 4, pb 0; xz's manual advises it
+# for text), and with the files of one kind side by side (layout.archive.kind_order): A1 2.18 → 2.12 MB.
+PART_XZ_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME, "lc": 4, "lp": 0, "pb": 0}]
 
 
 def part_groups(testbed_cfg: dict, part: str) -> list[RunGroup]:
@@ -61,7 +63,7 @@ def pack_part(testbed_cfg: dict, part: str, raw: Path, into: Path) -> tuple[Path
         for run in sorted(p for p in (raw / group.key).iterdir() if p.is_dir() and p.name.isdigit()):
             drop_unused_keylog(run, KEYLOG_WHY)
     archive = into / f"{ARCHIVE_PREFIX}{part}.tar.xz"
-    return archive, pack(raw, archive, preset=PART_XZ_PRESET, only=[group.key for group in groups])
+    return archive, pack(raw, archive, filters=PART_XZ_FILTERS, by_kind=True, only=[group.key for group in groups])
 
 
 def main(argv: list[str] | None = None) -> int:
