@@ -16,6 +16,10 @@ from docutils.core import publish_parts
 
 from quicack.artifact.bundle import bundle_members, write_bundle
 from quicack.artifact.overview import (
+    PAPER_BEGIN_MARKER,
+    PAPER_END_MARKER,
+    paper_conditions_markdown,
+    sha256_prefix,
     BEGIN_MARKER,
     END_MARKER,
     caption_rst,
@@ -241,3 +245,37 @@ def test_the_zip_holds_the_report_and_the_results_and_is_the_same_twice(claims_c
     assert {"quicack-sample/claims.csv", "quicack-sample/figures/a-fig01.png", "quicack-sample/tables/a-tab01.csv",
             "quicack-sample/repository/ARTIFACT.md", "quicack-sample/repository/LICENSE",
             "quicack-sample/report/claims-ackfreq22.html"} <= set(names)  # fmt: skip
+
+
+def test_the_paper_conditions_section_lists_what_the_paper_dataset_measures_beside_the_embedded_status(
+        claims_csv, tmp_path):
+    """The second generated section: only the claims with a number on the dataset 'paper', each with its status there
+    and the embedded dataset's; the archives it was read from, each with its size and sha256 prefix. The paper side
+    here is the loopback claims with every claim but two made n/a by hand (no paper-dataset claims.csv in CI)."""
+    sample = read_claims(claims_csv)
+    kept = sample["claim_id"].to_list()[:2]
+    paper = sample.with_columns(
+        pl.when(pl.col("claim_id").is_in(kept)).then(pl.col("status")).otherwise(pl.lit("n/a")).alias("status"))
+    archive = tmp_path / "part-X.tar.xz"
+    archive.write_bytes(b"not an archive, only hashed")
+    markdown = paper_conditions_markdown(paper, sample.with_columns(pl.lit("agree").alias("status")), [archive], {})
+    rows = [line for line in markdown.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == kept
+    assert all("| **agree** |" in row or "| agree |" in row for row in rows)
+    assert f"2 of {sample.height} claims" in markdown and f"sha256 {sha256_prefix(archive)}" in markdown
+    document = f"a\n{PAPER_BEGIN_MARKER}\nold\n{PAPER_END_MARKER}\nb\n"
+    assert generated_section(replace_generated(document, markdown, (PAPER_BEGIN_MARKER, PAPER_END_MARKER)),
+                             (PAPER_BEGIN_MARKER, PAPER_END_MARKER)) == markdown
+
+
+def test_artifact_md_names_the_paper_datasets_archives_as_they_are_in_git():
+    """ARTIFACT.md's paper-conditions section was generated from the archives data/paper holds now: a part added or
+    packed again without `quicack artifact-claims ... --paper-claims results/paper/claims.csv` leaves it naming
+    archives that are not there (CI cannot run the dataset 'paper''s pipeline: ~10 minutes more)."""
+    from quicack.layout.archive import dataset_archives
+
+    section = generated_section((REPO / "ARTIFACT.md").read_text(encoding="utf-8"),
+                                (PAPER_BEGIN_MARKER, PAPER_END_MARKER))  # fmt: skip
+    named = re.findall(r"`(part-[^`]+\.tar\.xz)` \(([\d,]+) B, sha256 ([0-9a-f]{12})\)", section)
+    archives = dataset_archives(REPO / "data" / "paper")
+    assert named == [(a.name, f"{a.stat().st_size:,}", sha256_prefix(a)) for a in archives]

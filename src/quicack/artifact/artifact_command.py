@@ -29,6 +29,12 @@ def add_artifact_claims_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("claims", type=Path, help="claims.csv of the run (results/sample/claims.csv)")
     parser.add_argument("--document", type=Path, default=Path("ARTIFACT.md"))
     parser.add_argument("--check", action="store_true", help="fail if the document's section differs, change nothing")
+    parser.add_argument("--paper-claims", type=Path,
+                        help="claims.csv of the dataset recorded under the papers' conditions "
+                             "(results/paper/claims.csv): writes the document's second section, the claims measured "
+                             "there")  # fmt: skip
+    parser.add_argument("--paper-data", type=Path, default=Path("data/paper"),
+                        help="that dataset's folder, whose archives the section names")  # fmt: skip
     parser.set_defaults(handler=_artifact_claims)
 
 
@@ -50,22 +56,38 @@ def _artifact_zip(args: argparse.Namespace) -> int:
 
 def _artifact_claims(args: argparse.Namespace) -> int:
     from quicack.artifact.overview import (
+        BEGIN_MARKER,
+        END_MARKER,
+        PAPER_BEGIN_MARKER,
+        PAPER_END_MARKER,
         artefact_paths,
         claims_markdown,
         generated_section,
+        paper_conditions_markdown,
         read_claims,
         replace_generated,
     )
+    from quicack.layout.archive import dataset_archives
 
     claims = read_claims(args.claims)
-    generated = claims_markdown(claims, artefact_paths(claims))
+    sections = [((BEGIN_MARKER, END_MARKER), claims_markdown(claims, artefact_paths(claims)), args.claims)]
+    if args.paper_claims is not None:
+        paper_claims = read_claims(args.paper_claims)
+        sections.append(((PAPER_BEGIN_MARKER, PAPER_END_MARKER),
+                         paper_conditions_markdown(paper_claims, claims, dataset_archives(args.paper_data),
+                                                   artefact_paths(paper_claims, "results/paper")),
+                         args.paper_claims))  # fmt: skip
     document = args.document.read_text(encoding="utf-8")
     if args.check:
-        if generated_section(document) != generated:
-            print(f"{args.document}: its claims section is not what {args.claims} gives: run "
-                  f"quicack artifact-claims {args.claims}", file=sys.stderr)  # fmt: skip
-            return 1
-        return 0
-    args.document.write_text(replace_generated(document, generated), encoding="utf-8")
-    print(f"{args.document}: claims section written from {args.claims}")
+        stale = [source for markers, generated, source in sections if generated_section(document, markers) != generated]
+        rerun = f"quicack artifact-claims {args.claims}" + (
+            f" --paper-claims {args.paper_claims}" if args.paper_claims else "")
+        for source in stale:
+            print(f"{args.document}: its section from {source} is not what {source} gives: run {rerun}",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for markers, generated, source in sections:
+        document = replace_generated(document, generated, markers)
+        print(f"{args.document}: section written from {source}")
+    args.document.write_text(document, encoding="utf-8")
     return 0
