@@ -16,21 +16,21 @@ from docutils.core import publish_parts
 
 from quicack.artifact.bundle import bundle_members, write_bundle
 from quicack.artifact.overview import (
-    PAPER_BEGIN_MARKER,
-    PAPER_END_MARKER,
-    paper_conditions_markdown,
-    sha256_prefix,
     BEGIN_MARKER,
     END_MARKER,
+    PAPER_BEGIN_MARKER,
+    PAPER_END_MARKER,
     caption_rst,
     claims_markdown,
     counts_sentence,
     generated_section,
     landing_rst,
+    paper_conditions_markdown,
     paper_page_caption,
     paper_page_html,
     read_claims,
     replace_generated,
+    sha256_prefix,
     status_counts,
 )
 from quicack.artifact.pages import write_report_pages
