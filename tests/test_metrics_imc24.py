@@ -228,6 +228,28 @@ def test_retransmissions_and_pto_expiries(tables):
     assert one(connections, vantage="server")["pto_expiries"] == 1
 
 
+def test_pto_expiries_from_the_client_qlog_equal_the_captures_where_both_are_kept(tables):
+    """The capture's probe rule on the client's own qlog (pto.client_pto_expiries_from_qlog) stands in for the
+    capture where a run keeps the qlog alone (the dataset 'paper'): on the embedded runs that keep both it gives the
+    capture's count in every amplification run of aioquic and quic-go (the clients of imc24-4.1-fig05-client-probes;
+    aioquic logs no pto_count, quic-go's logged count misses some), and in most of the others; quinn's qlog logs no
+    frames, so it has no count rather than zero."""
+    handshakes = tables["handshake_runs"].filter(
+        pl.col("client_pto_expiries").is_not_null() & pl.col("scenario").is_in(["amplification", "drop_server_flight"])
+    )
+    claim = handshakes.filter(
+        pl.col("client_impl").is_in(["aioquic", "quic-go"]) & (pl.col("scenario") == "amplification")
+    )
+    assert claim.height >= 12 and (claim["client_pto_expiries_qlog"] == claim["client_pto_expiries"]).all()
+    assert claim["client_pto_expiries"].sum() >= 12  # every one probes at least once
+    quic_go = claim.filter(pl.col("client_impl") == "quic-go")
+    assert (quic_go["client_pto_expiries_logged"] < quic_go["client_pto_expiries"]).any()
+    libraries = handshakes.filter(pl.col("client_impl") != "quinn")
+    assert (libraries["client_pto_expiries_qlog"] == libraries["client_pto_expiries"]).mean() > 0.9
+    assert handshakes.filter(pl.col("client_impl") == "quinn")["client_pto_expiries_qlog"].null_count() == (
+        handshakes.filter(pl.col("client_impl") == "quinn").height)
+
+
 def test_rtt_samples_exposed_versus_possible(tables):
     exposure = summary.rtt_sample_exposure(tables["handshake_runs"])
     # 10 MB transfer: aioquic exposes every sample; ngtcp2 updates its logged estimate far less

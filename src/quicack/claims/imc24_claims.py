@@ -216,8 +216,10 @@ def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...
     """§4.1 (Fig. 5): with WFC and a 5,113 B certificate, the client's default PTO expires before
     the coalesced ACK–ServerHello arrives: share of those runs with a client PTO expiry, under the paper's
     conditions where the dataset has them (``as_recorded``). A run's expiries are the client-side capture's probes
-    (``client_pto_expiries``) or, where the run keeps the client's qlog alone, the rises of the PTO count the client
-    logged (``client_pto_expiries_logged``); a client that logs none (aioquic) is then not measured, and said so."""
+    (``client_pto_expiries``) or, where the run keeps the client's qlog alone, the same rule on the client's logged
+    packets (``client_pto_expiries_qlog``; equal to the capture's in every such run of the embedded dataset), else
+    the rises of the PTO count the client logged (``client_pto_expiries_logged``, which quic-go logs only now and
+    then); a run with none of these is not measured, and said so."""
     handshakes = in_memory(tables["handshake_runs"])
     runs = summary.iack_wfc_runs(handshakes).filter(
         (pl.col("scenario") == as_recorded(handshakes, "amplification"))
@@ -227,10 +229,10 @@ def client_probes_before_coalesced_hello(tables: Tables, clients: tuple[str, ...
     )
     if runs.is_empty():
         return Measured.unmeasured("no WFC amplification runs of these clients")
-    expiries = pl.coalesce("client_pto_expiries", "client_pto_expiries_logged")
+    expiries = pl.coalesce("client_pto_expiries", "client_pto_expiries_qlog", "client_pto_expiries_logged")
     measured = runs.filter(expiries.is_not_null())
     silent = sorted(set(runs["client_impl"]) - set(measured["client_impl"]))
-    why = f" ({', '.join(silent)}: no capture, and no PTO count in its qlog)" if silent else ""
+    why = f" ({', '.join(silent)}: no capture, and neither packets nor a PTO count in its qlog)" if silent else ""
     if measured.is_empty():
         return Measured.unmeasured("no client PTO expiries known" + why)
     probed = measured.filter(expiries > 0).height

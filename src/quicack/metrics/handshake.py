@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT
-from quicack.metrics.pto import pto_counts_logged, retransmission_summary
+from quicack.metrics.pto import client_pto_expiries_from_qlog, pto_counts_logged, retransmission_summary
 from quicack.schema import HANDSHAKE_RUNS
 
 CLIENT_SIDE = SIM_LEFT
@@ -165,5 +165,6 @@ def handshake_runs(
             on="run_id",
             how="left",
         )
+        .join(client_pto_expiries_from_qlog(frames), on="run_id", how="left")
         .sort("run_id")
     )

@@ -218,6 +218,13 @@ HANDSHAKE_RUNS = Table(
             "Increments of the pto_count the client logged (qlog recovery:metrics_updated), where logged (ngtcp2, "
             "quinn, quic-go); quic-go logs pto_count only occasionally, so this undercounts for it.",
         ),
+        Column(
+            "client_pto_expiries_qlog",
+            I,
+            "Client PTO expiries inferred by the capture's rule from the client's own qlog (its logged sent and "
+            "received packets for the client-side capture), for runs that keep the qlog alone; null where the qlog "
+            "logs no sent frame (quinn).",
+        ),
         Column("client_first_probe_ms", F, "Client-side capture time of the client's first such probe packet."),
         Column(
             "server_retransmitted_packets", I, "Server packets resending CRYPTO/STREAM bytes (server-side capture)."
