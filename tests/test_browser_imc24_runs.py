@@ -152,3 +152,15 @@ def test_the_neqo_claims_are_measured_from_firefoxs_runs(tables) -> None:
         assert claim["runs"] == 6 and claim["ours_low"] - claim["ours_interval_low"] > 10, claim
         assert claim["verdict"] == "unresolved" and claim["runs_to_resolve"] > 6, claim
         assert claim["ours_interval_low"] < 0 < claim["ours_interval_high"]
+
+
+def test_the_client_ack_sizes_of_section_5_2_are_the_paper_measured_clients_that_run_here(tables) -> None:
+    """ackfreq22 §5.2's 60-80 B range is Table 2's measured sizes (quicly 67, neqo 63, Chrome 66, picoquic 75 B): the
+    claim ranges over Firefox (neqo) and Chromium, the two that run here, from their captured ACK-only packets (it
+    ranged over every library client, ngtcp2's 130 B among them, a client the paper did not measure)."""
+    from quicack.claims.browser_claims import paper_clients_ack_sizes
+
+    sizes = paper_clients_ack_sizes(tables)
+    assert sizes.low is not None and sizes.high is not None and 58 <= sizes.low <= sizes.high <= 70, sizes
+    assert "chromium" in sizes.text and "firefox" in sizes.text and "quicly and picoquic: no build" in sizes.text
+    assert sizes.runs >= 10

@@ -65,8 +65,10 @@ def test_measured_ack_ratio_and_sizes_from_recorded_transfers() -> None:
     claims = ackratio_claims("ackfreq22", tables, DESCRIPTION).artefact
     quic_go = claims.filter(pl.col("claim_id") == "ackfreq22-tab02-quic-go-ar").row(0, named=True)
     assert quic_go["verdict"] == "agree" and quic_go["runs"] == 1 and quic_go["ours_low"] == 2.0
+    # §5.2's "QUIC clients used sizes of 60-80 B" are the sizes ackfreq22 measured (Table 2: quicly, neqo, Chrome,
+    # picoquic): quic-go is none of them, so its loopback transfer does not speak to it (it gave 61 B, "agree").
     sizes = claims.filter(pl.col("claim_id") == "ackfreq22-5.2-client-ack-sizes").row(0, named=True)
-    assert sizes["ours_low"] == 61.0 and sizes["verdict"] == "agree"  # quic-go's ACK-only packets on loopback
+    assert sizes["verdict"] == "n/a" and "Firefox (neqo) or Chromium" in sizes["ours"], sizes
     # aioquic has no 1 MB run here: its claim says so instead of inventing a number
     aioquic = claims.filter(pl.col("claim_id") == "ackfreq22-tab02-aioquic-ar").row(0, named=True)
     assert aioquic["verdict"] == "n/a" and aioquic["runs"] == 0

@@ -56,26 +56,6 @@ def _policies(tables: Tables) -> pl.DataFrame:
     return selected.join(ack_policy_of_runs(selected, tables["packets"], tables["frames"]), on="run_id")
 
 
-def client_ack_sizes(tables: Tables) -> Measured:
-    """Range over clients of the median ACK-only packet size (each client: median over its runs)."""
-    per_client = (
-        _policies(tables)
-        .group_by("client_impl")
-        .agg(pl.col("ack_bytes_median").median(), pl.len().alias("runs"))
-        .drop_nulls("ack_bytes_median")
-        .sort("ack_bytes_median", "client_impl")
-    )
-    if per_client.is_empty():
-        return Measured.unmeasured(
-            "no transfer of at least 1 MB with a default ACK policy and frames in the client qlog"
-        )
-    low, high = number(per_client["ack_bytes_median"].min()), number(per_client["ack_bytes_median"].max())
-    text = ", ".join(
-        f"{client} {size:.0f}" for client, size in per_client.select("client_impl", "ack_bytes_median").iter_rows()
-    )
-    return Measured(low, high, f"{low:.0f}–{high:.0f} B ({text})", int(per_client["runs"].sum()))
-
-
 def client_ack_ratio(tables: Tables, client: str) -> Measured:
     """Median over the client's runs of its median measured ACK ratio."""
     runs = _policies(tables).filter(pl.col("client_impl") == client).drop_nulls("ack_ratio_median")
@@ -302,7 +282,6 @@ ACKFREQ22: dict[str, ClaimFunction] = {
     "ackfreq22-5.2-min-quic-ack-ipv6": formula(model.quic_ack(model.IPV6_HEADER).size, "B"),
     "ackfreq22-5.2-tcp-loss-min": formula(model.tcp_ack(sack_blocks=1).size, "B"),
     "ackfreq22-5.2-tcp-loss-max": formula(model.largest_tcp_ack().size, "B"),
-    "ackfreq22-5.2-client-ack-sizes": client_ack_sizes,
     **{
         f"ackfreq22-tab02-{client}-ar": partial(client_ack_ratio, client=client)
         for client in ("aioquic", "quic-go", "ngtcp2")
