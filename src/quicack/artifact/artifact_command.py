@@ -83,7 +83,7 @@ def _artifact_claims(args: argparse.Namespace) -> int:
         rerun = f"quicack artifact-claims {args.claims}" + (
             f" --paper-claims {args.paper_claims}" if args.paper_claims else "")
         for source in stale:
-            print(f"{args.document}: its section from {source} is not what {source} gives: run {rerun}",
+            print(f"{args.document}: its section generated from {source} is out of date: run {rerun}",
                   file=sys.stderr)
         return 1 if stale else 0
     for markers, generated, source in sections:
