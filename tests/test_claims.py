@@ -197,10 +197,14 @@ def test_appendix_f_claims_are_not_decided_on_the_9ms_slice_alone(paper_conditio
 
 def test_the_first_pto_improvement_is_a_range_over_the_papers_rtts_or_not_measured(paper_condition_claims, claims):
     """§4.1's improvement is a range over 1–300 ms: under the paper's conditions parts A, C1 and C2 reach both ends
-    (1 and 300 ms); on this machine's delay the dataset 'paper' has part M at 9 ms alone, which is not the claim's
-    range (it said 'differ: 1.0–1.8 ms (… @ 9 ms)'), while the embedded dataset's as-built runs span 1–300 ms."""
+    (1 and 300 ms), the configurations whose default PTO fires first left out; on this machine's delay the dataset
+    'paper' has part M at 9 ms alone, which is not the claim's range (it said 'differ: 1.0–1.8 ms (… @ 9 ms)'), while
+    the embedded dataset's as-built runs span 1–300 ms."""
     paper = claim(paper_condition_claims, "imc24-4.1-pto-improvement")
-    assert paper["verdict"] != "n/a" and paper["ours_low"] is not None, paper
+    # At 300 ms aioquic's and quic-go's 200 ms default PTO fires before any RTT sample in every no-loss run (their
+    # improvement there is about 0): left out and named, as imc24 does ("Accounting for the influence of the default
+    # PTO"); the rest lies in the paper's 7-24.7 ms.
+    assert paper["verdict"] == "agree" and "aioquic, quic-go @ 300 ms" in paper["ours"], paper
     machine = claim(paper_condition_claims, "imc24-4.1-pto-improvement-this-machine")
     assert machine["verdict"] == "n/a" and "recorded at RTT 9 ms, not over the claim's 1–300 ms" in machine["ours"]
     assert claim(claims, "imc24-4.1-pto-improvement-this-machine")["verdict"] != "n/a"
