@@ -313,15 +313,10 @@ def paper_conditions_markdown(paper_claims: pl.DataFrame, sample_claims: pl.Data
 
 
 def sha256_prefix(path: Path) -> str:
-    """The first 12 hex digits of the file's sha256 (of every stored part together, for an archive kept in parts)."""
-    import hashlib
+    """The first 12 hex digits of the archive's sha256 (``layout.archive.archive_sha256``: its parts together)."""
+    from quicack.layout.archive import archive_sha256
 
-    from quicack.layout.archive import parts
-
-    digest = hashlib.sha256()
-    for part in parts(path):
-        digest.update(part.read_bytes())
-    return digest.hexdigest()[:12]
+    return archive_sha256(path)[:12]
 
 
 def replace_generated(document: str, generated: str, markers: tuple[str, str] = (BEGIN_MARKER, END_MARKER)) -> str:

@@ -112,14 +112,15 @@ def _open_parts(archive: Path) -> io.BufferedReader:
     return io.BufferedReader(_Concatenated(found), 1 << 20)
 
 
-def _sha256(archive: Path) -> str:
+def archive_sha256(archive: Path) -> str:
+    """The sha256 of ``archive``, of its stored parts concatenated where it is kept in parts."""
     with _open_parts(archive) as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def _identity(archives: list[Path]) -> str:
     """What a raw folder's marker names: one archive's sha256, or the sha256 of the archives' sha256s in order."""
-    digests = [_sha256(archive) for archive in archives]
+    digests = [archive_sha256(archive) for archive in archives]
     if len(digests) == 1:
         return digests[0]
     return hashlib.sha256("\n".join(digests).encode()).hexdigest()

@@ -149,6 +149,24 @@ def probe_packets(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.DataFrame
     )
 
 
+def pto_expiries(probes: pl.DataFrame) -> pl.DataFrame:
+    """Per run and sender direction of ``probes`` (``probe_packets``): its PTO expiries (bursts of probes, a new one
+    after ``PROBE_BURST_MS``) and the time of its first probe."""
+    return (
+        probes.sort("run_id", "direction", "time_ms")
+        .with_columns(
+            (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias(
+                "new_burst"
+            )
+        )
+        .group_by("run_id", "direction")
+        .agg(
+            pl.col("new_burst").sum().cast(pl.Int64).alias("pto_expiries"),
+            pl.col("time_ms").min().alias("first_probe_ms"),
+        )
+    )
+
+
 def client_pto_expiries_from_qlog(frames: pl.DataFrame) -> pl.DataFrame:
     """Per run: the client's PTO expiries inferred by the capture's rule (``probe_packets``, bursts as in
     ``retransmission_summary``) from the client's own qlog, whose packet_sent / packet_received frames stand for its
@@ -164,7 +182,7 @@ def client_pto_expiries_from_qlog(frames: pl.DataFrame) -> pl.DataFrame:
     datagrams = logged.select("run_id", "vantage", "direction", "time_ms").unique()
     sent = logged.filter(pl.col("direction") == "c2s").select("run_id").unique()
     return sent.join(
-        retransmission_summary(logged, datagrams).filter(pl.col("direction") == "c2s"), on="run_id", how="left"
+        pto_expiries(probe_packets(logged, datagrams)).filter(pl.col("direction") == "c2s"), on="run_id", how="left"
     ).select("run_id", pl.col("pto_expiries").fill_null(0).alias("client_pto_expiries_qlog"))
 
 
@@ -188,19 +206,7 @@ def retransmission_summary(frames: pl.DataFrame, datagrams: pl.DataFrame) -> pl.
         pl.len().cast(pl.Int64).alias("retransmitted_packets"),
         pl.col("spurious").sum().cast(pl.Int64).alias("spurious_retransmissions"),
     )
-    probes = probe_packets(frames, datagrams).sort("run_id", "direction", "time_ms")
-    expiries = (
-        probes.with_columns(
-            (pl.col("time_ms").diff().over("run_id", "direction").fill_null(float("inf")) > PROBE_BURST_MS).alias(
-                "new_burst"
-            )
-        )
-        .group_by("run_id", "direction")
-        .agg(
-            pl.col("new_burst").sum().cast(pl.Int64).alias("pto_expiries"),
-            pl.col("time_ms").min().alias("first_probe_ms"),
-        )
-    )
+    expiries = pto_expiries(probe_packets(frames, datagrams))
     senders = sender_frames(frames).select("run_id", "direction").unique()
     return (
         senders.join(counts, on=["run_id", "direction"], how="left")
