@@ -180,3 +180,35 @@ def test_the_policy_reaches_the_quinn_server_and_the_ngtcp2_client(tmp_path: Pat
         keylog_path=tmp_path / "keys.log", qlog_dir=tmp_path / "qlog", ack_policy=group.receiver_ack_policy,
     ))  # fmt: skip
     assert "--ack-thresh=10" in argv and argv.index("--ack-thresh=10") < argv.index("198.18.0.1")
+
+
+def test_the_quinn_client_at_1280_bytes_holds_its_first_ack_until_its_pto_unless_a_packet_number_was_skipped(
+    paper_tables,
+):
+    """Part P of the dataset 'paper' (the quinn pair at 1,280-byte datagrams without path-MTU discovery, 1 MB over the
+    satellite path): the stall of ackfreq22-tab04-satellite-ar20-noloss, as its explanation traces it. quinn-proto
+    0.11.19 stops the client's ACK timer when its Handshake ACK leaves, and arms it again only once a 1-RTT ACK has
+    cleared the 1-RTT space, so at AR 20 and 100 (thresholds 19 and 99, above the 12 packets of the server's first
+    flight) the first 1-RTT ACK rides the client's PTO probe, 1.6 s late, in one range; a packet number the server
+    skipped (quinn's guard against optimistic ACKs) makes the first ACK leave at once as out of order (two ranges);
+    at AR 2 and 10 the flight itself exceeds the threshold."""
+    frames = paper_tables(["quinn_quinn"], ["frames"])["frames"]
+    first_acks = (
+        frames.filter((pl.col("source") == "pcap") & (pl.col("direction") == "c2s") & (pl.col("frame_type") == "ack")
+                      & (pl.col("pn_space") == "appdata"))
+        .sort("time_ms")
+        .group_by("run_id", maintain_order=True)
+        .first()
+        .select(
+            ack_ratio=pl.col("run_id").str.extract(r"-ar(\d+)-").cast(pl.Int64),
+            first_ack_delay_ms=pl.col("ack_delay_ms"),
+            ranges=pl.col("ack_ranges").list.len(),
+        )
+    )
+    assert first_acks.height == 25
+    low, high = first_acks.filter(pl.col("ack_ratio") <= 10), first_acks.filter(pl.col("ack_ratio") >= 20)
+    assert low["first_ack_delay_ms"].max() < 2.0
+    held = high.filter(pl.col("first_ack_delay_ms") > 1_500)
+    assert held.height == 12 and held["first_ack_delay_ms"].max() < 1_620 and set(held["ranges"]) == {1}
+    prompt = high.filter(pl.col("first_ack_delay_ms") <= 1_500)
+    assert prompt.height == 3 and prompt["first_ack_delay_ms"].max() < 1.0 and set(prompt["ranges"]) == {2}
