@@ -28,7 +28,6 @@ from quicack.metrics.scalars import number
 from quicack.metrics.selection import (
     FIRST_SAMPLE_UNAFFECTED,
     PAPER_IMPLEMENTATION,
-    TTFB_CAPTURE,
     as_recorded,
     delay_sweep_runs,
     pto_runs,
@@ -403,22 +402,23 @@ def rtt_sample_share(tables: Tables, client: str) -> Measured:
     )
 
 
-def guideline_cell(tables: Tables, certificate: str, condition: str) -> Measured:
-    """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB."""
+def guideline_cell(tables: Tables, certificate: str, condition: str, held: bool) -> Measured:
+    """Appendix C / Table 2: one cell as ``imc24-tab02`` computes it from the measured TTFB, on the runs with the
+    ServerHello ``held`` to the paper's stack delay or on this machine's own (guidelines.classify_configurations)."""
     paper = paper_table("imc24", "tab02")
-    table = guidelines.guidelines_beside_paper(
-        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), paper, tables["datagrams"]
-    )
+    handshakes, runs = in_memory(tables["handshake_runs"]), in_memory(tables["runs"])
+    table = guidelines.guidelines_beside_paper(handshakes, runs, paper, tables["datagrams"], held=held)
     cell_of_claim = paper.filter((pl.col("certificate_id") == certificate) & (pl.col("condition_id") == condition))
     row = table.join(cell_of_claim.select("certificate", "condition"), on=["certificate", "condition"], how="semi")
     if row.is_empty() or row["configurations"][0] == 0:
-        return Measured.unmeasured("no such configuration in the data")
+        stack = "under the paper's stack delay" if held else "on this machine's own stack delay"
+        return Measured.unmeasured(f"no such configuration in the data {stack}")
     cell = row.row(0, named=True)
-    compared = guidelines.compared_configurations(
-        in_memory(tables["handshake_runs"]), in_memory(tables["runs"]), tables["datagrams"], TTFB_CAPTURE
-    ).filter((pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"]))
-    runs = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
-    return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", runs, matches=cell["agrees"] == "yes")
+    compared = guidelines.compared_configurations(handshakes, runs, tables["datagrams"], held=held).filter(
+        (pl.col("certificate") == cell["certificate"]) & (pl.col("condition") == cell["condition"])
+    )
+    counted = int(compared.select(pl.col("iack_runs") + pl.col("wfc_runs")).sum().item())
+    return Measured(None, None, f"{cell['ours']}; {cell['measured_in']}", counted, matches=cell["agrees"] == "yes")
 
 
 def _sweet_spot(tables: Tables) -> tuple[pl.DataFrame, int]:
@@ -533,10 +533,13 @@ CLAIMS: dict[str, ClaimFunction] = {
     ),
     "imc24-F-fig13-iack-all-rtts": partial(share_of_configurations, scenario="drop_client_flight", preferred="iack",
                                            rtts_ms=APPENDIX_F_RTTS_MS),
+    # Table 2 on each stack delay: the paper's (the claim id) and this machine's own (+ "-this-machine").
     **{
-        f"imc24-C-tab02-{certificate}-{condition}": partial(guideline_cell, certificate=certificate,
-                                                            condition=condition)
+        f"imc24-C-tab02-{certificate}-{condition}{suffix}": partial(
+            guideline_cell, certificate=certificate, condition=condition, held=not suffix
+        )
         for certificate, condition in paper_table("imc24", "tab02").select("certificate_id", "condition_id").iter_rows()
+        for suffix in ("", THIS_MACHINE)
     },
 }  # fmt: skip
 

@@ -40,8 +40,17 @@ def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagra
     margins; see ``quicack.metrics.guidelines.guidelines_beside_paper``) and whether they agree."""
     table = guidelines_metric.guidelines_beside_paper(handshakes, runs, paper_table("imc24", "tab02"), datagrams)
     missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
+    held = not summary.stack_delay_runs(summary.iack_wfc_runs(runs), held=True).is_empty()
+    stack = (
+        "the runs with each client's ServerHello held to the stack delay imc24 gives it (the paper's conditions)"
+        if held
+        else "the runs on this machine's own server stack delay"
+    )
+    sources = guidelines_metric.compared_configurations(handshakes, runs, datagrams)["ttfb_source"].unique().sort()
+    ttfb = " or ".join(sources.to_list()) or "client capture or client qlog"
     note = (
-        "Cell = mode with the lower median TTFB (client-side capture) per client x RTT configuration; margin = median "
+        f"From {stack}. "
+        f"Cell = mode with the lower median TTFB ({ttfb}) per client x RTT configuration; margin = median "
         "over the configurations of WFC - IACK median TTFB (positive: IACK faster); tie = |margin| < "
         f"{guidelines_metric.TIE_MS:g} ms. "
         "Amplification limit = 3 x the client's first flight (UDP payload). Not measured (no such configuration in the "

@@ -17,9 +17,11 @@ import polars as pl
 import seaborn as sns
 
 from quicack.figures.common import Rendered, setup_style
-from quicack.metrics.selection import TTFB_CAPTURE, TTFB_LABEL, as_recorded, require_runs, scenario_runs, ttfb_metric
+from quicack.metrics.selection import as_recorded, require_runs, scenario_runs, ttfb_metric
 from quicack.metrics.summary import (
     MODES,
+    TTFB_CAPTURE,
+    TTFB_LABEL,
     iack_wfc_runs,
     interval_reach,
     mode_difference,

@@ -7,7 +7,14 @@ from __future__ import annotations
 import polars as pl
 
 from quicack.layout.vantage import SIM_LEFT
-from quicack.metrics.summary import iack_wfc_runs, mode_difference, own_stack_delay
+from quicack.metrics.summary import (
+    TTFB_CAPTURE,
+    TTFB_LABEL,
+    TTFB_QLOG,
+    iack_wfc_runs,
+    mode_difference,
+    stack_delay_runs,
+)
 from quicack.storage.run_batches import RunRows, per_run_batches
 
 # A margin below this is within run-to-run jitter of the testbed: reported as a tie.
@@ -122,17 +129,19 @@ def amplification_limits(datagrams: RunRows | None, runs: pl.DataFrame) -> pl.Da
     )
 
 
-def classify_configurations(runs: pl.DataFrame, datagrams: RunRows | None = None) -> pl.DataFrame:
-    """Per (client, scenario, RTT) of the IACK/WFC runs: Table 2's row (certificate bytes vs the
-    client's amplification limit) and column (what the runs dropped — server datagrams after
-    the first: server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms
-    vs 3·RTT). Configurations whose runs disagree on these, or drop the first server datagram,
-    get a null column (not classified)."""
+def classify_configurations(
+    runs: pl.DataFrame, datagrams: RunRows | None = None, held: bool | None = None
+) -> pl.DataFrame:
+    """Per (client, scenario, RTT) of the IACK/WFC runs of one server stack delay (``held`` to the paper's, this
+    machine's own, or None: as the dataset holds them, ``summary.stack_delay_runs``): Table 2's row (certificate
+    bytes vs the client's amplification limit) and column (what the runs dropped — server datagrams after the first:
+    server flight; client datagrams: second client flight; nothing: Δt = cert_delay_ms vs 3·RTT). Configurations
+    whose runs disagree on these, or drop the first server datagram, get a null column (not classified)."""
     # A content rule (drop_to_server_rule) drops whichever datagrams carry the flight, so its runs' lists differ
     # by design: the rule is what must be consistent.
     rule = pl.col("drop_to_server_rule") if "drop_to_server_rule" in runs.columns else pl.lit(None, dtype=pl.Utf8)
-    # Table 2 is what this machine measured: runs with the ServerHello held to the paper's stack delay stay out.
-    paired = iack_wfc_runs(own_stack_delay(runs)).with_columns(
+    # One stack delay per table: runs with the ServerHello held to the paper's and this machine's own never mix.
+    paired = iack_wfc_runs(stack_delay_runs(runs, held)).with_columns(
         pl.when(rule.is_not_null())
         .then(pl.lit("rule ") + rule)
         .otherwise(pl.col("drop_to_server"))
@@ -201,13 +210,43 @@ def classify_configurations(runs: pl.DataFrame, datagrams: RunRows | None = None
     )
 
 
+# Table 2's TTFB per configuration (client, scenario, RTT): the client-side capture's where any of its runs has one
+# (the embedded dataset's), else the client qlog's (the dataset 'paper' keeps the client's qlog alone, what imc24
+# analysed). A configuration's two modes are recorded alike, so its margin compares one source with itself.
+COMPARED_TTFB = "ttfb_compared_ms"
+CONFIGURATION_KEYS = ["client_impl", "scenario", "rtt_ms"]
+
+
+def with_compared_ttfb(handshakes: pl.DataFrame) -> pl.DataFrame:
+    """``handshakes`` with ``COMPARED_TTFB`` and ``ttfb_source`` (its label, ``summary.TTFB_LABEL``) per run."""
+    captured = pl.col(TTFB_CAPTURE).is_not_null().any().over(CONFIGURATION_KEYS)
+    return handshakes.with_columns(
+        pl.when(captured).then(pl.col(TTFB_CAPTURE)).otherwise(pl.col(TTFB_QLOG)).alias(COMPARED_TTFB),
+        pl.when(captured)
+        .then(pl.lit(TTFB_LABEL[TTFB_CAPTURE]))
+        .otherwise(pl.lit(TTFB_LABEL[TTFB_QLOG]))
+        .alias("ttfb_source"),
+    )
+
+
 def compared_configurations(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None, ttfb_column: str = "ttfb_capture_ms"
+    handshakes: pl.DataFrame,
+    runs: pl.DataFrame,
+    datagrams: RunRows | None = None,
+    ttfb_column: str | None = None,
+    held: bool | None = None,
 ) -> pl.DataFrame:
-    """The (client, scenario, RTT) configurations that enter a Table 2 cell: both modes measured
-    (``guidelines``) and classified into a row and column (``classify_configurations``)."""
-    return guidelines(handshakes, ttfb_column).join(
-        classify_configurations(runs, datagrams), on=["client_impl", "scenario", "rtt_ms"], how="inner"
+    """The (client, scenario, RTT) configurations of one stack delay (``held``; see ``classify_configurations``) that
+    enter a Table 2 cell: both modes measured (``guidelines``, on ``ttfb_column``, by default each configuration's
+    ``COMPARED_TTFB``, named in ``ttfb_source``) and classified into a row and column (``classify_configurations``)."""
+    if ttfb_column is None:
+        compared = with_compared_ttfb(handshakes)
+        sources = compared.group_by(CONFIGURATION_KEYS).agg(pl.col("ttfb_source").first())
+        measured = guidelines(compared, COMPARED_TTFB).join(sources, on=CONFIGURATION_KEYS, how="left")
+    else:
+        measured = guidelines(handshakes, ttfb_column).with_columns(ttfb_source=pl.lit(TTFB_LABEL[ttfb_column]))
+    return measured.join(
+        classify_configurations(runs, datagrams, held), on=CONFIGURATION_KEYS, how="inner"
     ).filter(pl.col("condition").is_not_null())
 
 
@@ -216,14 +255,15 @@ def guidelines_table(
     runs: pl.DataFrame,
     paper: pl.DataFrame,
     datagrams: RunRows | None = None,
-    ttfb_column: str = "ttfb_capture_ms",
+    ttfb_column: str | None = None,
+    held: bool | None = None,
 ) -> pl.DataFrame:
     """imc24 Table 2's eight cells from the measured (client, scenario, RTT) configurations (see
     ``classify_configurations``): per cell the decision of ``_cells``, the paper's preference
     (``paper``: certificate, condition, preferred — reference.paper_table('imc24', 'tab02')) and
     where the cell was measured; ``configurations`` = 0 where the data has no such configuration
     (not measured: never a guess)."""
-    per_configuration = compared_configurations(handshakes, runs, datagrams, ttfb_column)
+    per_configuration = compared_configurations(handshakes, runs, datagrams, ttfb_column, held)
     cells = _cells(per_configuration, ["certificate", "condition"])
     where = (
         per_configuration.group_by("certificate", "condition", "scenario")
@@ -270,12 +310,16 @@ def guidelines_table(
 
 
 def guidelines_beside_paper(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, paper: pl.DataFrame, datagrams: RunRows | None = None
+    handshakes: pl.DataFrame,
+    runs: pl.DataFrame,
+    paper: pl.DataFrame,
+    datagrams: RunRows | None = None,
+    held: bool | None = None,
 ) -> pl.DataFrame:
     """Table 2's eight cells as printed: the paper's preference, ours in words (winner and margin,
     or 'tie', with the configuration counts; 'not measured' where the data has no such
     configuration), whether they agree, and the numbers behind ours."""
-    table = guidelines_table(handshakes, runs, paper, datagrams)
+    table = guidelines_table(handshakes, runs, paper, datagrams, held=held)
 
     # Eight rows: Python's number formatting here keeps the printed cells exactly as they were.
     def ours(row: dict) -> str:

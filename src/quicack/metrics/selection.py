@@ -11,7 +11,7 @@ import polars as pl
 from quicack.layout.naming import PAPER_CONDITIONS_SUFFIX
 from quicack.markup import plural
 from quicack.metrics import guidelines
-from quicack.metrics.summary import iack_wfc_runs
+from quicack.metrics.summary import iack_wfc_runs, ttfb_column
 from quicack.storage.run_batches import RunRows
 
 
@@ -46,11 +46,6 @@ def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys:
 FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
 
 
-# Time to first byte: the client-side capture's (it exists for every client, also quinn, whose qlog has no frames),
-# or the client qlog's for the runs under the paper's conditions, which keep the client's qlog alone, as imc24 analysed.
-TTFB_CAPTURE = "ttfb_capture_ms"
-TTFB_QLOG = "ttfb_ms"
-TTFB_LABEL = {TTFB_CAPTURE: "client capture", TTFB_QLOG: "client qlog"}
 
 
 def as_recorded(handshakes: pl.DataFrame, scenario: str) -> str:
@@ -64,9 +59,7 @@ def ttfb_metric(handshakes: pl.DataFrame, scenario: str) -> str:
     """The TTFB column ``scenario``'s runs are compared on: the client qlog's where none of its runs has a capture's
     (the dataset 'paper' keeps the client's qlog alone, what imc24 analysed, under the paper's conditions and on this
     machine's own stack delay alike), else the client-side capture's (the embedded dataset's)."""
-    runs = handshakes.filter(pl.col("scenario") == scenario)
-    # A scenario without runs keeps the capture's column, so that what is missing is named as before.
-    return TTFB_QLOG if runs.height and runs[TTFB_CAPTURE].null_count() == runs.height else TTFB_CAPTURE
+    return ttfb_column(handshakes.filter(pl.col("scenario") == scenario))
 
 
 def scenario_runs(handshakes: pl.DataFrame, scenario: str, rtt_ms: float | None = None) -> pl.DataFrame:
@@ -167,11 +160,13 @@ def table3_accounted_runs(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique().to_list()))
 
 
-def guideline_runs(handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None) -> pl.DataFrame:
+def guideline_runs(
+    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None, held: bool | None = None
+) -> pl.DataFrame:
     """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
-    classified into a row and column)."""
+    classified into a row and column; one stack delay, ``held``: see ``guidelines.classify_configurations``)."""
     keys = ["client_impl", "scenario", "rtt_ms"]
-    compared = guidelines.compared_configurations(handshakes, runs, datagrams).select(keys)
+    compared = guidelines.compared_configurations(handshakes, runs, datagrams, held=held).select(keys)
     return iack_wfc_runs(runs).join(compared, on=keys, how="semi")
 
 

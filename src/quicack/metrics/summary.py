@@ -9,6 +9,20 @@ import numpy as np
 import polars as pl
 
 CONFIGURATION = ["client_impl", "mode", "scenario", "rtt_ms"]
+
+# Time to first byte: the client-side capture's (it exists for every client, also quinn, whose qlog has no frames),
+# or the client qlog's for the runs under the paper's conditions, which keep the client's qlog alone, as imc24 analysed.
+TTFB_CAPTURE = "ttfb_capture_ms"
+TTFB_QLOG = "ttfb_ms"
+TTFB_LABEL = {TTFB_CAPTURE: "client capture", TTFB_QLOG: "client qlog"}
+
+
+def ttfb_column(handshakes: pl.DataFrame) -> str:
+    """The TTFB column ``handshakes`` are compared on: the client qlog's where none of them has a capture's (the dataset
+    'paper' keeps the client's qlog alone, what imc24 analysed), else the client-side capture's (the embedded
+    dataset's). No runs keep the capture's column, so that what is missing is named as before."""
+    none_captured = handshakes.height and handshakes[TTFB_CAPTURE].null_count() == handshakes.height
+    return TTFB_QLOG if none_captured else TTFB_CAPTURE
 # Handshake modes of an IACK/WFC server (the testbed's, or the imc24 artifact's quic-go); runs
 # against servers without that knob have mode null and take no part in a comparison.
 MODES = ("iack", "wfc")
@@ -23,9 +37,22 @@ def own_stack_delay(runs: pl.DataFrame) -> pl.DataFrame:
     """The runs whose server answered with its own stack delay: not those whose ServerHello was held to the paper's
     (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper and *_paper_stack scenarios), compared on their own.
     Runs without the column (other datasets) all count as the server's own."""
+    return stack_delay_runs(runs, held=False)
+
+
+def _held(runs: pl.DataFrame) -> pl.Expr:
     if "server_hello_hold_ms" not in runs.columns:
-        return runs
-    return runs.filter(pl.col("server_hello_hold_ms").fill_null(0.0) == 0.0)
+        return pl.lit(False)
+    return pl.col("server_hello_hold_ms").fill_null(0.0) > 0.0
+
+
+def stack_delay_runs(runs: pl.DataFrame, held: bool | None = None) -> pl.DataFrame:
+    """The IACK/WFC ``runs`` of one server stack delay: those whose ServerHello was held to the paper's (``held``),
+    those of this machine's own delay (not ``held``), or, with None, as the dataset holds them: the held runs where it
+    has any, else its own (as ``selection.as_recorded`` picks a scenario's runs under the paper's conditions)."""
+    if held is None:
+        held = not iack_wfc_runs(runs).filter(_held(runs)).is_empty()
+    return runs.filter(_held(runs) if held else ~_held(runs))
 
 
 def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:
