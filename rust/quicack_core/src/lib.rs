@@ -20,6 +20,7 @@ mod frame_types;
 pub mod json; // public for benches/json_parse.rs
 mod keys;
 mod link;
+mod parquet_out;
 mod qlog;
 mod rows;
 mod tcp;
@@ -91,6 +92,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tcp::TcpRows>()?;
     module.add_class::<arrow::ArrowTable>()?;
     module.add_class::<qlog::QlogLane>()?;
+    module.add_class::<parquet_out::ParquetFileWriter>()?;
     module.add_class::<tls::CryptoStream>()?;
     module.add_class::<tls::HandshakeFacts>()?;
     module.add_class::<tls::TransportParameters>()?;
