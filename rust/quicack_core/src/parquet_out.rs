@@ -3,18 +3,19 @@
 //! It takes polars frames through the Arrow C stream interface (`__arrow_c_stream__`, no copy) and encodes them
 //! with the `parquet` crate, with the settings pyarrow's `ParquetWriter` was given there: zstd at the given level,
 //! dictionary encoding for the top-level text columns only, column-chunk statistics, pyarrow's default of at most
-//! 1,048,576 rows per row group and a row group ended by `flush`. The columns are stored as pyarrow stored
-//! `to_arrow()`'s (large strings, large lists with "element" items), so a file reads back as one of pyarrow's
-//! did. Measured against pyarrow's writer (bench/README.md, issue 37): the frames no longer cross polars →
+//! 1,048,576 rows per row group and a row group ended by `flush`. The file records the Arrow types pyarrow
+//! recorded for `to_arrow()`'s columns (large strings, large lists of "element" items), so it reads back as one of
+//! pyarrow's did; the text is encoded from polars' string views as it is (a Parquet string is the same bytes). Measured against pyarrow's writer (bench/README.md, issue 37): the frames no longer cross polars →
 //! pyarrow (`to_arrow`) nor wait to be concatenated into one table per row group.
 
 use std::fs::File;
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::{Array, ArrayRef, LargeListArray, LargeStringArray, ListArray, RecordBatch, StringArray, StringViewArray, StructArray};
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_array::{Array, ArrayRef, LargeListArray, ListArray, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use parquet::arrow::add_encoded_arrow_schema_to_metadata;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -30,58 +31,49 @@ fn value_error(error: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
-/// The type a column is stored as: text as large strings, lists as large lists of "element" items (what
-/// polars' `to_arrow()` gives and pyarrow's compliant nested types name the item), the rest as it is.
-fn stored_type(data_type: &DataType) -> DataType {
+/// The Arrow type a column is recorded as in the file (its `ARROW:schema`, which readers take the types from):
+/// text as large strings, lists as large lists of "element" items, as pyarrow recorded polars' `to_arrow()`.
+fn recorded_type(data_type: &DataType) -> DataType {
     match data_type {
         DataType::Utf8View | DataType::Utf8 => DataType::LargeUtf8,
-        DataType::List(item) | DataType::LargeList(item) => DataType::LargeList(Arc::new(stored_field(item, "element"))),
-        DataType::Struct(fields) => DataType::Struct(fields.iter().map(|f| stored_field(f, f.name())).collect::<Fields>()),
+        DataType::List(item) | DataType::LargeList(item) => DataType::LargeList(Arc::new(renamed(item, "element", recorded_type))),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(|f| renamed(f, f.name(), recorded_type)).collect::<Fields>()),
         other => other.clone(),
     }
 }
 
-fn stored_field(field: &FieldRef, name: &str) -> Field {
-    Field::new(name, stored_type(field.data_type()), field.is_nullable())
-}
-
-fn large_strings<'a>(length: usize, values: impl Iterator<Item = Option<&'a str>>, nulls: Option<&arrow_buffer::NullBuffer>) -> ArrayRef {
-    let mut offsets = Vec::with_capacity(length + 1);
-    offsets.push(0i64);
-    let mut bytes: Vec<u8> = Vec::new();
-    for value in values {
-        if let Some(text) = value {
-            bytes.extend_from_slice(text.as_bytes());
-        }
-        offsets.push(bytes.len() as i64);
+/// The type a column is encoded from: as it came (text views are encoded as the strings they hold, no copy),
+/// list items named "element" as pyarrow names them in the Parquet schema.
+fn written_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::List(item) => DataType::List(Arc::new(renamed(item, "element", written_type))),
+        DataType::LargeList(item) => DataType::LargeList(Arc::new(renamed(item, "element", written_type))),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(|f| renamed(f, f.name(), written_type)).collect::<Fields>()),
+        other => other.clone(),
     }
-    Arc::new(LargeStringArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(bytes), nulls.cloned()))
 }
 
-/// `array` as `stored_type` stores it (values copied only where the layout changes: text views, 32-bit offsets).
-fn stored_array(array: &ArrayRef, stored: &DataType) -> Result<ArrayRef, String> {
-    if array.data_type() == stored {
+fn renamed(field: &FieldRef, name: &str, of: fn(&DataType) -> DataType) -> Field {
+    Field::new(name, of(field.data_type()), field.is_nullable())
+}
+
+/// `array` typed as `written` (the same buffers, lists' item fields renamed).
+fn written_array(array: &ArrayRef, written: &DataType) -> Result<ArrayRef, String> {
+    if array.data_type() == written {
         return Ok(array.clone());
     }
     let any = array.as_any();
-    match stored {
-        DataType::LargeUtf8 => {
-            if let Some(views) = any.downcast_ref::<StringViewArray>() {
-                return Ok(large_strings(views.len(), views.iter(), views.nulls()));
-            }
-            if let Some(texts) = any.downcast_ref::<StringArray>() {
-                return Ok(large_strings(texts.len(), texts.iter(), texts.nulls()));
-            }
-        }
+    match written {
         DataType::LargeList(item) => {
             if let Some(list) = any.downcast_ref::<LargeListArray>() {
-                let values = stored_array(list.values(), item.data_type())?;
+                let values = written_array(list.values(), item.data_type())?;
                 return Ok(Arc::new(LargeListArray::new(item.clone(), list.offsets().clone(), values, list.nulls().cloned())));
             }
+        }
+        DataType::List(item) => {
             if let Some(list) = any.downcast_ref::<ListArray>() {
-                let values = stored_array(list.values(), item.data_type())?;
-                let offsets: Vec<i64> = list.offsets().iter().map(|&o| o as i64).collect();
-                return Ok(Arc::new(LargeListArray::new(item.clone(), OffsetBuffer::new(ScalarBuffer::from(offsets)), values, list.nulls().cloned())));
+                let values = written_array(list.values(), item.data_type())?;
+                return Ok(Arc::new(ListArray::new(item.clone(), list.offsets().clone(), values, list.nulls().cloned())));
             }
         }
         DataType::Struct(fields) => {
@@ -90,30 +82,33 @@ fn stored_array(array: &ArrayRef, stored: &DataType) -> Result<ArrayRef, String>
                     .columns()
                     .iter()
                     .zip(fields.iter())
-                    .map(|(column, field)| stored_array(column, field.data_type()))
+                    .map(|(column, field)| written_array(column, field.data_type()))
                     .collect::<Result<Vec<_>, _>>()?;
                 return Ok(Arc::new(StructArray::try_new(fields.clone(), columns, table.nulls().cloned()).map_err(|e| e.to_string())?));
             }
         }
         _ => {}
     }
-    Err(format!("a column of type {} cannot be stored as {stored}", array.data_type()))
+    Err(format!("a column of type {} cannot be written as {written}", array.data_type()))
 }
 
-/// The writer's properties: TableWriter's pyarrow settings (see the module comment).
-fn properties(schema: &Schema, compression_level: i32) -> PyResult<WriterProperties> {
+/// The writer's properties: TableWriter's pyarrow settings (see the module comment), and `recorded` as the
+/// file's Arrow schema.
+fn properties(recorded: &Schema, compression_level: i32) -> PyResult<WriterProperties> {
     let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(compression_level).map_err(value_error)?))
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_statistics_truncate_length(None)
         .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
         .set_dictionary_enabled(false);
-    for field in schema.fields() {
+    for field in recorded.fields() {
         if field.data_type() == &DataType::LargeUtf8 {
             builder = builder.set_column_dictionary_enabled(ColumnPath::from(field.name().as_str()), true);
         }
     }
-    Ok(builder.build())
+    let mut properties = builder.build();
+    add_encoded_arrow_schema_to_metadata(recorded, &mut properties);
+    Ok(properties)
 }
 
 /// One Parquet file written from frames in order; `flush` ends a row group.
@@ -131,11 +126,15 @@ impl ParquetFileWriter {
         let schema = match &self.schema {
             Some(schema) => schema.clone(),
             None => {
-                let fields: Vec<Field> = batch.schema().fields().iter().map(|f| stored_field(f, f.name())).collect();
-                let schema = Arc::new(Schema::new(fields));
+                let incoming = batch.schema();
+                let written: Vec<Field> = incoming.fields().iter().map(|f| renamed(f, f.name(), written_type)).collect();
+                let recorded = Schema::new(incoming.fields().iter().map(|f| renamed(f, f.name(), recorded_type)).collect::<Vec<_>>());
+                let schema = Arc::new(Schema::new(written));
                 let file = File::create(&self.path).map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", self.path)))?;
-                let writer = ArrowWriter::try_new(file, schema.clone(), Some(properties(&schema, self.compression_level)?))
-                    .map_err(value_error)?;
+                let options = ArrowWriterOptions::new()
+                    .with_properties(properties(&recorded, self.compression_level)?)
+                    .with_skip_arrow_metadata(true); // recorded by `properties`
+                let writer = ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(value_error)?;
                 self.writer = Some(writer);
                 self.schema = Some(schema.clone());
                 schema
@@ -148,7 +147,7 @@ impl ParquetFileWriter {
             .columns()
             .iter()
             .zip(schema.fields().iter())
-            .map(|(column, field)| stored_array(column, field.data_type()))
+            .map(|(column, field)| written_array(column, field.data_type()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(value_error)?;
         let stored = RecordBatch::try_new(schema, columns).map_err(value_error)?;

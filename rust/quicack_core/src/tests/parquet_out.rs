@@ -2,7 +2,8 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Int64Array, StructArray};
+use arrow_array::{Int64Array, StringViewArray, StructArray};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::*;
