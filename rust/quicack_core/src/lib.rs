@@ -98,6 +98,9 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tls::TransportParameters>()?;
     // The frame-type table compiled in (from src/quicack/frame_types.csv): [(name, wire types, qlog names)]
     module.add("FRAME_TYPES", frame_types::FRAME_TYPES.iter().map(|(n, w, q)| (*n, w.to_vec(), q.to_vec())).collect::<Vec<_>>())?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_packets, module)?)?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_frames, module)?)?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_metrics, module)?)?;
     module.add_function(wrap_pyfunction!(build_identity, module)?)?;
     module.add("__build_identity__", build_identity())?;
     Ok(())
