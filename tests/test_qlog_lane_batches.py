@@ -6,7 +6,9 @@
 - the plausibility checks observe the same whatever the batch size, also for a connection whose first sent packet
   and first received packet fall into different batches (clients: they send first; a server's first received
   packet, logged before its first sent one at the same millisecond, counts as received after it when both are in
-  one batch and not when they are not: a batch dependence older than this test, see the bench README).
+  one batch and not when they are not: a batch dependence older than this test, see the bench README);
+- the compiled reader's plausibility summaries (quicack_core's plausibility_*, one pass per table) observe what the
+  polars group_bys observe, batch after batch, and leave a batch with a NaN time to polars.
 """
 
 from __future__ import annotations
@@ -107,3 +109,46 @@ def test_plausibility_observations_do_not_depend_on_the_batch_size(engine: str,
         # batches of 10 events (still enough for the first Initial to fix the time origin)
         assert observed(path, 10) == whole, path
     assert later, "no first received packet in a later batch than the first sent one"
+
+
+def _observations(checks: PlausibilityChecks) -> tuple[dict[str, dict[str, object]], dict[str, int]]:
+    runs = {run: dataclasses.asdict(o) for run, o in checks.observed.items()}
+    return runs, dict(sorted(checks.unknown_frames.items()))
+
+
+@pytest.mark.parametrize("batch_events", [50_000, 10])
+def test_compiled_plausibility_summaries_observe_what_polars_does(batch_events: int) -> None:
+    core = pytest.importorskip("quicack_core")
+    if not hasattr(core, "plausibility_packets"):
+        pytest.skip("quicack_core without the plausibility summaries")
+    for path in REAL:
+        compiled, polars = PlausibilityChecks(compiled=core), PlausibilityChecks()
+        for batch in iter_qlog(path, "r", batch_events=batch_events, engine="compiled"):
+            tables = (batch.packets, batch.frames, batch.metrics_logged)
+            compiled.add_batch(*tables)
+            polars.add_batch(*tables)
+            assert _observations(compiled) == _observations(polars), path
+        runs, _ = _observations(compiled)
+        assert all(run["first_ms"] is not None for run in runs.values())
+
+
+def test_compiled_plausibility_summaries_handmade_unknown_frames_and_a_nan_time() -> None:
+    """Hand-made rows (a real qlog has no NaN time): frames of unknown types counted by name, nulls under the
+    fill text; a NaN time sends the batch to polars."""
+    core = pytest.importorskip("quicack_core")
+    if not hasattr(core, "plausibility_packets"):
+        pytest.skip("quicack_core without the plausibility summaries")
+    (path,) = [p for p in REAL if p.parts[-6] == "quic-go_quic-go" and p.parts[-3] == "client"]
+    (batch,) = list(iter_qlog(path, "r", engine="compiled"))
+    unknown = batch.frames.head(3).with_columns(
+        frame_type=pl.lit("unknown"), raw_frame_type=pl.Series(["0x42", None, "0x42"], dtype=pl.Utf8))
+    frames = pl.concat([batch.frames, unknown])
+    nan = batch.packets.with_columns(time_ms=pl.when(pl.int_range(pl.len()) == 5).then(float("nan"))
+                                     .otherwise(pl.col("time_ms")))
+    for packets in (batch.packets, nan):
+        compiled, polars = PlausibilityChecks(compiled=core), PlausibilityChecks()
+        for checks in (compiled, polars):
+            checks.add_batch(packets, frames, batch.metrics_logged)
+        assert repr(_observations(compiled)) == repr(_observations(polars))  # NaN as NaN
+        assert compiled.unknown_frames == {"0x42": 2, "(no name or number logged)": 1}
+    assert core.plausibility_packets(nan, 1.0) is None

@@ -20,6 +20,7 @@ mod frame_types;
 pub mod json; // public for benches/json_parse.rs
 mod keys;
 mod link;
+mod parquet_out;
 mod qlog;
 mod rows;
 mod tcp;
@@ -91,11 +92,15 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tcp::TcpRows>()?;
     module.add_class::<arrow::ArrowTable>()?;
     module.add_class::<qlog::QlogLane>()?;
+    module.add_class::<parquet_out::ParquetFileWriter>()?;
     module.add_class::<tls::CryptoStream>()?;
     module.add_class::<tls::HandshakeFacts>()?;
     module.add_class::<tls::TransportParameters>()?;
     // The frame-type table compiled in (from src/quicack/frame_types.csv): [(name, wire types, qlog names)]
     module.add("FRAME_TYPES", frame_types::FRAME_TYPES.iter().map(|(n, w, q)| (*n, w.to_vec(), q.to_vec())).collect::<Vec<_>>())?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_packets, module)?)?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_frames, module)?)?;
+    module.add_function(wrap_pyfunction!(qlog::plausibility_metrics, module)?)?;
     module.add_function(wrap_pyfunction!(build_identity, module)?)?;
     module.add("__build_identity__", build_identity())?;
     Ok(())

@@ -13,6 +13,7 @@ rows as Python values and goes through `batch.Merged` as the Python reader's wou
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,9 @@ class LaneFileReader(FileReader):
         self.lane_trace: Trace | None = None  # the trace whose events the lane reads
         super().__init__(path, run_id, vantage, batch_events, limits)
         self.dirty = dirty  # the lane adds the connections that get their first event of a batch
+        core = sys.modules.get(lane_class.__module__)
+        if hasattr(core, "plausibility_packets"):  # a core built before them: the checks stay in polars
+            self.checks.compiled = core
 
     def _new_connection(self, key: tuple[int, str | None], **fields: Any) -> TraceConnection:
         p = fields["profile"]

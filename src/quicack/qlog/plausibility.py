@@ -22,7 +22,9 @@ The checks read the rows the reader made (both engines make the same), batch by 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -99,6 +101,9 @@ class PlausibilityChecks:
 
     observed: dict[str, Observed] = field(default_factory=dict)
     unknown_frames: Counter[str] = field(default_factory=Counter)
+    # quicack_core when the compiled reader feeds the checks: its plausibility_* functions summarize a batch in one
+    # pass per table; None: polars (the Python reader's, which tests/test_qlog_engines.py compares with them)
+    compiled: Any = None
 
     def _get(self, run_id: str) -> Observed:
         seen = self.observed.get(run_id)
@@ -107,6 +112,8 @@ class PlausibilityChecks:
         return seen
 
     def add_batch(self, packets: pl.DataFrame, frames: pl.DataFrame, metrics: pl.DataFrame) -> None:
+        if self.compiled is not None and self._add_compiled(packets, frames, metrics):
+            return
         # One group_by per table gathers everything the checks read from it (each polars call costs about as much
         # as a pass over a batch: a dozen of them took an eighth of the compiled reader's time).
         t = pl.col("time_ms")
@@ -119,37 +126,67 @@ class PlausibilityChecks:
             received_after = t.filter((pl.col("event") == "received") & (t >= sent_times.min())).min()
             rows = packets.group_by("run_id").agg(*spans, sent_times.min().alias("first_sent"),
                                                   received_after.alias("after"), *_backwards(sent_times))
-            earlier: list[str] = []
-            for run_id, first, last, first_sent, after, *backwards in rows.iter_rows():
-                seen = self._get(run_id)
-                seen.add_span(first, last)
-                if seen.first_received_ms is None and seen.first_sent_ms is not None:
-                    earlier.append(run_id)
-                elif first_sent is not None and seen.first_sent_ms is None:
-                    seen.first_sent_ms = first_sent
-                    if seen.first_received_ms is None and after is not None:
-                        seen.first_received_ms = after
-                seen.add_backwards("last_sent_ms", *backwards)
-            if earlier:
-                self._add_received_after_earlier(packets.filter(pl.col("run_id").is_in(earlier)))
+            self._add_packets(rows.iter_rows(), packets)
         if frames.height:
             ack = (pl.col("frame_type") == "ack") & pl.col("ack_delay_ms").is_not_null()
             delays = [pl.col("ack_delay_ms").filter(ack & (pl.col("event") == event)).max().alias(event)
                       for event in EVENTS]
-            for run_id, first, last, *by_event in frames.group_by("run_id").agg(*spans, *delays).iter_rows():
-                seen = self._get(run_id)
-                seen.add_span(first, last)
-                for event, delay in zip(EVENTS, by_event, strict=True):
-                    if delay is not None:
-                        seen.max_ack_delay_ms[event] = max(delay, seen.max_ack_delay_ms.get(event, delay))
+            self._add_frames(frames.group_by("run_id").agg(*spans, *delays).iter_rows())
             unknown = frames.filter(pl.col("frame_type") == "unknown")
             if unknown.height:
-                for name, count in (
-                    unknown["raw_frame_type"].fill_null("(no name or number logged)").value_counts().iter_rows()
-                ):
-                    self.unknown_frames[name] += count
+                self._add_unknown(unknown["raw_frame_type"].value_counts().iter_rows())
         if metrics.height:
             self._add_metrics(metrics, spans)
+
+    def _add_compiled(self, packets: pl.DataFrame, frames: pl.DataFrame, metrics: pl.DataFrame) -> bool:
+        """`add_batch` with the summaries computed by quicack_core in one pass per table (as the group_bys above
+        compute them); False, with nothing changed, when a value needs polars (NaN or infinite times)."""
+        core = self.compiled
+        packet_rows = core.plausibility_packets(packets, BACKWARDS_TOLERANCE_MS) if packets.height else []
+        frame_rows = core.plausibility_frames(frames) if frames.height else ([], [])
+        if packet_rows is None or frame_rows is None:
+            return False
+        self._add_packets(packet_rows, packets)
+        self._add_frames(frame_rows[0])
+        self._add_unknown(frame_rows[1])
+        if metrics.height:
+            metric_rows = core.plausibility_metrics(metrics, self.observed, BACKWARDS_TOLERANCE_MS)
+            if metric_rows is None:
+                t = pl.col("time_ms")
+                self._add_metrics(metrics, [t.min().alias("a"), t.max().alias("b")])
+            else:
+                self._add_metric_rows(metric_rows)
+        return True
+
+    def _add_packets(self, rows: Iterable[tuple[Any, ...]], packets: pl.DataFrame) -> None:
+        """Per run: (run_id, first, last, first sent, first received at or after it, *backwards of the sent)."""
+        earlier: list[str] = []
+        for run_id, first, last, first_sent, after, *backwards in rows:
+            seen = self._get(run_id)
+            seen.add_span(first, last)
+            if seen.first_received_ms is None and seen.first_sent_ms is not None:
+                earlier.append(run_id)
+            elif first_sent is not None and seen.first_sent_ms is None:
+                seen.first_sent_ms = first_sent
+                if seen.first_received_ms is None and after is not None:
+                    seen.first_received_ms = after
+            seen.add_backwards("last_sent_ms", *backwards)
+        if earlier:
+            self._add_received_after_earlier(packets.filter(pl.col("run_id").is_in(earlier)))
+
+    def _add_frames(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Per run: (run_id, first, last, largest ACK delay of sent ACK frames, of received ones)."""
+        for run_id, first, last, *by_event in rows:
+            seen = self._get(run_id)
+            seen.add_span(first, last)
+            for event, delay in zip(EVENTS, by_event, strict=True):
+                if delay is not None:
+                    seen.max_ack_delay_ms[event] = max(delay, seen.max_ack_delay_ms.get(event, delay))
+
+    def _add_unknown(self, counts: Iterable[tuple[str | None, int]]) -> None:
+        """(raw_frame_type, count) of the frames of type 'unknown'."""
+        for name, count in counts:
+            self.unknown_frames["(no name or number logged)" if name is None else name] += count
 
     def _add_received_after_earlier(self, packets: pl.DataFrame) -> None:
         """The first packet received at or after a first sent of an earlier batch."""
@@ -178,7 +215,12 @@ class PlausibilityChecks:
             pl.col("smoothed_rtt_ms").filter(after & with_sample).max().alias("smoothed"),
             *_backwards(pl.col("time_ms")),
         )
-        for run_id, first, last, sample, min_rtt, smoothed, *backwards in summary.iter_rows():
+        self._add_metric_rows(summary.iter_rows())
+
+    def _add_metric_rows(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Per run: (run_id, first, last, largest latest_rtt, min_rtt, smoothed_rtt with a sample, after the gate,
+        *backwards of the times)."""
+        for run_id, first, last, sample, min_rtt, smoothed, *backwards in rows:
             seen = self._get(run_id)
             seen.add_span(first, last)
             seen.max_sample_ms = _larger(seen.max_sample_ms, sample)

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict
 
 import polars as pl
 
@@ -20,7 +20,6 @@ from quicack.schema import TABLES
 # with numpy alone costs ~0.15 s).
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
 # Parquet settings fixed so that two runs on the same input give identical files.
 class _ParquetOptions(TypedDict):
@@ -46,6 +45,65 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     return [field.name for field in schema if any(test(field.type) for test in textual)]
 
 
+# Which appending writer writes the row groups of a table larger than one: "compiled" (quicack_core's
+# ParquetFileWriter, the parquet crate, used when installed) or "pyarrow" (pyarrow's ParquetWriter). Both store
+# the same columns with the same settings (tests/test_parquet_writers.py); the compiled one takes the frames as
+# they are (Arrow C stream, no `to_arrow` copy, no concatenation per row group) and encodes them faster
+# (bench/README.md, issue 37).
+WRITER_VARIABLE = "QUICACK_PARQUET_WRITER"
+WRITERS = ("compiled", "pyarrow")
+
+
+class _FileWriter(Protocol):
+    def write(self, frame: pl.DataFrame) -> None: ...  # rows of the open row group
+    def flush(self) -> None: ...  # end the open row group
+    def close(self) -> None: ...
+
+
+class _PyarrowFile:
+    """pyarrow's ParquetWriter; a row group's frames wait until ``flush`` writes them as one table."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        self._frames: list[pl.DataFrame] = []
+        self._writer = pq.ParquetWriter(
+            path, schema, compression="zstd", compression_level=_PARQUET_OPTIONS["compression_level"],
+            write_statistics=True, use_dictionary=_dictionary_columns(schema),
+        )  # fmt: skip
+
+    def write(self, frame: pl.DataFrame) -> None:
+        self._frames.append(frame)
+
+    def flush(self) -> None:
+        if self._frames:
+            frames, self._frames = self._frames, []
+            self._writer.write_table(pl.concat(frames, how="vertical").to_arrow())
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+
+
+def _open_file(path: Path, first: pl.DataFrame, writer: str | None) -> _FileWriter:
+    """The appending writer of ``path`` (``writer``, else QUICACK_PARQUET_WRITER, else compiled when installed)."""
+    name = writer or os.environ.get(WRITER_VARIABLE) or None
+    if name not in (None, *WRITERS):
+        raise ValueError(f"unknown Parquet writer {name!r} (choose from {', '.join(WRITERS)})")
+    if name != "pyarrow":
+        try:
+            import quicack_core
+        except ImportError:
+            quicack_core = None
+        compiled = getattr(quicack_core, "ParquetFileWriter", None)
+        if compiled is not None:
+            file: _FileWriter = compiled(str(path), _PARQUET_OPTIONS["compression_level"])
+            return file
+        if name == "compiled":
+            raise ImportError("quicack_core with ParquetFileWriter is not installed: run install.sh")
+    return _PyarrowFile(path, first.head(0).to_arrow().schema)
+
+
 class TableWriter:
     """Streams frames of contract tables into one Parquet file per table, one row group per frame.
 
@@ -57,21 +115,24 @@ class TableWriter:
     Leaving the ``with`` block on an exception removes the partial files and publishes nothing.
     """
 
-    def __init__(self, paths: dict[str, Path], row_group_rows: int = ROW_GROUP_ROWS) -> None:
+    def __init__(self, paths: dict[str, Path], row_group_rows: int = ROW_GROUP_ROWS, writer: str | None = None) -> None:
         self.paths = {name: Path(path) for name, path in paths.items()}
         self.rows = dict.fromkeys(self.paths, 0)
         self.row_group_rows = row_group_rows
+        self.writer = writer  # the appending writer's name (WRITERS); None: QUICACK_PARQUET_WRITER or compiled
         # Frames wait here until a row group's worth has come: many small frames (one per qlog file) would
         # otherwise each cost a row group's overhead. A table that never fills one (most run groups and
-        # captures) is written by polars alone at close; pyarrow's appending writer opens at the first flush.
+        # captures) is written by polars alone at close; the appending writer opens at the first flush and from
+        # then on takes the frames as they come, a row group ending where a row group's worth has come.
         self._pending: dict[str, list[pl.DataFrame]] = {name: [] for name in self.paths}
         self._pending_rows = dict.fromkeys(self.paths, 0)
-        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._writers: dict[str, _FileWriter] = {}
 
     @classmethod
-    def in_folder(cls, folder: Path, names: Iterable[str], row_group_rows: int = ROW_GROUP_ROWS) -> TableWriter:
+    def in_folder(cls, folder: Path, names: Iterable[str], row_group_rows: int = ROW_GROUP_ROWS,
+                  writer: str | None = None) -> TableWriter:
         """``folder/<table>.parquet`` for each table (the command-line tools' output)."""
-        return cls({name: Path(folder) / f"{name}.parquet" for name in names}, row_group_rows)
+        return cls({name: Path(folder) / f"{name}.parquet" for name in names}, row_group_rows, writer)
 
     @classmethod
     def part(cls, parquet_root: Path, names: Iterable[str], part: str) -> TableWriter:
@@ -82,34 +143,35 @@ class TableWriter:
         """Append ``frame`` (conformed to the contract) to table ``name``; empty frames cost nothing."""
         if not frame.height:
             return
-        self._pending[name].append(TABLES[name].conform(frame))
+        frame = TABLES[name].conform(frame)
+        writer = self._writers.get(name)
+        if writer is None:
+            self._pending[name].append(frame)
+        else:
+            writer.write(frame)
         self.rows[name] += frame.height
         self._pending_rows[name] += frame.height
         if self._pending_rows[name] >= self.row_group_rows:
             self._flush(name)
 
     def _flush(self, name: str) -> None:
-        import pyarrow.parquet as pq
-
-        frame = pl.concat(self._pending[name], how="vertical").to_arrow()
-        self._pending[name], self._pending_rows[name] = [], 0
+        """End the row group of the rows waiting (opening the file at the first)."""
         writer = self._writers.get(name)
         if writer is None:
-            writer = pq.ParquetWriter(
-                self._partial(name), frame.schema, compression="zstd", compression_level=3, write_statistics=True,
-                use_dictionary=_dictionary_columns(frame.schema),
-            )  # fmt: skip
-            self._writers[name] = writer
-        writer.write_table(frame)
+            pending = self._pending[name]
+            writer = self._writers[name] = _open_file(self._partial(name), pending[0], self.writer)
+            for frame in pending:
+                writer.write(frame)
+            self._pending[name] = []
+        writer.flush()
+        self._pending_rows[name] = 0
 
     def close(self) -> dict[str, int]:
         """Finish every file and rename it into place; return the rows written per table."""
         for name, path in self.paths.items():
             partial = self._partial(name)
             if name in self._writers:
-                if self._pending[name]:
-                    self._flush(name)
-                self._writers.pop(name).close()
+                self._writers.pop(name).close()  # the rows waiting are the last row group
             else:
                 pending = self._pending.pop(name)
                 frame = pl.concat(pending, how="vertical") if pending else TABLES[name].empty()

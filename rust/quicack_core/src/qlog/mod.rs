@@ -15,7 +15,9 @@
 mod columns;
 mod events;
 mod lane;
+mod plausibility;
 mod split;
 mod values;
 
 pub use lane::QlogLane;
+pub use plausibility::{plausibility_frames, plausibility_metrics, plausibility_packets};
