@@ -207,8 +207,12 @@ def tshark_counts(capture: Path, keylog: Path | None) -> int:
     return sum(len([t for t in line.split(",") if t]) for line in output.splitlines())
 
 
-def verify(src: Path, dst: Path, count: int) -> bool:
-    runs = [r for g in sorted(p for p in src.iterdir() if p.is_dir()) for r in discover_runs(g, src)]
+def verify(src: Path, dst: Path, count: int, groups: list[str] | None = None) -> bool:
+    runs = [
+        r
+        for g in sorted(p for p in src.iterdir() if p.is_dir() and (groups is None or p.name in groups))
+        for r in discover_runs(g, src)
+    ]
     with_captures = [r for r in runs if capture_files(r) and keylog_files(r)]
     step = max(1, len(with_captures) // count)
     ok = True
@@ -253,7 +257,7 @@ def main() -> None:
         if existing := [str(target) for target in targets if target.exists()]:
             raise SystemExit(f"{', '.join(existing)} exists")
         synthesise(args.src.resolve(), args.dst, args.copies, args.jobs, args.seed, args.groups)
-    if args.verify and not verify(args.src.resolve(), args.dst, args.verify):
+    if args.verify and not verify(args.src.resolve(), args.dst, args.verify, args.groups):
         raise SystemExit("verification failed")
 
 
