@@ -33,6 +33,11 @@ _PARQUET_OPTIONS: _ParquetOptions = {"compression": "zstd", "compression_level":
 # Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
 # overhead is small, small enough that the rows waiting for one stay a few MB.
 ROW_GROUP_ROWS = 65_536
+# Frames waiting for a row group are gathered into one after this many: a table of a row or so per run
+# (ingest_issues: 9,700 rows for quinn_quinn's 8,300 runs at 100x the embedded data) fills no row group and held
+# thousands of one-row frames, each with its own buffers (bench/README.md, "At a hundred times the data": that
+# group's ingest 761 -> 579 MiB).
+PENDING_FRAMES_GATHERED = 64
 
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
@@ -82,11 +87,14 @@ class TableWriter:
         """Append ``frame`` (conformed to the contract) to table ``name``; empty frames cost nothing."""
         if not frame.height:
             return
-        self._pending[name].append(TABLES[name].conform(frame))
+        pending = self._pending[name]
+        pending.append(TABLES[name].conform(frame))
         self.rows[name] += frame.height
         self._pending_rows[name] += frame.height
         if self._pending_rows[name] >= self.row_group_rows:
             self._flush(name)
+        elif len(pending) >= PENDING_FRAMES_GATHERED:
+            self._pending[name] = [pl.concat(pending, how="vertical", rechunk=True)]
 
     def _flush(self, name: str) -> None:
         import pyarrow.parquet as pq
