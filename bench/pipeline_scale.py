@@ -6,7 +6,8 @@ Runs the whole default pipeline (`snakemake all`) cold on each raw folder into D
 never results/), alternating 1x, Nx per round, and tabulates per rule, from Snakemake's `benchmark:` files
 (results/<dataset>/benchmarks/<rule>/<wildcards>.tsv): the jobs, the largest peak RSS of one job (max_rss: the
 job's whole process tree, sampled every 0.5 s for its first 15 s and every 30 s after that), the longest job and
-the sum of the jobs' wall times; then the whole run's wall time and the 1-minute load average while it ran.
+the sum of the jobs' wall times and CPU times (cpu_time); then the whole run's wall time, its CPU time (Snakemake and
+every job: the children's rusage) and the 1-minute load average while it ran.
 RAW_NX is made by bench/scale_dataset.py. The render rules (one per notebook) are shown per notebook.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,8 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
 
 
-def run_pipeline(raw: Path, dataset: str, results: Path, cores: int) -> tuple[float, float]:
-    """(wall seconds, mean 1-minute load average) of one cold run of the default pipeline."""
+def run_pipeline(raw: Path, dataset: str, results: Path, cores: int) -> tuple[float, float, float]:
+    """(wall seconds, mean 1-minute load average, CPU seconds of Snakemake and every job) of one cold run of the
+    default pipeline."""
     loads: list[float] = []
     done = threading.Event()
 
@@ -45,19 +48,21 @@ def run_pipeline(raw: Path, dataset: str, results: Path, cores: int) -> tuple[fl
         "snakemake", "all", "--cores", str(cores), "--quiet",
         "--config", f"dataset={dataset}", f"raw_dir={raw}", f"results_dir={results}",
     ]  # fmt: skip
-    started = time.monotonic()
+    started, children = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w", encoding="utf-8") as out:
         status = subprocess.run(command, cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT).returncode
     wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - children.ru_utime + after.ru_stime - children.ru_stime
     done.set()
     sampler.join()
     if status:
         sys.exit(f"snakemake failed on {raw}: see {log}")
-    return wall, sum(loads) / len(loads) if loads else os.getloadavg()[0]
+    return wall, sum(loads) / len(loads) if loads else os.getloadavg()[0], cpu
 
 
-def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float]]]:
-    """rule (render: render/<notebook>) -> [(wall s, max_rss MiB)] per job."""
+def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float, float]]]:
+    """rule (render: render/<notebook>) -> [(wall s, max_rss MiB, cpu_time s)] per job."""
     jobs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for path in sorted(folder.rglob("*.tsv")):
         relative = path.relative_to(folder)
@@ -65,27 +70,32 @@ def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float]]]:
         rule = rule.removesuffix(".tsv")
         with path.open(encoding="utf-8") as stream:
             for row in csv.DictReader(stream, delimiter="\t"):
-                rss = float(row["max_rss"]) if row["max_rss"] not in ("", "NA", "-") else float("nan")
-                jobs[rule].append((float(row["s"]), rss))
+                rss, cpu = (
+                    float(row[k]) if row.get(k) not in (None, "", "NA", "-") else float("nan")
+                    for k in ("max_rss", "cpu_time")
+                )
+                jobs[rule].append((float(row["s"]), rss, cpu))
     return jobs
 
 
-def summarise(jobs: list[tuple[float, float]]) -> tuple[int, float, float, float]:
-    return len(jobs), max(r for _, r in jobs), max(s for s, _ in jobs), sum(s for s, _ in jobs)
+def summarise(jobs: list[tuple[float, float, float]]) -> tuple[int, float, float, float, float]:
+    return (len(jobs), max(r for _, r, _ in jobs), max(s for s, _, _ in jobs), sum(s for s, _, _ in jobs),
+            sum(c for _, _, c in jobs))  # fmt: skip
 
 
 def table(one: dict, many: dict, label: str) -> list[str]:
     lines = [
         f"| rule | jobs 1x / {label} | peak RSS of a job, MiB: 1x | {label} | ratio "
-        f"| longest job, s: 1x | {label} | all jobs, s: 1x | {label} |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| longest job, s: 1x | {label} | all jobs, s: 1x | {label} | CPU of all jobs, s: 1x | {label} | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rule in sorted(set(one) | set(many), key=lambda r: (r.startswith("render/"), r)):
-        a, b = summarise(one.get(rule, [(0, 0)])), summarise(many.get(rule, [(0, 0)]))
+        a, b = summarise(one.get(rule, [(0, 0, 0)])), summarise(many.get(rule, [(0, 0, 0)]))
         ratio = b[1] / a[1] if a[1] else float("nan")
+        cpu_ratio = b[4] / a[4] if a[4] else float("nan")
         lines.append(
             f"| {rule} | {a[0]} / {b[0]} | {a[1]:,.0f} | {b[1]:,.0f} | {ratio:.2f} "
-            f"| {a[2]:,.1f} | {b[2]:,.1f} | {a[3]:,.1f} | {b[3]:,.1f} |"
+            f"| {a[2]:,.1f} | {b[2]:,.1f} | {a[3]:,.1f} | {b[3]:,.1f} | {a[4]:,.1f} | {b[4]:,.1f} | {cpu_ratio:.1f} |"
         )
     return lines
 
@@ -106,14 +116,19 @@ def main() -> None:
         for label, raw, dataset in (("1x", args.raw_1x, "sample"), (args.label_n, args.raw_nx, "scaled")):
             timings[label] = run_pipeline(raw.resolve(), dataset, results, args.cores)
             print(
-                f"round {round_number}, {label}: {timings[label][0]:.0f} s wall, load {timings[label][1]:.2f}",
+                f"round {round_number}, {label}: {timings[label][0]:.0f} s wall, {timings[label][2]:.0f} CPU-s, "
+                f"load {timings[label][1]:.2f}",
                 flush=True,
             )
         one = read_benchmarks(results / "sample" / "benchmarks")
         many = read_benchmarks(results / "scaled" / "benchmarks")
         print("\n".join(table(one, many, args.label_n)))
-        for label, (wall, load) in timings.items():
-            print(f"whole pipeline {label}: {wall:.0f} s wall, mean 1-min load average {load:.2f}")
+        for label, (wall, load, cpu) in timings.items():
+            jobs_cpu = sum(c for jobs in (one if label == "1x" else many).values() for _, _, c in jobs)
+            print(
+                f"whole pipeline {label}: {wall:.0f} s wall, {cpu:.0f} CPU-s (the jobs' cpu_time {jobs_cpu:.0f} s,"
+                f" Snakemake's own share the rest), mean 1-min load average {load:.2f}"
+            )
     if args.out is None:
         subprocess.run(["rm", "-rf", str(out)], check=True)
 

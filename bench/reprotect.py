@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -128,6 +129,9 @@ class RunAnalysis:
     cids: set[bytes] = field(default_factory=set)
     initial_dcids: dict[tuple, tuple[bytes, int]] = field(default_factory=dict)  # connection -> (DCID, version)
     streams: dict[tuple, dict[int, bytes]] = field(default_factory=dict)  # (connection, direction, space)
+    # Each capture's file header and records as read, so that every copy is written without decompressing and
+    # parsing the capture again (a third of a copy's time was the gzip reader's many small reads).
+    records: dict[Path, tuple[bytes, list[tuple[int, int, int, bytes]]]] = field(default_factory=dict)
     secrets: dict[tuple, tuple[int, bytes]] = field(default_factory=dict)  # (connection, keys, direction)
     packets: int = 0
     decrypted: int = 0
@@ -419,18 +423,21 @@ def analyse_run(captures: list[Path], keylog: Keylog) -> RunAnalysis:
     for path in captures:
         analyser = _Analyser(keylog, analysis)
         plans: dict[int, DatagramPlan] = {}
+        # Decompressed whole first: the records are then read from memory, not by a gzip reader call each.
         with open_maybe_gzip(path) as stream:
-            _head, records = read_pcap(stream)
-            for index, (_seconds, _fraction, _original, frame) in enumerate(records):
-                found = udp_payload_at(frame)
-                if found is None:
-                    continue
-                udp_at, udp_end, version, source, destination = found
-                packets = analyser.datagram(frame[udp_at + 8 : udp_end], udp_end - udp_at - 8, source, destination)
-                if packets:
-                    plans[index] = DatagramPlan(udp_at, udp_end, version, packets)
-                    analysis.packets += len(packets)
-                    analysis.decrypted += sum(p.plaintext is not None for p in packets)
+            head, reader = read_pcap(io.BytesIO(stream.read()))
+            records = list(reader)
+        analysis.records[path] = (head, records)
+        for index, (_seconds, _fraction, _original, frame) in enumerate(records):
+            found = udp_payload_at(frame)
+            if found is None:
+                continue
+            udp_at, udp_end, version, source, destination = found
+            packets = analyser.datagram(frame[udp_at + 8 : udp_end], udp_end - udp_at - 8, source, destination)
+            if packets:
+                plans[index] = DatagramPlan(udp_at, udp_end, version, packets)
+                analysis.packets += len(packets)
+                analysis.decrypted += sum(p.plaintext is not None for p in packets)
         analysis.captures[path] = plans
     return analysis
 
@@ -507,15 +514,17 @@ def write_copy(
         client, server = initial_keys(cid_map(dcid), version)
         new_initial[(flow, "c2s")], new_initial[(flow, "s2c")] = client.current, server.current
     plans = analysis.captures[source]
-    with open_maybe_gzip(source) as stream, gzip.open(destination, "wb", compresslevel=gzip_level) as out:
-        head, records = read_pcap(stream)
-        out.write(head)
-        for index, (seconds, fraction, original, frame) in enumerate(records):
-            datagram = plans.get(index)
-            if datagram is not None:
-                frame = bytes(_rewrite_datagram(bytearray(frame), datagram, cid_map, streams, new_initial))
-            out.write(RECORD_HEADER.pack(seconds + shift_seconds, fraction, len(frame), original))
-            out.write(frame)
+    head, records = analysis.records[source]
+    # One write of the whole capture: the same deflate stream as record by record, at a fraction of the calls.
+    chunks = [head]
+    for index, (seconds, fraction, original, frame) in enumerate(records):
+        datagram = plans.get(index)
+        if datagram is not None:
+            frame = bytes(_rewrite_datagram(bytearray(frame), datagram, cid_map, streams, new_initial))
+        chunks.append(RECORD_HEADER.pack(seconds + shift_seconds, fraction, len(frame), original))
+        chunks.append(frame)
+    with gzip.open(destination, "wb", compresslevel=gzip_level) as out:
+        out.write(b"".join(chunks))
 
 
 def _rewrite_datagram(frame: bytearray, datagram: DatagramPlan, cid_map, streams, new_initial) -> bytearray:

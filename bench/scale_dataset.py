@@ -1,6 +1,6 @@
 """A dataset N times the size of a raw folder, made of distinct connections, for measuring how the pipeline scales.
 
-    PYTHONPATH=src python bench/scale_dataset.py SRC DST --copies 10 [--jobs 2] [--seed 0]
+    PYTHONPATH=src python bench/scale_dataset.py SRC DST --copies 10 [--jobs 2] [--seed 0] [--groups G ...]
 
 DST gets every run group and test case of SRC (QUIC Interop Runner layout, quicack.layout.runs) with, per run,
 the original repetition and `copies - 1` copies of it as new repetitions (repetition r -> r + 100·k, k = 1 ..
@@ -39,6 +39,7 @@ from pathlib import Path
 
 from reprotect import CidMap, analyse_run, write_copy
 
+from quicack.layout.archive import MARKER
 from quicack.layout.runs import RUN_JSON, capture_files, discover_runs, is_qlog_name, keylog_files
 from quicack.pcap.keylog import load_keylogs
 
@@ -54,19 +55,32 @@ def qlog_cids(text: bytes) -> set[bytes]:
     return {bytes.fromhex(m.decode()) for m in QLOG_CID_FIELDS.findall(text) if len(m) % 2 == 0}
 
 
-def hex_substitution(cids: set[bytes], cid_map: CidMap):
-    """bytes -> bytes replacing every connection ID's hex (either case) that is not part of a longer hex string."""
-    if not cids:
-        return lambda data: data
-    alternatives = b"|".join(re.escape(c.hex().encode()) for c in sorted(cids, key=len, reverse=True))
-    pattern = re.compile(rb"(?<![0-9a-fA-F])(" + alternatives + rb")(?![0-9a-fA-F])", re.IGNORECASE)
+class HexIds:
+    """Where a run's connection IDs occur as hex (either case, not part of a longer hex string) in a text, found once
+    per text; each copy then maps them with its own CidMap (the regular expression's scan was a third of a copy's
+    time when it ran once per copy)."""
 
-    def replace(match: re.Match) -> bytes:
-        old = match.group(1)
-        new = cid_map(bytes.fromhex(old.decode())).hex().encode()
-        return new.upper() if old.isupper() else new
+    def __init__(self, cids: set[bytes]) -> None:
+        alternatives = b"|".join(re.escape(c.hex().encode()) for c in sorted(cids, key=len, reverse=True))
+        self.pattern = (
+            re.compile(rb"(?<![0-9a-fA-F])(" + alternatives + rb")(?![0-9a-fA-F])", re.IGNORECASE) if cids else None
+        )
 
-    return lambda data: pattern.sub(replace, data)
+    def split(self, data: bytes) -> list[bytes]:
+        """The text cut at every ID: text, ID, text, ID, …, text (every odd item an ID)."""
+        return self.pattern.split(data) if self.pattern is not None else [data]
+
+    @staticmethod
+    def join(parts: list[bytes], cid_map: CidMap) -> bytes:
+        return b"".join(_mapped_hex(part, cid_map) if index % 2 else part for index, part in enumerate(parts))
+
+    def substitute(self, data: bytes, cid_map: CidMap) -> bytes:
+        return self.join(self.split(data), cid_map)
+
+
+def _mapped_hex(old: bytes, cid_map: CidMap) -> bytes:
+    new = cid_map(bytes.fromhex(old.decode())).hex().encode()
+    return new.upper() if old.isupper() else new
 
 
 def copy_run(run_dir: Path, run_id: str, src_root: Path, dst_root: Path, copies: int, seed: int) -> dict:
@@ -82,23 +96,24 @@ def copy_run(run_dir: Path, run_id: str, src_root: Path, dst_root: Path, copies:
     cids = set(analysis.cids) if analysis else set()
     for text in qlog_texts.values():
         cids |= qlog_cids(text)
+    hex_ids = HexIds(cids)
+    qlog_parts = {p: hex_ids.split(text) for p, text in qlog_texts.items()}
     for k in range(1, copies):
         key = hashlib.blake2b(f"{seed}/{run_id}/{k}".encode(), digest_size=32).digest()
         cid_map = CidMap(key)
-        substitute = hex_substitution(cids, cid_map)
         new_repetition = repetition + REPETITION_STRIDE * k
         target = dst_root / relative.parent / str(new_repetition)
         for path in sorted(run_dir.rglob("*")):
             if path.is_dir():
                 continue
-            out = target / substitute(str(path.relative_to(run_dir)).encode()).decode()
+            out = target / hex_ids.substitute(str(path.relative_to(run_dir)).encode(), cid_map).decode()
             out.parent.mkdir(parents=True, exist_ok=True)
             if path in captures:
                 write_copy(analysis, path, out, cid_map, SHIFT_SECONDS_PER_COPY * k)
-            elif path in qlog_texts:
-                _write(out, substitute(qlog_texts[path]), compress=path.suffix == ".gz")
+            elif path in qlog_parts:
+                _write(out, hex_ids.join(qlog_parts[path], cid_map), compress=path.suffix == ".gz")
             elif path.name == RUN_JSON:
-                description = json.loads(substitute(path.read_bytes()))
+                description = json.loads(hex_ids.substitute(path.read_bytes(), cid_map))
                 old_id = f"{relative.parent.as_posix()}/{repetition}"
                 new_id = f"{relative.parent.as_posix()}/{new_repetition}"
                 for name in ("run_id", "raw_path"):
@@ -138,16 +153,19 @@ def extend_group_json(path: Path, out: Path, copies: int) -> None:
     out.write_text(json.dumps(description, indent=1), encoding="utf-8")
 
 
-def synthesise(src: Path, dst: Path, copies: int, jobs: int, seed: int) -> None:
+def synthesise(src: Path, dst: Path, copies: int, jobs: int, seed: int, groups: list[str] | None = None) -> None:
     runs = []
     for group in sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        runs.extend(discover_runs(group, src))
+        if groups is None or group.name in groups:
+            runs.extend(discover_runs(group, src))
     for run in runs:
         if not run.path.name.isdigit():
             raise SystemExit(f"{run.run_id}: a run folder not named by its repetition; cannot add repetitions")
     # Files beside the runs (group.json, anything else) first.
     run_paths = {run.path for run in runs}
     for path in sorted(src.rglob("*")):
+        if path.name == MARKER or (groups is not None and path.relative_to(src).parts[0] not in groups):
+            continue  # the copies are no unpack of the archive its marker lists
         if path.is_file() and not any(parent in run_paths for parent in path.parents):
             out = dst / path.relative_to(src)
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -189,8 +207,12 @@ def tshark_counts(capture: Path, keylog: Path | None) -> int:
     return sum(len([t for t in line.split(",") if t]) for line in output.splitlines())
 
 
-def verify(src: Path, dst: Path, count: int) -> bool:
-    runs = [r for g in sorted(p for p in src.iterdir() if p.is_dir()) for r in discover_runs(g, src)]
+def verify(src: Path, dst: Path, count: int, groups: list[str] | None = None) -> bool:
+    runs = [
+        r
+        for g in sorted(p for p in src.iterdir() if p.is_dir() and (groups is None or p.name in groups))
+        for r in discover_runs(g, src)
+    ]
     with_captures = [r for r in runs if capture_files(r) and keylog_files(r)]
     step = max(1, len(with_captures) // count)
     ok = True
@@ -226,12 +248,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="another seed, other connection IDs")
     parser.add_argument("--verify", type=int, default=0, metavar="K")
     parser.add_argument("--verify-only", action="store_true", help="check an existing DST")
+    parser.add_argument(
+        "--groups", nargs="+", metavar="GROUP", help="only these run groups (into DST, which may then exist already)"
+    )
     args = parser.parse_args()
     if not args.verify_only:
-        if args.dst.exists():
-            raise SystemExit(f"{args.dst} exists")
-        synthesise(args.src.resolve(), args.dst, args.copies, args.jobs, args.seed)
-    if args.verify and not verify(args.src.resolve(), args.dst, args.verify):
+        targets = [args.dst / group for group in args.groups] if args.groups else [args.dst]
+        if existing := [str(target) for target in targets if target.exists()]:
+            raise SystemExit(f"{', '.join(existing)} exists")
+        synthesise(args.src.resolve(), args.dst, args.copies, args.jobs, args.seed, args.groups)
+    if args.verify and not verify(args.src.resolve(), args.dst, args.verify, args.groups):
         raise SystemExit("verification failed")
 
 

@@ -4,6 +4,7 @@ PyPI with profiles/slurm; every result identical to a local run of the same work
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
@@ -100,8 +101,17 @@ def node_state(env: dict[str, str]) -> str:
 
 @pytest.fixture
 def slurm_cluster(monkeypatch) -> Iterator[dict[str, str]]:
+    """A running single-node cluster (`single_node_cluster`), SLURM's commands pointed at it."""
+    with single_node_cluster() as env:
+        monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
+        yield env
+
+
+@contextlib.contextmanager
+def single_node_cluster() -> Iterator[dict[str, str]]:
     """A running single-node cluster; yields the environment that points SLURM's commands at it. Every daemon is
-    a child of this process, stopped by its PID at the end, and the state folder is removed."""
+    a child of this process, stopped by its PID at the end, and the state folder is removed. Also what
+    bench/slurm_pipeline.py runs the pipeline on."""
     # Not pytest's tmp_path: munged wants every user to be able to reach its socket's folder, and pytest's base
     # folder is private to its user.
     state = Path(tempfile.mkdtemp(prefix="quicack-slurm-"))
@@ -116,8 +126,7 @@ def slurm_cluster(monkeypatch) -> Iterator[dict[str, str]]:
         node = socket.gethostname().split(".")[0]
         conf = state / "slurm.conf"
         conf.write_text(slurm_conf(state, node), encoding="utf-8")
-        monkeypatch.setenv("SLURM_CONF", str(conf))
-        env = dict(os.environ)
+        env = {**os.environ, "SLURM_CONF": str(conf)}
         logs = [state / "munged.log", state / "slurmctld.log", state / "slurmd.log", state / "daemons.out"]
         out = (state / "daemons.out").open("w", encoding="utf-8")
 
@@ -135,7 +144,7 @@ def slurm_cluster(monkeypatch) -> Iterator[dict[str, str]]:
     finally:
         if daemons:
             # Jobs a failed run left behind end with the cluster, not after it.
-            subprocess.run(["scancel", "--user", getpass.getuser()], env=dict(os.environ), capture_output=True)
+            subprocess.run(["scancel", "--user", getpass.getuser()], env=env, capture_output=True)
         for daemon in reversed(daemons):
             daemon.send_signal(signal.SIGTERM)
             try:

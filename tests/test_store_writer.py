@@ -11,7 +11,7 @@ import pytest
 
 from quicack.pcap.decode import decode_capture
 from quicack.schema import TABLES
-from quicack.storage.parquet_store import TableWriter
+from quicack.storage.parquet_store import PENDING_FRAMES_GATHERED, TableWriter
 
 DATA = Path(__file__).parent / "data" / "pcap"
 CAPTURE = DATA / "aioquic_v1_keyupdate.pcap.gz"
@@ -33,6 +33,18 @@ def test_small_batches_gather_into_row_groups_with_the_same_rows(tmp_path: Path)
     assert 1 < row_groups < len(batches)  # gathered, not one row group per batch
     # a table given but never written is an empty file with the contract's columns
     assert pl.read_parquet(tmp_path / "ingest_issues.parquet").columns == list(TABLES["ingest_issues"].schema)
+
+
+def test_many_small_frames_are_held_as_few_and_written_as_they_came(tmp_path: Path) -> None:
+    packets = pl.concat([batch.packets for batch in decode_capture(CAPTURE, KEYLOG, run_id="run")])
+    rows = [packets.slice(at, 1) for at in range(min(packets.height, 3 * PENDING_FRAMES_GATHERED + 5))]
+    held = []
+    with TableWriter.in_folder(tmp_path, ["packets"]) as writer:  # no row group fills: all wait for close
+        for row in rows:
+            writer.write("packets", row)
+            held.append(len(writer._pending["packets"]))
+    assert max(held) <= PENDING_FRAMES_GATHERED
+    assert pl.read_parquet(tmp_path / "packets.parquet").equals(pl.concat(rows))
 
 
 def test_a_failure_inside_the_block_publishes_nothing(tmp_path: Path) -> None:

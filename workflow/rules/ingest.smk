@@ -15,7 +15,6 @@ rule ingest_group:
         BENCHMARKS / "ingest_group" / "{group}.tsv"
     params:
         raw=RAW,
-        braced_files=group_braced_files,
         dataset=DATASET,
         parquet=PARQUET,
         limits=LIMIT_OPTIONS,

@@ -32,6 +32,16 @@ _PARQUET_OPTIONS: _ParquetOptions = {"compression": "zstd", "compression_level":
 # Rows per Parquet row group when a table is written in several pieces: big enough that the row groups'
 # overhead is small, small enough that the rows waiting for one stay a few MB.
 ROW_GROUP_ROWS = 65_536
+# Frames waiting for a row group are gathered into one after this many: a table of a row or so per run
+# (ingest_issues: 9,700 rows for quinn_quinn's 8,300 runs at 100x the embedded data) fills no row group and held
+# thousands of one-row frames, each with its own buffers (bench/README.md, "At a hundred times the data": that
+# group's ingest 761 -> 579 MiB).
+PENDING_FRAMES_GATHERED = 64
+
+
+def _gathered(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """``frames`` as one frame with one buffer per column (PENDING_FRAMES_GATHERED)."""
+    return pl.concat(frames, how="vertical", rechunk=True)
 
 
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
@@ -74,6 +84,8 @@ class _PyarrowFile:
 
     def write(self, frame: pl.DataFrame) -> None:
         self._frames.append(frame)
+        if len(self._frames) >= PENDING_FRAMES_GATHERED:
+            self._frames = [_gathered(self._frames)]
 
     def flush(self) -> None:
         if self._frames:
@@ -153,6 +165,8 @@ class TableWriter:
         self._pending_rows[name] += frame.height
         if self._pending_rows[name] >= self.row_group_rows:
             self._flush(name)
+        elif len(pending := self._pending[name]) >= PENDING_FRAMES_GATHERED:
+            self._pending[name] = [_gathered(pending)]
 
     def _flush(self, name: str) -> None:
         """End the row group of the rows waiting (opening the file at the first)."""
