@@ -386,6 +386,25 @@ impl PacketKeys {
     }
 }
 
+/// The Initial keys (client→server, server→client) of `PacketKeys.initial`, or None for a version without a
+/// key schedule.
+pub fn initial_keys(dcid: &[u8], version: u32) -> Option<(PacketKeys, PacketKeys)> {
+    let salt = schedule(version)?.salt;
+    let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
+    let hkdf = KeyedHmac::new(false, &initial_secret);
+    let keys = |label: &[u8]| {
+        let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
+            .expect("a known suite and version");
+        PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
+    };
+    Some((keys(b"client in"), keys(b"server in")))
+}
+
+/// Whether packets of `version` are read (it has a key schedule: `versions.QuicVersion.supported`).
+pub fn supported_version(version: u32) -> bool {
+    schedule(version).is_some()
+}
+
 #[pymethods]
 impl PacketKeys {
     /// Keys from a traffic secret (RFC 9001 §5.1; RFC 9369 §3.3.2 labels; the version's, `schedule`); ValueError on
@@ -400,15 +419,7 @@ impl PacketKeys {
     /// §5.2, RFC 9369 §3.3.1) with the version's salt, as `quic.initial_keys`; ValueError for a version without one.
     #[staticmethod]
     fn initial(dcid: &[u8], version: u32) -> PyResult<(PacketKeys, PacketKeys)> {
-        let salt = schedule(version).ok_or_else(|| unknown_version(version))?.salt;
-        let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
-        let hkdf = KeyedHmac::new(false, &initial_secret);
-        let keys = |label: &[u8]| {
-            let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
-                .expect("a known suite and version");
-            PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
-        };
-        Ok((keys(b"client in"), keys(b"server in")))
+        initial_keys(dcid, version).ok_or_else(|| unknown_version(version))
     }
 
     /// The key schedule this core knows for `version`: (Initial salt, label prefix, key update label), or None.
