@@ -29,6 +29,8 @@ const VERSION_2: u32 = 0x6B33_43CF;
 const VERSION_2_PROVISIONAL: u32 = 0x709A_50C4;
 
 type Endpoint = ([u8; 16], u16);
+/// Gives a datagram's source and destination addresses as text (called when it starts a connection).
+type AddressTexts<'t> = dyn FnMut(&Datagram<'_>) -> (Arc<str>, Arc<str>) + 't;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum LongType {
@@ -238,7 +240,7 @@ impl ScanIdentifier {
     pub fn add_datagram(
         &mut self,
         datagram: &Datagram<'_>,
-        texts: &mut dyn FnMut(&Datagram<'_>) -> (Arc<str>, Arc<str>),
+        texts: &mut AddressTexts<'_>,
     ) -> Option<i64> {
         let source = (datagram.src, datagram.src_port);
         let key = (source, (datagram.dst, datagram.dst_port));
@@ -267,7 +269,7 @@ impl ScanIdentifier {
     fn new_connection(
         &mut self,
         datagram: &Datagram<'_>,
-        texts: &mut dyn FnMut(&Datagram<'_>) -> (Arc<str>, Arc<str>),
+        texts: &mut AddressTexts<'_>,
     ) -> Option<usize> {
         let payload = datagram.payload;
         if payload.is_empty() || payload[0] & 0x80 == 0 {

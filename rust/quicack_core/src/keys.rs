@@ -305,8 +305,10 @@ pub struct DecryptedPacket {
 pub struct PacketKeys {
     current: Protection,
     mask: HeaderMask,
-    next: Option<Protection>,
-    previous: Option<Protection>,
+    // boxed: most keys never change phase, and a Protection inline is ~0.6 KB (a scan holds ~8 keys for each of
+    // thousands of connections at a time)
+    next: Option<Box<Protection>>,
+    previous: Option<Box<Protection>>,
     #[pyo3(get)]
     key_phase: u8,
     #[pyo3(get)]
@@ -375,11 +377,11 @@ impl PacketKeys {
             }
         }
         if self.next.is_none() {
-            self.next = Some(self.current.next_phase());
+            self.next = Some(Box::new(self.current.next_phase()));
         }
         let payload = self.next.as_ref().expect("just made").open(ciphertext, header, packet_number as u64)?;
         let next = self.next.take().expect("just used");
-        self.previous = Some(std::mem::replace(&mut self.current, next));
+        self.previous = Some(Box::new(std::mem::replace(&mut self.current, *next)));
         self.key_phase = key_phase;
         self.updates += 1;
         Ok(Decrypted { header_bytes, packet_number, payload, key_phase })

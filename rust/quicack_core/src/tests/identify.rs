@@ -116,15 +116,21 @@ fn rows_are_matched_within_the_window_and_wait_for_it_to_fill() {
     for index in 0..70 {
         identifier.owners.push_back((index, 100, index + 1));
     }
-    // 70 read: the first 6 rows can be matched with a full window, then it waits for more datagrams
+    // 70 read: the first 7 rows are matched with a full window, then it waits for more datagrams
     let found = identifier.match_rows((0..10).collect(), vec![100; 10], 0, false);
-    assert_eq!(found, (1..=6).map(Some).collect::<Vec<_>>());
+    assert_eq!(found, (1..=7).map(Some).collect::<Vec<_>>());
+    for index in 70..80 {
+        identifier.owners.push_back((index, 100, index + 1));
+    }
     // a row whose datagram is 64 or more ahead is not matched and consumes nothing
-    let found = identifier.match_rows(vec![69, 6], vec![100, 100], 0, true);
-    assert_eq!(found, vec![None, Some(7)]);
+    let found = identifier.match_rows(vec![75, 7], vec![100, 100], 0, false);
+    assert_eq!(found, vec![None, Some(8)]);
     assert_eq!(identifier.unmatched, 1);
     // a match skips the datagrams before it (ones the decoder skipped)
     let found = identifier.match_rows(vec![20, 21], vec![100, 100], 0, true);
     assert_eq!(found, vec![Some(21), Some(22)]);
     assert_eq!(identifier.owners.front(), Some(&(22, 100, 23)));
+    // once the capture is read, the last rows are matched against what is left
+    let found = identifier.match_rows(vec![79, 79], vec![100, 100], 0, true);
+    assert_eq!(found, vec![Some(80), None]);
 }
