@@ -30,9 +30,9 @@ class CompiledIdentify:
     """`_Matcher` and `ConnectionIdentifier` in one: `connections_of` ties the decoder's datagram rows to connections,
     `connection_frame` lists the connections; `unmatched` counts the rows tied to none."""
 
-    def __init__(self, stream, lane, identifier) -> None:
+    def __init__(self, stream, lane, identifier, rows) -> None:
         self.stream, self.lane, self.identifier = stream, lane, identifier
-        self.rows = None
+        self.rows = rows  # the lane's row buffers, which stay empty: it decodes no flow here
         self.finished = False
         self.fragments = FragmentReassembly()
         self.names: dict[bytes, str] = {}
@@ -94,7 +94,6 @@ def compiled_identify(path: Path, engine: Engine | None = None) -> CompiledIdent
     if opened is None:
         return None
     stream, lane = opened
-    identify = CompiledIdentify(stream, lane, identifier_class())
+    identify = CompiledIdentify(stream, lane, identifier_class(), engine.row_buffers())
     lane.identifier = identify.identifier
-    identify.rows = engine.row_buffers()
     return identify

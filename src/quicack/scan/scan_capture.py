@@ -7,7 +7,8 @@ connection of a row, so each batch is tied to connections here:
 
 * datagram rows ↔ the `identify` pass over the same file, in file order, matched by (capture time, UDP size)
   within a small look-ahead window (the two passes see the same datagrams in the same order; the window only
-  absorbs a datagram one side skips);
+  absorbs a datagram one side skips). With the compiled core both the pass and the matching run there
+  (`identify_core`), else in Python (`identify.ConnectionIdentifier`, `_Matcher`);
 * packet rows ↔ datagram rows by (direction, datagram_index): the decoder numbers datagrams per direction over
   the whole capture, so the pair is unique;
 * frame rows ↔ packet rows by position: the decoder writes a packet's frames in packet order, ``frame_index``
