@@ -5,16 +5,25 @@ authors' own first step (tshark exporting the 18 fields of their ``pcap.csv``) o
     python bench/scan_ingest.py results/scan_bench/raw/hamburg/data/<timestamp> --fractions 0.1 0.5 1
 
 Each prefix (the first N packets of the capture, cut with editcap, so every connection in it is a distinct real one)
-is measured with /usr/bin/time -v: wall seconds, peak RSS, connections classified per second; "flat" memory means
-peak RSS grows far slower than the capture. Prints a Markdown table and writes JSON beside it (--json).
+is measured with /usr/bin/time -v: wall seconds, CPU seconds (user + system), peak RSS, connections classified per
+second (of wall and of CPU time); "flat" memory means peak RSS grows far slower than the capture. Prints a Markdown
+table and writes JSON beside it (--json).
+
+    python bench/scan_ingest.py MEASUREMENT --fractions 0.1 1 --baseline-src OLD/src --repeat 3 --no-tshark
+
+``--baseline-src``: also ``quicack scan`` of another version (``PYTHONPATH=OLD/src``; e.g. ``git archive main src``,
+with the quicack_core installed in site-packages), alternating with this one ``--repeat`` times per prefix; the
+table then has one row per version with the best and the median of the runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,15 +40,25 @@ AUTHORS_FIELDS = (
 )  # fmt: skip
 
 
-def timed(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+def timed(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of a command, by GNU time."""
+    wall, _, rss = timed_cpu(argv, stdout, env)
+    return wall, rss
+
+
+def timed_cpu(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds = user + system, peak RSS MiB) of a command, by GNU time."""
     done = subprocess.run(
-        ["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True, encoding="utf-8"
-    )
+        ["/usr/bin/time", "-v", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True, encoding="utf-8",
+        env=env,
+    )  # fmt: skip
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
     hours, minutes, seconds = (float(g) if g else 0.0 for g in wall.groups())
     rss_kb = float(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr).group(1))
-    return hours * 3600 + minutes * 60 + seconds, rss_kb / 1024
+    cpu = sum(
+        float(re.search(rf"{kind} time \(seconds\): ([\d.]+)", done.stderr).group(1)) for kind in ("User", "System")
+    )
+    return hours * 3600 + minutes * 60 + seconds, cpu, rss_kb / 1024
 
 
 def plain_file(folder: Path, name: str, work: Path) -> Path | None:
@@ -80,8 +99,13 @@ def main() -> int:
     parser.add_argument("--prefix-to-asn", type=Path)
     parser.add_argument("--json", type=Path, default=Path("bench/results/scan_ingest.json"))
     parser.add_argument("--no-tshark", action="store_true")
+    parser.add_argument("--baseline-src", type=Path, help="also quicack from this src folder, alternating (old vs new)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each version per prefix (best and median)")
     args = parser.parse_args()
     rows = []
+    versions = {"quicack": os.environ.get("PYTHONPATH")}
+    if args.baseline_src:
+        versions["quicack before"] = str(args.baseline_src.resolve())
     with tempfile.TemporaryDirectory(prefix="quicack-scan-bench-") as tmp:
         work = Path(tmp)
         capture = plain_file(args.measurement, "capture.pcap", work)
@@ -92,29 +116,52 @@ def main() -> int:
         for fraction in args.fractions:
             packets = max(1, int(total * fraction))
             folder = measurement_prefix(args.measurement, capture, packets, work)
-            out = work / f"out-{packets}"
             asn = ["--prefix-to-asn", str(args.prefix_to_asn)] if args.prefix_to_asn else []
-            wall, rss = timed(["quicack", "scan", str(folder), "--out", str(out), *asn])
-            wall_only, rss_only = timed(
-                ["quicack", "scan", str(folder), "--out", str(out / "only"), "--no-capture-tables", *asn]
-            )
-            connections = (
-                pl.scan_parquet(out / "scan_connections.parquet")
-                .filter(pl.col("captured"))
-                .select(pl.len())
-                .collect()
-                .item()
-            )
-            row = {
-                "packets": packets,
-                "capture_mib": round((folder / "capture.pcap").stat().st_size / 2**20, 1),
-                "connections": connections,
-                "quicack_s": round(wall, 2),
-                "quicack_peak_rss_mib": round(rss, 1),
-                "quicack_connections_per_s": round(connections / wall, 1),
-                "quicack_scan_only_s": round(wall_only, 2),
-                "quicack_scan_only_peak_rss_mib": round(rss_only, 1),
-            }
+            runs: dict[str, list[tuple[float, float, float, float, float, float]]] = {name: [] for name in versions}
+            for _ in range(args.repeat):
+                for name, pythonpath in versions.items():  # alternating, so that both see the same load
+                    env = dict(os.environ)
+                    if pythonpath:
+                        env["PYTHONPATH"] = pythonpath
+                    else:
+                        env.pop("PYTHONPATH", None)
+                    out = work / f"out-{packets}-{len(runs[name])}-{name.replace(' ', '_')}"
+                    wall, cpu, rss = timed_cpu(["quicack", "scan", str(folder), "--out", str(out), *asn], env=env)
+                    wall_only, cpu_only, rss_only = timed_cpu(
+                        ["quicack", "scan", str(folder), "--out", str(out / "only"), "--no-capture-tables", *asn],
+                        env=env,
+                    )
+                    runs[name].append((wall, cpu, rss, wall_only, cpu_only, rss_only))
+                    connections = (
+                        pl.scan_parquet(out / "scan_connections.parquet")
+                        .filter(pl.col("captured"))
+                        .select(pl.len())
+                        .collect()
+                        .item()
+                    )
+                    shutil.rmtree(out)
+            for name, measured in runs.items():
+                best = [min(values) for values in zip(*measured, strict=True)]
+                median = [statistics.median(values) for values in zip(*measured, strict=True)]
+                row = {
+                    "version": name,
+                    "packets": packets,
+                    "capture_mib": round((folder / "capture.pcap").stat().st_size / 2**20, 1),
+                    "connections": connections,
+                    "quicack_s": round(best[0], 2),
+                    "quicack_cpu_s": round(best[1], 2),
+                    "quicack_cpu_s_median": round(median[1], 2),
+                    "quicack_peak_rss_mib": round(max(run[2] for run in measured), 1),
+                    "quicack_connections_per_s": round(connections / best[0], 1),
+                    "quicack_connections_per_cpu_s": round(connections / best[1], 1),
+                    "quicack_scan_only_s": round(best[3], 2),
+                    "quicack_scan_only_cpu_s": round(best[4], 2),
+                    "quicack_scan_only_peak_rss_mib": round(max(run[5] for run in measured), 1),
+                }
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr)
+            wall = min(run[0] for run in runs["quicack"])
+            row = rows[-len(runs)]
             if not args.no_tshark and shutil.which("tshark"):
                 fields = [arg for field in AUTHORS_FIELDS for arg in ("-e", field)]
                 keys = ["-o", f"tls.keylog_file:{keylog}"] if keylog else []
@@ -129,8 +176,6 @@ def main() -> int:
                     "tshark_peak_rss_mib": round(t_rss, 1),
                     "tshark_over_quicack": round(t_wall / wall, 2),
                 }
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr)
     with pl.Config(
         tbl_formatting="MARKDOWN",
         tbl_hide_column_data_types=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 from test_pcap_support import DATA, Capture, decode
 
-from quicack.pcap.keylog import CLIENT_HANDSHAKE, SERVER_APPLICATION, load_keylogs
+from quicack.pcap.keylog import CLIENT_HANDSHAKE, SERVER_APPLICATION, Keylog, load_keylogs
 
 FOREIGN = DATA / "foreign"
 DRAFT22 = FOREIGN / "aioquic070_draft22_keyupdate"
@@ -71,3 +71,30 @@ def test_no_keylog_given_only_when_none_was(tmp_path: Path) -> None:
     # another connection's secrets only: said as such
     other = decode(Capture(capture, (FOREIGN / "pcap2qlog_new_cid.keys",)))
     assert any("no secrets for this connection's client random" in m for m in other.ingest_issues["message"])
+
+
+def _read_whole(paths: list[Path]) -> Keylog:
+    """What load_keylogs did before it read line by line: each file's whole text through add_text."""
+    keylog = Keylog()
+    for path in paths:
+        keylog.add_text(path.read_bytes().decode(errors="replace"), str(path))
+    return keylog
+
+
+def test_reading_line_by_line_gives_what_the_whole_text_gave(tmp_path: Path) -> None:
+    """load_keylogs reads each file line by line (a scan's key log is ~640 bytes per connection): the same secrets,
+    problems, labels and order as the whole text through add_text, for real keylogs and for a variant of them made
+    here with every line end str.splitlines() knows (CRLF, CR, vertical tab, form feed, NEL, U+2028), a byte order
+    mark, a malformed line, bytes that are not UTF-8 and no final line end; two files, the later one winning."""
+    originals = [FOREIGN / "pcap2qlog_local_ssl.key", FOREIGN / "pcap2qlog_new_cid.keys"]
+    originals.append(DRAFT22.with_suffix(".keys.log"))
+    lines = [line for path in originals for line in path.read_text(encoding="utf-8").splitlines()]
+    ends = ["\r\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\n"]
+    text = "\ufeff" + "".join(line + ends[number % len(ends)] for number, line in enumerate(lines))
+    variant = tmp_path / "variant.log"
+    variant.write_bytes(text.encode() + b"not a key log line \xff\xfe\r\nCLIENT_RANDOM 00 11")
+    for paths in ([variant], [*originals, variant], [variant, *originals]):
+        streamed, whole = load_keylogs(paths), _read_whole(paths)
+        assert streamed.secrets == whole.secrets and list(streamed.secrets) == list(whole.secrets)
+        assert streamed.problems == whole.problems and streamed.problems
+        assert streamed.other_labels == whole.other_labels and streamed.sources == whole.sources

@@ -18,6 +18,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
+use crate::identify::ScanIdentifier;
 use crate::keys::PacketKeys;
 use crate::link::{address_key, parse_address, plain_tcp_ip, plain_udp, TcpIp, Udp};
 use crate::tcp::{tcp_fields, Segment, TcpFields, TcpRows};
@@ -98,6 +99,8 @@ pub struct PcapLane {
     tcp_segments: bool, // hand plain TCP segments back read (("tcp", ...)), not as records: set by the decoder
     tcp_rows: Option<Py<TcpRows>>, // or add them to these rows (the decoder's `tcp`) without handing them back
     texts: HashMap<Vec<u8>, Arc<str>>, // addresses as text, for `tcp_rows`
+    // `quicack scan`'s identify pass: every plain UDP datagram goes to it and counts as decoded (no flows then)
+    identifier: Option<Py<ScanIdentifier>>,
 }
 
 enum Next {
@@ -235,7 +238,7 @@ impl PcapLane {
 }
 
 /// An IPv4 or IPv6 address as text (as `socket.inet_ntop`).
-fn address_text(address: &[u8]) -> String {
+pub(crate) fn address_text(address: &[u8]) -> String {
     if address.len() == 4 {
         IpAddr::from(<[u8; 4]>::try_from(address).expect("4 bytes")).to_string()
     } else {
@@ -611,6 +614,7 @@ impl PcapLane {
             tcp_segments: false,
             tcp_rows: None,
             texts: HashMap::new(),
+            identifier: None,
         })
     }
 
@@ -650,6 +654,13 @@ impl PcapLane {
     #[setter]
     fn set_tcp_rows(&mut self, rows: Option<Py<TcpRows>>) {
         self.tcp_rows = rows;
+    }
+
+    /// Once set, every plain UDP datagram read is given to this `ScanIdentifier` (and counted as decoded) instead
+    /// of being decoded or handed back; the datagrams of other records come back as before.
+    #[setter]
+    fn set_identifier(&mut self, identifier: Option<Py<ScanIdentifier>>) {
+        self.identifier = identifier;
     }
 
     /// The next datagram's 1-based index in its direction (the counter the fast lane shares).
@@ -738,6 +749,11 @@ impl PcapLane {
                 let raw = PyBytes::new_bound(py, data);
                 return Ok((decoded, ("record", record, time, linktype, raw, wire_length).into_py(py)));
             };
+            if let Some(identifier) = &self.identifier {
+                identifier.bind(py).borrow_mut().add_udp(time, &udp);
+                decoded += 1;
+                continue;
+            }
             let key = (address_key(udp.src), udp.src_port, address_key(udp.dst), udp.dst_port);
             if let Some(flow) = self.flows.get(&key) {
                 match decode_fast(py, flow, &mut rows, &mut self.datagram_counts, record, time, &udp, &mut self.cut) {

@@ -305,8 +305,10 @@ pub struct DecryptedPacket {
 pub struct PacketKeys {
     current: Protection,
     mask: HeaderMask,
-    next: Option<Protection>,
-    previous: Option<Protection>,
+    // boxed: most keys never change phase, and a Protection inline is ~0.6 KB (a scan holds ~8 keys for each of
+    // thousands of connections at a time)
+    next: Option<Box<Protection>>,
+    previous: Option<Box<Protection>>,
     #[pyo3(get)]
     key_phase: u8,
     #[pyo3(get)]
@@ -375,15 +377,34 @@ impl PacketKeys {
             }
         }
         if self.next.is_none() {
-            self.next = Some(self.current.next_phase());
+            self.next = Some(Box::new(self.current.next_phase()));
         }
         let payload = self.next.as_ref().expect("just made").open(ciphertext, header, packet_number as u64)?;
         let next = self.next.take().expect("just used");
-        self.previous = Some(std::mem::replace(&mut self.current, next));
+        self.previous = Some(Box::new(std::mem::replace(&mut self.current, *next)));
         self.key_phase = key_phase;
         self.updates += 1;
         Ok(Decrypted { header_bytes, packet_number, payload, key_phase })
     }
+}
+
+/// The Initial keys (client→server, server→client) of `PacketKeys.initial`, or None for a version without a
+/// key schedule.
+pub fn initial_keys(dcid: &[u8], version: u32) -> Option<(PacketKeys, PacketKeys)> {
+    let salt = schedule(version)?.salt;
+    let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
+    let hkdf = KeyedHmac::new(false, &initial_secret);
+    let keys = |label: &[u8]| {
+        let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
+            .expect("a known suite and version");
+        PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
+    };
+    Some((keys(b"client in"), keys(b"server in")))
+}
+
+/// Whether packets of `version` are read (it has a key schedule: `versions.QuicVersion.supported`).
+pub fn supported_version(version: u32) -> bool {
+    schedule(version).is_some()
 }
 
 #[pymethods]
@@ -400,15 +421,7 @@ impl PacketKeys {
     /// §5.2, RFC 9369 §3.3.1) with the version's salt, as `quic.initial_keys`; ValueError for a version without one.
     #[staticmethod]
     fn initial(dcid: &[u8], version: u32) -> PyResult<(PacketKeys, PacketKeys)> {
-        let salt = schedule(version).ok_or_else(|| unknown_version(version))?.salt;
-        let initial_secret = KeyedHmac::new(false, salt).digest(dcid); // HKDF-Extract
-        let hkdf = KeyedHmac::new(false, &initial_secret);
-        let keys = |label: &[u8]| {
-            let (current, mask) = Protection::from_secret(AES_128_GCM_SHA256, &hkdf.expand_label(label, 32), version)
-                .expect("a known suite and version");
-            PacketKeys { current, mask, next: None, previous: None, key_phase: 0, updates: 0, used: false }
-        };
-        Ok((keys(b"client in"), keys(b"server in")))
+        initial_keys(dcid, version).ok_or_else(|| unknown_version(version))
     }
 
     /// The key schedule this core knows for `version`: (Initial salt, label prefix, key update label), or None.

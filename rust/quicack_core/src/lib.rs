@@ -16,6 +16,7 @@ mod contract;
 mod row_columns;
 mod engine;
 mod frame_types;
+mod identify;
 #[doc(hidden)]
 pub mod json; // public for benches/json_parse.rs
 mod keys;
@@ -90,6 +91,7 @@ fn quicack_core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PacketNumbers>()?;
     module.add_class::<engine::PcapLane>()?;
     module.add_class::<tcp::TcpRows>()?;
+    module.add_class::<identify::ScanIdentifier>()?;
     module.add_class::<arrow::ArrowTable>()?;
     module.add_class::<qlog::QlogLane>()?;
     module.add_class::<parquet_out::ParquetFileWriter>()?;

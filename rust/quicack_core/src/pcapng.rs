@@ -177,6 +177,7 @@ impl PcapLane {
             tcp_segments: false,
             tcp_rows: None,
             texts: HashMap::new(),
+            identifier: None,
         })
     }
 

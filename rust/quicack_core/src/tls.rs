@@ -223,6 +223,10 @@ impl CryptoStream {
             self.message_start += (4 + length) as u64;
         }
         self.buffer.drain(..consumed);
+        if self.buffer.is_empty() {
+            // a whole certificate chain may have passed through: keep no capacity for the rest of the connection
+            self.buffer = Vec::new();
+        }
     }
 
     fn drain_pending(&mut self, py: Python<'_>) {

@@ -9,7 +9,9 @@ reason to stop.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,8 +41,12 @@ class Keylog:
     other_labels: Counter[str] = field(default_factory=Counter)
 
     def add_text(self, text: str, origin: str) -> None:
+        self.add_lines(text.splitlines(), origin)
+
+    def add_lines(self, lines: Iterable[str], origin: str) -> None:
+        """`add_text` of the text whose `splitlines()` are `lines` (a file read line by line: `load_keylogs`)."""
         self.sources += 1
-        for line_number, line in enumerate(text.splitlines(), start=1):
+        for line_number, line in enumerate(lines, start=1):
             line = line.strip().lstrip("\ufeff")  # a byte order mark before the first line (Windows tools)
             if not line or line.startswith("#"):
                 continue
@@ -62,6 +68,17 @@ class Keylog:
                 self.problems.append(f"{origin}:{line_number}: wrong field length")
                 continue
             self.secrets.setdefault(client_random, {})[label] = secret
+
+    def merge(self, later: Keylog) -> None:
+        """Add what `later` read, as if its lines came after this one's (later lines for the same key win)."""
+        if not self.secrets:
+            self.secrets = later.secrets
+        else:
+            for client_random, entry in later.secrets.items():
+                self.secrets.setdefault(client_random, {}).update(entry)
+        self.problems += later.problems
+        self.sources += later.sources
+        self.other_labels.update(later.other_labels)
 
     def get(self, client_random: bytes | None, label: str) -> bytes | None:
         if client_random is None:
@@ -89,12 +106,18 @@ def load_keylogs(paths: list[Path]) -> Keylog:
 
     keylog = Keylog()
     for path in paths:
+        # Read line by line, not as one text: a scan's key log is ~640 bytes per connection, and its text, decoded
+        # text and list of lines at once were ~4x that at the start of a decode (~280 MB per 100,000 connections).
+        # Into a Keylog of its own, so that a file that cannot be read to its end adds nothing, as before.
+        read = Keylog()
         try:
             with open_capture(Path(path)) as stream:
-                text = stream.read().decode(errors="replace")
+                lines = io.TextIOWrapper(stream, encoding="utf-8", errors="replace")  # universal newlines
+                # str.splitlines() ends lines at more characters than \n, \r and \r\n: split them alike
+                read.add_lines((piece for line in lines for piece in line.splitlines()), str(path))
         except Exception as error:  # noqa: BLE001 - OSError, or a corrupt compressed file: a problem, not a crash
             keylog.sources += 1
             keylog.problems.append(f"{path}: cannot read keylog: {error}")
             continue
-        keylog.add_text(text, str(path))
+        keylog.merge(read)
     return keylog

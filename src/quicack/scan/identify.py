@@ -13,6 +13,9 @@ Destination Connection ID; no keylog is needed).
 # contract v2: when datagrams/packets/frames carry the decoder's connection id, and the decoder reports each
 # connection's client SCID and SNI, this pass and the alignment in `quicack.scan.scan_capture` go away.
 
+`quicack_core.ScanIdentifier` (`quicack.scan.identify_core`) is this pass's compiled twin, which `quicack scan` uses
+when the core is installed.
+
 Memory: per connection a few fields (kept until the end, as the decoder keeps its per-connection state); the
 ClientHello buffer and Initial keys are dropped as soon as the SNI is read.
 """

@@ -7,7 +7,8 @@ connection of a row, so each batch is tied to connections here:
 
 * datagram rows ↔ the `identify` pass over the same file, in file order, matched by (capture time, UDP size)
   within a small look-ahead window (the two passes see the same datagrams in the same order; the window only
-  absorbs a datagram one side skips);
+  absorbs a datagram one side skips). With the compiled core both the pass and the matching run there
+  (`identify_core`), else in Python (`identify.ConnectionIdentifier`, `_Matcher`);
 * packet rows ↔ datagram rows by (direction, datagram_index): the decoder numbers datagrams per direction over
   the whole capture, so the pair is unique;
 * frame rows ↔ packet rows by position: the decoder writes a packet's frames in packet order, ``frame_index``
@@ -36,6 +37,7 @@ from quicack.reading.issues import issue_row, issues_frame
 from quicack.schema import INGEST_ISSUES
 
 from .identify import ConnectionIdentifier, DatagramOwner, datagram_owners
+from .identify_core import CompiledIdentify, compiled_identify
 
 # How far ahead in the identify pass a decoder datagram is looked for.
 MATCH_WINDOW = 64
@@ -83,10 +85,12 @@ class _Parts:
 
 
 class _Matcher:
-    """Pairs the decoder's datagram rows with the identify pass's datagrams, both in file order."""
+    """Pairs the decoder's datagram rows with the identify pass's datagrams, both in file order (the Python twin of
+    `identify_core.CompiledIdentify`)."""
 
-    def __init__(self, owners: Iterator[DatagramOwner]) -> None:
+    def __init__(self, owners: Iterator[DatagramOwner], identifier: ConnectionIdentifier) -> None:
         self.owners = owners
+        self.connection_frame = identifier.connection_frame
         self.window: deque[DatagramOwner] = deque()
         self.unmatched = 0
 
@@ -116,16 +120,19 @@ def read_capture_facts(
     on_batch: Callable[[CaptureBatch], None] | None = None,
 ) -> CaptureFacts:
     """Decode a scan capture (``on_batch`` receives the decoder's tables, e.g. to write them) and reduce it."""
-    identifier = ConnectionIdentifier()
-    matcher = _Matcher(datagram_owners(capture, identifier))
+    matcher = _identify_pass(capture)
     parts = _Parts()
-    for number, batch in enumerate(decode_capture(capture, keylogs, run_id, vantage)):
-        if on_batch is not None:
-            on_batch(batch)
-        parts.issues.append(batch.ingest_issues)
-        if batch.datagrams.is_empty():
-            continue
-        _reduce_batch(batch, number, matcher, parts, capture, run_id)
+    try:
+        for number, batch in enumerate(decode_capture(capture, keylogs, run_id, vantage)):
+            if on_batch is not None:
+                on_batch(batch)
+            parts.issues.append(batch.ingest_issues)
+            if batch.datagrams.is_empty():
+                continue
+            _reduce_batch(batch, number, matcher, parts, capture, run_id)
+    finally:
+        if isinstance(matcher, CompiledIdentify):
+            matcher.close()
     issues = [frame for frame in parts.issues if not frame.is_empty()]
     if matcher.unmatched:
         issues.append(
@@ -138,7 +145,7 @@ def read_capture_facts(
             )
         )
     return CaptureFacts(
-        connections=identifier.connection_frame(),
+        connections=matcher.connection_frame(),
         server_datagrams=_concat(parts.server_datagrams, SERVER_DATAGRAM_SCHEMA),
         client_initials=_concat(parts.client_initials, CLIENT_INITIAL_SCHEMA),
         counts=_concat(parts.counts, COUNT_SCHEMA).group_by("connection").agg(pl.all().sum()),
@@ -149,8 +156,17 @@ def read_capture_facts(
     )
 
 
+def _identify_pass(capture: Path) -> _Matcher | CompiledIdentify:
+    """The identify pass in the compiled core where it can read the capture, else the Python one."""
+    compiled = compiled_identify(capture)
+    if compiled is not None:
+        return compiled
+    identifier = ConnectionIdentifier()
+    return _Matcher(datagram_owners(capture, identifier), identifier)
+
+
 def _reduce_batch(
-    batch: CaptureBatch, number: int, matcher: _Matcher, parts: _Parts, capture: Path, run_id: str
+    batch: CaptureBatch, number: int, matcher: _Matcher | CompiledIdentify, parts: _Parts, capture: Path, run_id: str
 ) -> None:
     datagrams = batch.datagrams.select("direction", "datagram_index", "time_abs_ns", "udp_payload_bytes")
     owners = matcher.connections_of(datagrams["time_abs_ns"].to_list(), datagrams["udp_payload_bytes"].to_list())
