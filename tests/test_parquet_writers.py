@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from quicack.qlog import iter_qlog
-from quicack.storage.parquet_store import TableWriter, read_table_runs
+from quicack.storage.parquet_store import read_table_runs
+from quicack.storage.table_writer import TableWriter
 
 quicack_core = pytest.importorskip("quicack_core")
 if not hasattr(quicack_core, "ParquetFileWriter"):

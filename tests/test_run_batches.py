@@ -15,7 +15,7 @@ from quicack.metrics.rethink_volume import reduced_wire
 from quicack.metrics.return_path import packets_per_second, return_volume, wire_packets
 from quicack.metrics.selection import MissingData
 from quicack.stages import derive_stage, ingest_stage
-from quicack.storage import parquet_store
+from quicack.storage import parquet_store, table_writer
 from quicack.storage.database import build_database
 from quicack.storage.run_batches import StoredView, batches_by_rows, in_memory, per_run_batches, rows_of_runs
 
@@ -25,10 +25,10 @@ PACKET_SIZED = ("datagrams", "packets", "frames", "tcp_segments")
 @pytest.fixture(scope="module")
 def database(ack_policy_tables: dict[str, pl.DataFrame], tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("batches")
-    tables = {name: frame for name, frame in ack_policy_tables.items() if name in parquet_store.TABLES}
+    tables = {name: frame for name, frame in ack_policy_tables.items() if name in table_writer.TABLES}
     files = {
         name: [path]
-        for name, path in zip(tables, parquet_store.write_tables(tables, root / "parquet", "all"), strict=True)
+        for name, path in zip(tables, table_writer.write_tables(tables, root / "parquet", "all"), strict=True)
     }
     db = root / "quicack.duckdb"
     build_database(db, files, root)
@@ -151,7 +151,7 @@ def test_a_rebuilt_database_is_read_again_not_served_from_memory(ack_policy_tabl
             for name, frame in ack_policy_tables.items()
             if name in ("packets", "frames")
         }
-        paths = parquet_store.write_tables(tables, tmp_path / part, "all")
+        paths = table_writer.write_tables(tables, tmp_path / part, "all")
         build_database(db, {name: [path] for name, path in zip(tables, paths, strict=True)}, tmp_path)
 
     build(runs, "first")

@@ -1,4 +1,4 @@
-"""quicack.storage.parquet_store.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published
+"""quicack.storage.table_writer.TableWriter, the one Parquet writer: row groups, empty tables, and nothing published
 on failure."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from quicack.pcap.decode import decode_capture
 from quicack.schema import TABLES
-from quicack.storage.parquet_store import PENDING_FRAMES_GATHERED, TableWriter
+from quicack.storage.table_writer import PENDING_FRAMES_GATHERED, TableWriter
 
 DATA = Path(__file__).parent / "data" / "pcap"
 CAPTURE = DATA / "aioquic_v1_keyupdate.pcap.gz"

@@ -26,9 +26,9 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 
 def write_capture_parquet(batches: Iterable[CaptureBatch], out_dir: Path) -> dict[str, int]:
     """Stream batches into DIR/<table>.parquet (one row group per batch, see
-    `quicack.storage.parquet_store.TableWriter`);
+    `quicack.storage.table_writer.TableWriter`);
     return the rows written per table."""
-    from quicack.storage.parquet_store import TableWriter
+    from quicack.storage.table_writer import TableWriter
 
     with TableWriter.in_folder(out_dir, OUTPUT_TABLES) as writer:
         for batch in batches:

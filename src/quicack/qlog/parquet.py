@@ -12,7 +12,7 @@ import polars as pl
 from quicack.reading.issues import ERROR, count_errors, issue_row, issues_frame
 from quicack.reading.limits import DEFAULT_LIMITS, Limits
 from quicack.schema import ENDPOINTS, FRAMES, INGEST_ISSUES, METRICS_LOGGED, PACKETS, RTT_SAMPLES, Table
-from quicack.storage.parquet_store import ROW_GROUP_ROWS, TableWriter
+from quicack.storage.table_writer import ROW_GROUP_ROWS, TableWriter
 
 from .python_reader import STAGE
 from .qlog_file import iter_qlog

@@ -71,7 +71,7 @@ def _write_measurements(
 
 def scan_command(args: argparse.Namespace) -> int:
     from quicack.layout import find_measurements
-    from quicack.storage.parquet_store import TableWriter
+    from quicack.storage.table_writer import TableWriter
 
     folders = find_measurements(args.paths)
     names = [*SCAN_TABLES, *([] if args.no_capture_tables else CAPTURE_TABLES)]
@@ -88,7 +88,7 @@ def scan_part_command(args: argparse.Namespace) -> int:
     scan figures need only scan_connections, and datagrams of scan connections have no runs row (use
     ``quicack scan --out`` for them)."""
     from quicack.layout.scan_folders import scan_parts
-    from quicack.storage.parquet_store import TableWriter
+    from quicack.storage.table_writer import TableWriter
 
     folders = scan_parts(args.root).get(args.part, [])
     with TableWriter.part(args.parquet, SCAN_TABLES, args.part) as writer:

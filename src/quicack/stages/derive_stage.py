@@ -19,7 +19,7 @@ from quicack.metrics.tcp_ack_runs import tcp_ack_runs
 from quicack.models import recovery
 from quicack.schema import DERIVE, tables_written_by
 from quicack.stages.group_arguments import add_group_arguments, group_of
-from quicack.storage import parquet_store
+from quicack.storage import parquet_store, table_writer
 from quicack.storage.run_batches import batches_by_rows, parquet_rows_per_run
 
 # The tables the derive stage writes (the schema says which); `derive_tables` returns them.
@@ -44,7 +44,7 @@ def derive_group_stage(
     part = key if key is not None else group_key(group)
     run_ids = parquet_store.read_table(parquet_root, "runs", [part])["run_id"].to_list()
     rows_per_run = parquet_rows_per_run(parquet_root, DERIVE_INPUTS, part, run_ids)
-    with parquet_store.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
+    with table_writer.TableWriter.part(parquet_root, DERIVED_TABLES, part) as writer:
         # At least one batch, so that a group without runs still derives (empty) tables as before.
         for batch in batches_by_rows(rows_per_run, DERIVE_BATCH_ROWS, DERIVE_BATCH_RUNS):
             read = {name: parquet_store.read_table_runs(parquet_root, name, part, batch) for name in DERIVE_INPUTS}
@@ -96,7 +96,7 @@ def write_folder_connections(out_dir: Path, params: recovery.RecoveryParams = re
         else TABLES[name].empty()
         for name in DERIVE_INPUTS
     }
-    with parquet_store.TableWriter.in_folder(out_dir, ["connections"]) as writer:
+    with table_writer.TableWriter.in_folder(out_dir, ["connections"]) as writer:
         # only the summary and what it is made of (the other derived tables cost more than the decoding)
         writer.write("connections", _connections(read, params)[1])
     return writer.rows["connections"]

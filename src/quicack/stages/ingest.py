@@ -246,7 +246,7 @@ def ingest_group_frames(
     raw_root: Path, group: str, dataset: str, limits: Limits = DEFAULT_LIMITS, follow_external_symlinks: bool = False
 ) -> Iterator[tuple[str, pl.DataFrame]]:
     """The ingest tables of one run group as (table, frame) pairs, run after run and capture batch after batch,
-    so that a writer can stream them (`quicack.storage.parquet_store.TableWriter`): what is held at a time is one run's
+    so that a writer can stream them (`quicack.storage.table_writer.TableWriter`): what is held at a time is one run's
     qlogs or one
     capture batch, not the group. The runs rows and the discovery issues come last (a run without run.json gets its
     status from its data); concatenated per table, the frames are `ingest_group`'s tables.

@@ -11,7 +11,7 @@ from quicack.layout import group_key
 from quicack.reading.limits import DEFAULT_LIMITS, Limits, add_limit_arguments, limits_from_args
 from quicack.stages import ingest
 from quicack.stages.group_arguments import add_group_arguments, group_of
-from quicack.storage import parquet_store
+from quicack.storage import table_writer
 
 FOLLOW_HELP = "read files and run groups that are symbolic links leading outside the raw folder (default: refused)"
 
@@ -23,7 +23,7 @@ def ingest_group_stage(
     """``key``: the group's part name as the caller has it (the workflow's --group-key); None = `group_key`."""
     # Streamed into the Parquet files run by run: a group's tables never sit in memory whole.
     part = key if key is not None else group_key(group)
-    with parquet_store.TableWriter.part(parquet_root, ingest.INGEST_TABLES, part) as writer:
+    with table_writer.TableWriter.part(parquet_root, ingest.INGEST_TABLES, part) as writer:
         for name, frame in ingest.ingest_group_frames(raw_root, group, dataset, limits, follow_external_symlinks):
             writer.write(name, frame)
     return dict(writer.rows)
@@ -31,7 +31,7 @@ def ingest_group_stage(
 
 def dataset_issues_stage(raw_root: Path, parquet_root: Path, follow_external_symlinks: bool = False) -> int:
     frame = ingest.dataset_issues(raw_root, follow_external_symlinks)
-    parquet_store.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
+    table_writer.write_tables({"ingest_issues": frame}, parquet_root, "_dataset")
     return frame.height
 
 
