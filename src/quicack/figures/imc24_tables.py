@@ -13,7 +13,6 @@ from quicack.metrics import guidelines as guidelines_metric
 from quicack.metrics import summary
 from quicack.metrics.selection import (
     PAPER_IMPLEMENTATION,
-    guideline_runs,
     second_flight_runs,
     table3_accounted_runs,
     table3_runs,
@@ -58,7 +57,8 @@ def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagra
         + ("; ".join(missing.to_series().to_list()) or "none")
         + ". Only IACK/WFC runs of configurations with both modes measured enter a cell."
     )
-    return Rendered(table, guideline_runs(handshakes, runs, datagrams), note=note, headers=TAB02_HEADERS)
+    entered = guidelines_metric.guideline_runs(handshakes, runs, datagrams)
+    return Rendered(table, entered, note=note, headers=TAB02_HEADERS)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -353,3 +353,14 @@ def guidelines_beside_paper(
             "measured_in": [r["measured_in"] or "-" for r in rows],
         }
     )
+
+
+def guideline_runs(
+    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None, held: bool | None = None
+) -> pl.DataFrame:
+    """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
+    classified into a row and column; one stack delay, ``held``: see ``classify_configurations``). Here, not in
+    ``metrics.selection``: the figures that import ``selection`` need not re-render when Table 2's rules change."""
+    keys = ["client_impl", "scenario", "rtt_ms"]
+    compared = compared_configurations(handshakes, runs, datagrams, held=held).select(keys)
+    return iack_wfc_runs(runs).join(compared, on=keys, how="semi")

@@ -10,9 +10,7 @@ import polars as pl
 
 from quicack.layout.naming import PAPER_CONDITIONS_SUFFIX
 from quicack.markup import plural
-from quicack.metrics import guidelines
 from quicack.metrics.summary import iack_wfc_runs, ttfb_column
-from quicack.storage.run_batches import RunRows
 
 
 class MissingData(LookupError):
@@ -158,16 +156,6 @@ def table3_runs(runs: pl.DataFrame, scenario: str = "handshake", fallback_scenar
 def table3_accounted_runs(runs: pl.DataFrame) -> pl.DataFrame:
     """Every run of the scenarios Table 3 reads, failed ones included (its footnote counts them)."""
     return runs.filter(pl.col("scenario").is_in(table3_runs(runs)["scenario"].unique().to_list()))
-
-
-def guideline_runs(
-    handshakes: pl.DataFrame, runs: pl.DataFrame, datagrams: RunRows | None = None, held: bool | None = None
-) -> pl.DataFrame:
-    """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
-    classified into a row and column; one stack delay, ``held``: see ``guidelines.classify_configurations``)."""
-    keys = ["client_impl", "scenario", "rtt_ms"]
-    compared = guidelines.compared_configurations(handshakes, runs, datagrams, held=held).select(keys)
-    return iack_wfc_runs(runs).join(compared, on=keys, how="semi")
 
 
 # A default ACK policy shows only over many packets (go-x-net acknowledges every 2nd packet for the first 100,
