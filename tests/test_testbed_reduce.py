@@ -131,3 +131,30 @@ def test_a_run_without_captures_loses_its_keylog_which_decrypts_nothing(tmp_path
     record = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert record["testbed"]["keylog_kept"] is False and record["testbed"]["cut_after_recording"] == ["no capture"]
     assert reduce.drop_unused_keylog(run, "again") is False
+
+
+CHROMIUM_RUN = (
+    Path(__file__).parent / "data" / "browsers" / "raw" / "quic-go_chromium" / "noloss-none-rtt9ms-10KB-h3" / "1"
+)
+
+
+def test_a_chromium_run_loses_its_netlog_which_nothing_reads_and_says_so(tmp_path: Path) -> None:
+    run = tmp_path / "1"
+    shutil.copytree(CHROMIUM_RUN, run)
+    assert (run / "client" / "chromium_netlog.json.gz").is_file()
+    kept = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
+    assert reduce.drop_unread_netlog(run, "nothing reads it") is True
+    left = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
+    assert left == [p for p in kept if p != "client/chromium_netlog.json.gz"]
+    testbed = json.loads((run / "run.json").read_text(encoding="utf-8"))["testbed"]
+    assert testbed["netlog_kept"] is False
+    assert testbed["cut_after_recording"][-1] == "nothing reads it"
+    # The capture and its keylog stay: they are the run's record, and still decrypt.
+    packets = pl.concat(
+        b.packets for b in decode_capture(run / "sim" / "trace_node_left.pcap.gz", run / "client" / "keys.log", "run")
+    )
+    assert packets.height > 10 and packets["decrypted"].all()
+    assert reduce.drop_unread_netlog(run, "again") is False
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["testbed"]["cut_after_recording"][-1] == (
+        "nothing reads it"
+    )

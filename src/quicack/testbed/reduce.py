@@ -24,6 +24,8 @@ import struct
 from collections.abc import Collection
 from pathlib import Path
 
+from quicack.testbed.clients import CHROMIUM_NETLOG
+
 _PCAP_HEADER = struct.Struct("<IHHiIII")  # classic pcap, little endian, as tcpdump writes it here
 _RECORD_HEADER = struct.Struct("<IIII")  # ts_sec, ts_usec, incl_len, orig_len
 _PCAP_MAGICS = (0xA1B2C3D4, 0xA1B23C4D)  # microsecond, nanosecond timestamps
@@ -132,6 +134,18 @@ def drop_server_side_capture(run_dir: Path, why: str) -> bool:
     for path in captures:
         path.unlink()  # unlinked, not truncated: a hard-linked copy elsewhere keeps it
     _record_cut(run_dir, why, server_side_capture=False)
+    return True
+
+
+def drop_unread_netlog(run_dir: Path, why: str) -> bool:
+    """Remove Chromium's NetLog of a recorded run (``clients.CHROMIUM_NETLOG``: its own log of the connection, which
+    nothing ingests; the capture and its keylog are Chromium's record) and say so in its run.json
+    (``testbed.netlog_kept`` false); False when the run has none."""
+    netlog = run_dir / "client" / CHROMIUM_NETLOG
+    if not netlog.is_file():
+        return False
+    netlog.unlink()
+    _record_cut(run_dir, why, netlog_kept=False)
     return True
 
 
