@@ -185,8 +185,9 @@ def test_the_policy_reaches_the_quinn_server_and_the_ngtcp2_client(tmp_path: Pat
 def test_the_quinn_client_at_1280_bytes_holds_its_first_ack_until_its_pto_unless_a_packet_number_was_skipped(
     paper_tables,
 ):
-    """Part P of the dataset 'paper' (the quinn pair at 1,280-byte datagrams without path-MTU discovery, 1 MB over the
-    satellite path): the stall of ackfreq22-tab04-satellite-ar20-noloss, as its explanation traces it. quinn-proto
+    """Parts P and Q of the dataset 'paper' (the quinn pair at 1,280-byte datagrams without path-MTU discovery, 1 MB
+    over the satellite path; over 4G and VDSL): the stall of ackfreq22-tab04-satellite-ar20-noloss, as its explanation
+    traces it. quinn-proto
     0.11.19 stops the client's ACK timer when its Handshake ACK leaves, and arms it again only once a 1-RTT ACK has
     cleared the 1-RTT space, so at AR 20 and 100 (thresholds 19 and 99, above the 12 packets of the server's first
     flight) the first 1-RTT ACK rides the client's PTO probe, 1.6 s late, in one range; a packet number the server
@@ -200,14 +201,26 @@ def test_the_quinn_client_at_1280_bytes_holds_its_first_ack_until_its_pto_unless
         .group_by("run_id", maintain_order=True)
         .first()
         .select(
+            path=pl.col("run_id").str.extract(r"-ackfreq22-(\w+)-1MB-"),
             ack_ratio=pl.col("run_id").str.extract(r"-ar(\d+)-").cast(pl.Int64),
             first_ack_delay_ms=pl.col("ack_delay_ms"),
             ranges=pl.col("ack_ranges").list.len(),
         )
+        .filter(pl.col("path").is_not_null())
     )
-    assert first_acks.height == 25
+    # Part P: the satellite path; part Q: 4G and VDSL at AR 2, 10 and 20.
+    assert first_acks.group_by("path").len().sort("path").rows() == [("4g", 15), ("satellite", 25), ("vdsl", 15)]
     low, high = first_acks.filter(pl.col("ack_ratio") <= 10), first_acks.filter(pl.col("ack_ratio") >= 20)
     assert low["first_ack_delay_ms"].max() < 2.0
+    # The same hold over the shorter paths, until the client's PTO there (ackfreq22-tab04-4g-ar20-noloss): all five
+    # 4G runs at AR 20, two of the five VDSL ones; the three others had a skipped packet number (two ranges).
+    for path, held_runs, low_ms, high_ms in (("4g", 5, 140, 150), ("vdsl", 2, 95, 110)):
+        at_20 = high.filter(pl.col("path") == path)
+        held_here = at_20.filter(pl.col("first_ack_delay_ms") > 50)
+        assert held_here.height == held_runs and set(held_here["ranges"]) == {1}
+        assert low_ms < held_here["first_ack_delay_ms"].min() and held_here["first_ack_delay_ms"].max() < high_ms
+        assert set(at_20.filter(pl.col("first_ack_delay_ms") <= 50)["ranges"]) <= {2}
+    high = high.filter(pl.col("path") == "satellite")
     held = high.filter(pl.col("first_ack_delay_ms") > 1_500)
     assert held.height == 12 and held["first_ack_delay_ms"].max() < 1_620 and set(held["ranges"]) == {1}
     prompt = high.filter(pl.col("first_ack_delay_ms") <= 1_500)
