@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 import quicack.qlog.batch as batch_module
+import quicack.schema.contract as contract_module
 from quicack.qlog import iter_qlog
 from quicack.qlog.plausibility import PlausibilityChecks
 from quicack.qlog.reader_engine import lane_class
@@ -70,6 +71,25 @@ def test_lane_batches_carry_the_derived_columns_without_the_polars_assembly(
     with_reference = "quic-go" in path.parts[-6]
     assert packets["time_abs_ns"].null_count() == (0 if with_reference else packets.height)
     assert frames["ack_ranges"].dtype == pl.List(pl.Struct({"low": pl.Int64, "high": pl.Int64}))
+
+
+@pytest.mark.skipif(not HAS_LANE, reason="quicack_core with QlogLane is not built (install.sh)")
+@pytest.mark.parametrize("path", REAL[:2], ids=lambda p: f"{p.parts[-6]}-{p.parts[-3]}")
+def test_lane_batches_come_conformed_to_the_contract(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane hands each table of a batch in the contract's columns and order (nulls where no qlog says), so
+    that neither the reader nor the writer re-selects it in polars (`Table.conform` returns it as it is)."""
+    reselected: list[str] = []
+    original = contract_module.Table.conform
+
+    def conform(self: contract_module.Table, frame: pl.DataFrame) -> pl.DataFrame:
+        if frame.schema != self.polars_schema:
+            reselected.append(self.name)
+        return original(self, frame)
+
+    monkeypatch.setattr(contract_module.Table, "conform", conform)
+    compiled = _tables(path, "compiled", batch_events=300)
+    assert compiled["packets"].height > 500 and compiled["frames"].height > 500
+    assert [name for name in reselected if name in ("packets", "frames", "metrics_logged")] == []
 
 
 @pytest.mark.parametrize("engine", ["python", "compiled"])

@@ -92,6 +92,9 @@ fn contract() {
             writeln!(out, "    pub const r#{name}: ContractColumn = ContractColumn {{ name: {name:?}, dtype: Dtype::{dtype} }};")
                 .unwrap();
         }
+        let names: Vec<String> = columns.iter().map(|(name, _)| format!("r#{name}")).collect();
+        writeln!(out, "    /// The table's columns in the contract's order.").unwrap();
+        writeln!(out, "    pub const COLUMNS: &[ContractColumn] = &[{}];", names.join(", ")).unwrap();
         writeln!(out, "}}").unwrap();
     }
     let target = Path::new(&std::env::var("OUT_DIR").expect("set by cargo")).join("contract.rs");

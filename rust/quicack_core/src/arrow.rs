@@ -15,6 +15,8 @@ use arrow_schema::{DataType, Field, Fields};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::contract::Dtype;
+
 pub enum Column {
     Int(Vec<Option<i64>>),
     Float(Vec<Option<f64>>),
@@ -52,6 +54,20 @@ pub enum Column {
     DenseFloat(Vec<f64>),
     /// An array built already (in one pass over the rows of several connections, `Cell::column_of`)
     Built(ArrayRef),
+    /// `length` nulls of a contract column's type (a column the reader cannot fill, as `Table.conform` adds it)
+    Nulls(Dtype, usize),
+}
+
+/// The Arrow type a column of the contract's type leaves as (text as views, which polars takes as they are).
+fn contract_type(dtype: Dtype) -> DataType {
+    match dtype {
+        Dtype::Text => DataType::Utf8View,
+        Dtype::Int => DataType::Int64,
+        Dtype::Float => DataType::Float64,
+        Dtype::Bool => DataType::Boolean,
+        Dtype::TextList => DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        Dtype::AckRanges => DataType::List(Arc::new(ranges_item())),
+    }
 }
 
 /// Arrow's view of a string (Utf8View layout: the length, then the bytes themselves up to 12 of them, else their
@@ -86,8 +102,19 @@ fn string_views<'a>(length: usize, texts: impl Iterator<Item = Option<&'a str>>)
             }
         });
     }
+    whole_views(views, data, valid)
+}
+
+/// The string-view array of `views` (built by `string_view`) over `data`. Built unchecked: `try_new` validated
+/// every view again (bounds and UTF-8 of what `string_view` was just given as `&str`), ≈ 3 % of a qlog ingest's
+/// CPU (bench/README.md, issue 37).
+fn whole_views(views: Vec<u128>, data: Vec<u8>, valid: Vec<bool>) -> ArrayRef {
+    // the views' offsets are u32: beyond that `string_view` would have cut them (never near a batch's size)
+    assert!(data.len() <= u32::MAX as usize, "string views over more than 4 GiB");
     let buffers = if data.is_empty() { vec![] } else { vec![Buffer::from_vec(data)] };
-    Arc::new(StringViewArray::try_new(ScalarBuffer::from(views), buffers, nulls(valid)).expect("views of whole strings"))
+    // SAFETY: every view comes from `string_view` of a whole `&str` (valid UTF-8), stored inline when it is at
+    // most 12 bytes long, else appended to `data` (buffer 0) at the offset the view records; null rows are 0.
+    Arc::new(unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(views), buffers, nulls(valid)) })
 }
 
 /// Views of `names[code]` per row (None: null), the names stored once.
@@ -107,8 +134,7 @@ fn code_views<N: AsRef<str>>(names: &[N], length: usize, codes: impl Iterator<It
         valid.push(code.is_some());
         views.push(code.map_or(0, |code| of_name[code]));
     }
-    let buffers = if data.is_empty() { vec![] } else { vec![Buffer::from_vec(data)] };
-    Arc::new(StringViewArray::try_new(ScalarBuffer::from(views), buffers, nulls(valid)).expect("views of the names"))
+    whole_views(views, data, valid)
 }
 
 /// Validity from per-row flags; none when every row is valid.
@@ -180,6 +206,7 @@ pub(crate) fn column_array(column: Column) -> ArrayRef {
         }
         Column::DenseFloat(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), None)),
         Column::Built(array) => array,
+        Column::Nulls(dtype, length) => arrow_array::new_null_array(&contract_type(dtype), length),
         Column::TextViews(values) => string_views(values.len(), values.iter().map(Option::as_deref)),
         Column::TextList(values) => {
             let mut offsets: Vec<i32> = Vec::with_capacity(values.len() + 1);

@@ -87,7 +87,10 @@ impl<'t> Doc<'t> {
         match self.nodes[at] {
             Node::Str { start, len, escaped } => {
                 let source = if escaped { self.escaped } else { self.text };
-                &source[start as usize..(start + len) as usize]
+                // SAFETY: the parser made the span: between a string's quotes in the record (ASCII, so at char
+                // boundaries) or a run it pushed onto `escaped`, both within their text. Unchecked, the lookups
+                // of the events' keys skip a bounds and boundary check each (≈ 1 % of the ingest, perf).
+                unsafe { source.get_unchecked(start as usize..(start + len) as usize) }
             }
             _ => "",
         }

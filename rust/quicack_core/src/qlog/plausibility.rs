@@ -103,14 +103,18 @@ fn floats(batch: &RecordBatch, name: &str) -> PyResult<Option<Vec<Option<f64>>>>
 struct Runs<T> {
     index: HashMap<String, usize>,
     runs: Vec<(String, T)>,
+    last: usize, // the run of the previous row: a batch holds each connection's rows together
 }
 
 impl<T> Runs<T> {
     fn new() -> Self {
-        Runs { index: HashMap::new(), runs: Vec::new() }
+        Runs { index: HashMap::new(), runs: Vec::new(), last: 0 }
     }
 
     fn get(&mut self, run: &str, new: impl FnOnce() -> T) -> &mut T {
+        if self.runs.get(self.last).is_some_and(|(name, _)| name == run) {
+            return &mut self.runs[self.last].1;
+        }
         let at = match self.index.get(run) {
             Some(&at) => at,
             None => {
@@ -119,6 +123,7 @@ impl<T> Runs<T> {
                 self.runs.len() - 1
             }
         };
+        self.last = at;
         &mut self.runs[at].1
     }
 }

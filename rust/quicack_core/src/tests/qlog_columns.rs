@@ -180,3 +180,35 @@ fn columns_built_in_one_pass_over_parts_equal_the_concatenated_ones() {
         assert_eq!(a.to_data(), b.to_data(), "{name}");
     }
 }
+
+#[test]
+fn a_batch_leaves_in_the_contracts_columns_and_order_with_nulls_where_the_lane_fills_none() {
+    use arrow_array::Array;
+    let frames = |n: usize| {
+        let mut rows = FrameRows::default();
+        for i in 0..n {
+            rows.push(crate::qlog::events::FrameRow { t: i as f64, frame_index: i as i64, ..Default::default() });
+        }
+        Rows { frames: rows, ..Rows::default() }
+    };
+    for (table, contract) in [
+        (0, crate::contract::packets::COLUMNS),
+        (1, crate::contract::frames::COLUMNS),
+        (2, crate::contract::metrics_logged::COLUMNS),
+    ] {
+        let parts = vec![Rows::default(), if table == 1 { frames(3) } else { Rows::default() }];
+        let columns = batch_columns(table, parts, &[attrs("a", Some("client"), 0.0, None), attrs("b", None, 0.0, None)]);
+        let names: Vec<&str> = columns.iter().map(|(name, _)| name.as_str()).collect();
+        let expected: Vec<&str> = contract.iter().map(|c| c.name).collect();
+        assert_eq!(names, expected, "table {table}");
+        if table == 1 {
+            let table = arrays(columns);
+            // no qlog gives the datagram or a raw frame type: nulls of the contract's types, as conform adds them
+            assert_eq!(table["datagram_index"].data_type(), &arrow_schema::DataType::Int64);
+            assert_eq!(table["raw_frame_type"].data_type(), &arrow_schema::DataType::Utf8View);
+            assert!(matches!(table["tls_messages"].data_type(), arrow_schema::DataType::List(_)));
+            assert_eq!((table["datagram_index"].len(), table["datagram_index"].null_count()), (3, 3));
+            assert_eq!(table["frame_index"].null_count(), 0);
+        }
+    }
+}
