@@ -86,6 +86,9 @@ def read_benchmarks(folder: Path) -> dict[str, list[tuple[float, float, float]]]
 
 
 def summarise(jobs: list[tuple[float, float, float]]) -> tuple[int, float, float, float, float]:
+    """(jobs, largest peak RSS, longest wall, sum of walls, sum of CPU); zeros for a rule with no finished job."""
+    if not jobs:
+        return 0, 0.0, 0.0, 0.0, 0.0
     return (len(jobs), max(r for _, r, _ in jobs), max(s for s, _, _ in jobs), sum(s for s, _, _ in jobs),
             sum(c for _, _, c in jobs))  # fmt: skip
 
@@ -97,7 +100,7 @@ def table(one: dict, many: dict, label: str) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rule in sorted(set(one) | set(many), key=lambda r: (r.startswith("render/"), r)):
-        a, b = summarise(one.get(rule, [(0, 0, 0)])), summarise(many.get(rule, [(0, 0, 0)]))
+        a, b = summarise(one.get(rule, [])), summarise(many.get(rule, []))
         ratio = b[1] / a[1] if a[1] else float("nan")
         cpu_ratio = b[4] / a[4] if a[4] else float("nan")
         lines.append(
