@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import polars as pl
 
 from quicack.stages import ingest
-from tests.conftest import QLOG_FIXTURES, REPO, make_run
+from tests.conftest import QLOG_FIXTURES, REPO, SAMPLE_RAW, make_run
 
 
 def test_ingest_group_reads_runs_and_both_vantages(real_raw):
@@ -166,3 +168,32 @@ def test_stored_paths_are_relative_to_the_raw_folder(real_raw):
         "aioquic_aioquic/transfer/1/client/qlog/client.qlog",
         "aioquic_aioquic/transfer/1/server/qlog/server.qlog",
     ]
+
+
+def test_runs_rows_waiting_for_the_groups_end_are_held_as_frames_not_dicts():
+    """The runs rows wait until a group's last run (a run's status may come from its data); as one dict per run
+    (~3.5 KB of Python objects each here) they grew with the runs, ≈ 20-30 MiB at 100x the embedded data
+    (bench/README.md). Python memory held after 64 runs of a real group (quic-go_go-x-net, 94 runs; polars'
+    buffers are not Python objects) against after 9 (the modules a run imports once are in), per run: ~0.9 KB
+    (caches filling), ~3.7-4.2 KB with a dict per run."""
+    held: dict[int, int] = {}
+    real_run_row = ingest.run_row
+
+    def run_row(*args, **kwargs):
+        held[len(held) + 1] = tracemalloc.get_traced_memory()[0]  # before run n: the rows of runs 1 .. n-1
+        return real_run_row(*args, **kwargs)
+
+    frames = ingest.ingest_group_frames(SAMPLE_RAW, "quic-go_go-x-net", "t")
+    ingest.run_row = run_row
+    tracemalloc.start()
+    try:
+        for _name, _frame in frames:
+            if len(held) > 65:  # 64 rows appended (and converted) before run 65: enough
+                break
+    finally:
+        tracemalloc.stop()
+        ingest.run_row = real_run_row
+        frames.close()
+    assert len(held) > 65
+    per_run = (held[65] - held[10]) / 55
+    assert per_run < 2_000, per_run
