@@ -39,10 +39,9 @@ def imc24_tab02_guidelines(handshakes: pl.DataFrame, runs: pl.DataFrame, datagra
     margins; see ``quicack.metrics.guidelines.guidelines_beside_paper``) and whether they agree."""
     table = guidelines_metric.guidelines_beside_paper(handshakes, runs, paper_table("imc24", "tab02"), datagrams)
     missing = table.filter(pl.col("configurations") == 0).select(pl.col("certificate") + " / " + pl.col("condition"))
-    held = not summary.stack_delay_runs(summary.iack_wfc_runs(runs), held=True).is_empty()
     stack = (
         "the runs with each client's ServerHello held to the stack delay imc24 gives it (the paper's conditions)"
-        if held
+        if summary.holds_paper_delay(runs)
         else "the runs on this machine's own server stack delay"
     )
     sources = guidelines_metric.compared_configurations(handshakes, runs, datagrams)["ttfb_source"].unique().sort()

@@ -361,6 +361,5 @@ def guideline_runs(
     """The IACK/WFC runs of the configurations that enter a Table 2 cell (both modes measured and
     classified into a row and column; one stack delay, ``held``: see ``classify_configurations``). Here, not in
     ``metrics.selection``: the figures that import ``selection`` need not re-render when Table 2's rules change."""
-    keys = ["client_impl", "scenario", "rtt_ms"]
-    compared = compared_configurations(handshakes, runs, datagrams, held=held).select(keys)
-    return iack_wfc_runs(runs).join(compared, on=keys, how="semi")
+    compared = compared_configurations(handshakes, runs, datagrams, held=held).select(CONFIGURATION_KEYS)
+    return iack_wfc_runs(runs).join(compared, on=CONFIGURATION_KEYS, how="semi")

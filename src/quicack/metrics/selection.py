@@ -44,8 +44,6 @@ def require_runs(runs: pl.DataFrame, what: str, metric: str | None = None, keys:
 FIRST_SAMPLE_UNAFFECTED = ("noloss", "drop_client_flight")
 
 
-
-
 def as_recorded(handshakes: pl.DataFrame, scenario: str) -> str:
     """``scenario`` as the dataset holds it: its runs under the paper's conditions (``<scenario>_paper``,
     quicack.layout.PAPER_CONDITIONS_SUFFIX) where there are any, else the scenario itself (this machine's)."""

@@ -23,6 +23,8 @@ def ttfb_column(handshakes: pl.DataFrame) -> str:
     dataset's). No runs keep the capture's column, so that what is missing is named as before."""
     none_captured = handshakes.height and handshakes[TTFB_CAPTURE].null_count() == handshakes.height
     return TTFB_QLOG if none_captured else TTFB_CAPTURE
+
+
 # Handshake modes of an IACK/WFC server (the testbed's, or the imc24 artifact's quic-go); runs
 # against servers without that knob have mode null and take no part in a comparison.
 MODES = ("iack", "wfc")
@@ -31,13 +33,6 @@ MODES = ("iack", "wfc")
 def iack_wfc_runs(handshakes: pl.DataFrame) -> pl.DataFrame:
     """The runs that compare instant ACK with wait-for-certificate (mode 'iack' or 'wfc')."""
     return handshakes.filter(pl.col("mode").is_in(MODES))
-
-
-def own_stack_delay(runs: pl.DataFrame) -> pl.DataFrame:
-    """The runs whose server answered with its own stack delay: not those whose ServerHello was held to the paper's
-    (``runs.server_hello_hold_ms`` > 0, the testbed's *_paper and *_paper_stack scenarios), compared on their own.
-    Runs without the column (other datasets) all count as the server's own."""
-    return stack_delay_runs(runs, held=False)
 
 
 def _held(runs: pl.DataFrame) -> pl.Expr:
@@ -51,8 +46,14 @@ def stack_delay_runs(runs: pl.DataFrame, held: bool | None = None) -> pl.DataFra
     those of this machine's own delay (not ``held``), or, with None, as the dataset holds them: the held runs where it
     has any, else its own (as ``selection.as_recorded`` picks a scenario's runs under the paper's conditions)."""
     if held is None:
-        held = not iack_wfc_runs(runs).filter(_held(runs)).is_empty()
+        held = holds_paper_delay(runs)
     return runs.filter(_held(runs) if held else ~_held(runs))
+
+
+def holds_paper_delay(runs: pl.DataFrame) -> bool:
+    """Whether any IACK/WFC run of ``runs`` had its ServerHello held to the paper's stack delay
+    (``runs.server_hello_hold_ms`` > 0): the stack delay ``stack_delay_runs`` takes when none is asked for."""
+    return not iack_wfc_runs(runs).filter(_held(runs)).is_empty()
 
 
 def summarize(handshakes: pl.DataFrame, metric: str, by: list[str] | None = None) -> pl.DataFrame:

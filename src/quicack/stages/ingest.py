@@ -258,7 +258,7 @@ def ingest_group_frames(
     from quicack.qlog import discover_qlogs, read_qlog
 
     issues: list[dict] = []
-    runs = RunRows()
+    runs = PendingRuns()
     lacking: dict[str, int] = {}  # run.json key -> runs whose run.json does not say it (nor the folder name)
     group_root = raw_root / group
     tree = group_tree(group_root, raw_root)
@@ -324,7 +324,7 @@ def ingest_group_frames(
     yield "ingest_issues", issues_frame(issues)
 
 
-class RunRows:
+class PendingRuns:
     """The runs rows of a group, in order, held as frames of the runs table: the rows wait until the group's end
     (`ingest_group_frames` yields them last), and a dict per run (46 keys, ~2.5 KB of Python objects; a row of a
     frame is ~0.4 KB) grew with the runs: ≈ 20 MiB at 100x the embedded data (quinn_quinn, 8,300 runs;
